@@ -1,0 +1,429 @@
+//! Reading bundles on disk, as a directory or as a zip, without trusting them: every path a bundle names
+//! is checked to stay inside it, zip entries are checked against symlinks and size bombs before anything
+//! is extracted, and [`validate`] checks a bundle against its own index.
+//!
+//! Used by `trace-host validate` and `import`, and by `trace-replay` to open what it serves.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::bundle::{self, BundleManifest, FileEntry};
+use crate::event::EventRecord;
+use crate::har::Har;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path} is not a zip file: {source}")]
+    NotZip { path: PathBuf, source: zip::result::ZipError },
+    #[error("unsafe path {0:?} in bundle: paths must be relative and stay inside the bundle")]
+    UnsafePath(String),
+    #[error("zip entry {0:?} is a symbolic link; bundles may not contain links")]
+    Symlink(String),
+    #[error("zip has {count} entries, more than the limit of {limit}")]
+    TooManyEntries { count: usize, limit: usize },
+    #[error("zip entry {name:?} expands to {size} bytes, more than the limit of {limit}")]
+    EntryTooLarge { name: String, size: u64, limit: u64 },
+    #[error("zip expands to {size} bytes in all, more than the limit of {limit}")]
+    TooLarge { size: u64, limit: u64 },
+    #[error("zip entry {name:?} compresses {ratio}:1, which looks like a zip bomb (limit {limit}:1)")]
+    SuspiciousRatio { name: String, ratio: u64, limit: u64 },
+    #[error("zip entry {0:?} holds more data than its header declares")]
+    SizeMismatch(String),
+    #[error("zip entry {name:?} cannot be read: {source}")]
+    BadEntry { name: String, source: zip::result::ZipError },
+    #[error("bundle has no {0}")]
+    Missing(String),
+    #[error("{file} is not valid: {message}")]
+    Invalid { file: String, message: String },
+    #[error(
+        "bundle is format version {found}, newer than this program understands ({supported}); upgrade TRACE"
+    )]
+    NewerFormat { found: u32, supported: u32 },
+}
+
+pub type Result<T, E = ArchiveError> = std::result::Result<T, E>;
+
+/// Limits applied to every zip before anything in it is read.
+#[derive(Debug, Clone, Copy)]
+pub struct ZipLimits {
+    pub max_entries: usize,
+    pub max_entry_bytes: u64,
+    pub max_total_bytes: u64,
+    /// Entries larger than 1 MiB may compress at most this well.
+    pub max_ratio: u64,
+}
+
+impl Default for ZipLimits {
+    fn default() -> ZipLimits {
+        ZipLimits {
+            max_entries: 1_000_000,
+            max_entry_bytes: 4 << 30,
+            max_total_bytes: 64 << 30,
+            max_ratio: 1000,
+        }
+    }
+}
+
+/// An opened bundle: a directory, or a zip whose entries were all checked on opening.
+pub enum Bundle {
+    Dir(PathBuf),
+    Zip { path: PathBuf, archive: zip::ZipArchive<File>, entries: BTreeMap<String, (usize, u64)> },
+}
+
+impl Bundle {
+    /// Opens a bundle directory or zip file with the default limits.
+    pub fn open(path: &Path) -> Result<Bundle> {
+        Bundle::open_with_limits(path, ZipLimits::default())
+    }
+
+    pub fn open_with_limits(path: &Path, limits: ZipLimits) -> Result<Bundle> {
+        let io_error = |source| ArchiveError::Io { path: path.to_owned(), source };
+        let metadata = std::fs::metadata(path).map_err(io_error)?;
+        if metadata.is_dir() {
+            return Ok(Bundle::Dir(path.to_owned()));
+        }
+        let file = File::open(path).map_err(io_error)?;
+        let mut archive =
+            zip::ZipArchive::new(file).map_err(|source| ArchiveError::NotZip { path: path.to_owned(), source })?;
+        let entries = check_zip_entries(&mut archive, limits)?;
+        Ok(Bundle::Zip { path: path.to_owned(), archive, entries })
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            Bundle::Dir(path) | Bundle::Zip { path, .. } => path,
+        }
+    }
+
+    /// Every file in the bundle with its size, sorted by path.
+    pub fn files(&self) -> Result<BTreeMap<String, u64>> {
+        match self {
+            Bundle::Dir(root) => {
+                let mut files = BTreeMap::new();
+                walk_dir(root, root, &mut files)?;
+                Ok(files)
+            }
+            Bundle::Zip { entries, .. } => Ok(entries.iter().map(|(name, (_, size))| (name.clone(), *size)).collect()),
+        }
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        match self {
+            Bundle::Dir(root) => bundle::is_safe_relative_path(name) && root.join(name).is_file(),
+            Bundle::Zip { entries, .. } => entries.contains_key(name),
+        }
+    }
+
+    /// Streams one file to `sink`, returning the number of bytes copied.
+    pub fn copy_to(&mut self, name: &str, sink: &mut dyn Write) -> Result<u64> {
+        if !bundle::is_safe_relative_path(name) {
+            return Err(ArchiveError::UnsafePath(name.to_owned()));
+        }
+        match self {
+            Bundle::Dir(root) => {
+                let path = root.join(name);
+                let mut file = File::open(&path).map_err(|source| match source.kind() {
+                    io::ErrorKind::NotFound => ArchiveError::Missing(name.to_owned()),
+                    _ => ArchiveError::Io { path: path.clone(), source },
+                })?;
+                io::copy(&mut file, sink).map_err(|source| ArchiveError::Io { path, source })
+            }
+            Bundle::Zip { path, archive, entries } => {
+                let &(index, declared) = entries.get(name).ok_or_else(|| ArchiveError::Missing(name.to_owned()))?;
+                let entry = archive
+                    .by_index(index)
+                    .map_err(|source| ArchiveError::BadEntry { name: name.to_owned(), source })?;
+                // The declared size was checked against the limits; never read past it.
+                let mut limited = entry.take(declared + 1);
+                let copied =
+                    io::copy(&mut limited, sink).map_err(|source| ArchiveError::Io { path: path.clone(), source })?;
+                if copied > declared {
+                    return Err(ArchiveError::SizeMismatch(name.to_owned()));
+                }
+                Ok(copied)
+            }
+        }
+    }
+
+    pub fn read(&mut self, name: &str) -> Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.copy_to(name, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Reads and checks `manifest.json`, refusing a format newer than this program's.
+    pub fn manifest(&mut self) -> Result<BundleManifest> {
+        let bytes = self.read(bundle::MANIFEST_FILE)?;
+        parse_manifest(&bytes)
+    }
+
+    /// The size and sha256 of one file, streamed.
+    pub fn hash(&mut self, name: &str) -> Result<(u64, String)> {
+        let mut hasher = HashingWriter::new(io::sink());
+        self.copy_to(name, &mut hasher)?;
+        let (_, size, sha256) = hasher.finish();
+        Ok((size, sha256))
+    }
+
+    /// Every event of `events.jsonl`, in order.
+    pub fn events(&mut self) -> Result<Vec<EventRecord>> {
+        let bytes = self.read(bundle::EVENTS_FILE)?;
+        parse_events(&bytes)
+    }
+}
+
+pub fn parse_manifest(bytes: &[u8]) -> Result<BundleManifest> {
+    let invalid = |message: String| ArchiveError::Invalid { file: bundle::MANIFEST_FILE.to_owned(), message };
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
+    if value.get("format").and_then(|f| f.as_str()) != Some(bundle::FORMAT_NAME) {
+        return Err(invalid(format!("\"format\" must be {:?}", bundle::FORMAT_NAME)));
+    }
+    let version = value.get("format_version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+    if version > crate::FORMAT_VERSION {
+        return Err(ArchiveError::NewerFormat { found: version, supported: crate::FORMAT_VERSION });
+    }
+    serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
+}
+
+pub fn parse_events(bytes: &[u8]) -> Result<Vec<EventRecord>> {
+    let mut events = Vec::new();
+    for (line_no, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let record: EventRecord = serde_json::from_slice(line).map_err(|e| ArchiveError::Invalid {
+            file: bundle::EVENTS_FILE.to_owned(),
+            message: format!("line {}: {e}", line_no + 1),
+        })?;
+        events.push(record);
+    }
+    Ok(events)
+}
+
+fn check_zip_entries(
+    archive: &mut zip::ZipArchive<File>,
+    limits: ZipLimits,
+) -> Result<BTreeMap<String, (usize, u64)>> {
+    if archive.len() > limits.max_entries {
+        return Err(ArchiveError::TooManyEntries { count: archive.len(), limit: limits.max_entries });
+    }
+    let mut entries = BTreeMap::new();
+    let mut total: u64 = 0;
+    for index in 0..archive.len() {
+        let entry = archive.by_index_raw(index).map_err(|source| ArchiveError::BadEntry {
+            name: format!("#{index}"),
+            source,
+        })?;
+        let name = entry.name().to_owned();
+        let trimmed = name.strip_suffix('/').unwrap_or(&name);
+        if !bundle::is_safe_relative_path(trimmed) {
+            return Err(ArchiveError::UnsafePath(name));
+        }
+        if entry.is_symlink() {
+            return Err(ArchiveError::Symlink(name));
+        }
+        if entry.is_dir() {
+            continue;
+        }
+        let size = entry.size();
+        if size > limits.max_entry_bytes {
+            return Err(ArchiveError::EntryTooLarge { name, size, limit: limits.max_entry_bytes });
+        }
+        let ratio = size / entry.compressed_size().max(1);
+        if size > (1 << 20) && ratio > limits.max_ratio {
+            return Err(ArchiveError::SuspiciousRatio { name, ratio, limit: limits.max_ratio });
+        }
+        total = total.saturating_add(size);
+        if total > limits.max_total_bytes {
+            return Err(ArchiveError::TooLarge { size: total, limit: limits.max_total_bytes });
+        }
+        entries.insert(name, (index, size));
+    }
+    Ok(entries)
+}
+
+fn walk_dir(root: &Path, dir: &Path, files: &mut BTreeMap<String, u64>) -> Result<()> {
+    let io_error = |source| ArchiveError::Io { path: dir.to_owned(), source };
+    for entry in std::fs::read_dir(dir).map_err(io_error)? {
+        let entry = entry.map_err(io_error)?;
+        let path = entry.path();
+        let file_type = entry.file_type().map_err(io_error)?;
+        let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+        if relative.split('/').any(|part| part.starts_with('.')) {
+            continue; // the host's working files (.lock, .parts)
+        }
+        if file_type.is_symlink() {
+            return Err(ArchiveError::Symlink(relative));
+        } else if file_type.is_dir() {
+            walk_dir(root, &path, files)?;
+        } else {
+            files.insert(relative, entry.metadata().map_err(io_error)?.len());
+        }
+    }
+    Ok(())
+}
+
+/// A writer that hashes and counts what passes through it.
+pub struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+    size: u64,
+}
+
+impl<W: Write> HashingWriter<W> {
+    pub fn new(inner: W) -> HashingWriter<W> {
+        HashingWriter { inner, hasher: Sha256::new(), size: 0 }
+    }
+
+    /// The inner writer, the byte count and the lowercase hex sha256.
+    pub fn finish(self) -> (W, u64, String) {
+        (self.inner, self.size, hex::encode(self.hasher.finalize()))
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(buf)?;
+        self.hasher.update(&buf[..written]);
+        self.size += written as u64;
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// One thing wrong with a bundle.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    /// The file concerned, or "" for the bundle as a whole.
+    pub file: String,
+    pub message: String,
+}
+
+/// What [`validate`] found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ValidationReport {
+    pub files_checked: usize,
+    pub bytes_checked: u64,
+    pub problems: Vec<Problem>,
+}
+
+impl ValidationReport {
+    pub fn is_valid(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    fn problem(&mut self, file: &str, message: impl Into<String>) {
+        self.problems.push(Problem { file: file.to_owned(), message: message.into() });
+    }
+}
+
+/// Checks a bundle against its own index: every indexed file present with the right size and sha256, no
+/// file left out of the index, `events.jsonl` and `recording.har` parse, and every body the HAR references
+/// is in the bundle. `on_file` is called with the bytes of each file as it is checked (for progress).
+pub fn validate(bundle: &mut Bundle, on_file: &mut dyn FnMut(u64)) -> Result<ValidationReport> {
+    let mut report = ValidationReport::default();
+    let manifest = match bundle.manifest() {
+        Ok(manifest) => manifest,
+        Err(error @ ArchiveError::NewerFormat { .. }) => return Err(error),
+        Err(error) => {
+            report.problem(bundle::MANIFEST_FILE, error.to_string());
+            return Ok(report);
+        }
+    };
+    let present = bundle.files()?;
+    let mut indexed = BTreeSet::new();
+    for FileEntry { path, size, sha256 } in &manifest.files {
+        if !bundle::is_safe_relative_path(path) {
+            report.problem(path, "indexed path is not a safe relative path");
+            continue;
+        }
+        if !indexed.insert(path.as_str()) {
+            report.problem(path, "indexed twice");
+        }
+        if !present.contains_key(path) {
+            report.problem(path, "indexed in manifest.json but missing");
+            continue;
+        }
+        let (actual_size, actual_sha256) = bundle.hash(path)?;
+        report.files_checked += 1;
+        report.bytes_checked += actual_size;
+        on_file(actual_size);
+        if actual_size != *size {
+            report.problem(path, format!("size is {actual_size} bytes, manifest.json says {size}"));
+        }
+        if actual_sha256 != *sha256 {
+            report.problem(path, format!("sha256 is {actual_sha256}, manifest.json says {sha256}"));
+        }
+        if let Some(name) = path.strip_prefix(&format!("{}/", bundle::RESOURCES_DIR))
+            && name != sha256
+        {
+            report.problem(path, "a resource must be named by its sha256, as indexed");
+        }
+    }
+    for path in present.keys() {
+        if path != bundle::MANIFEST_FILE && !indexed.contains(path.as_str()) {
+            report.problem(path, "present but not indexed in manifest.json");
+        }
+    }
+    for required in [bundle::EVENTS_FILE, bundle::HAR_FILE, bundle::STORAGE_FILE] {
+        if !indexed.contains(required) {
+            report.problem(required, "required file is not in the bundle");
+        }
+    }
+    if present.contains_key(bundle::EVENTS_FILE) {
+        match bundle.events() {
+            Ok(events) => {
+                if let Some((position, record)) =
+                    events.iter().enumerate().find(|(position, record)| record.id != *position as u64)
+                {
+                    report.problem(bundle::EVENTS_FILE, format!("event at line {} has id {}", position + 1, record.id));
+                }
+                if events.len() as u64 != manifest.counts.events {
+                    report.problem(
+                        bundle::EVENTS_FILE,
+                        format!("{} events, manifest.json counts {}", events.len(), manifest.counts.events),
+                    );
+                }
+            }
+            Err(error) => report.problem(bundle::EVENTS_FILE, error.to_string()),
+        }
+    }
+    if present.contains_key(bundle::HAR_FILE) {
+        let bytes = bundle.read(bundle::HAR_FILE)?;
+        match serde_json::from_slice::<Har>(&bytes) {
+            Ok(har) => check_har_files(&har, &indexed, &mut report),
+            Err(error) => report.problem(bundle::HAR_FILE, format!("not a valid HAR 1.2 file: {error}")),
+        }
+    }
+    Ok(report)
+}
+
+fn check_har_files(har: &Har, indexed: &BTreeSet<&str>, report: &mut ValidationReport) {
+    if har.log.version != "1.2" {
+        report.problem(bundle::HAR_FILE, format!("log.version is {:?}, expected \"1.2\"", har.log.version));
+    }
+    for (index, entry) in har.log.entries.iter().enumerate() {
+        let files = [entry.response.content.file.as_deref(), entry.request.post_data.as_ref().and_then(|p| p.file.as_deref())];
+        for file in files.into_iter().flatten() {
+            if !indexed.contains(file) {
+                report.problem(
+                    bundle::HAR_FILE,
+                    format!("entry {index} ({} {}) references {file}, which is not in the bundle", entry.request.method, entry.request.url),
+                );
+            }
+        }
+    }
+}

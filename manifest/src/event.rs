@@ -1,0 +1,472 @@
+//! The events a recording is made of, in the order they happened.
+//!
+//! Network events mirror the Chrome DevTools Protocol closely (the extension records through
+//! `chrome.debugger`), so that nothing is lost on the way; [`crate::har`] turns them into HAR. One HTTP
+//! exchange is a `request`, then a `response` (or `request_failed`), then `request_finished`; a redirect is a
+//! `response` with a 3xx status followed by a new `request` with the same `request_id`. Bodies travel
+//! separately as chunks and are recorded by the host as a `body` event once complete.
+//!
+//! Events that carry files (screenshots, DOM snapshots) are written by the host when it stores the file; the
+//! extension sends those as their own wire messages (see [`crate::wire`]).
+
+use serde::{Deserialize, Serialize};
+
+/// One recorded event, as sent by the extension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Wall-clock time, milliseconds since the Unix epoch.
+    pub ts: f64,
+    /// The browser tab the event belongs to, if any (service workers have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab_id: Option<i64>,
+    /// The frame within the tab; absent for the main frame or when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_id: Option<String>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// An event as stored in a bundle's `events.jsonl`: the host numbers events from 0 in commit order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    pub id: u64,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    Navigation(Navigation),
+    PageLoad(PageLoad),
+    Request(Request),
+    Response(Response),
+    RequestFinished(RequestFinished),
+    RequestFailed(RequestFailed),
+    /// Written by the host when a streamed body is complete.
+    Body(BodyStored),
+    Action(Action),
+    Tab(TabEvent),
+    /// Written by the host when it stores a screenshot.
+    Screenshot(ScreenshotStored),
+    /// Written by the host when it stores a DOM snapshot.
+    DomSnapshot(DomSnapshotStored),
+    DomMutations(MutationSummary),
+    Console(ConsoleMessage),
+    Storage(StorageSnapshot),
+}
+
+impl EventKind {
+    /// The `type` tag this kind serializes with.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::Navigation(_) => "navigation",
+            EventKind::PageLoad(_) => "page_load",
+            EventKind::Request(_) => "request",
+            EventKind::Response(_) => "response",
+            EventKind::RequestFinished(_) => "request_finished",
+            EventKind::RequestFailed(_) => "request_failed",
+            EventKind::Body(_) => "body",
+            EventKind::Action(_) => "action",
+            EventKind::Tab(_) => "tab",
+            EventKind::Screenshot(_) => "screenshot",
+            EventKind::DomSnapshot(_) => "dom_snapshot",
+            EventKind::DomMutations(_) => "dom_mutations",
+            EventKind::Console(_) => "console",
+            EventKind::Storage(_) => "storage",
+        }
+    }
+
+    /// Kinds that only the host writes; the extension may not send them as events.
+    pub fn is_host_written(&self) -> bool {
+        matches!(self, EventKind::Body(_) | EventKind::Screenshot(_) | EventKind::DomSnapshot(_))
+    }
+}
+
+/// An HTTP header exactly as sent or received (names keep their case, repeats stay separate).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    pub name: String,
+    pub value: String,
+}
+
+impl Header {
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Header {
+        Header { name: name.into(), value: value.into() }
+    }
+}
+
+/// The first value of a header, compared case-insensitively.
+pub fn header_value<'a>(headers: &'a [Header], name: &str) -> Option<&'a str> {
+    headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value.as_str())
+}
+
+/// A frame committed a new document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Navigation {
+    pub url: String,
+    /// How the navigation came about (Chrome's transition type, simplified).
+    pub cause: NavigationCause,
+    /// False for a navigation inside an iframe.
+    #[serde(default = "yes")]
+    pub main_frame: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NavigationCause {
+    Typed,
+    Link,
+    FormSubmit,
+    Reload,
+    BackForward,
+    Redirect,
+    Script,
+    Other,
+}
+
+/// A document finished loading.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageLoad {
+    pub url: String,
+    #[serde(default)]
+    pub title: String,
+    /// Milliseconds from navigation start to `DOMContentLoaded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dom_content_loaded_ms: Option<f64>,
+    /// Milliseconds from navigation start to the `load` event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_ms: Option<f64>,
+}
+
+/// A request as the browser sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// The browser's id for the exchange; shared by the hops of a redirect chain.
+    pub request_id: String,
+    pub url: String,
+    pub method: String,
+    /// The headers actually sent, including cookies and `sec-fetch-*`.
+    pub headers: Vec<Header>,
+    /// The request body when it is text. Binary bodies arrive as a `body` with part `request`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_data: Option<String>,
+    /// DevTools resource type: Document, Stylesheet, Image, XHR, Fetch, Script, Font, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_type: Option<String>,
+}
+
+/// A response's status and headers (its body arrives separately).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub request_id: String,
+    pub url: String,
+    pub status: u16,
+    #[serde(default)]
+    pub status_text: String,
+    /// The protocol as the browser reports it: "http/1.1", "h2", "h3".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    pub headers: Vec<Header>,
+    #[serde(default)]
+    pub mime_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_ip_address: Option<String>,
+    #[serde(default)]
+    pub from_cache: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<ResourceTiming>,
+}
+
+/// The browser's timing of one exchange, as DevTools reports it: `request_time` in seconds, the rest in
+/// milliseconds relative to it, -1 where a phase did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ResourceTiming {
+    pub request_time: f64,
+    pub dns_start: f64,
+    pub dns_end: f64,
+    pub connect_start: f64,
+    pub connect_end: f64,
+    pub ssl_start: f64,
+    pub ssl_end: f64,
+    pub send_start: f64,
+    pub send_end: f64,
+    pub receive_headers_end: f64,
+}
+
+/// The exchange completed; `encoded_data_length` is what crossed the network, compressed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestFinished {
+    pub request_id: String,
+    #[serde(default)]
+    pub encoded_data_length: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestFailed {
+    pub request_id: String,
+    pub error_text: String,
+    #[serde(default)]
+    pub canceled: bool,
+}
+
+/// Which side of an exchange a body belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BodyPart {
+    Request,
+    Response,
+}
+
+impl BodyPart {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BodyPart::Request => "request",
+            BodyPart::Response => "response",
+        }
+    }
+}
+
+/// A body stored in the bundle as `resources/<sha256>`. Response bodies are stored decoded (after the
+/// browser undid any `Content-Encoding`), exactly as the page received them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BodyStored {
+    pub request_id: String,
+    pub part: BodyPart,
+    pub sha256: String,
+    pub size: u64,
+}
+
+impl BodyStored {
+    pub fn path(&self) -> String {
+        crate::bundle::resource_path(&self.sha256)
+    }
+}
+
+/// Something the person did in a page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    pub action: ActionKind,
+    /// The element acted on (absent for page-level scrolls and key presses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<ElementDescriptor>,
+    /// The URL of the document the action happened in.
+    pub url: String,
+    /// Text typed, option chosen, or checkbox state, as a string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// The key pressed (DOM `KeyboardEvent.key`), with modifiers such as "Control".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modifiers: Vec<String>,
+    /// Pointer position in the viewport, CSS pixels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<f64>,
+    /// Scroll deltas, CSS pixels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta_x: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta_y: Option<f64>,
+    /// The value is a secret (password, one-time code, card number, ...): redacted on export.
+    #[serde(default)]
+    pub credential: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    Click,
+    DoubleClick,
+    Input,
+    KeyPress,
+    Scroll,
+    Submit,
+    Change,
+}
+
+/// How an element can be found again, from several angles, so that replay can fall back from one to the
+/// next when the page differs slightly.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElementDescriptor {
+    pub selector: String,
+    pub xpath: String,
+    pub tag: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accessible_name: Option<String>,
+    /// Visible text, trimmed and shortened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bbox: Option<Rect>,
+    /// Selectors of the iframes enclosing the element, outermost first; empty in the main frame.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frame_path: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rect {
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub height: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TabEvent {
+    pub op: TabOp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opener_tab_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TabOp {
+    Created,
+    Activated,
+    Removed,
+}
+
+/// Image formats a screenshot may be stored in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageFormat {
+    Png,
+    Jpeg,
+}
+
+impl ImageFormat {
+    pub fn extension(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "png",
+            ImageFormat::Jpeg => "jpg",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScreenshotStored {
+    /// Path inside the bundle, `screenshots/<event id>.<png|jpg>`.
+    pub file: String,
+    pub format: ImageFormat,
+    /// Why it was taken: "load", "action", ...
+    #[serde(default)]
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DomSnapshotStored {
+    pub url: String,
+    #[serde(default)]
+    pub reason: String,
+    /// Serialized HTML, `dom/<event id>.html`.
+    pub file: String,
+    /// The accessibility tree as JSON, `dom/<event id>.a11y.json`, when one was captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accessibility_file: Option<String>,
+}
+
+/// A bounded summary of DOM changes between two snapshots.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MutationSummary {
+    pub added: u64,
+    pub removed: u64,
+    pub attributes: u64,
+    pub text: u64,
+    /// True when the recorder stopped counting because of a mutation storm.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsoleMessage {
+    pub level: String,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// Cookies and web storage of the recorded sites at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StorageSnapshot {
+    pub phase: StoragePhase,
+    #[serde(default)]
+    pub cookies: Vec<Cookie>,
+    /// Origin → key → value.
+    #[serde(default)]
+    pub local_storage: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+    #[serde(default)]
+    pub session_storage: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoragePhase {
+    Start,
+    Stop,
+}
+
+/// A cookie as the browser holds it (`chrome.cookies` / CDP `Network.Cookie`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cookie {
+    pub name: String,
+    pub value: String,
+    pub domain: String,
+    #[serde(default = "root_path")]
+    pub path: String,
+    /// Seconds since the Unix epoch; absent for session cookies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<f64>,
+    #[serde(default)]
+    pub http_only: bool,
+    #[serde(default)]
+    pub secure: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_site: Option<String>,
+}
+
+fn root_path() -> String {
+    "/".to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_with_flat_type_tag() {
+        let json = r#"{"ts":1700000000000.5,"tab_id":3,"type":"request","request_id":"7.1",
+            "url":"http://127.0.0.1/a?q=1","method":"GET","headers":[{"name":"Cookie","value":"s=1"}]}"#;
+        let event: Event = serde_json::from_str(json).unwrap();
+        assert_eq!(event.tab_id, Some(3));
+        let EventKind::Request(request) = &event.kind else { panic!("not a request: {event:?}") };
+        assert_eq!(header_value(&request.headers, "cookie"), Some("s=1"));
+        let record = EventRecord { id: 4, event: event.clone() };
+        let text = serde_json::to_string(&record).unwrap();
+        assert!(text.starts_with(r#"{"id":4,"ts":"#), "{text}");
+        assert_eq!(serde_json::from_str::<EventRecord>(&text).unwrap(), record);
+        assert_eq!(record.event.kind.name(), "request");
+    }
+
+    #[test]
+    fn unknown_event_type_is_an_error_naming_it() {
+        let err = serde_json::from_str::<Event>(r#"{"ts":1,"type":"telepathy"}"#).unwrap_err();
+        assert!(err.to_string().contains("telepathy"), "{err}");
+    }
+}

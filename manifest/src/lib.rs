@@ -1,0 +1,37 @@
+//! `trace-manifest` is the one place where TRACE's capture format is defined: the events a recording is made
+//! of, the messages the extension and the native host exchange, the layout of a bundle and its
+//! `manifest.json`, and the HAR 1.2 model that a bundle's network log is written in.
+//!
+//! It knows nothing of Chrome, tokio, SQLite or the file system, and builds for `wasm32-unknown-unknown` so
+//! that the extension speaks exactly the types the host stores. Reading bundles from disk or zip files and
+//! validating them needs the `native` feature.
+//!
+//! # Layout
+//! - [`event`]: the recorded events (network, actions, navigation, tabs, snapshots, storage).
+//! - [`wire`]: extension ↔ host messages and their limits.
+//! - [`task`]: task identity and metadata (id, type, status, recorder).
+//! - [`bundle`]: the bundle's file layout and `manifest.json`.
+//! - [`har`]: the HAR 1.2 model and its construction from events.
+//! - [`time_fmt`]: the one conversion between recorded timestamps and RFC 3339.
+//! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate.
+
+pub mod bundle;
+pub mod event;
+pub mod har;
+pub mod task;
+pub mod time_fmt;
+pub mod wire;
+
+#[cfg(feature = "native")]
+pub mod archive;
+
+/// The version of the bundle format and of the wire protocol that this crate writes. Readers accept any
+/// version up to this one and refuse newer ones with a clear error.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The extension's fixed ID, derived from the public `key` in `extension/static/manifest.json` (a test
+/// checks that the two agree). The host's `allowed_origins` names it.
+pub const EXTENSION_ID: &str = "hfbgehanceghfpehjjghjgkhgabneiem";
+
+/// The name under which `trace-host` registers as a native messaging host.
+pub const HOST_NAME: &str = "dev.trace.host";

@@ -1,0 +1,260 @@
+//! The command line: `trace-host install | uninstall | tasks | export | validate | import`, plus the
+//! native messaging mode that Chrome starts by passing the extension's origin as the only argument.
+//! Each command is glue from arguments to a library call and from its result to text or `--json`.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use trace_manifest::archive::{self, Bundle, ZipLimits};
+use trace_manifest::task::{TaskId, TaskStatus};
+use trace_manifest::time_fmt::rfc3339_from_millis;
+
+use crate::db::{self, TaskRow};
+use crate::export::{self, ExportOptions};
+use crate::ingest::reconcile_interrupted;
+use crate::install::{self, Browser};
+use crate::paths::DataDir;
+
+/// TRACE's native host: stores what the TRACE extension records and builds capture bundles.
+///
+/// Chrome starts it with the extension's origin (chrome-extension://ID/) as its argument; it then speaks
+/// native messaging on stdin and stdout. Run by hand, it manages recorded tasks.
+#[derive(Debug, Parser)]
+#[command(name = "trace-host", version)]
+pub struct Cli {
+    /// The data directory [default: $TRACE_DATA, else ~/.local/share/trace or the platform's equivalent].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Register trace-host with Chrome and/or Chromium for this user.
+    Install {
+        #[arg(long, value_enum, default_value = "all")]
+        browser: Browser,
+        /// Register for a browser started with --user-data-dir=DIR instead.
+        #[arg(long, value_name = "DIR")]
+        user_data_dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove what `install` wrote.
+    Uninstall {
+        #[arg(long, value_enum, default_value = "all")]
+        browser: Browser,
+        #[arg(long, value_name = "DIR")]
+        user_data_dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List recorded and imported tasks.
+    Tasks {
+        /// Include discarded tasks.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a task's bundle as one zip file.
+    Export {
+        task: TaskId,
+        #[arg(long, value_name = "FILE.zip")]
+        out: PathBuf,
+        /// Put every body inline in recording.har, for tools that read a single HAR file.
+        #[arg(long)]
+        embed_bodies: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a bundle (directory or zip) against its own index. Exits 1 if anything is wrong.
+    Validate {
+        bundle: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a bundle zip made elsewhere to this data directory.
+    Import {
+        zip: PathBuf,
+        /// Refuse zips that expand to more than this many bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = ZipLimits::default().max_total_bytes)]
+        max_size: u64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What a command asks `main` to exit with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    /// The command ran, and its answer is "no" (an invalid bundle).
+    Failure,
+}
+
+pub fn run(cli: Cli) -> Result<Outcome> {
+    let data = || DataDir::resolve(cli.data.as_deref());
+    match &cli.command {
+        Command::Install { browser, user_data_dir, json } => {
+            let written = install::install(*browser, user_data_dir.as_deref())?;
+            print_list(*json, &written, |item| {
+                format!("registered {} for {}: {}", trace_manifest::HOST_NAME, item.browser, item.manifest.display())
+            })?;
+        }
+        Command::Uninstall { browser, user_data_dir, json } => {
+            let removed = install::uninstall(*browser, user_data_dir.as_deref())?;
+            if removed.is_empty() && !json {
+                println!("nothing to remove: {} was not registered", trace_manifest::HOST_NAME);
+            }
+            print_list(*json, &removed, |item| format!("removed {}", item.manifest.display()))?;
+        }
+        Command::Tasks { all, json } => {
+            let data = data()?;
+            let conn = db::open(&data.database())?;
+            reconcile_interrupted(&conn, &data)?;
+            let tasks: Vec<TaskRow> =
+                db::tasks(&conn)?.into_iter().filter(|t| *all || t.status != TaskStatus::Discarded).collect();
+            print_tasks(&tasks, *json)?;
+        }
+        Command::Export { task, out, embed_bodies, json } => {
+            let data = data()?;
+            let conn = db::open(&data.database())?;
+            let options = ExportOptions { embed_bodies: *embed_bodies, progress: !json && std::io::stderr().is_terminal() };
+            let report = export::export(&conn, &data, task, out, &options)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "exported {} task {} to {} ({} files, {})",
+                    report.status.as_str(),
+                    report.task_id,
+                    report.zip.display(),
+                    report.files,
+                    human_bytes(report.bytes)
+                );
+            }
+        }
+        Command::Validate { bundle, json } => return validate(bundle, *json),
+        Command::Import { zip, max_size, json } => {
+            let data = data()?;
+            let conn = db::open(&data.database())?;
+            let limits = ZipLimits { max_total_bytes: *max_size, ..ZipLimits::default() };
+            let report = crate::import::import(&conn, &data, zip, limits)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "imported task {} ({} events, {} files, {})",
+                    report.task_id,
+                    report.events,
+                    report.files,
+                    human_bytes(report.bytes)
+                );
+            }
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+fn validate(path: &Path, json: bool) -> Result<Outcome> {
+    let mut bundle = Bundle::open(path).with_context(|| format!("cannot open the bundle {}", path.display()))?;
+    let report = archive::validate(&mut bundle, &mut |_| {})?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({
+            "bundle": path,
+            "valid": report.is_valid(),
+            "files_checked": report.files_checked,
+            "bytes_checked": report.bytes_checked,
+            "problems": report.problems,
+        }))?);
+    } else if report.is_valid() {
+        println!("{}: valid ({} files, {})", path.display(), report.files_checked, human_bytes(report.bytes_checked));
+    } else {
+        println!("{}: {} problem(s)", path.display(), report.problems.len());
+        for problem in &report.problems {
+            let file = if problem.file.is_empty() { "bundle" } else { &problem.file };
+            println!("  {file}: {}", problem.message);
+        }
+    }
+    Ok(if report.is_valid() { Outcome::Success } else { Outcome::Failure })
+}
+
+fn print_list<T: serde::Serialize>(json: bool, items: &[T], line: impl Fn(&T) -> String) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(items)?);
+    } else {
+        for item in items {
+            println!("{}", line(item));
+        }
+    }
+    Ok(())
+}
+
+fn print_tasks(tasks: &[TaskRow], json: bool) -> Result<()> {
+    if json {
+        let rows: Vec<serde_json::Value> = tasks
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "id": t.id,
+                    "status": t.status,
+                    "task_type": t.task_type,
+                    "source": t.source,
+                    "description": t.description,
+                    "website": t.website,
+                    "started_at": rfc3339_from_millis(t.started_at),
+                    "ended_at": t.ended_at.map(rfc3339_from_millis),
+                    "duration_seconds": duration_seconds(t),
+                    "events": t.event_count,
+                    "bytes": t.byte_count,
+                    "imported": t.imported,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    if tasks.is_empty() {
+        println!("no tasks yet: record one with the TRACE extension, or `trace-host import FILE.zip`");
+        return Ok(());
+    }
+    let header = ["ID", "STATUS", "STARTED", "DURATION", "EVENTS", "BYTES", "SITE", "DESCRIPTION"].map(String::from);
+    let rows: Vec<[String; 8]> = tasks
+        .iter()
+        .map(|t| {
+            [
+                t.id.to_string(),
+                t.status.as_str().to_owned(),
+                rfc3339_from_millis(t.started_at)[..19].replace('T', " "),
+                duration_seconds(t).map_or_else(|| "-".to_owned(), |s| format!("{s:.0}s")),
+                t.event_count.to_string(),
+                human_bytes(t.byte_count),
+                t.website.clone(),
+                t.description.chars().take(60).collect(),
+            ]
+        })
+        .collect();
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row.iter().zip(widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+        println!("{}", cells.join("  ").trim_end());
+    }
+    Ok(())
+}
+
+fn duration_seconds(task: &TaskRow) -> Option<f64> {
+    task.ended_at.map(|end| ((end - task.started_at) / 1000.0).max(0.0))
+}
+
+pub fn human_bytes(bytes: u64) -> String {
+    indicatif::HumanBytes(bytes).to_string()
+}

@@ -1,0 +1,92 @@
+//! `trace-host import`: adds a bundle made elsewhere to the local data directory. The zip is opened with
+//! [`Bundle::open`], which refuses unsafe paths, links and size bombs before anything is extracted; the
+//! bundle must then pass validation; only then is it extracted, under a temporary name that is renamed
+//! into `captures/` once complete, and registered in `tasks.db`.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use rusqlite::Connection;
+use trace_manifest::archive::{self, Bundle, ZipLimits};
+use trace_manifest::bundle;
+use trace_manifest::task::{TaskId, TaskStart};
+use trace_manifest::time_fmt::millis_from_rfc3339;
+
+use crate::db;
+use crate::paths::DataDir;
+
+/// What was imported.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ImportReport {
+    pub task_id: TaskId,
+    pub files: usize,
+    pub bytes: u64,
+    pub events: usize,
+}
+
+pub fn import(conn: &Connection, data: &DataDir, zip_path: &Path, limits: ZipLimits) -> Result<ImportReport> {
+    let mut source = Bundle::open_with_limits(zip_path, limits)
+        .with_context(|| format!("refusing to import {}", zip_path.display()))?;
+    let report = archive::validate(&mut source, &mut |_| {})?;
+    if !report.is_valid() {
+        let problems: Vec<String> = report.problems.iter().map(|p| format!("  {}: {}", p.file, p.message)).collect();
+        bail!("{} is not a valid bundle:\n{}", zip_path.display(), problems.join("\n"));
+    }
+    let manifest = source.manifest()?;
+    let task_id = manifest.task.id.clone();
+    if db::task(conn, &task_id)?.is_some() {
+        bail!("a task {task_id} already exists here; `trace-host tasks` lists it");
+    }
+    let events = source.events()?;
+
+    let target = data.capture(&task_id);
+    if target.exists() {
+        bail!("{} already exists but is not a known task; move it away first", target.display());
+    }
+    let staging = data.root().join("captures").join(format!(".import-{task_id}"));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)?;
+    }
+    let mut bytes = 0;
+    let mut names: Vec<String> = manifest.files.iter().map(|f| f.path.clone()).collect();
+    names.push(bundle::MANIFEST_FILE.to_owned());
+    for name in &names {
+        let path = staging.join(name);
+        std::fs::create_dir_all(path.parent().expect("inside staging"))?;
+        let mut out = BufWriter::new(File::create(&path).with_context(|| format!("cannot create {}", path.display()))?);
+        bytes += source.copy_to(name, &mut out)?;
+    }
+
+    let start = TaskStart {
+        task_id: task_id.clone(),
+        source: manifest.task.source.clone(),
+        task_type: manifest.task.task_type,
+        description: manifest.task.description.clone(),
+        website: manifest.task.website.clone(),
+        recorder: manifest.recorder.clone(),
+        started_at: millis_from_rfc3339(&manifest.started_at).unwrap_or(0.0),
+    };
+    let tx = conn.unchecked_transaction()?;
+    db::insert_task(&tx, &start, 0, manifest.task.status, true)?;
+    if let Some(answer) = &manifest.task.answer {
+        let ended = manifest.ended_at.as_deref().and_then(millis_from_rfc3339).unwrap_or(start.started_at);
+        db::finish_task(&tx, &task_id, Some(answer), ended)?;
+        db::set_status(&tx, &task_id, manifest.task.status)?;
+    }
+    for mut record in events.iter().cloned() {
+        db::append_event(&tx, &task_id, 0, &mut record)?;
+    }
+    // The generated files are written anew whenever the bundle is finalized; only content is recorded.
+    let generated = [bundle::EVENTS_FILE, bundle::HAR_FILE, bundle::STORAGE_FILE];
+    for file in manifest.files.iter().filter(|f| !generated.contains(&f.path.as_str())) {
+        db::record_file(&tx, &task_id, &file.path, file.size, &file.sha256)?;
+    }
+    std::fs::rename(&staging, &target).with_context(|| format!("cannot move the import into {}", target.display()))?;
+    if let Err(error) = tx.commit() {
+        let _ = std::fs::remove_dir_all(&target);
+        return Err(error.into());
+    }
+    Ok(ImportReport { task_id, files: names.len(), bytes, events: events.len() })
+}

@@ -1,0 +1,26 @@
+//! `trace-host`: TRACE's native messaging host. It makes every event the extension records durable, and
+//! turns finished recordings into self-contained bundles that can be validated, exported and imported.
+//!
+//! # Layout
+//! - [`native`]: the native messaging entry point (logging to a file, since stdout is the protocol).
+//! - [`messaging`]: framing and the reader → store → writer pipeline of one session.
+//! - [`ingest`]: the protocol's rules applied to storage: sequence numbers, streamed bodies, files, task
+//!   life cycle, crash recovery.
+//! - [`db`]: `tasks.db`, the SQLite record of tasks, events, bodies and files.
+//! - [`finalize`]: writes a bundle directory (events, HAR, storage, manifest) from the database.
+//! - [`export`], [`import`]: bundles as zip files, out and in.
+//! - [`install`]: registers the host with Chrome and Chromium.
+//! - [`cli`]: the commands people run; [`paths`]: where the data lives.
+//! - [`client`]: the extension's side of the protocol, for tests, the benchmark and the demo.
+
+pub mod cli;
+pub mod client;
+pub mod db;
+pub mod export;
+pub mod finalize;
+pub mod import;
+pub mod ingest;
+pub mod install;
+pub mod messaging;
+pub mod native;
+pub mod paths;
