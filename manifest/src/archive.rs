@@ -41,9 +41,7 @@ pub enum ArchiveError {
     Missing(String),
     #[error("{file} is not valid: {message}")]
     Invalid { file: String, message: String },
-    #[error(
-        "bundle is format version {found}, newer than this program understands ({supported}); upgrade TRACE"
-    )]
+    #[error("bundle is format version {found}, newer than this program understands ({supported}); upgrade TRACE")]
     NewerFormat { found: u32, supported: u32 },
 }
 
@@ -61,12 +59,7 @@ pub struct ZipLimits {
 
 impl Default for ZipLimits {
     fn default() -> ZipLimits {
-        ZipLimits {
-            max_entries: 1_000_000,
-            max_entry_bytes: 4 << 30,
-            max_total_bytes: 64 << 30,
-            max_ratio: 1000,
-        }
+        ZipLimits { max_entries: 1_000_000, max_entry_bytes: 4 << 30, max_total_bytes: 64 << 30, max_ratio: 1000 }
     }
 }
 
@@ -206,20 +199,16 @@ pub fn parse_events(bytes: &[u8]) -> Result<Vec<EventRecord>> {
     Ok(events)
 }
 
-fn check_zip_entries(
-    archive: &mut zip::ZipArchive<File>,
-    limits: ZipLimits,
-) -> Result<BTreeMap<String, (usize, u64)>> {
+fn check_zip_entries(archive: &mut zip::ZipArchive<File>, limits: ZipLimits) -> Result<BTreeMap<String, (usize, u64)>> {
     if archive.len() > limits.max_entries {
         return Err(ArchiveError::TooManyEntries { count: archive.len(), limit: limits.max_entries });
     }
     let mut entries = BTreeMap::new();
     let mut total: u64 = 0;
     for index in 0..archive.len() {
-        let entry = archive.by_index_raw(index).map_err(|source| ArchiveError::BadEntry {
-            name: format!("#{index}"),
-            source,
-        })?;
+        let entry = archive
+            .by_index_raw(index)
+            .map_err(|source| ArchiveError::BadEntry { name: format!("#{index}"), source })?;
         let name = entry.name().to_owned();
         let trimmed = name.strip_suffix('/').unwrap_or(&name);
         if !bundle::is_safe_relative_path(trimmed) {
@@ -416,14 +405,85 @@ fn check_har_files(har: &Har, indexed: &BTreeSet<&str>, report: &mut ValidationR
         report.problem(bundle::HAR_FILE, format!("log.version is {:?}, expected \"1.2\"", har.log.version));
     }
     for (index, entry) in har.log.entries.iter().enumerate() {
-        let files = [entry.response.content.file.as_deref(), entry.request.post_data.as_ref().and_then(|p| p.file.as_deref())];
+        let files =
+            [entry.response.content.file.as_deref(), entry.request.post_data.as_ref().and_then(|p| p.file.as_deref())];
         for file in files.into_iter().flatten() {
             if !indexed.contains(file) {
                 report.problem(
                     bundle::HAR_FILE,
-                    format!("entry {index} ({} {}) references {file}, which is not in the bundle", entry.request.method, entry.request.url),
+                    format!(
+                        "entry {index} ({} {}) references {file}, which is not in the bundle",
+                        entry.request.method, entry.request.url
+                    ),
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use zip::write::SimpleFileOptions;
+
+    use super::*;
+
+    fn zip_with(entries: &[(&str, &[u8])]) -> tempfile::NamedTempFile {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
+        for (name, bytes) in entries {
+            zip.start_file(*name, SimpleFileOptions::default()).unwrap();
+            zip.write_all(bytes).unwrap();
+        }
+        zip.finish().unwrap();
+        file
+    }
+
+    fn open_error(file: &tempfile::NamedTempFile, limits: ZipLimits) -> String {
+        match Bundle::open_with_limits(file.path(), limits) {
+            Ok(_) => panic!("the zip was accepted"),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    #[test]
+    fn zip_bombs_are_refused_before_anything_is_read() {
+        let zeros = vec![0u8; 4 << 20];
+        let bomb = zip_with(&[("resources/zeros", &zeros)]);
+        let error = open_error(&bomb, ZipLimits { max_ratio: 100, ..ZipLimits::default() });
+        assert!(error.contains("looks like a zip bomb"), "{error}");
+        let error = open_error(&bomb, ZipLimits { max_entry_bytes: 1 << 20, ..ZipLimits::default() });
+        assert!(error.contains("expands to 4194304 bytes"), "{error}");
+        let many = zip_with(&[("a", b"1"), ("b", b"2"), ("c", b"3")]);
+        let error = open_error(&many, ZipLimits { max_entries: 2, ..ZipLimits::default() });
+        assert!(error.contains("3 entries"), "{error}");
+    }
+
+    #[test]
+    fn reading_stops_at_the_declared_size() {
+        let file = zip_with(&[("manifest.json", b"{}"), ("events.jsonl", b"")]);
+        let mut bundle = Bundle::open(file.path()).unwrap();
+        assert_eq!(bundle.read("manifest.json").unwrap(), b"{}");
+        assert!(matches!(bundle.read("../manifest.json"), Err(ArchiveError::UnsafePath(_))));
+        assert!(matches!(bundle.read("missing"), Err(ArchiveError::Missing(_))));
+        let error = bundle.manifest().unwrap_err().to_string();
+        assert!(error.contains("\"format\" must be \"trace-bundle\""), "{error}");
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_by_name() {
+        let manifest = br#"{"format":"trace-bundle","format_version":999}"#;
+        let error = parse_manifest(manifest).unwrap_err().to_string();
+        assert!(error.contains("format version 999, newer than this program understands (1)"), "{error}");
+    }
+
+    #[test]
+    fn hashing_writer_counts_and_hashes() {
+        let mut writer = HashingWriter::new(Vec::new());
+        writer.write_all(b"abc").unwrap();
+        let (inner, size, sha256) = writer.finish();
+        assert_eq!((inner, size), (b"abc".to_vec(), 3));
+        assert_eq!(sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

@@ -11,9 +11,7 @@ use std::collections::HashMap;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::event::{
-    BodyPart, Cookie, EventKind, EventRecord, Header, Request, ResourceTiming, Response, header_value,
-};
+use crate::event::{BodyPart, Cookie, EventKind, EventRecord, Header, Request, ResourceTiming, Response, header_value};
 use crate::time_fmt::rfc3339_from_millis;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -419,9 +417,7 @@ fn har_response(response: &Response, request_url: &str, ts: f64) -> HarResponse 
         response.mime_type.clone()
     };
     let redirect_url = if (300..400).contains(&response.status) {
-        header_value(&response.headers, "location")
-            .map(|location| resolve(request_url, location))
-            .unwrap_or_default()
+        header_value(&response.headers, "location").map(|location| resolve(request_url, location)).unwrap_or_default()
     } else {
         String::new()
     };
@@ -584,27 +580,79 @@ mod tests {
     #[test]
     fn redirect_chain_becomes_two_entries_with_redirect_url_and_one_body() {
         let events = vec![
-            record(0, 1000.0, EventKind::Navigation(Navigation {
-                url: "http://127.0.0.1:8000/login".into(),
-                cause: NavigationCause::Typed,
-                main_frame: true,
-            })),
-            record(1, 1001.0, request("r1", "POST", "http://127.0.0.1:8000/login",
-                vec![Header::new("Content-Type", "application/x-www-form-urlencoded"), Header::new("Cookie", "csrf=abc; theme=dark")],
-                Some("user=ann&pass=s%21"))),
-            record(2, 1010.0, response("r1", "http://127.0.0.1:8000/login", 302,
-                vec![Header::new("Location", "/account?tab=1"), Header::new("Set-Cookie", "sid=42; Path=/; HttpOnly\nlang=en; Max-Age=60")])),
+            record(
+                0,
+                1000.0,
+                EventKind::Navigation(Navigation {
+                    url: "http://127.0.0.1:8000/login".into(),
+                    cause: NavigationCause::Typed,
+                    main_frame: true,
+                }),
+            ),
+            record(
+                1,
+                1001.0,
+                request(
+                    "r1",
+                    "POST",
+                    "http://127.0.0.1:8000/login",
+                    vec![
+                        Header::new("Content-Type", "application/x-www-form-urlencoded"),
+                        Header::new("Cookie", "csrf=abc; theme=dark"),
+                    ],
+                    Some("user=ann&pass=s%21"),
+                ),
+            ),
+            record(
+                2,
+                1010.0,
+                response(
+                    "r1",
+                    "http://127.0.0.1:8000/login",
+                    302,
+                    vec![
+                        Header::new("Location", "/account?tab=1"),
+                        Header::new("Set-Cookie", "sid=42; Path=/; HttpOnly\nlang=en; Max-Age=60"),
+                    ],
+                ),
+            ),
             record(3, 1011.0, request("r1", "GET", "http://127.0.0.1:8000/account?tab=1&q=a+b", vec![], None)),
             record(4, 1020.0, response("r1", "http://127.0.0.1:8000/account?tab=1&q=a+b", 200, vec![])),
-            record(5, 1030.0, EventKind::Body(BodyStored {
-                request_id: "r1".into(), part: BodyPart::Response, sha256: "ab".repeat(32), size: 5,
-            })),
-            record(6, 1031.0, EventKind::RequestFinished(RequestFinished { request_id: "r1".into(), encoded_data_length: 99 })),
-            record(7, 1040.0, EventKind::PageLoad(PageLoad {
-                url: "http://127.0.0.1:8000/account".into(), title: "Account".into(), dom_content_loaded_ms: Some(20.0), load_ms: None,
-            })),
+            record(
+                5,
+                1030.0,
+                EventKind::Body(BodyStored {
+                    request_id: "r1".into(),
+                    part: BodyPart::Response,
+                    sha256: "ab".repeat(32),
+                    size: 5,
+                }),
+            ),
+            record(
+                6,
+                1031.0,
+                EventKind::RequestFinished(RequestFinished { request_id: "r1".into(), encoded_data_length: 99 }),
+            ),
+            record(
+                7,
+                1040.0,
+                EventKind::PageLoad(PageLoad {
+                    url: "http://127.0.0.1:8000/account".into(),
+                    title: "Account".into(),
+                    dom_content_loaded_ms: Some(20.0),
+                    load_ms: None,
+                }),
+            ),
             record(8, 1050.0, request("r2", "GET", "http://127.0.0.1:9/gone", vec![], None)),
-            record(9, 1051.0, EventKind::RequestFailed(RequestFailed { request_id: "r2".into(), error_text: "net::ERR_CONNECTION_REFUSED".into(), canceled: false })),
+            record(
+                9,
+                1051.0,
+                EventKind::RequestFailed(RequestFailed {
+                    request_id: "r2".into(),
+                    error_text: "net::ERR_CONNECTION_REFUSED".into(),
+                    canceled: false,
+                }),
+            ),
         ];
         let har = build(creator(), None, &events);
         let log = &har.log;
@@ -660,9 +708,18 @@ mod tests {
 
     #[test]
     fn inline_content_is_text_for_text_and_base64_for_binary() {
-        let mut content = Content { size: 3, mime_type: "application/json".into(), text: None, encoding: None, file: Some("resources/x".into()) };
+        let mut content = Content {
+            size: 3,
+            mime_type: "application/json".into(),
+            text: None,
+            encoding: None,
+            file: Some("resources/x".into()),
+        };
         content.set_inline(b"{}\n");
-        assert_eq!((content.text.as_deref(), content.encoding.as_deref(), content.file.as_deref()), (Some("{}\n"), None, None));
+        assert_eq!(
+            (content.text.as_deref(), content.encoding.as_deref(), content.file.as_deref()),
+            (Some("{}\n"), None, None)
+        );
         content.mime_type = "image/png".into();
         content.set_inline(&[0x89, b'P', b'N', b'G']);
         assert_eq!((content.text.as_deref(), content.encoding.as_deref()), (Some("iVBORw=="), Some("base64")));

@@ -35,3 +35,22 @@ pub const EXTENSION_ID: &str = "hfbgehanceghfpehjjghjgkhgabneiem";
 
 /// The name under which `trace-host` registers as a native messaging host.
 pub const HOST_NAME: &str = "dev.trace.host";
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+
+    /// Chrome derives an extension's ID from its public key: the first 128 bits of its SHA-256, written
+    /// with the letters a to p for the hex digits 0 to f.
+    #[test]
+    fn extension_id_is_derived_from_the_key_in_the_extension_manifest() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../extension/static/manifest.json");
+        let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let key = base64::engine::general_purpose::STANDARD.decode(manifest["key"].as_str().unwrap()).unwrap();
+        let digest = sha2::Sha256::digest(&key);
+        let id: String =
+            hex::encode(&digest[..16]).chars().map(|c| (b'a' + c.to_digit(16).unwrap() as u8) as char).collect();
+        assert_eq!(id, super::EXTENSION_ID);
+    }
+}

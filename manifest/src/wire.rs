@@ -43,7 +43,10 @@ pub enum ClientBody {
     },
     StartTask(TaskStart),
     /// A batch of events, stored in order.
-    Events { task_id: TaskId, events: Vec<Event> },
+    Events {
+        task_id: TaskId,
+        events: Vec<Event>,
+    },
     /// One piece of a body. Chunks of one body arrive with `index` 0, 1, 2, ... and the last one has
     /// `last: true`; an empty body is a single empty last chunk.
     BodyChunk {
@@ -91,7 +94,9 @@ pub enum ClientBody {
         ts: f64,
     },
     /// Abandons the recording and deletes what was stored.
-    DiscardTask { task_id: TaskId },
+    DiscardTask {
+        task_id: TaskId,
+    },
 }
 
 impl ClientBody {

@@ -123,7 +123,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Export { task, out, embed_bodies, json } => {
             let data = data()?;
             let conn = db::open(&data.database())?;
-            let options = ExportOptions { embed_bodies: *embed_bodies, progress: !json && std::io::stderr().is_terminal() };
+            let options =
+                ExportOptions { embed_bodies: *embed_bodies, progress: !json && std::io::stderr().is_terminal() };
             let report = export::export(&conn, &data, task, out, &options)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -164,13 +165,16 @@ fn validate(path: &Path, json: bool) -> Result<Outcome> {
     let mut bundle = Bundle::open(path).with_context(|| format!("cannot open the bundle {}", path.display()))?;
     let report = archive::validate(&mut bundle, &mut |_| {})?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({
-            "bundle": path,
-            "valid": report.is_valid(),
-            "files_checked": report.files_checked,
-            "bytes_checked": report.bytes_checked,
-            "problems": report.problems,
-        }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "bundle": path,
+                "valid": report.is_valid(),
+                "files_checked": report.files_checked,
+                "bytes_checked": report.bytes_checked,
+                "problems": report.problems,
+            }))?
+        );
     } else if report.is_valid() {
         println!("{}: valid ({} files, {})", path.display(), report.files_checked, human_bytes(report.bytes_checked));
     } else {

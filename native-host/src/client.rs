@@ -181,7 +181,8 @@ impl TaskMessages {
     pub fn body(&mut self, request_id: &str, part: BodyPart, bytes: &[u8], chunk_bytes: usize) -> Vec<ClientMessage> {
         let body_id = format!("body-{}", self.next_body);
         self.next_body += 1;
-        let chunks: Vec<&[u8]> = if bytes.is_empty() { vec![&[][..]] } else { bytes.chunks(chunk_bytes.max(1)).collect() };
+        let chunks: Vec<&[u8]> =
+            if bytes.is_empty() { vec![&[][..]] } else { bytes.chunks(chunk_bytes.max(1)).collect() };
         let count = chunks.len();
         chunks
             .into_iter()
@@ -211,7 +212,14 @@ impl TaskMessages {
         })
     }
 
-    pub fn dom_snapshot(&mut self, ts: f64, tab_id: i64, url: &str, html: &str, accessibility: Option<serde_json::Value>) -> ClientMessage {
+    pub fn dom_snapshot(
+        &mut self,
+        ts: f64,
+        tab_id: i64,
+        url: &str,
+        html: &str,
+        accessibility: Option<serde_json::Value>,
+    ) -> ClientMessage {
         self.message(ClientBody::DomSnapshot {
             task_id: self.task_id.clone(),
             ts,

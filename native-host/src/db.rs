@@ -199,14 +199,22 @@ pub fn append_event(conn: &Connection, task: &TaskId, seq: u64, record: &mut Eve
     record.id = id as u64;
     conn.execute(
         "INSERT INTO events (task_id, id, seq, ts, type, json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![task.as_str(), id, seq as i64, record.event.ts, record.event.kind.name(), serde_json::to_string(record)?],
+        params![
+            task.as_str(),
+            id,
+            seq as i64,
+            record.event.ts,
+            record.event.kind.name(),
+            serde_json::to_string(record)?
+        ],
     )?;
     Ok(id as u64)
 }
 
 /// The id the next event of `task` will get.
 pub fn next_event_id(conn: &Connection, task: &TaskId) -> Result<u64> {
-    let count: i64 = conn.query_row("SELECT event_count FROM tasks WHERE id = ?1", [task.as_str()], |row| row.get(0))?;
+    let count: i64 =
+        conn.query_row("SELECT event_count FROM tasks WHERE id = ?1", [task.as_str()], |row| row.get(0))?;
     Ok(count as u64)
 }
 
@@ -236,7 +244,10 @@ pub fn record_file(conn: &Connection, task: &TaskId, path: &str, size: u64, sha2
         params![task.as_str(), path, size as i64, sha256],
     )?;
     if inserted > 0 {
-        conn.execute("UPDATE tasks SET byte_count = byte_count + ?2 WHERE id = ?1", params![task.as_str(), size as i64])?;
+        conn.execute(
+            "UPDATE tasks SET byte_count = byte_count + ?2 WHERE id = ?1",
+            params![task.as_str(), size as i64],
+        )?;
     }
     Ok(inserted > 0)
 }
@@ -283,7 +294,15 @@ pub fn put_body(conn: &Connection, task: &TaskId, body_id: &str, body: &BodyRow)
         "INSERT INTO bodies (task_id, body_id, request_id, part, next_index, size, sha256)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
          ON CONFLICT (task_id, body_id) DO UPDATE SET next_index = ?5, size = ?6, sha256 = ?7",
-        params![task.as_str(), body_id, body.request_id, body.part, body.next_index as i64, body.size as i64, body.sha256],
+        params![
+            task.as_str(),
+            body_id,
+            body.request_id,
+            body.part,
+            body.next_index as i64,
+            body.size as i64,
+            body.sha256
+        ],
     )?;
     Ok(())
 }
@@ -291,8 +310,7 @@ pub fn put_body(conn: &Connection, task: &TaskId, body_id: &str, body: &BodyRow)
 /// Bodies whose last chunk is committed, as (body_id, sha256): their part files may still await a move
 /// into `resources/` if the host stopped between the commit and the move.
 pub fn completed_bodies(conn: &Connection, task: &TaskId) -> Result<Vec<(String, String)>> {
-    let mut statement =
-        conn.prepare("SELECT body_id, sha256 FROM bodies WHERE task_id = ?1 AND sha256 IS NOT NULL")?;
+    let mut statement = conn.prepare("SELECT body_id, sha256 FROM bodies WHERE task_id = ?1 AND sha256 IS NOT NULL")?;
     let rows = statement
         .query_map([task.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<rusqlite::Result<Vec<_>>>()?;

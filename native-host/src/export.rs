@@ -42,7 +42,13 @@ pub struct ExportReport {
     pub bytes: u64,
 }
 
-pub fn export(conn: &Connection, data: &DataDir, task_id: &TaskId, out: &Path, options: &ExportOptions) -> Result<ExportReport> {
+pub fn export(
+    conn: &Connection,
+    data: &DataDir,
+    task_id: &TaskId,
+    out: &Path,
+    options: &ExportOptions,
+) -> Result<ExportReport> {
     reconcile_interrupted(conn, data)?;
     let task = db::task(conn, task_id)?.with_context(|| format!("no task {task_id}; `trace-host tasks` lists them"))?;
     match task.status {
@@ -90,7 +96,8 @@ fn write_zip(source: &mut Bundle, manifest: &mut BundleManifest, path: &Path, op
     for entry in manifest.files.iter_mut() {
         zip.start_file(entry.path.as_str(), file_options(&entry.path))?;
         if options.embed_bodies && entry.path == bundle::HAR_FILE {
-            let har: Har = serde_json::from_slice(&source.read(bundle::HAR_FILE)?).context("recording.har does not parse")?;
+            let har: Har =
+                serde_json::from_slice(&source.read(bundle::HAR_FILE)?).context("recording.har does not parse")?;
             let mut hashing = HashingWriter::new(&mut zip);
             write_har_with_bodies(source, &har, &mut hashing)?;
             let (_, size, sha256) = hashing.finish();

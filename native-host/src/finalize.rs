@@ -3,7 +3,9 @@
 //! on export for a task that was interrupted (so the bundle holds everything acknowledged so far).
 //!
 //! Every generated file is written to a temporary name and renamed into place, and `manifest.json` comes
-//! last: a bundle with a manifest is complete, whatever happened while it was written.
+//! last: a bundle with a manifest is complete, whatever happened while it was written. The files are not
+//! fsynced: they are derived from `tasks.db` and written again whenever the manifest is missing or does
+//! not parse (an fsync here would also wait for every body the task wrote, which doubled the time to stop).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -74,12 +76,14 @@ pub fn finalize(conn: &Connection, data: &DataDir, task_id: &TaskId) -> Result<P
 /// interrupted task may grow if its recording resumes, so it is finalized again whenever it is exported.
 /// An imported bundle is kept as it came.
 pub fn needs_finalizing(task: &TaskRow, dir: &Path) -> bool {
-    let written = dir.join(bundle::MANIFEST_FILE).exists();
+    let written = std::fs::read(dir.join(bundle::MANIFEST_FILE))
+        .is_ok_and(|bytes| trace_manifest::archive::parse_manifest(&bytes).is_ok());
     !written || (task.status != TaskStatus::Stopped && !task.imported)
 }
 
 pub fn bundle_manifest(task: &TaskRow, events: &[EventRecord], files: Vec<FileEntry>) -> BundleManifest {
-    let last_event = events.iter().map(|r| r.event.ts).fold(None, |max: Option<f64>, ts| Some(max.map_or(ts, |m| m.max(ts))));
+    let last_event =
+        events.iter().map(|r| r.event.ts).fold(None, |max: Option<f64>, ts| Some(max.map_or(ts, |m| m.max(ts))));
     let ended_at = task.ended_at.or(last_event);
     BundleManifest {
         format: bundle::FORMAT_NAME.to_owned(),
@@ -107,10 +111,9 @@ fn storage_file(events: &[EventRecord]) -> StorageFile {
     let snapshots = events
         .iter()
         .filter_map(|record| match &record.event.kind {
-            EventKind::Storage(snapshot) => Some(TimedStorageSnapshot {
-                time: rfc3339_from_millis(record.event.ts),
-                snapshot: snapshot.clone(),
-            }),
+            EventKind::Storage(snapshot) => {
+                Some(TimedStorageSnapshot { time: rfc3339_from_millis(record.event.ts), snapshot: snapshot.clone() })
+            }
             _ => None,
         })
         .collect();
@@ -136,8 +139,7 @@ fn write_generated(dir: &Path, name: &str, write: impl FnOnce(&mut dyn Write) ->
     let mut out = HashingWriter::new(BufWriter::new(file));
     write(&mut out).with_context(|| format!("cannot write {}", path.display()))?;
     let (buffered, size, sha256) = out.finish();
-    let file = buffered.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()?;
+    buffered.into_inner().map_err(|e| e.into_error())?;
     std::fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(FileEntry { path: name.to_owned(), size, sha256 })
 }

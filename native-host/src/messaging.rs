@@ -2,26 +2,29 @@
 //! to it over stdin and stdout in length-prefixed JSON frames.
 //!
 //! Three parts run at once, joined by channels:
-//! - the reader parses frames and decodes base64 payloads (CPU work, on the async runtime);
+//! - the reader thread reads each frame straight into a buffer of its exact size, parses it and decodes
+//!   base64 payloads. It is a plain thread doing blocking reads, because handing every pipe read to an
+//!   async runtime's blocking pool cost more than half the throughput;
 //! - the store thread applies what is queued in batches, one commit per batch ([`crate::ingest`]);
-//! - the writer sends replies, acknowledgements included, back to the browser.
+//! - the writer task sends replies, acknowledgements included, back to the browser.
 //!
 //! Memory stays bounded however fast the browser sends: queued messages hold permits of a byte budget,
 //! so the reader stops reading while the store is behind. stdout carries protocol frames only.
 
 use std::future::Future;
+use std::io::Read;
 use std::sync::Arc;
 
-use bytes::{Buf, Bytes, BytesMut};
-use futures::{SinkExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncWrite};
+use bytes::Bytes;
+use futures::SinkExt;
+use tokio::io::AsyncWrite;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio_util::codec::{Decoder, FramedRead, FramedWrite, LengthDelimitedCodec};
+use tokio_util::codec::{FramedWrite, LengthDelimitedCodec};
 use trace_manifest::wire::{ErrorCode, HostMessage, MAX_INBOUND_BYTES, MAX_OUTBOUND_BYTES};
 
 use crate::ingest::{self, Incoming, Ingestor, Rejected};
 
-/// Bytes of undecoded frames that may wait for the store at once.
+/// Bytes of frames that may wait for the store at once.
 const QUEUE_BUDGET_BYTES: usize = 48 << 20;
 /// A batch ends at this many messages or bytes, whichever comes first.
 const BATCH_MAX_MESSAGES: usize = 512;
@@ -39,7 +42,8 @@ pub enum SessionEnd {
 }
 
 /// Serves one native messaging session until the input ends, the framing breaks, or `shutdown` resolves.
-/// Everything read before the end is applied and acknowledged before this returns.
+/// Everything read before the end is applied and acknowledged before this returns (on a signal, the
+/// frame being read when it came may be lost: it was never acknowledged, so the extension resends it).
 pub async fn serve<R, W>(
     input: R,
     output: W,
@@ -47,12 +51,11 @@ pub async fn serve<R, W>(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<SessionEnd>
 where
-    R: AsyncRead + Unpin,
+    R: Read + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (queue_tx, mut queue_rx) = mpsc::channel::<Queued>(BATCH_MAX_MESSAGES * 2);
     let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<HostMessage>();
-    let budget = Arc::new(Semaphore::new(QUEUE_BUDGET_BYTES));
 
     let writer = tokio::spawn(async move {
         let codec = LengthDelimitedCodec::builder()
@@ -73,18 +76,29 @@ where
     let store_replies = reply_tx.clone();
     let store = tokio::task::spawn_blocking(move || {
         while let Some(first) = queue_rx.blocking_recv() {
-            let mut bytes = first.len;
+            let Queued::Message { len, .. } = &first else { break };
+            let mut bytes = *len;
             let mut batch = vec![first];
             while batch.len() < BATCH_MAX_MESSAGES && bytes < BATCH_MAX_BYTES {
                 match queue_rx.try_recv() {
-                    Ok(next) => {
-                        bytes += next.len;
-                        batch.push(next);
+                    Ok(Queued::Message { item, permit, len }) => {
+                        bytes += len;
+                        batch.push(Queued::Message { item, permit, len });
+                    }
+                    Ok(Queued::Stop) => {
+                        queue_rx.close();
+                        break;
                     }
                     Err(_) => break,
                 }
             }
-            let (items, permits): (Vec<_>, Vec<_>) = batch.into_iter().map(|q| (q.item, q.permit)).unzip();
+            let (items, permits): (Vec<_>, Vec<_>) = batch
+                .into_iter()
+                .filter_map(|queued| match queued {
+                    Queued::Message { item, permit, .. } => Some((*item, permit)),
+                    Queued::Stop => None,
+                })
+                .unzip();
             for reply in ingestor.apply(items) {
                 let _ = store_replies.send(reply);
             }
@@ -93,42 +107,22 @@ where
         ingestor.shutdown()
     });
 
-    let mut frames = FramedRead::new(input, NativeFrames);
+    let (ended_tx, ended_rx) = tokio::sync::oneshot::channel();
+    let runtime = tokio::runtime::Handle::current();
+    let reader_queue = queue_tx.clone();
+    let reader_replies = reply_tx.clone();
+    std::thread::Builder::new().name("stdin-reader".into()).spawn(move || {
+        let end = read_frames(input, &runtime, &reader_queue, &reader_replies);
+        let _ = ended_tx.send(end);
+    })?;
+
     tokio::pin!(shutdown);
-    let end = loop {
-        let frame = tokio::select! {
-            () = &mut shutdown => break SessionEnd::Signalled,
-            frame = frames.next() => frame,
-        };
-        match frame {
-            None => break SessionEnd::Closed,
-            Some(Ok(frame)) => {
-                let len = frame.len();
-                let permits = len.clamp(1, QUEUE_BUDGET_BYTES) as u32;
-                let permit = budget.clone().acquire_many_owned(permits).await.expect("the budget is never closed");
-                let item = ingest::decode(&frame);
-                if queue_tx.send(Queued { item, permit, len }).await.is_err() {
-                    break SessionEnd::Closed; // the store thread ended (it logged why)
-                }
-            }
-            Some(Err(error)) => {
-                let (code, message) = match &error {
-                    FrameError::TooLarge(announced) => (
-                        ErrorCode::FrameTooLarge,
-                        format!("a message announced {announced} bytes, more than the {MAX_INBOUND_BYTES} allowed; closing"),
-                    ),
-                    FrameError::Truncated { have, want } => (
-                        ErrorCode::TruncatedFrame,
-                        format!("the input ended {have} bytes into a frame of {want}"),
-                    ),
-                    FrameError::Io(error) => (ErrorCode::TruncatedFrame, format!("cannot read from the browser: {error}")),
-                };
-                tracing::error!("{message}");
-                let _ = reply_tx.send(Rejected { seq: None, task_id: None, code, message: message.clone() }.into_reply());
-                break SessionEnd::BadFrame(message);
-            }
-        }
+    let end = tokio::select! {
+        () = &mut shutdown => SessionEnd::Signalled,
+        end = ended_rx => end.unwrap_or(SessionEnd::Closed),
     };
+    // The reader may still be blocked on stdin; stop the store after what is already queued.
+    let _ = queue_tx.send(Queued::Stop).await;
     drop(queue_tx);
     let stored = store.await?;
     drop(reply_tx);
@@ -137,10 +131,73 @@ where
     Ok(end)
 }
 
-struct Queued {
-    item: Result<Incoming, Rejected>,
-    permit: OwnedSemaphorePermit,
-    len: usize,
+/// Asks for a larger pipe buffer on stdin when it is a pipe, as it is under Chrome: with the default 64 KiB
+/// a 1 MiB body chunk needs some twenty hand-offs between the browser and this reader, which halves the
+/// throughput. Best effort: the system may cap the size (`/proc/sys/fs/pipe-max-size`).
+pub fn enlarge_stdin_pipe() {
+    #[cfg(target_os = "linux")]
+    {
+        const WANTED: usize = 1 << 20;
+        let stdin = std::io::stdin();
+        match rustix::pipe::fcntl_setpipe_size(&stdin, WANTED) {
+            Ok(size) => tracing::debug!(size, "stdin pipe buffer enlarged"),
+            Err(error) => tracing::debug!(%error, "stdin pipe buffer left as it is"),
+        }
+    }
+}
+
+/// Reads frames until the input ends or breaks, queueing each decoded message for the store.
+fn read_frames(
+    mut input: impl Read,
+    runtime: &tokio::runtime::Handle,
+    queue: &mpsc::Sender<Queued>,
+    replies: &mpsc::UnboundedSender<HostMessage>,
+) -> SessionEnd {
+    let budget = Arc::new(Semaphore::new(QUEUE_BUDGET_BYTES));
+    loop {
+        let frame = match read_frame(&mut input) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return SessionEnd::Closed,
+            Err(error) => {
+                let (code, message) = match &error {
+                    FrameError::TooLarge(announced) => (
+                        ErrorCode::FrameTooLarge,
+                        format!(
+                            "a message announced {announced} bytes, more than the {MAX_INBOUND_BYTES} allowed; closing"
+                        ),
+                    ),
+                    FrameError::Truncated { have, want } => {
+                        (ErrorCode::TruncatedFrame, format!("the input ended {have} bytes into a frame of {want}"))
+                    }
+                    FrameError::Io(error) => {
+                        (ErrorCode::TruncatedFrame, format!("cannot read from the browser: {error}"))
+                    }
+                };
+                tracing::error!("{message}");
+                let _ =
+                    replies.send(Rejected { seq: None, task_id: None, code, message: message.clone() }.into_reply());
+                return SessionEnd::BadFrame(message);
+            }
+        };
+        let len = frame.len();
+        let permits = len.clamp(1, QUEUE_BUDGET_BYTES) as u32;
+        let permit = runtime.block_on(budget.clone().acquire_many_owned(permits)).expect("the budget is never closed");
+        let item = Box::new(ingest::decode(&frame));
+        drop(frame);
+        if queue.blocking_send(Queued::Message { item, permit, len }).is_err() {
+            return SessionEnd::Closed; // the store stopped (it logged why)
+        }
+    }
+}
+
+enum Queued {
+    Message {
+        item: Box<Result<Incoming, Rejected>>,
+        permit: OwnedSemaphorePermit,
+        len: usize,
+    },
+    /// Finish what is queued and stop (a shutdown signal arrived).
+    Stop,
 }
 
 fn encode_reply(reply: &HostMessage) -> Bytes {
@@ -150,15 +207,17 @@ fn encode_reply(reply: &HostMessage) -> Bytes {
     }
     // Only an error's free text can grow; never let it close the port.
     let HostMessage::Error { seq, task_id, code, .. } = reply.clone() else { unreachable!("only errors grow") };
-    let short = HostMessage::Error { seq, task_id, code, message: "error text too long; see the host log".into(), expected_seq: None };
+    let short = HostMessage::Error {
+        seq,
+        task_id,
+        code,
+        message: "error text too long; see the host log".into(),
+        expected_seq: None,
+    };
     Bytes::from(serde_json::to_vec(&short).expect("host messages always serialize"))
 }
 
-/// Chrome's framing: a 32-bit native-endian length, then the message. Written out rather than configured
-/// from `LengthDelimitedCodec` so that an oversized announcement and a frame cut short get errors of their
-/// own, each answered precisely.
-struct NativeFrames;
-
+/// Why the input stream cannot be read on.
 #[derive(Debug)]
 enum FrameError {
     TooLarge(u32),
@@ -166,39 +225,40 @@ enum FrameError {
     Io(std::io::Error),
 }
 
-impl From<std::io::Error> for FrameError {
-    fn from(error: std::io::Error) -> FrameError {
-        FrameError::Io(error)
+/// Reads one frame of Chrome's framing: a 32-bit native-endian length, then the message. `None` at a clean
+/// end of input; an oversized announcement and a frame cut short get errors of their own.
+fn read_frame(input: &mut impl Read) -> Result<Option<Vec<u8>>, FrameError> {
+    let mut prefix = [0u8; 4];
+    let got = read_full(input, &mut prefix)?;
+    if got == 0 {
+        return Ok(None);
     }
+    if got < 4 {
+        return Err(FrameError::Truncated { have: got, want: 4 });
+    }
+    let announced = u32::from_ne_bytes(prefix);
+    let len = announced as usize;
+    if len > MAX_INBOUND_BYTES {
+        return Err(FrameError::TooLarge(announced));
+    }
+    let mut frame = Vec::with_capacity(len);
+    let got = input.take(len as u64).read_to_end(&mut frame).map_err(FrameError::Io)?;
+    if got < len {
+        return Err(FrameError::Truncated { have: 4 + got, want: 4 + len });
+    }
+    Ok(Some(frame))
 }
 
-impl Decoder for NativeFrames {
-    type Item = BytesMut;
-    type Error = FrameError;
-
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, FrameError> {
-        let Some(prefix) = buf.get(..4) else { return Ok(None) };
-        let announced = u32::from_ne_bytes(prefix.try_into().expect("four bytes"));
-        let len = announced as usize;
-        if len > MAX_INBOUND_BYTES {
-            return Err(FrameError::TooLarge(announced));
-        }
-        if buf.len() < 4 + len {
-            buf.reserve(4 + len - buf.len());
-            return Ok(None);
-        }
-        buf.advance(4);
-        Ok(Some(buf.split_to(len)))
-    }
-
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<BytesMut>, FrameError> {
-        match self.decode(buf)? {
-            Some(frame) => Ok(Some(frame)),
-            None if buf.is_empty() => Ok(None),
-            None => {
-                let want = buf.get(..4).map_or(4, |p| 4 + u32::from_ne_bytes(p.try_into().expect("four bytes")) as usize);
-                Err(FrameError::Truncated { have: buf.len(), want })
-            }
+/// Fills `buffer` unless the input ends first; returns how much was read.
+fn read_full(input: &mut impl Read, buffer: &mut [u8]) -> Result<usize, FrameError> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match input.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(FrameError::Io(error)),
         }
     }
+    Ok(filled)
 }

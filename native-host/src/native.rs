@@ -30,10 +30,11 @@ pub fn run(origin: &str) -> Result<SessionEnd> {
             return Err(error);
         }
     };
+    messaging::enlarge_stdin_pipe();
     let runtime: Runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let end = runtime.block_on(messaging::serve(tokio::io::stdin(), tokio::io::stdout(), ingestor, shutdown_signal()));
+    let end = runtime.block_on(messaging::serve(std::io::stdin(), tokio::io::stdout(), ingestor, shutdown_signal()));
     tracing::info!(?end, "session ended");
-    // Reading stdin occupies a blocking thread that cannot be cancelled; do not wait for it.
+    // The reader thread may still be blocked on stdin after a signal; do not wait for it.
     runtime.shutdown_background();
     end
 }

@@ -1,1 +1,115 @@
-fn main(){}
+//! Build automation for the workspace, run as `cargo xtask <task>`:
+//! - `dist`: everything in release mode: `target/release/trace-host`, `target/release/trace-replay`, and the
+//!   unpacked, loadable extension in `target/extension/` (Rust compiled to wasm32 and bound by
+//!   `wasm-bindgen --target web`, plus the static files of `extension/static/`).
+//! - `demo`: `dist`, then the demo of `tests/` (see the README).
+//!
+//! Kept cheap to compile: no dependency beyond anyhow.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+fn main() -> Result<()> {
+    let task = std::env::args().nth(1);
+    match task.as_deref() {
+        Some("dist") => dist(),
+        Some("demo") => {
+            dist()?;
+            demo()
+        }
+        _ => {
+            eprintln!("usage: cargo xtask <dist|demo>");
+            eprintln!("  dist  build trace-host, trace-replay and the extension (target/extension/) in release mode");
+            eprintln!("  demo  dist, then record, bundle and check a demonstration on the demo site");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
+}
+
+fn cargo() -> Command {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.current_dir(root());
+    command
+}
+
+fn run(command: &mut Command) -> Result<()> {
+    let status = command.status().with_context(|| format!("cannot run {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn dist() -> Result<()> {
+    run(cargo().args(["build", "--release", "-p", "trace-host", "-p", "trace-replay"]))?;
+    build_extension()?;
+    let target = root().join("target");
+    println!("built:");
+    for path in ["release/trace-host", "release/trace-replay", "extension/manifest.json"] {
+        println!("  {}", target.join(path).display());
+    }
+    Ok(())
+}
+
+fn build_extension() -> Result<()> {
+    let root = root();
+    run(cargo().args(["build", "--release", "-p", "trace-extension", "--target", "wasm32-unknown-unknown"]))
+        .context("building the extension needs the wasm32 target: rustup target add wasm32-unknown-unknown")?;
+    let wanted = locked_version(&root, "wasm-bindgen")?;
+    let found = Command::new("wasm-bindgen").arg("--version").output().ok().filter(|o| o.status.success());
+    let found = found.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    if found.as_deref() != Some(&format!("wasm-bindgen {wanted}")) {
+        bail!(
+            "the extension needs wasm-bindgen-cli {wanted} (found {}); install it with\n  cargo install wasm-bindgen-cli --version {wanted}",
+            found.unwrap_or_else(|| "none".to_owned())
+        );
+    }
+    let out = root.join("target/extension");
+    if out.exists() {
+        std::fs::remove_dir_all(&out)?;
+    }
+    copy_dir(&root.join("extension/static"), &out)?;
+    let wasm = root.join("target/wasm32-unknown-unknown/release/trace_extension.wasm");
+    run(Command::new("wasm-bindgen")
+        .args(["--target", "web", "--no-typescript", "--out-dir"])
+        .arg(out.join("pkg"))
+        .arg(&wasm))
+}
+
+fn demo() -> Result<()> {
+    let root = root();
+    run(cargo()
+        .args(["run", "--release", "--quiet", "-p", "trace-e2e", "--bin", "trace-demo", "--"])
+        .arg("--bin-dir")
+        .arg(root.join("target/release"))
+        .arg("--out")
+        .arg(root.join("target/demo")))
+}
+
+/// The version of `package` that Cargo.lock pins.
+fn locked_version(root: &Path, package: &str) -> Result<String> {
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).context("cannot read Cargo.lock")?;
+    let marker = format!("name = \"{package}\"\nversion = \"");
+    let start = lock.find(&marker).with_context(|| format!("{package} is not in Cargo.lock"))? + marker.len();
+    Ok(lock[start..].split('"').next().unwrap_or_default().to_owned())
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}

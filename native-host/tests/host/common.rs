@@ -5,7 +5,9 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use trace_host::client::{HostClient, TaskMessages};
-use trace_manifest::event::{Event, EventKind, Header, Navigation, NavigationCause, PageLoad, Request, RequestFinished, Response};
+use trace_manifest::event::{
+    Event, EventKind, Header, Navigation, NavigationCause, PageLoad, Request, RequestFinished, Response,
+};
 use trace_manifest::task::{RecorderInfo, TaskId, TaskStart, TaskType};
 
 pub const TIMEOUT: Duration = Duration::from_secs(20);
@@ -46,7 +48,8 @@ impl Scratch {
     pub fn cli_json(&self, args: &[&str]) -> serde_json::Value {
         let output = self.cli(args);
         assert!(output.status.success(), "trace-host {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+        serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
     }
 
     pub fn capture(&self, task_id: &str) -> PathBuf {
@@ -85,33 +88,47 @@ pub fn navigation(ts: f64, url: &str) -> Event {
 }
 
 pub fn page_load(ts: f64, url: &str, title: &str) -> Event {
-    event(ts, EventKind::PageLoad(PageLoad { url: url.into(), title: title.into(), dom_content_loaded_ms: None, load_ms: None }))
+    event(
+        ts,
+        EventKind::PageLoad(PageLoad {
+            url: url.into(),
+            title: title.into(),
+            dom_content_loaded_ms: None,
+            load_ms: None,
+        }),
+    )
 }
 
 pub fn request(ts: f64, id: &str, method: &str, url: &str, headers: &[(&str, &str)], post_data: Option<&str>) -> Event {
-    event(ts, EventKind::Request(Request {
-        request_id: id.into(),
-        url: url.into(),
-        method: method.into(),
-        headers: headers.iter().map(|(n, v)| Header::new(*n, *v)).collect(),
-        post_data: post_data.map(str::to_owned),
-        resource_type: Some("Document".into()),
-    }))
+    event(
+        ts,
+        EventKind::Request(Request {
+            request_id: id.into(),
+            url: url.into(),
+            method: method.into(),
+            headers: headers.iter().map(|(n, v)| Header::new(*n, *v)).collect(),
+            post_data: post_data.map(str::to_owned),
+            resource_type: Some("Document".into()),
+        }),
+    )
 }
 
 pub fn response(ts: f64, id: &str, url: &str, status: u16, mime_type: &str, headers: &[(&str, &str)]) -> Event {
-    event(ts, EventKind::Response(Response {
-        request_id: id.into(),
-        url: url.into(),
-        status,
-        status_text: "OK".into(),
-        protocol: Some("http/1.1".into()),
-        headers: headers.iter().map(|(n, v)| Header::new(*n, *v)).collect(),
-        mime_type: mime_type.into(),
-        remote_ip_address: Some("127.0.0.1".into()),
-        from_cache: false,
-        timing: None,
-    }))
+    event(
+        ts,
+        EventKind::Response(Response {
+            request_id: id.into(),
+            url: url.into(),
+            status,
+            status_text: "OK".into(),
+            protocol: Some("http/1.1".into()),
+            headers: headers.iter().map(|(n, v)| Header::new(*n, *v)).collect(),
+            mime_type: mime_type.into(),
+            remote_ip_address: Some("127.0.0.1".into()),
+            from_cache: false,
+            timing: None,
+        }),
+    )
 }
 
 pub fn finished(ts: f64, id: &str, length: u64) -> Event {
@@ -119,7 +136,11 @@ pub fn finished(ts: f64, id: &str, length: u64) -> Event {
 }
 
 /// Sends every message and waits until the last is acknowledged; returns the other replies.
-pub fn send_all(host: &mut HostClient, task: &TaskMessages, messages: &[trace_manifest::wire::ClientMessage]) -> Vec<trace_manifest::wire::HostMessage> {
+pub fn send_all(
+    host: &mut HostClient,
+    task: &TaskMessages,
+    messages: &[trace_manifest::wire::ClientMessage],
+) -> Vec<trace_manifest::wire::HostMessage> {
     for message in messages {
         host.send(message).unwrap();
     }

@@ -19,14 +19,19 @@ fn killing_the_host_mid_stream_keeps_every_acknowledged_event_and_the_task_expor
     send_all(&mut host, &task, &[start]);
     // 200 batches of 10 events, acknowledged...
     let batches: Vec<ClientMessage> = (0..200)
-        .map(|b| task.events((0..10).map(|i| navigation((b * 10 + i) as f64, &format!("http://127.0.0.1:8000/p{b}/{i}"))).collect()))
+        .map(|b| {
+            task.events(
+                (0..10).map(|i| navigation((b * 10 + i) as f64, &format!("http://127.0.0.1:8000/p{b}/{i}"))).collect(),
+            )
+        })
         .collect();
     send_all(&mut host, &task, &batches);
     let acked_seq = task.last_seq();
     // ...then a body half sent when the process dies, and events behind it. The extension keeps every
     // message until it is acknowledged.
     let mut unacknowledged = task.body("r1", BodyPart::Response, &vec![7u8; 3 << 20], 1 << 20);
-    unacknowledged.extend((0..50).map(|b| task.events(vec![navigation(10_000.0 + b as f64, "http://127.0.0.1:8000/late")])));
+    unacknowledged
+        .extend((0..50).map(|b| task.events(vec![navigation(10_000.0 + b as f64, "http://127.0.0.1:8000/late")])));
     for message in unacknowledged.iter().take(2) {
         host.send(message).unwrap();
     }
@@ -105,7 +110,12 @@ fn two_host_processes_record_two_tasks_at_once_into_one_database() {
     for round in 0..100 {
         for (host, task) in hosts.iter_mut().zip(tasks.iter_mut()) {
             let mut messages = vec![task.events(vec![navigation(round as f64, "http://127.0.0.1:8000/")])];
-            messages.extend(task.body(&format!("r{round}"), BodyPart::Response, format!("body {round}").as_bytes(), 64));
+            messages.extend(task.body(
+                &format!("r{round}"),
+                BodyPart::Response,
+                format!("body {round}").as_bytes(),
+                64,
+            ));
             for message in &messages {
                 host.send(message).unwrap();
             }

@@ -51,10 +51,14 @@ fn malformed_messages_get_errors_and_the_session_goes_on() {
     host.send_frame(b"").unwrap();
     expect_error(&mut host, ErrorCode::InvalidJson);
     host.send_frame(br#"{"seq":9,"type":"teleport","task_id":"victim"}"#).unwrap();
-    let HostMessage::Error { message, .. } = expect_error(&mut host, ErrorCode::UnknownMessageType) else { unreachable!() };
+    let HostMessage::Error { message, .. } = expect_error(&mut host, ErrorCode::UnknownMessageType) else {
+        unreachable!()
+    };
     assert!(message.contains("teleport") && message.contains("body_chunk"), "{message}");
     host.send_frame(br#"{"seq":9,"type":"events","task_id":"victim"}"#).unwrap();
-    let HostMessage::Error { message, seq, .. } = expect_error(&mut host, ErrorCode::InvalidMessage) else { unreachable!() };
+    let HostMessage::Error { message, seq, .. } = expect_error(&mut host, ErrorCode::InvalidMessage) else {
+        unreachable!()
+    };
     assert!(message.contains("events"), "{message}");
     assert_eq!(seq, Some(9));
     host.send_frame(br#"{"seq":1,"type":"events","task_id":"../../etc","events":[]}"#).unwrap();
@@ -73,7 +77,9 @@ fn malformed_messages_get_errors_and_the_session_goes_on() {
     chunks[2].seq = second;
     chunks[1].seq = third;
     host.send(&chunks[2]).unwrap();
-    let HostMessage::Error { message, .. } = expect_error(&mut host, ErrorCode::ChunkOutOfOrder) else { unreachable!() };
+    let HostMessage::Error { message, .. } = expect_error(&mut host, ErrorCode::ChunkOutOfOrder) else {
+        unreachable!()
+    };
     assert!(message.contains("expects chunk 1, got chunk 2"), "{message}");
     host.send(&chunks[1]).unwrap();
     host.wait_for_ack(&task.task_id, third, TIMEOUT).unwrap();
@@ -82,7 +88,8 @@ fn malformed_messages_get_errors_and_the_session_goes_on() {
     // Events the host writes itself cannot be forged.
     let forged: trace_manifest::event::Event = serde_json::from_value(serde_json::json!({
         "ts": 1.0, "type": "body", "request_id": "x", "part": "response", "sha256": "00", "size": 1
-    })).unwrap();
+    }))
+    .unwrap();
     host.send(&task.events(vec![forged])).unwrap();
     expect_error(&mut host, ErrorCode::InvalidMessage);
     assert_still_serving(&mut host, &mut task);

@@ -35,18 +35,42 @@ fn record_shop(scratch: &Scratch, id: &str) -> (trace_host::client::HostClient, 
     let mut task = TaskMessages::new(task_id(id));
     let mut messages = vec![task.start(task_start(id, TaskType::Action))];
     messages.push(task.events(vec![
-        event(0.0, EventKind::Storage(StorageSnapshot {
-            phase: StoragePhase::Start,
-            cookies: vec![Cookie {
-                name: "theme".into(), value: "dark".into(), domain: "127.0.0.1".into(), path: "/".into(),
-                expires: None, http_only: false, secure: false, same_site: Some("Lax".into()),
-            }],
-            local_storage: [("http://127.0.0.1:8000".to_owned(), [("cart".to_owned(), "[]".to_owned())].into())].into(),
-            session_storage: Default::default(),
-        })),
+        event(
+            0.0,
+            EventKind::Storage(StorageSnapshot {
+                phase: StoragePhase::Start,
+                cookies: vec![Cookie {
+                    name: "theme".into(),
+                    value: "dark".into(),
+                    domain: "127.0.0.1".into(),
+                    path: "/".into(),
+                    expires: None,
+                    http_only: false,
+                    secure: false,
+                    same_site: Some("Lax".into()),
+                }],
+                local_storage:
+                    [("http://127.0.0.1:8000".to_owned(), [("cart".to_owned(), "[]".to_owned())].into())].into(),
+                session_storage: Default::default(),
+            }),
+        ),
         navigation(1.0, "http://127.0.0.1:8000/"),
-        request(2.0, "1", "GET", "http://127.0.0.1:8000/", &[("Accept", "text/html"), ("Sec-Fetch-Mode", "navigate"), ("Cookie", "theme=dark")], None),
-        response(10.0, "1", "http://127.0.0.1:8000/", 200, "text/html", &[("Content-Type", "text/html"), ("Content-Encoding", "gzip")]),
+        request(
+            2.0,
+            "1",
+            "GET",
+            "http://127.0.0.1:8000/",
+            &[("Accept", "text/html"), ("Sec-Fetch-Mode", "navigate"), ("Cookie", "theme=dark")],
+            None,
+        ),
+        response(
+            10.0,
+            "1",
+            "http://127.0.0.1:8000/",
+            200,
+            "text/html",
+            &[("Content-Type", "text/html"), ("Content-Encoding", "gzip")],
+        ),
         finished(12.0, "1", 321),
         request(13.0, "2", "GET", "http://127.0.0.1:8000/logo.png", &[], None),
         response(14.0, "2", "http://127.0.0.1:8000/logo.png", 200, "image/png", &[]),
@@ -60,17 +84,51 @@ fn record_shop(scratch: &Scratch, id: &str) -> (trace_host::client::HostClient, 
     messages.extend(task.body("2", BodyPart::Response, &bodies.logo, 16_384));
     messages.extend(task.body("3", BodyPart::Response, &bodies.logo, 65_536));
     messages.push(task.screenshot(T0 + 20.0, 1, TINY_PNG, "load"));
-    messages.push(task.dom_snapshot(T0 + 21.0, 1, "http://127.0.0.1:8000/", "<html><body><h1>Shop</h1></body></html>",
-        Some(serde_json::json!({"role": "WebArea", "name": "Shop"}))));
+    messages.push(task.dom_snapshot(
+        T0 + 21.0,
+        1,
+        "http://127.0.0.1:8000/",
+        "<html><body><h1>Shop</h1></body></html>",
+        Some(serde_json::json!({"role": "WebArea", "name": "Shop"})),
+    ));
     messages.push(task.events(vec![
-        event(30.0, EventKind::Action(Action {
-            action: ActionKind::Click,
-            target: Some(ElementDescriptor { selector: "#login".into(), xpath: "//button[1]".into(), tag: "button".into(), ..Default::default() }),
-            url: "http://127.0.0.1:8000/".into(),
-            value: None, key: None, modifiers: vec![], x: Some(10.0), y: Some(20.0), delta_x: None, delta_y: None, credential: false,
-        })),
-        request(31.0, "4", "POST", "http://127.0.0.1:8000/login", &[("Content-Type", "application/x-www-form-urlencoded")], Some("user=ann&csrf=t0k")),
-        response(32.0, "4", "http://127.0.0.1:8000/login", 303, "", &[("Location", "/account"), ("Set-Cookie", "sid=s3cr3t; HttpOnly")]),
+        event(
+            30.0,
+            EventKind::Action(Action {
+                action: ActionKind::Click,
+                target: Some(ElementDescriptor {
+                    selector: "#login".into(),
+                    xpath: "//button[1]".into(),
+                    tag: "button".into(),
+                    ..Default::default()
+                }),
+                url: "http://127.0.0.1:8000/".into(),
+                value: None,
+                key: None,
+                modifiers: vec![],
+                x: Some(10.0),
+                y: Some(20.0),
+                delta_x: None,
+                delta_y: None,
+                credential: false,
+            }),
+        ),
+        request(
+            31.0,
+            "4",
+            "POST",
+            "http://127.0.0.1:8000/login",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            Some("user=ann&csrf=t0k"),
+        ),
+        response(
+            32.0,
+            "4",
+            "http://127.0.0.1:8000/login",
+            303,
+            "",
+            &[("Location", "/account"), ("Set-Cookie", "sid=s3cr3t; HttpOnly")],
+        ),
         request(33.0, "4", "GET", "http://127.0.0.1:8000/account", &[("Cookie", "sid=s3cr3t")], None),
         response(34.0, "4", "http://127.0.0.1:8000/account", 200, "application/json", &[]),
         finished(35.0, "4", 30),
@@ -105,20 +163,35 @@ fn a_stopped_session_becomes_a_valid_self_contained_bundle() {
     assert_eq!(manifest["recorder"]["name"], "host-tests");
     assert_eq!(manifest["producer"]["name"], "trace-host");
     assert_eq!(manifest["duration_seconds"], 40.0);
-    let indexed: BTreeSet<String> = manifest["files"].as_array().unwrap().iter().map(|f| {
-        let path = f["path"].as_str().unwrap();
-        let bytes = std::fs::read(dir.join(path)).unwrap();
-        assert_eq!(f["size"], bytes.len() as u64, "{path}");
-        assert_eq!(f["sha256"], sha256_hex(&bytes), "{path}");
-        path.to_owned()
-    }).collect();
+    let indexed: BTreeSet<String> = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let path = f["path"].as_str().unwrap();
+            let bytes = std::fs::read(dir.join(path)).unwrap();
+            assert_eq!(f["size"], bytes.len() as u64, "{path}");
+            assert_eq!(f["sha256"], sha256_hex(&bytes), "{path}");
+            path.to_owned()
+        })
+        .collect();
     let home = format!("resources/{}", sha256_hex(&bodies.home));
     let logo = format!("resources/{}", sha256_hex(&bodies.logo));
     let account = format!("resources/{}", sha256_hex(&bodies.account));
     let expected: BTreeSet<String> = [
-        "events.jsonl", "recording.har", "storage.json", "screenshots/000015.png", "dom/000016.html",
-        "dom/000016.a11y.json", &home, &logo, &account,
-    ].iter().map(|s| s.to_string()).collect();
+        "events.jsonl",
+        "recording.har",
+        "storage.json",
+        "screenshots/000015.png",
+        "dom/000016.html",
+        "dom/000016.a11y.json",
+        &home,
+        &logo,
+        &account,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     assert_eq!(indexed, expected);
     assert_eq!(std::fs::read_dir(dir.join("resources")).unwrap().count(), 3, "the logo, seen twice, is stored once");
     assert!(!dir.join(".parts").exists(), "working files are cleaned up on stop");
@@ -129,8 +202,11 @@ fn a_stopped_session_becomes_a_valid_self_contained_bundle() {
     assert_eq!(manifest["counts"]["actions"], 1);
 
     // events.jsonl holds every event in order, host-written ones included.
-    let events: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("events.jsonl")).unwrap()
-        .lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(events.len() as u64, manifest["counts"]["events"].as_u64().unwrap());
     assert!(events.iter().enumerate().all(|(i, e)| e["id"] == i as u64));
     assert_eq!(events[15]["type"], "screenshot");
@@ -145,7 +221,13 @@ fn a_stopped_session_becomes_a_valid_self_contained_bundle() {
     assert_eq!(entries.len(), 5);
     let first = &entries[0];
     assert_eq!(first["pageref"], "page_1");
-    assert!(first["request"]["headers"].as_array().unwrap().iter().any(|h| h["name"] == "Sec-Fetch-Mode" && h["value"] == "navigate"));
+    assert!(
+        first["request"]["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["name"] == "Sec-Fetch-Mode" && h["value"] == "navigate")
+    );
     assert_eq!(first["request"]["cookies"][0]["name"], "theme");
     assert_eq!(first["response"]["content"]["_file"], home.as_str());
     for entry in entries.iter().filter(|e| e["response"]["content"]["_file"].is_string()) {
@@ -177,7 +259,11 @@ fn a_stopped_session_becomes_a_valid_self_contained_bundle() {
     assert_eq!(tasks[0]["started_at"], "2025-11-22T10:00:00.000Z");
     assert_eq!(tasks[0]["events"], events.len() as u64);
     let table = scratch.cli(&["tasks"]);
-    assert!(String::from_utf8_lossy(&table.stdout).contains("shop-1  stopped"), "{}", String::from_utf8_lossy(&table.stdout));
+    assert!(
+        String::from_utf8_lossy(&table.stdout).contains("shop-1  stopped"),
+        "{}",
+        String::from_utf8_lossy(&table.stdout)
+    );
 }
 
 #[test]
@@ -200,7 +286,8 @@ fn export_writes_a_zip_that_validates_and_embeds_bodies_on_request() {
     let mut zip = zip::ZipArchive::new(std::fs::File::open(&zip_path).unwrap()).unwrap();
     let hars: Vec<String> = zip.file_names().filter(|n| n.ends_with(".har")).map(str::to_owned).collect();
     assert_eq!(hars, ["recording.har"]);
-    let har: serde_json::Value = serde_json::from_slice(&trace_host::export::read_zip_entry(&mut zip, "recording.har").unwrap()).unwrap();
+    let har: serde_json::Value =
+        serde_json::from_slice(&trace_host::export::read_zip_entry(&mut zip, "recording.har").unwrap()).unwrap();
     let logo_file = har["log"]["entries"][1]["response"]["content"]["_file"].as_str().unwrap().to_owned();
     assert_eq!(trace_host::export::read_zip_entry(&mut zip, &logo_file).unwrap(), bodies.logo);
 
@@ -209,7 +296,8 @@ fn export_writes_a_zip_that_validates_and_embeds_bodies_on_request() {
     let validated = scratch.cli_json(&["validate", embedded_path.to_str().unwrap(), "--json"]);
     assert_eq!(validated["valid"], true, "{validated}");
     let mut zip = zip::ZipArchive::new(std::fs::File::open(&embedded_path).unwrap()).unwrap();
-    let har: serde_json::Value = serde_json::from_slice(&trace_host::export::read_zip_entry(&mut zip, "recording.har").unwrap()).unwrap();
+    let har: serde_json::Value =
+        serde_json::from_slice(&trace_host::export::read_zip_entry(&mut zip, "recording.har").unwrap()).unwrap();
     let entries = har["log"]["entries"].as_array().unwrap();
     assert_eq!(entries[0]["response"]["content"]["text"].as_str().unwrap().as_bytes(), bodies.home);
     assert!(entries[0]["response"]["content"].get("_file").is_none());
@@ -236,9 +324,16 @@ fn resent_messages_are_acknowledged_once_and_gaps_are_named() {
     skipped.seq += 1;
     host.send(&skipped).unwrap();
     let reply = host.recv_non_ack(TIMEOUT).unwrap();
-    assert!(matches!(reply, HostMessage::Error { code: ErrorCode::SequenceGap, expected_seq: Some(3), .. }), "{reply:?}");
+    assert!(
+        matches!(reply, HostMessage::Error { code: ErrorCode::SequenceGap, expected_seq: Some(3), .. }),
+        "{reply:?}"
+    );
 
-    host.send(&trace_manifest::wire::ClientMessage { seq: 0, body: trace_manifest::wire::ClientBody::Hello { task_id: Some(task.task_id.clone()) } }).unwrap();
+    host.send(&trace_manifest::wire::ClientMessage {
+        seq: 0,
+        body: trace_manifest::wire::ClientBody::Hello { task_id: Some(task.task_id.clone()) },
+    })
+    .unwrap();
     let reply = host.recv_non_ack(TIMEOUT).unwrap();
     let HostMessage::Hello { task: Some(progress), format_version, .. } = reply else { panic!("{reply:?}") };
     assert_eq!((progress.acked_seq, format_version), (2, 1));

@@ -36,9 +36,16 @@ fn an_exported_bundle_imports_into_another_data_directory_once() {
     let zip = exported_task(&here, "travels");
     let there = Scratch::new();
     let report = there.cli_json(&["import", zip.to_str().unwrap(), "--json"]);
-    assert_eq!((report["task_id"].as_str(), report["events"].as_u64()), (Some("travels"), Some(4)), "three events and the body");
+    assert_eq!(
+        (report["task_id"].as_str(), report["events"].as_u64()),
+        (Some("travels"), Some(4)),
+        "three events and the body"
+    );
     let tasks = there.cli_json(&["tasks", "--json"]);
-    assert_eq!((tasks[0]["id"].as_str(), tasks[0]["status"].as_str(), tasks[0]["imported"].as_bool()), (Some("travels"), Some("stopped"), Some(true)));
+    assert_eq!(
+        (tasks[0]["id"].as_str(), tasks[0]["status"].as_str(), tasks[0]["imported"].as_bool()),
+        (Some("travels"), Some("stopped"), Some(true))
+    );
     assert_eq!(there.cli_json(&["validate", there.capture("travels").to_str().unwrap(), "--json"])["valid"], true);
     // And out again: the same files.
     let again = there.path("again.zip");
@@ -47,7 +54,11 @@ fn an_exported_bundle_imports_into_another_data_directory_once() {
 
     let twice = there.cli(&["import", zip.to_str().unwrap()]);
     assert_eq!(twice.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&twice.stderr).contains("already exists"), "{}", String::from_utf8_lossy(&twice.stderr));
+    assert!(
+        String::from_utf8_lossy(&twice.stderr).contains("already exists"),
+        "{}",
+        String::from_utf8_lossy(&twice.stderr)
+    );
 }
 
 /// Copies a zip, letting `edit` change each entry (return None to drop it) and `extra` add entries.
@@ -68,10 +79,28 @@ fn import_refuses_zip_slip_absolute_paths_links_and_oversized_bundles_writing_no
     let zip = exported_task(&scratch, "source");
     let target = Scratch::new();
     let options = SimpleFileOptions::default();
-    let cases: Vec<(&str, Box<dyn FnOnce(&mut zip::ZipWriter<std::fs::File>)>)> = vec![
-        ("unsafe path \"../escaped.txt\"", Box::new(move |z| { z.start_file("../escaped.txt", options).unwrap(); z.write_all(b"x").unwrap(); })),
-        ("unsafe path \"/tmp/absolute.txt\"", Box::new(move |z| { z.start_file("/tmp/absolute.txt", options).unwrap(); z.write_all(b"x").unwrap(); })),
-        ("symbolic link", Box::new(move |z| { z.add_symlink("resources/link", "/etc/passwd", options).unwrap(); })),
+    type AddEntry = Box<dyn FnOnce(&mut zip::ZipWriter<std::fs::File>)>;
+    let cases: Vec<(&str, AddEntry)> = vec![
+        (
+            "unsafe path \"../escaped.txt\"",
+            Box::new(move |z| {
+                z.start_file("../escaped.txt", options).unwrap();
+                z.write_all(b"x").unwrap();
+            }),
+        ),
+        (
+            "unsafe path \"/tmp/absolute.txt\"",
+            Box::new(move |z| {
+                z.start_file("/tmp/absolute.txt", options).unwrap();
+                z.write_all(b"x").unwrap();
+            }),
+        ),
+        (
+            "symbolic link",
+            Box::new(move |z| {
+                z.add_symlink("resources/link", "/etc/passwd", options).unwrap();
+            }),
+        ),
     ];
     for (expected, extra) in cases {
         let evil = scratch.path("evil.zip");
@@ -84,7 +113,11 @@ fn import_refuses_zip_slip_absolute_paths_links_and_oversized_bundles_writing_no
     assert!(!scratch.dir.path().join("escaped.txt").exists() && !std::path::Path::new("/tmp/absolute.txt").exists());
 
     let output = target.cli(&["import", zip.to_str().unwrap(), "--max-size", "100"]);
-    assert!(String::from_utf8_lossy(&output.stderr).contains("more than the limit of 100"), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("more than the limit of 100"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(target.cli_json(&["tasks", "--json"]), serde_json::json!([]));
     assert!(std::fs::read_dir(target.data().join("captures")).unwrap().next().is_none(), "nothing was extracted");
 }
@@ -95,7 +128,12 @@ fn validate_names_every_damaged_missing_and_unindexed_file() {
     exported_task(&scratch, "damaged");
     let dir = scratch.capture("damaged");
     let manifest = read_json(&dir.join("manifest.json"));
-    let body = manifest["files"].as_array().unwrap().iter().find(|f| f["path"].as_str().unwrap().starts_with("resources/")).unwrap();
+    let body = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().starts_with("resources/"))
+        .unwrap();
     std::fs::write(dir.join(body["path"].as_str().unwrap()), b"<h1>HELLO</h1>").unwrap();
     std::fs::remove_file(dir.join("storage.json")).unwrap();
     std::fs::write(dir.join("stray.txt"), b"?").unwrap();
@@ -122,7 +160,10 @@ fn install_registers_the_host_for_a_profile_and_uninstall_removes_it() {
     assert_eq!(manifest["name"], "dev.trace.host");
     assert_eq!(manifest["type"], "stdio");
     assert_eq!(manifest["path"], host_exe().canonicalize().unwrap().to_str().unwrap());
-    assert_eq!(manifest["allowed_origins"], serde_json::json!([format!("chrome-extension://{}/", trace_manifest::EXTENSION_ID)]));
+    assert_eq!(
+        manifest["allowed_origins"],
+        serde_json::json!([format!("chrome-extension://{}/", trace_manifest::EXTENSION_ID)])
+    );
 
     let config = scratch.path("config");
     let output = std::process::Command::new(host_exe())
