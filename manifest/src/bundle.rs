@@ -12,6 +12,7 @@
 //!
 //! Everything here is pure data; reading and checking a bundle on disk lives in [`crate::archive`].
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{EventRecord, StorageSnapshot};
@@ -45,7 +46,7 @@ pub fn accessibility_path(event_id: u64) -> String {
 }
 
 /// `manifest.json`: what the bundle is and an index of every other file in it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BundleManifest {
     /// Always [`FORMAT_NAME`].
     pub format: String,
@@ -65,7 +66,7 @@ pub struct BundleManifest {
     pub files: Vec<FileEntry>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskInfo {
     pub id: TaskId,
     pub source: String,
@@ -78,13 +79,13 @@ pub struct TaskInfo {
     pub answer: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProducerInfo {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Counts {
     pub events: u64,
     pub pages: u64,
@@ -124,7 +125,7 @@ impl Counts {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub struct FileEntry {
     /// Relative, `/`-separated.
     pub path: String,
@@ -134,12 +135,12 @@ pub struct FileEntry {
 }
 
 /// `storage.json`: every storage snapshot of the recording, in order (normally one at start, one at stop).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StorageFile {
     pub snapshots: Vec<TimedStorageSnapshot>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TimedStorageSnapshot {
     /// RFC 3339.
     pub time: String,

@@ -9,10 +9,11 @@
 //! Events that carry files (screenshots, DOM snapshots) are written by the host when it stores the file; the
 //! extension sends those as their own wire messages (see [`crate::wire`]).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One recorded event, as sent by the extension.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Event {
     /// Wall-clock time, milliseconds since the Unix epoch.
     pub ts: f64,
@@ -27,14 +28,14 @@ pub struct Event {
 }
 
 /// An event as stored in a bundle's `events.jsonl`: the host numbers events from 0 in commit order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EventRecord {
     pub id: u64,
     #[serde(flatten)]
     pub event: Event,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
     Navigation(Navigation),
@@ -84,7 +85,7 @@ impl EventKind {
 }
 
 /// An HTTP header exactly as sent or received (names keep their case, repeats stay separate).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Header {
     pub name: String,
     pub value: String,
@@ -102,7 +103,7 @@ pub fn header_value<'a>(headers: &'a [Header], name: &str) -> Option<&'a str> {
 }
 
 /// A frame committed a new document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Navigation {
     pub url: String,
     /// How the navigation came about (Chrome's transition type, simplified).
@@ -116,7 +117,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NavigationCause {
     Typed,
@@ -130,7 +131,7 @@ pub enum NavigationCause {
 }
 
 /// A document finished loading.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PageLoad {
     pub url: String,
     #[serde(default)]
@@ -144,7 +145,7 @@ pub struct PageLoad {
 }
 
 /// A request as the browser sent it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Request {
     /// The browser's id for the exchange; shared by the hops of a redirect chain.
     pub request_id: String,
@@ -161,7 +162,7 @@ pub struct Request {
 }
 
 /// A response's status and headers (its body arrives separately).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Response {
     pub request_id: String,
     pub url: String,
@@ -184,7 +185,7 @@ pub struct Response {
 
 /// The browser's timing of one exchange, as DevTools reports it: `request_time` in seconds, the rest in
 /// milliseconds relative to it, -1 where a phase did not happen.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResourceTiming {
     pub request_time: f64,
     pub dns_start: f64,
@@ -199,14 +200,14 @@ pub struct ResourceTiming {
 }
 
 /// The exchange completed; `encoded_data_length` is what crossed the network, compressed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RequestFinished {
     pub request_id: String,
     #[serde(default)]
     pub encoded_data_length: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RequestFailed {
     pub request_id: String,
     pub error_text: String,
@@ -215,7 +216,7 @@ pub struct RequestFailed {
 }
 
 /// Which side of an exchange a body belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BodyPart {
     Request,
@@ -233,7 +234,7 @@ impl BodyPart {
 
 /// A body stored in the bundle as `resources/<sha256>`. Response bodies are stored decoded (after the
 /// browser undid any `Content-Encoding`), exactly as the page received them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BodyStored {
     pub request_id: String,
     pub part: BodyPart,
@@ -248,7 +249,7 @@ impl BodyStored {
 }
 
 /// Something the person did in a page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Action {
     pub action: ActionKind,
     /// The element acted on (absent for page-level scrolls and key presses).
@@ -279,7 +280,7 @@ pub struct Action {
     pub credential: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
     Click,
@@ -293,7 +294,7 @@ pub enum ActionKind {
 
 /// How an element can be found again, from several angles, so that replay can fall back from one to the
 /// next when the page differs slightly.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ElementDescriptor {
     pub selector: String,
     pub xpath: String,
@@ -318,7 +319,7 @@ pub struct ElementDescriptor {
     pub frame_path: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Rect {
     pub x: f64,
     pub y: f64,
@@ -326,7 +327,7 @@ pub struct Rect {
     pub height: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TabEvent {
     pub op: TabOp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -335,7 +336,7 @@ pub struct TabEvent {
     pub url: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TabOp {
     Created,
@@ -344,7 +345,7 @@ pub enum TabOp {
 }
 
 /// Image formats a screenshot may be stored in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ImageFormat {
     Png,
@@ -360,7 +361,7 @@ impl ImageFormat {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScreenshotStored {
     /// Path inside the bundle, `screenshots/<event id>.<png|jpg>`.
     pub file: String,
@@ -370,7 +371,7 @@ pub struct ScreenshotStored {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DomSnapshotStored {
     pub url: String,
     #[serde(default)]
@@ -383,7 +384,7 @@ pub struct DomSnapshotStored {
 }
 
 /// A bounded summary of DOM changes between two snapshots.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MutationSummary {
     pub added: u64,
     pub removed: u64,
@@ -394,7 +395,7 @@ pub struct MutationSummary {
     pub truncated: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConsoleMessage {
     pub level: String,
     pub text: String,
@@ -403,7 +404,7 @@ pub struct ConsoleMessage {
 }
 
 /// Cookies and web storage of the recorded sites at one moment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StorageSnapshot {
     pub phase: StoragePhase,
     #[serde(default)]
@@ -415,7 +416,7 @@ pub struct StorageSnapshot {
     pub session_storage: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StoragePhase {
     Start,
@@ -423,7 +424,7 @@ pub enum StoragePhase {
 }
 
 /// A cookie as the browser holds it (`chrome.cookies` / CDP `Network.Cookie`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Cookie {
     pub name: String,
     pub value: String,

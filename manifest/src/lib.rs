@@ -13,11 +13,13 @@
 //! - [`bundle`]: the bundle's file layout and `manifest.json`.
 //! - [`har`]: the HAR 1.2 model and its construction from events.
 //! - [`time_fmt`]: the one conversion between recorded timestamps and RFC 3339.
+//! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
 //! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate.
 
 pub mod bundle;
 pub mod event;
 pub mod har;
+pub mod schema;
 pub mod task;
 pub mod time_fmt;
 pub mod wire;

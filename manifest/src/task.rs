@@ -3,11 +3,12 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A task's id, chosen by the extension when the task starts, so that a resent `start_task` is recognised
 /// rather than creating a second task. It names a directory, so it is restricted to a safe alphabet.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(try_from = "String", into = "String")]
 pub struct TaskId(String);
 
@@ -56,7 +57,7 @@ impl fmt::Display for TaskId {
 }
 
 /// What kind of task was demonstrated: one that changes the site, or one that finds an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskType {
     Action,
@@ -85,7 +86,7 @@ impl TaskType {
 /// `interrupted` means the recording ended without a `stop_task`: the browser closed, the extension
 /// disconnected, or the host was killed. Everything acknowledged before that is kept and exportable, and
 /// the recording resumes if the extension reconnects and continues the task's sequence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     Recording,
@@ -116,7 +117,7 @@ impl TaskStatus {
 }
 
 /// The program that made the recording (the extension, or a test recorder) and the browser it ran in.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RecorderInfo {
     pub name: String,
     pub version: String,
@@ -129,7 +130,7 @@ pub struct RecorderInfo {
 }
 
 /// What the person set out to do, as entered when the task started.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskStart {
     pub task_id: TaskId,
     /// Free text naming where the task came from, e.g. "self" or a seed id.

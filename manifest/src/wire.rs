@@ -11,6 +11,7 @@
 //! ignored. A message that is well formed but cannot be applied (a chunk out of order, a stop without the
 //! required answer) is rejected with an [`HostMessage::Error`] and its seq is consumed, so the stream goes on.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{BodyPart, Event, ImageFormat};
@@ -24,7 +25,7 @@ pub const MAX_OUTBOUND_BYTES: usize = 1024 * 1024;
 pub const SUGGESTED_CHUNK_BYTES: usize = 1024 * 1024;
 
 /// A message from the extension.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientMessage {
     /// The task's sequence number; ignored (echoed) for `hello`.
     pub seq: u64,
@@ -32,7 +33,7 @@ pub struct ClientMessage {
     pub body: ClientBody,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ClientBody {
     /// Asks for the host's version and, for a task, how far it has been committed (to resume after a
@@ -132,7 +133,7 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] =
     &["hello", "start_task", "events", "body_chunk", "screenshot", "dom_snapshot", "stop_task", "discard_task"];
 
 /// A message from the host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostMessage {
     Hello {
@@ -159,7 +160,7 @@ pub enum HostMessage {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskProgress {
     pub task_id: TaskId,
     pub status: TaskStatus,
@@ -167,7 +168,7 @@ pub struct TaskProgress {
     pub acked_seq: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// The length prefix announced more than [`MAX_INBOUND_BYTES`]; the host stops reading.

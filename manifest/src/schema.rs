@@ -1,0 +1,49 @@
+//! JSON Schemas of the format, generated from the types themselves so that they cannot drift from what the
+//! code writes. They are committed under `docs/schema/v<FORMAT_VERSION>/`; a test fails when the committed
+//! files differ from what the code generates (`UPDATE_SCHEMAS=1 cargo test -p trace-manifest` rewrites
+//! them, which is a format change: review it as one).
+
+use schemars::{Schema, schema_for};
+
+use crate::bundle::{BundleManifest, StorageFile};
+use crate::event::EventRecord;
+use crate::wire::{ClientMessage, HostMessage};
+
+/// Every schema, by file name.
+pub fn schemas() -> Vec<(&'static str, Schema)> {
+    vec![
+        ("manifest.schema.json", schema_for!(BundleManifest)),
+        ("event.schema.json", schema_for!(EventRecord)),
+        ("storage.schema.json", schema_for!(StorageFile)),
+        ("client-message.schema.json", schema_for!(ClientMessage)),
+        ("host-message.schema.json", schema_for!(HostMessage)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn committed_json_schemas_match_the_code() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../docs/schema/v{}", crate::FORMAT_VERSION));
+        let update = std::env::var_os("UPDATE_SCHEMAS").is_some();
+        let mut stale = Vec::new();
+        for (name, schema) in super::schemas() {
+            let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+            let path = dir.join(name);
+            if update {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &text).unwrap();
+            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                stale.push(name);
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "{stale:?} in {} no longer match the code; if the format change is meant, run \
+             UPDATE_SCHEMAS=1 cargo test -p trace-manifest and document it in docs/bundle-format.md",
+            dir.display()
+        );
+    }
+}
