@@ -176,7 +176,12 @@ fn validate(path: &Path, json: bool) -> Result<Outcome> {
             }))?
         );
     } else if report.is_valid() {
-        println!("{}: valid ({} indexed files, {})", path.display(), report.files_checked, human_bytes(report.bytes_checked));
+        println!(
+            "{}: valid ({} indexed files, {})",
+            path.display(),
+            report.files_checked,
+            human_bytes(report.bytes_checked)
+        );
     } else {
         println!("{}: {} problem(s)", path.display(), report.problems.len());
         for problem in &report.problems {

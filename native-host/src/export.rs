@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -23,6 +24,7 @@ use crate::db;
 use crate::finalize;
 use crate::ingest::reconcile_interrupted;
 use crate::paths::DataDir;
+use crate::task_lock::TaskLock;
 
 #[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
@@ -59,6 +61,9 @@ pub fn export(
         TaskStatus::Stopped | TaskStatus::Interrupted => {}
     }
     let dir = data.capture(task_id);
+    // A host finalizing the task at its stop, or recording it again, holds its lock.
+    let _lock = TaskLock::acquire(&dir, Duration::from_secs(5))?
+        .with_context(|| format!("task {task_id} is being written by trace-host; try again when it stops"))?;
     if finalize::needs_finalizing(&task, &dir) {
         finalize::finalize(conn, data, task_id)?;
     }

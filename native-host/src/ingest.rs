@@ -11,11 +11,11 @@
 //! `.parts/` too. Only after the commit are they moved to their place in the bundle, and
 //! [`recover_staged_files`] finishes any move a crash interrupted.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use rusqlite::{Connection, TransactionBehavior};
@@ -28,7 +28,8 @@ use trace_manifest::task::{TaskId, TaskStart, TaskStatus, TaskType};
 use trace_manifest::wire::{CLIENT_MESSAGE_TYPES, ClientBody, ClientMessage, ErrorCode, HostMessage, TaskProgress};
 
 use crate::db;
-use crate::paths::{DataDir, LOCK_FILE, PARTS_DIR};
+use crate::paths::{DataDir, PARTS_DIR};
+use crate::task_lock::TaskLock;
 
 /// A message decoded and ready to apply: base64 payloads are already bytes.
 #[derive(Debug)]
@@ -145,7 +146,9 @@ struct State {
     data: DataDir,
     config: Config,
     /// Tasks this process writes, with the lock that says so to other processes.
-    owned: HashMap<TaskId, File>,
+    owned: HashMap<TaskId, TaskLock>,
+    /// Tasks of the current batch whose lock another process holds.
+    busy: HashSet<TaskId>,
     /// Bodies being streamed, by task and body id.
     open_bodies: HashMap<(TaskId, String), OpenBody>,
 }
@@ -201,7 +204,10 @@ fn content(code: ErrorCode, message: impl Into<String>) -> Failure {
 impl Ingestor {
     pub fn new(data: DataDir, config: Config) -> anyhow::Result<Ingestor> {
         let conn = db::open(&data.database())?;
-        Ok(Ingestor { conn, state: State { data, config, owned: HashMap::new(), open_bodies: HashMap::new() } })
+        Ok(Ingestor {
+            conn,
+            state: State { data, config, owned: HashMap::new(), busy: HashSet::new(), open_bodies: HashMap::new() },
+        })
     }
 
     /// Applies a batch and returns the replies: errors and answers in message order, then one `ack` per task
@@ -210,6 +216,7 @@ impl Ingestor {
         let mut replies = Vec::new();
         let mut acks = BTreeMap::new();
         let mut after = Vec::new();
+        self.state.lock_tasks(&self.conn, &batch);
         let tx = match self.conn.transaction_with_behavior(TransactionBehavior::Immediate) {
             Ok(tx) => tx,
             Err(error) => return storage_failure(&batch, &error.to_string()),
@@ -349,7 +356,7 @@ impl State {
         if !start.started_at.is_finite() {
             return Err(content(ErrorCode::InvalidMessage, "started_at must be a finite number"));
         }
-        self.own(conn, &start.task_id)?;
+        self.own(&start.task_id)?;
         db::insert_task(conn, start, seq, TaskStatus::Recording, false)?;
         tracing::info!(task = %start.task_id, website = %start.website, "task started");
         acks.insert(start.task_id.clone(), seq);
@@ -391,7 +398,7 @@ impl State {
                 format!("task {task_id} is {} and takes no more data", task.status.as_str()),
             )));
         }
-        self.own(conn, task_id)?;
+        self.own(task_id)?;
         if task.status == TaskStatus::Interrupted {
             db::set_status(conn, task_id, TaskStatus::Recording)?;
             tracing::info!(task = %task_id, "recording resumed");
@@ -611,34 +618,54 @@ impl State {
         Ok(AfterCommit::Move { from: staged, to: capture.join(path) })
     }
 
-    /// Takes the task's lock, waiting a while for another host process to let go of it.
-    fn own(&mut self, conn: &Connection, task_id: &TaskId) -> Result<(), Failure> {
+    /// Takes the locks of the tasks a batch writes, before its transaction begins (see [`TaskLock`]): a
+    /// lock held by another process is waited for a while, then the task's messages get `task_busy`.
+    fn lock_tasks(&mut self, conn: &Connection, batch: &[Result<Incoming, Rejected>]) {
+        self.busy.clear();
+        for incoming in batch.iter().flatten() {
+            let Some(task_id) = incoming.body.task_id() else { continue };
+            let writes = !matches!(incoming.body, ClientBody::Hello { .. });
+            if !writes || self.owned.contains_key(task_id) || self.busy.contains(task_id) {
+                continue;
+            }
+            let writable = match db::task(conn, task_id).ok().flatten() {
+                Some(task) => matches!(task.status, TaskStatus::Recording | TaskStatus::Interrupted),
+                None => matches!(incoming.body, ClientBody::StartTask(_)),
+            };
+            if !writable {
+                continue; // the message is refused inside the transaction, with the reason
+            }
+            let capture = self.data.capture(task_id);
+            match TaskLock::acquire(&capture, self.config.lock_wait) {
+                Ok(Some(lock)) => {
+                    if let Err(error) = std::fs::create_dir_all(capture.join(PARTS_DIR)) {
+                        tracing::error!(task = %task_id, %error, "cannot create the task's working directory");
+                        continue;
+                    }
+                    if let Err(error) = recover_staged_files(conn, &self.data, task_id) {
+                        tracing::error!(task = %task_id, "cannot recover staged files: {error:#}");
+                    }
+                    self.owned.insert(task_id.clone(), lock);
+                }
+                Ok(None) => {
+                    self.busy.insert(task_id.clone());
+                }
+                Err(error) => tracing::error!(task = %task_id, %error, "cannot take the task's lock"),
+            }
+        }
+    }
+
+    /// Checks that this process holds the task's lock (taken by [`State::lock_tasks`]).
+    fn own(&mut self, task_id: &TaskId) -> Result<(), Failure> {
         if self.owned.contains_key(task_id) {
             return Ok(());
         }
-        let capture = self.data.capture(task_id);
-        std::fs::create_dir_all(capture.join(PARTS_DIR))
-            .with_context(|| format!("cannot create {}", capture.display()))?;
-        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(capture.join(LOCK_FILE))?;
-        let deadline = Instant::now() + self.config.lock_wait;
-        loop {
-            match lock.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(Failure::NotApplied(Rejected::new(
-                        ErrorCode::TaskBusy,
-                        format!("task {task_id} is being written by another trace-host process"),
-                    )));
-                }
-                Err(std::fs::TryLockError::Error(error)) => return Err(error.into()),
-            }
-        }
-        recover_staged_files(conn, &self.data, task_id)?;
-        self.owned.insert(task_id.clone(), lock);
-        Ok(())
+        let message = if self.busy.contains(task_id) {
+            format!("task {task_id} is being written by another trace-host process; resend later")
+        } else {
+            format!("cannot take the lock of task {task_id}; see the host log")
+        };
+        Err(Failure::NotApplied(Rejected::new(ErrorCode::TaskBusy, message)))
     }
 
     fn release(&mut self, task_id: &TaskId) {
@@ -790,11 +817,7 @@ pub fn reconcile_interrupted(conn: &Connection, data: &DataDir) -> anyhow::Resul
         if task.status != TaskStatus::Recording {
             continue;
         }
-        let lock_path = data.capture(&task.id).join(LOCK_FILE);
-        let abandoned = match File::open(&lock_path) {
-            Ok(lock) => lock.try_lock().is_ok(),
-            Err(_) => true,
-        };
+        let abandoned = !TaskLock::is_held(&data.capture(&task.id));
         if abandoned {
             db::set_status(conn, &task.id, TaskStatus::Interrupted)?;
             tracing::info!(task = %task.id, "no host is recording this task: interrupted");

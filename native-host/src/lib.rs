@@ -6,6 +6,7 @@
 //! - [`messaging`]: framing and the reader → store → writer pipeline of one session.
 //! - [`ingest`]: the protocol's rules applied to storage: sequence numbers, streamed bodies, files, task
 //!   life cycle, crash recovery.
+//! - [`task_lock`]: the lock file that marks the process writing a task.
 //! - [`db`]: `tasks.db`, the SQLite record of tasks, events, bodies and files.
 //! - [`finalize`]: writes a bundle directory (events, HAR, storage, manifest) from the database.
 //! - [`export`], [`import`]: bundles as zip files, out and in.
@@ -24,3 +25,4 @@ pub mod install;
 pub mod messaging;
 pub mod native;
 pub mod paths;
+pub mod task_lock;

@@ -64,7 +64,11 @@ fn record(host_exe: &Path, data: &Path) -> Result<PathBuf> {
         task_type: TaskType::Action,
         description: "Log in and look at the account page".into(),
         website: format!("{SITE}/"),
-        recorder: RecorderInfo { name: "trace-demo".into(), version: env!("CARGO_PKG_VERSION").into(), ..RecorderInfo::default() },
+        recorder: RecorderInfo {
+            name: "trace-demo".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            ..RecorderInfo::default()
+        },
         started_at: t0,
     })];
     let pages: [(&str, &str, &str, &[u8]); 5] = [
@@ -78,18 +82,30 @@ fn record(host_exe: &Path, data: &Path) -> Result<PathBuf> {
     for (offset, (id, method, path, body)) in pages.iter().enumerate() {
         let ts = t0 + 100.0 * (offset as f64 + 1.0);
         if *id == "6" {
-            events.push(event(ts - 50.0, json!({"type": "request", "request_id": "5", "url": format!("{SITE}/login"),
+            events.push(event(
+                ts - 50.0,
+                json!({"type": "request", "request_id": "5", "url": format!("{SITE}/login"),
                 "method": "POST", "headers": [{"name": "Content-Type", "value": "application/x-www-form-urlencoded"}],
-                "post_data": "user=ann&csrf=demo"})));
+                "post_data": "user=ann&csrf=demo"}),
+            ));
             events.push(event(ts - 40.0, json!({"type": "response", "request_id": "5", "url": format!("{SITE}/login"),
                 "status": 303, "headers": [{"name": "Location", "value": "/account"}, {"name": "Set-Cookie", "value": "sid=demo; HttpOnly"}]})));
             events.push(event(ts - 30.0, json!({"type": "request_finished", "request_id": "5"})));
         }
-        events.push(event(ts, json!({"type": "request", "request_id": id, "url": format!("{SITE}{path}"), "method": method,
-            "headers": [{"name": "Accept", "value": "*/*"}]})));
-        events.push(event(ts + 10.0, json!({"type": "response", "request_id": id, "url": format!("{SITE}{path}"), "status": 200,
-            "status_text": "OK", "headers": [], "mime_type": mime_type(path)})));
-        events.push(event(ts + 20.0, json!({"type": "request_finished", "request_id": id, "encoded_data_length": body.len()})));
+        events.push(event(
+            ts,
+            json!({"type": "request", "request_id": id, "url": format!("{SITE}{path}"), "method": method,
+            "headers": [{"name": "Accept", "value": "*/*"}]}),
+        ));
+        events.push(event(
+            ts + 10.0,
+            json!({"type": "response", "request_id": id, "url": format!("{SITE}{path}"), "status": 200,
+            "status_text": "OK", "headers": [], "mime_type": mime_type(path)}),
+        ));
+        events.push(event(
+            ts + 20.0,
+            json!({"type": "request_finished", "request_id": id, "encoded_data_length": body.len()}),
+        ));
     }
     events.push(event(t0 + 700.0, json!({"type": "page_load", "url": format!("{SITE}/account"), "title": "Account"})));
     messages.push(task.events(events));
@@ -103,10 +119,8 @@ fn record(host_exe: &Path, data: &Path) -> Result<PathBuf> {
         host.send(message)?;
     }
     let replies = host.wait_for_ack(&task_id, task.last_seq(), Duration::from_secs(30))?;
-    let bundle = replies
-        .iter()
-        .chain(host.recv_non_ack(Duration::from_secs(30)).as_ref())
-        .find_map(|reply| match reply {
+    let bundle =
+        replies.iter().chain(host.recv_non_ack(Duration::from_secs(30)).as_ref()).find_map(|reply| match reply {
             HostMessage::TaskStopped { bundle, .. } => Some(PathBuf::from(bundle)),
             _ => None,
         });

@@ -138,3 +138,27 @@ fn two_host_processes_record_two_tasks_at_once_into_one_database() {
         assert_eq!(scratch.cli_json(&["validate", dir.to_str().unwrap(), "--json"])["valid"], true);
     }
 }
+
+#[test]
+fn a_second_host_takes_over_a_task_when_the_first_lets_go() {
+    // A service worker restart: Chrome opens a new port (a new host) while the old one is still closing.
+    let scratch = Scratch::new();
+    let mut first = scratch.host();
+    let mut task = TaskMessages::new(task_id("handover"));
+    let start = task.start(task_start("handover", TaskType::Action));
+    let before = task.events(vec![navigation(1.0, "http://127.0.0.1:8000/")]);
+    send_all(&mut first, &task, &[start, before]);
+
+    let mut second = scratch.host();
+    let after = task.events(vec![navigation(2.0, "http://127.0.0.1:8000/next")]);
+    second.send(&after).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(scratch.cli_json(&["tasks", "--json"])[0]["status"], "recording", "the first host still holds it");
+    first.close().unwrap();
+    second.wait_for_ack(&task.task_id, after.seq, TIMEOUT).unwrap();
+    let stop = task.stop(T0 + 3_000.0, None);
+    send_all(&mut second, &task, &[stop]);
+    second.close().unwrap();
+    let tasks = scratch.cli_json(&["tasks", "--json"]);
+    assert_eq!((tasks[0]["status"].as_str(), tasks[0]["events"].as_u64()), (Some("stopped"), Some(2)));
+}

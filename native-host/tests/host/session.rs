@@ -250,6 +250,8 @@ fn a_stopped_session_becomes_a_valid_self_contained_bundle() {
     // The commands people run see the same thing.
     let (status, _) = host.close().unwrap();
     assert!(status.success());
+    let log = std::fs::read_to_string(scratch.data().join("logs/trace-host.log")).unwrap();
+    assert!(log.contains("task started") && log.contains("task stopped"), "{log}");
     let report = scratch.cli_json(&["validate", dir.to_str().unwrap(), "--json"]);
     assert_eq!(report["valid"], true, "{report}");
     let tasks = scratch.cli_json(&["tasks", "--json"]);

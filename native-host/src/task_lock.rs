@@ -1,0 +1,44 @@
+//! The lock that says "this process is writing this task": an exclusive advisory lock on
+//! `captures/<task_id>/.lock`. The operating system releases it when its holder dies, however it dies, so
+//! a task left `recording` whose lock can be taken has no host any more.
+//!
+//! Never wait for a task lock inside a database transaction: the holder may need the database to finish
+//! what it is doing before it lets go.
+
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::paths::LOCK_FILE;
+
+pub struct TaskLock {
+    _file: File,
+}
+
+impl TaskLock {
+    /// Takes the lock of the capture directory `dir` (creating both if need be), waiting up to `wait` for
+    /// another process to let go of it. `None` if it is still held after that.
+    pub fn acquire(dir: &Path, wait: Duration) -> std::io::Result<Option<TaskLock>> {
+        std::fs::create_dir_all(dir)?;
+        let file = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(LOCK_FILE))?;
+        let deadline = Instant::now() + wait;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Some(TaskLock { _file: file })),
+                Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+                Err(std::fs::TryLockError::Error(error)) => return Err(error),
+            }
+        }
+    }
+
+    /// Is some process holding the lock of `dir` right now? False when there is no lock file.
+    pub fn is_held(dir: &Path) -> bool {
+        match File::open(dir.join(LOCK_FILE)) {
+            Ok(file) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+            Err(_) => false,
+        }
+    }
+}
