@@ -121,12 +121,16 @@ fn write_zip(source: &mut Bundle, manifest: &mut BundleManifest, path: &Path, op
     Ok(())
 }
 
-/// Images and already-compressed bodies gain nothing from deflate; everything else is deflated.
+/// Images gain nothing from deflate and are stored. Everything else is deflated at level 1: bodies are
+/// often already compressed, and on those level 6 ran at under 30 MB/s for a 5% gain, level 1 at several
+/// times that.
 fn file_options(path: &str) -> SimpleFileOptions {
-    let stored = path.ends_with(".png") || path.ends_with(".jpg");
-    SimpleFileOptions::default()
-        .compression_method(if stored { CompressionMethod::Stored } else { CompressionMethod::Deflated })
-        .large_file(true)
+    let options = SimpleFileOptions::default().large_file(true);
+    if path.ends_with(".png") || path.ends_with(".jpg") {
+        options.compression_method(CompressionMethod::Stored)
+    } else {
+        options.compression_method(CompressionMethod::Deflated).compression_level(Some(1))
+    }
 }
 
 fn progress_bar(total: u64, visible: bool) -> ProgressBar {
