@@ -34,24 +34,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Register trace-host with Chrome and/or Chromium for this user.
-    Install {
-        #[arg(long, value_enum, default_value = "all")]
-        browser: Browser,
-        /// Register for a browser started with --user-data-dir=DIR instead.
-        #[arg(long, value_name = "DIR")]
-        user_data_dir: Option<PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
+    Install(InstallArgs),
     /// Remove what `install` wrote.
-    Uninstall {
-        #[arg(long, value_enum, default_value = "all")]
-        browser: Browser,
-        #[arg(long, value_name = "DIR")]
-        user_data_dir: Option<PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
+    Uninstall(InstallArgs),
     /// List recorded and imported tasks.
     Tasks {
         /// Include discarded tasks.
@@ -88,6 +73,17 @@ pub enum Command {
     },
 }
 
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    #[arg(long, value_enum, default_value = "all")]
+    browser: Browser,
+    /// For a browser started with --user-data-dir=DIR instead.
+    #[arg(long, value_name = "DIR")]
+    user_data_dir: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
 /// What a command asks `main` to exit with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -99,13 +95,13 @@ pub enum Outcome {
 pub fn run(cli: Cli) -> Result<Outcome> {
     let data = || DataDir::resolve(cli.data.as_deref());
     match &cli.command {
-        Command::Install { browser, user_data_dir, json } => {
+        Command::Install(InstallArgs { browser, user_data_dir, json }) => {
             let written = install::install(*browser, user_data_dir.as_deref())?;
             print_list(*json, &written, |item| {
                 format!("registered {} for {}: {}", trace_manifest::HOST_NAME, item.browser, item.manifest.display())
             })?;
         }
-        Command::Uninstall { browser, user_data_dir, json } => {
+        Command::Uninstall(InstallArgs { browser, user_data_dir, json }) => {
             let removed = install::uninstall(*browser, user_data_dir.as_deref())?;
             if removed.is_empty() && !json {
                 println!("nothing to remove: {} was not registered", trace_manifest::HOST_NAME);
