@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::event::{BodyPart, Cookie, EventKind, EventRecord, Header, Request, ResourceTiming, Response, header_value};
+use crate::event::{
+    BodyPart, BodyStored, Cookie, EventKind, EventRecord, Header, Request, ResourceTiming, Response, header_value,
+};
 use crate::time_fmt::rfc3339_from_millis;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -228,15 +230,20 @@ pub fn build(creator: Creator, browser: Option<Creator>, events: &[EventRecord])
     builder.finish(creator, browser)
 }
 
+/// Events may come in completion order rather than start order (a recorder emits an exchange once it has
+/// all of it), so pages are found by time, entries are sorted by start, and a body that comes before its
+/// request waits for it.
 #[derive(Default)]
 struct Builder {
     pages: Vec<Page>,
     page_start_ms: Vec<f64>,
-    /// Tab id → index of its current page.
-    tab_page: HashMap<Option<i64>, usize>,
+    /// Tab id → (start, page index) of each of its pages, in start order.
+    tab_pages: HashMap<Option<i64>, Vec<(f64, usize)>>,
     entries: Vec<PendingEntry>,
     /// Request id → index of its latest entry (the latest hop of a redirect chain).
     latest_entry: HashMap<String, usize>,
+    /// Bodies whose request has not been seen yet.
+    early_bodies: HashMap<String, Vec<BodyStored>>,
 }
 
 struct PendingEntry {
@@ -260,10 +267,12 @@ impl Builder {
                     page_timings: PageTimings::default(),
                 });
                 self.page_start_ms.push(event.ts);
-                self.tab_page.insert(event.tab_id, self.pages.len() - 1);
+                let pages = self.tab_pages.entry(event.tab_id).or_default();
+                pages.push((event.ts, self.pages.len() - 1));
+                pages.sort_by(|a, b| a.0.total_cmp(&b.0));
             }
             EventKind::PageLoad(load) if event.frame_id.is_none() => {
-                if let Some(&index) = self.tab_page.get(&event.tab_id) {
+                if let Some(index) = self.page_at(event.tab_id, event.ts) {
                     let page = &mut self.pages[index];
                     if !load.title.is_empty() {
                         page.title = load.title.clone();
@@ -275,7 +284,7 @@ impl Builder {
                 }
             }
             EventKind::Request(request) => {
-                let pageref = self.tab_page.get(&event.tab_id).map(|&i| self.pages[i].id.clone());
+                let pageref = self.page_at(event.tab_id, event.ts).map(|i| self.pages[i].id.clone());
                 self.latest_entry.insert(request.request_id.clone(), self.entries.len());
                 self.entries.push(PendingEntry {
                     entry: new_entry(request, pageref, event.ts),
@@ -284,10 +293,19 @@ impl Builder {
                     finished_ms: None,
                     timing: None,
                 });
+                for body in self.early_bodies.remove(&request.request_id).unwrap_or_default() {
+                    self.attach_body(&body);
+                }
             }
             EventKind::Response(response) => {
                 if let Some(pending) = self.latest(&response.request_id) {
+                    let earlier_body = pending.entry.response.content.file.take();
+                    let earlier_size = pending.entry.response.content.size;
                     pending.entry.response = har_response(response, &pending.entry.request.url, event.ts);
+                    if earlier_body.is_some() {
+                        pending.entry.response.content.file = earlier_body;
+                        pending.entry.response.content.size = earlier_size;
+                    }
                     pending.entry.request.http_version = pending.entry.response.http_version.clone();
                     pending.entry.server_ip_address = response.remote_ip_address.clone();
                     pending.entry.error = None;
@@ -312,30 +330,40 @@ impl Builder {
                     });
                 }
             }
-            EventKind::Body(body) => {
-                if let Some(pending) = self.latest(&body.request_id) {
-                    match body.part {
-                        BodyPart::Response => {
-                            let content = &mut pending.entry.response.content;
-                            content.size = body.size as i64;
-                            content.file = Some(body.path());
-                        }
-                        BodyPart::Request => {
-                            let request = &mut pending.entry.request;
-                            request.body_size = body.size as i64;
-                            let mime_type = header_value(&request.headers, "content-type").unwrap_or_default();
-                            let post_data = request.post_data.get_or_insert_with(|| PostData {
-                                mime_type: mime_type.to_owned(),
-                                text: None,
-                                params: Vec::new(),
-                                file: None,
-                            });
-                            post_data.file = Some(body.path());
-                        }
-                    }
-                }
-            }
+            EventKind::Body(body) => self.attach_body(body),
             _ => {}
+        }
+    }
+
+    /// The page a tab showed at `ts`: the latest one started by then.
+    fn page_at(&self, tab_id: Option<i64>, ts: f64) -> Option<usize> {
+        let pages = self.tab_pages.get(&tab_id)?;
+        pages.iter().rev().find(|(start, _)| *start <= ts).or(pages.first()).map(|(_, index)| *index)
+    }
+
+    fn attach_body(&mut self, body: &BodyStored) {
+        let Some(pending) = self.latest(&body.request_id) else {
+            self.early_bodies.entry(body.request_id.clone()).or_default().push(body.clone());
+            return;
+        };
+        match body.part {
+            BodyPart::Response => {
+                let content = &mut pending.entry.response.content;
+                content.size = body.size as i64;
+                content.file = Some(body.path());
+            }
+            BodyPart::Request => {
+                let request = &mut pending.entry.request;
+                request.body_size = body.size as i64;
+                let mime_type = header_value(&request.headers, "content-type").unwrap_or_default();
+                let post_data = request.post_data.get_or_insert_with(|| PostData {
+                    mime_type: mime_type.to_owned(),
+                    text: None,
+                    params: Vec::new(),
+                    file: None,
+                });
+                post_data.file = Some(body.path());
+            }
         }
     }
 
@@ -344,7 +372,8 @@ impl Builder {
         self.entries.get_mut(index)
     }
 
-    fn finish(self, creator: Creator, browser: Option<Creator>) -> Har {
+    fn finish(mut self, creator: Creator, browser: Option<Creator>) -> Har {
+        self.entries.sort_by(|a, b| a.request_ms.total_cmp(&b.request_ms));
         let entries = self
             .entries
             .into_iter()
@@ -541,7 +570,7 @@ fn is_textual(mime_type: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{BodyStored, Event, Navigation, NavigationCause, PageLoad, RequestFailed, RequestFinished};
+    use crate::event::{Event, Navigation, NavigationCause, PageLoad, RequestFailed, RequestFinished};
 
     fn record(id: u64, ts: f64, kind: EventKind) -> EventRecord {
         EventRecord { id, event: Event { ts, tab_id: Some(1), frame_id: None, kind } }
@@ -686,6 +715,41 @@ mod tests {
         let failed = &log.entries[2];
         assert_eq!(failed.response.status, 0);
         assert_eq!(failed.error.as_deref(), Some("net::ERR_CONNECTION_REFUSED"));
+    }
+
+    #[test]
+    fn exchanges_logged_in_completion_order_keep_their_page_start_order_and_body() {
+        let navigation = |id, ts, url: &str| {
+            record(
+                id,
+                ts,
+                EventKind::Navigation(Navigation { url: url.into(), cause: NavigationCause::Link, main_frame: true }),
+            )
+        };
+        let events = vec![
+            navigation(0, 0.0, "http://h/a"),
+            navigation(1, 100.0, "http://h/b"),
+            // A slow request of page a, logged after page b started, its body logged before it.
+            record(
+                2,
+                150.0,
+                EventKind::Body(BodyStored {
+                    request_id: "slow".into(),
+                    part: BodyPart::Response,
+                    sha256: "cd".repeat(32),
+                    size: 9,
+                }),
+            ),
+            record(3, 120.0, request("fast", "GET", "http://h/b.css", vec![], None)),
+            record(4, 50.0, request("slow", "GET", "http://h/a.js", vec![], None)),
+            record(5, 140.0, response("slow", "http://h/a.js", 200, vec![])),
+        ];
+        let har = build(creator(), None, &events);
+        let urls: Vec<&str> = har.log.entries.iter().map(|e| e.request.url.as_str()).collect();
+        assert_eq!(urls, ["http://h/a.js", "http://h/b.css"]);
+        assert_eq!(har.log.entries[0].pageref.as_deref(), Some("page_1"));
+        assert_eq!(har.log.entries[1].pageref.as_deref(), Some("page_2"));
+        assert_eq!(har.log.entries[0].response.content.size, 9);
     }
 
     #[test]
