@@ -2,6 +2,9 @@
 //! service worker loads this module and it speaks the capture format of `trace-manifest`. Recording comes
 //! with the extension proper.
 
+pub mod network;
+pub mod outbox;
+
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
