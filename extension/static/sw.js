@@ -3,8 +3,12 @@
 // startup are registered here, synchronously, and forward to Rust once it is ready.
 import init, * as trace from "./pkg/trace_extension.js";
 
-const ready = init().then(() => trace);
+const ready = init().then(() => {
+  trace.service_worker_start();
+  return trace;
+});
 
-chrome.runtime.onInstalled.addListener(() => {
-  ready.then((rust) => rust.on_installed());
+chrome.runtime.onMessage.addListener((message, _sender, sendResponse) => {
+  ready.then((rust) => sendResponse(rust.on_runtime_message(message)));
+  return true; // the answer comes asynchronously
 });

@@ -1,0 +1,49 @@
+//! Bindings to the `chrome.*` extension APIs that the recorder uses, declared for wasm-bindgen. Only the
+//! calls TRACE makes are declared; each returns what Chrome returns (promises where MV3 has them).
+
+use js_sys::{Function, Promise};
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    /// A `chrome.events.Event`: something listeners are added to.
+    pub type ChromeEvent;
+    #[wasm_bindgen(method, js_name = addListener)]
+    pub fn add_listener(this: &ChromeEvent, listener: &Function);
+
+    /// A `chrome.runtime.Port`, here the one to the native host.
+    pub type Port;
+    #[wasm_bindgen(method, js_name = postMessage, catch)]
+    pub fn post_message(this: &Port, message: &JsValue) -> Result<(), JsValue>;
+    #[wasm_bindgen(method)]
+    pub fn disconnect(this: &Port);
+    #[wasm_bindgen(method, getter, js_name = onMessage)]
+    pub fn on_message(this: &Port) -> ChromeEvent;
+    #[wasm_bindgen(method, getter, js_name = onDisconnect)]
+    pub fn on_disconnect(this: &Port) -> ChromeEvent;
+
+    #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = connectNative)]
+    pub fn connect_native(application: &str) -> Port;
+    /// `chrome.runtime.lastError`, set while a callback or listener reports a failure.
+    #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = lastError, thread_local_v2)]
+    pub static LAST_ERROR: JsValue;
+    #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = sendMessage)]
+    pub fn send_message(message: &JsValue) -> Promise;
+    #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = getManifest)]
+    pub fn get_manifest() -> JsValue;
+
+    #[wasm_bindgen(js_namespace = ["chrome", "action"], js_name = setBadgeText)]
+    pub fn set_badge_text(details: &JsValue) -> Promise;
+    #[wasm_bindgen(js_namespace = ["chrome", "action"], js_name = setBadgeBackgroundColor)]
+    pub fn set_badge_background_color(details: &JsValue) -> Promise;
+}
+
+/// The message of `chrome.runtime.lastError`, if one is set.
+pub fn last_error_message() -> Option<String> {
+    LAST_ERROR.with(|error| {
+        if error.is_undefined() || error.is_null() {
+            return None;
+        }
+        js_sys::Reflect::get(error, &"message".into()).ok().and_then(|m| m.as_string())
+    })
+}
