@@ -32,6 +32,19 @@ extern "C" {
     #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = getManifest)]
     pub fn get_manifest() -> JsValue;
 
+    #[wasm_bindgen(js_namespace = ["chrome", "tabs"], js_name = create)]
+    pub fn tabs_create(properties: &JsValue) -> Promise;
+    #[wasm_bindgen(js_namespace = ["chrome", "tabs"], js_name = query)]
+    pub fn tabs_query(query: &JsValue) -> Promise;
+
+    /// `target` is `{tabId}` or, for a child target attached with flatten, `{tabId, sessionId}`.
+    #[wasm_bindgen(js_namespace = ["chrome", "debugger"], js_name = attach)]
+    pub fn debugger_attach(target: &JsValue, protocol_version: &str) -> Promise;
+    #[wasm_bindgen(js_namespace = ["chrome", "debugger"], js_name = detach)]
+    pub fn debugger_detach(target: &JsValue) -> Promise;
+    #[wasm_bindgen(js_namespace = ["chrome", "debugger"], js_name = sendCommand)]
+    pub fn debugger_send_command(target: &JsValue, method: &str, params: &JsValue) -> Promise;
+
     #[wasm_bindgen(js_namespace = ["chrome", "action"], js_name = setBadgeText)]
     pub fn set_badge_text(details: &JsValue) -> Promise;
     #[wasm_bindgen(js_namespace = ["chrome", "action"], js_name = setBadgeBackgroundColor)]

@@ -18,6 +18,7 @@ pub mod outbox;
 pub mod popup;
 pub mod recording;
 
+use trace_manifest::task::TaskType;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -46,16 +47,56 @@ pub fn service_worker_start() {
     host_link::ensure_connected();
 }
 
-/// Answers a message from the popup (`chrome.runtime.onMessage`). Returns the reply as a JS value.
+/// Answers a message from the popup (`chrome.runtime.onMessage`) with a promise of the reply:
+/// `{ok: true, ...state}` or `{ok: false, error}`.
 #[wasm_bindgen]
-pub fn on_runtime_message(message: JsValue) -> JsValue {
-    let command = js_sys::Reflect::get(&message, &"command".into()).ok().and_then(|c| c.as_string());
-    match command.as_deref() {
-        Some("status") => {
-            host_link::ensure_connected();
-            let status = serde_json::json!({ "host": host_link::status() });
-            js_sys::JSON::parse(&status.to_string()).unwrap_or(JsValue::NULL)
+pub fn on_runtime_message(message: JsValue) -> js_sys::Promise {
+    let message = recording::from_js(&message);
+    wasm_bindgen_futures::future_to_promise(async move {
+        let text = |key: &str| message[key].as_str().unwrap_or_default().to_owned();
+        let outcome = match message["command"].as_str() {
+            Some("status") => Ok(()),
+            Some(command @ ("start" | "record_current")) => match TaskType::parse(&text("task_type")) {
+                Some(task_type) => {
+                    recording::start(recording::TaskRequest {
+                        source: text("source"),
+                        task_type,
+                        description: text("description"),
+                        website: text("website"),
+                        current_tab: command == "record_current",
+                    })
+                    .await
+                }
+                None => Err("choose a task type".to_owned()),
+            },
+            Some("stop") => recording::stop(message["answer"].as_str().map(str::to_owned)).await,
+            Some("discard") => recording::discard().await,
+            other => Err(format!("unknown command {other:?}")),
+        };
+        host_link::ensure_connected();
+        let mut reply = serde_json::json!({
+            "ok": outcome.is_ok(),
+            "host": host_link::status(),
+            "recording": recording::progress(),
+        });
+        if let Err(error) = outcome {
+            reply["error"] = error.into();
         }
-        _ => JsValue::NULL,
+        Ok(recording::to_js(&reply))
+    })
+}
+
+/// A DevTools event of a tab the recorder is attached to (`chrome.debugger.onEvent`).
+#[wasm_bindgen]
+pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
+    let source = recording::from_js(&source);
+    if let Some(tab_id) = source["tabId"].as_i64() {
+        recording::on_debugger_event(tab_id, &method, recording::from_js(&params));
     }
+}
+
+/// A tab was created (`chrome.tabs.onCreated`).
+#[wasm_bindgen]
+pub fn on_tab_created(tab: JsValue) {
+    recording::on_tab_created(tab);
 }

@@ -1,10 +1,14 @@
-//! The task UI, `popup.html`: shows whether the host is there (and how to install it when it is not), and
-//! the task form. The page asks the service worker for its state; the service worker does the work.
+//! The task UI, `popup.html` (also usable as the side panel): the host's state (and how to install it when
+//! it is missing), the task form, and while recording, live counts with Stop and Discard. The page only
+//! asks; the service worker records.
 
+use serde_json::{Value, json};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
+use web_sys::{Document, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
 use crate::chrome;
+use crate::recording::{from_js, to_js};
 
 /// How often the popup asks the service worker for its state.
 const REFRESH_MS: i32 = 500;
@@ -12,32 +16,51 @@ const REFRESH_MS: i32 = 500;
 /// Called by the popup bootstrap once the module is loaded.
 #[wasm_bindgen]
 pub fn popup_main() {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
+    on_click(&document, "start", || command(json!({"command": "start"}), true));
+    on_click(&document, "record-current", || command(json!({"command": "record_current"}), true));
+    on_click(&document, "stop", || command(json!({"command": "stop", "answer": value("answer")}), false));
+    on_click(&document, "discard", || command(json!({"command": "discard"}), false));
     wasm_bindgen_futures::spawn_local(async {
         loop {
-            if let Err(error) = refresh_status().await {
-                set_text("status", &format!("cannot reach the recorder: {error:?}"));
-            }
+            ask(json!({"command": "status"})).await;
             sleep(REFRESH_MS).await;
         }
     });
 }
 
-async fn sleep(ms: i32) {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        if let Some(window) = web_sys::window() {
-            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
-        }
+fn on_click(document: &Document, id: &str, action: fn()) {
+    let Some(element) = document.get_element_by_id(id) else { return };
+    let handler = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
+        event.prevent_default(); // the Start button submits the form: stay on the page
+        action();
     });
-    let _ = JsFuture::from(promise).await;
+    let _ = element.add_event_listener_with_callback("click", handler.as_ref().unchecked_ref());
+    handler.forget(); // lives as long as the page
 }
 
-async fn refresh_status() -> Result<(), JsValue> {
-    let request = js_sys::JSON::parse(r#"{"command":"status"}"#)?;
-    let reply = JsFuture::from(chrome::send_message(&request)).await?;
-    let text = js_sys::JSON::stringify(&reply)?.as_string().unwrap_or_default();
-    let reply: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+/// Sends a command, with the task form's fields when it starts a task.
+fn command(mut message: Value, with_form: bool) {
+    if with_form {
+        for (key, id) in
+            [("source", "source"), ("task_type", "task-type"), ("description", "description"), ("website", "website")]
+        {
+            message[key] = value(id).into();
+        }
+    }
+    wasm_bindgen_futures::spawn_local(ask(message));
+}
+
+async fn ask(message: Value) {
+    match JsFuture::from(chrome::send_message(&to_js(&message))).await {
+        Ok(reply) => render(&from_js(&reply)),
+        Err(error) => set_text("status", &format!("cannot reach the recorder: {error:?}")),
+    }
+}
+
+fn render(reply: &Value) {
     let host = &reply["host"];
-    let message = if host["connected"].as_bool() == Some(true) {
+    let mut status = if host["connected"].as_bool() == Some(true) {
         format!("Host connected: trace-host {}", host["host_version"].as_str().unwrap_or("?"))
     } else if host["error"].is_null() {
         "Connecting to trace-host…".to_owned()
@@ -49,12 +72,64 @@ async fn refresh_status() -> Result<(), JsValue> {
         }
         text
     };
-    set_text("status", &message);
-    Ok(())
+    let recording = &reply["recording"];
+    if let Some(task_id) = recording["task_id"].as_str() {
+        status = format!("Recording {task_id}. {status}");
+        let elapsed = (js_sys::Date::now() - recording["started_at"].as_f64().unwrap_or(0.0)) / 1000.0;
+        let mut counts = format!(
+            "{} steps, {} requests, {} KB, {:.0} s",
+            recording["steps"],
+            recording["requests"],
+            recording["bytes"].as_u64().unwrap_or(0) / 1024,
+            elapsed.max(0.0)
+        );
+        if recording["refused"].as_u64().unwrap_or(0) > 0 {
+            counts.push_str(&format!(" — {} messages lost while the host was away", recording["refused"]));
+        }
+        set_text("counts", &counts);
+    }
+    if let Some(error) = reply["error"].as_str() {
+        status = format!("{error}. {status}");
+    }
+    set_text("status", &status);
+    set_hidden("recording", recording.is_null());
+    set_hidden("task-form", !recording.is_null());
+}
+
+fn element(id: &str) -> Option<web_sys::Element> {
+    web_sys::window()?.document()?.get_element_by_id(id)
+}
+
+fn value(id: &str) -> String {
+    let Some(element) = element(id) else { return String::new() };
+    if let Some(input) = element.dyn_ref::<HtmlInputElement>() {
+        input.value()
+    } else if let Some(select) = element.dyn_ref::<HtmlSelectElement>() {
+        select.value()
+    } else if let Some(text) = element.dyn_ref::<HtmlTextAreaElement>() {
+        text.value()
+    } else {
+        String::new()
+    }
 }
 
 fn set_text(id: &str, text: &str) {
-    if let Some(element) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id(id)) {
+    if let Some(element) = element(id) {
         element.set_text_content(Some(text));
     }
+}
+
+fn set_hidden(id: &str, hidden: bool) {
+    if let Some(element) = element(id).and_then(|e| e.dyn_into::<HtmlElement>().ok()) {
+        element.set_hidden(hidden);
+    }
+}
+
+async fn sleep(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(window) = web_sys::window() {
+            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        }
+    });
+    let _ = JsFuture::from(promise).await;
 }

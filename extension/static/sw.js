@@ -9,6 +9,14 @@ const ready = init().then(() => {
 });
 
 chrome.runtime.onMessage.addListener((message, _sender, sendResponse) => {
-  ready.then((rust) => sendResponse(rust.on_runtime_message(message)));
+  ready.then((rust) => rust.on_runtime_message(message)).then(sendResponse);
   return true; // the answer comes asynchronously
+});
+
+chrome.debugger.onEvent.addListener((source, method, params) => {
+  ready.then((rust) => rust.on_debugger_event(source, method, params ?? {}));
+});
+
+chrome.tabs.onCreated.addListener((tab) => {
+  ready.then((rust) => rust.on_tab_created(tab));
 });
