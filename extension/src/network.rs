@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use base64::Engine as _;
 use serde_json::Value;
 use trace_manifest::event::{
     Event, EventKind, Header, Request, RequestFailed, RequestFinished, ResourceTiming, Response,
@@ -167,9 +168,24 @@ fn request(request_id: &str, params: &Value) -> Option<Request> {
         url,
         method: raw.get("method").and_then(Value::as_str).unwrap_or("GET").to_owned(),
         headers: headers(raw.get("headers")),
-        post_data: raw.get("postData").and_then(Value::as_str).map(str::to_owned),
+        post_data: post_data(raw),
         resource_type: params.get("type").and_then(Value::as_str).map(str::to_owned),
     })
+}
+
+/// A request's body as text. Current Chrome sends it as `postDataEntries` (base64 pieces) and may leave
+/// out the older `postData`. Binary bodies are not text and are left out.
+fn post_data(raw: &Value) -> Option<String> {
+    if let Some(text) = raw.get("postData").and_then(Value::as_str) {
+        return Some(text.to_owned());
+    }
+    let entries = raw.get("postDataEntries")?.as_array()?;
+    let mut bytes = Vec::new();
+    for entry in entries {
+        let piece = entry.get("bytes").and_then(Value::as_str).unwrap_or_default();
+        bytes.extend(base64::engine::general_purpose::STANDARD.decode(piece).ok()?);
+    }
+    String::from_utf8(bytes).ok()
 }
 
 fn response(request_id: &str, raw: &Value) -> Response {
@@ -330,7 +346,8 @@ mod tests {
                 (
                     "Network.requestWillBeSent",
                     json!({"requestId": "3", "timestamp": 3.0, "wallTime": 12.0,
-                "request": {"url": "http://127.0.0.1:8000/slow", "method": "GET", "headers": {}}}),
+                "request": {"url": "http://127.0.0.1:8000/slow", "method": "POST", "headers": {},
+                            "hasPostData": true, "postDataEntries": [{"bytes": "cT1tdWcm"}, {"bytes": "bj0x"}]}}),
                 ),
             ],
         );
@@ -339,5 +356,7 @@ mod tests {
         assert!(translator.is_in_flight("3") && !translator.is_in_flight("2"), "data: URLs are not traffic");
         let flushed = translator.flush(Some(7));
         assert_eq!(kinds(&flushed), ["request"]);
+        let EventKind::Request(post) = &flushed[0].kind else { unreachable!() };
+        assert_eq!(post.post_data.as_deref(), Some("q=mug&n=1"), "postDataEntries are joined");
     }
 }

@@ -58,8 +58,25 @@ struct Recording {
     task_type: TaskType,
     tabs: BTreeSet<i64>,
     translators: HashMap<i64, NetworkTranslator>,
+    /// Response bodies being streamed, by tab and request id.
+    streams: HashMap<(i64, String), BodyStream>,
+    /// Response bodies taken while their response was paused, waiting for their exchange to complete.
+    captured: HashMap<(i64, String), Vec<u8>>,
+    /// Exchanges whose body is too large to take whole: they are streamed.
+    large: BTreeSet<(i64, String)>,
     next_body: u64,
     progress: Progress,
+}
+
+/// One response body on its way to the host. Chrome sends what arrived before streaming was switched on
+/// in the command's answer, and the rest in `dataReceived` events that may overtake that answer: those
+/// wait in `early` until it comes, so that chunks leave in order.
+struct BodyStream {
+    body_id: String,
+    next_index: u64,
+    started: bool,
+    early: Vec<String>,
+    finished: bool,
 }
 
 thread_local! {
@@ -110,6 +127,9 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
             task_type: request.task_type,
             tabs: BTreeSet::new(),
             translators: HashMap::new(),
+            streams: HashMap::new(),
+            captured: HashMap::new(),
+            large: BTreeSet::new(),
             next_body: 0,
             progress: Progress {
                 task_id: task_id.to_string(),
@@ -204,12 +224,47 @@ pub fn on_debugger_event(tab_id: i64, method: &str, params: Value) {
                 let translator = recording.translators.entry(tab_id).or_default();
                 translator.handle(method, &params, Some(tab_id))
             });
-            // A finished exchange's body is fetched after its events are queued, so it follows them.
-            let has_body =
-                method == "Network.loadingFinished" && events.iter().any(|e| matches!(e.kind, EventKind::Response(_)));
+            let request_id = params["requestId"].as_str().unwrap_or_default().to_owned();
+            // A finished exchange's events are queued before the end of its body, so the body follows them.
             send_events(events);
-            if has_body && let Some(request_id) = params["requestId"].as_str() {
-                wasm_bindgen_futures::spawn_local(send_body(tab_id, request_id.to_owned()));
+            match method {
+                "Network.responseReceived" => {
+                    let key = (tab_id, request_id.clone());
+                    let is_large = ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|r| r.large.contains(&key)));
+                    if is_large {
+                        wasm_bindgen_futures::spawn_local(start_body_stream(tab_id, request_id));
+                    }
+                }
+                "Network.dataReceived" => {
+                    if let Some(data) = params["data"].as_str() {
+                        stream_data(tab_id, &request_id, data.to_owned());
+                    }
+                }
+                "Network.loadingFinished" => {
+                    let key = (tab_id, request_id.clone());
+                    let captured = ACTIVE.with(|a| {
+                        let mut active = a.borrow_mut();
+                        let recording = active.as_mut()?;
+                        recording.large.remove(&key);
+                        recording.captured.remove(&key)
+                    });
+                    match captured {
+                        Some(bytes) => send_whole_body(tab_id, &request_id, &bytes),
+                        None if finish_body_stream(tab_id, &request_id) => {}
+                        None => wasm_bindgen_futures::spawn_local(send_body(tab_id, request_id)),
+                    }
+                }
+                "Network.loadingFailed" => {
+                    let key = (tab_id, request_id);
+                    ACTIVE.with(|a| {
+                        if let Some(recording) = a.borrow_mut().as_mut() {
+                            recording.streams.remove(&key);
+                            recording.captured.remove(&key);
+                            recording.large.remove(&key);
+                        }
+                    });
+                }
+                _ => {}
             }
         }
         "Page.frameNavigated" => {
@@ -230,6 +285,7 @@ pub fn on_debugger_event(tab_id: i64, method: &str, params: Value) {
             }
         }
         "Page.loadEventFired" => wasm_bindgen_futures::spawn_local(page_loaded(tab_id)),
+        "Fetch.requestPaused" => wasm_bindgen_futures::spawn_local(take_paused_body(tab_id, params)),
         _ => {}
     }
 }
@@ -244,7 +300,14 @@ pub fn on_tab_created(tab: JsValue) {
     let url = js_sys::Reflect::get(&tab, &"pendingUrl".into()).ok().and_then(|u| u.as_string());
     send_events(vec![event(tab_id, EventKind::Tab(TabEvent { op: TabOp::Created, opener_tab_id: Some(opener), url }))]);
     wasm_bindgen_futures::spawn_local(async move {
-        if let Err(error) = attach(tab_id).await {
+        // The new tab's first request left before the debugger could attach (the browser starts it as it
+        // creates the tab), so load it once more under the recorder.
+        let attached = attach(tab_id).await;
+        let reloaded = match attached {
+            Ok(()) => command(tab_id, "Page.reload", json!({})).await.map(|_| ()),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = reloaded {
             crate::log(&format!("cannot record tab {tab_id}: {error}"));
         }
     });
@@ -303,11 +366,13 @@ async fn attach(tab_id: i64) -> Result<(), String> {
             recording.tabs.insert(tab_id);
         }
     });
-    // Every resource must really be fetched to be captured: no cache while recording.
+    // Every resource must really be fetched to be captured: no cache while recording. Responses pause at
+    // their headers so that their body is taken before anything (a navigation) can evict it.
     for (method, params) in [
         ("Network.enable", json!({"maxPostDataSize": 1 << 20})),
         ("Network.setCacheDisabled", json!({"cacheDisabled": true})),
         ("Page.enable", json!({})),
+        ("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})),
     ] {
         command(tab_id, method, params).await?;
     }
@@ -321,18 +386,161 @@ async fn command(tab_id: i64, method: &str, params: Value) -> Result<Value, Stri
     Ok(from_js(&result))
 }
 
-/// Fetches a finished response's body and sends it in chunks.
-async fn send_body(tab_id: i64, request_id: String) {
-    let body = match command(tab_id, "Network.getResponseBody", json!({"requestId": request_id})).await {
-        Ok(body) => body,
-        Err(_) => return, // no body (a redirect, a 204, an evicted resource)
-    };
+/// Switches on streaming of a response's body. Where Chrome refuses (some resource types, or the body
+/// is already complete), the body is fetched whole when loading finishes.
+async fn start_body_stream(tab_id: i64, request_id: String) {
+    let key = (tab_id, request_id.clone());
+    let registered = ACTIVE.with(|a| {
+        let mut active = a.borrow_mut();
+        let recording = active.as_mut()?;
+        recording.next_body += 1;
+        let body_id = format!("{tab_id}-{}", recording.next_body);
+        let stream = BodyStream { body_id, next_index: 0, started: false, early: Vec::new(), finished: false };
+        recording.streams.insert(key.clone(), stream);
+        Some(())
+    });
+    if registered.is_none() {
+        return;
+    }
+    match command(tab_id, "Network.streamResourceContent", json!({"requestId": request_id})).await {
+        Ok(result) => {
+            let buffered = result["bufferedData"].as_str().unwrap_or_default().to_owned();
+            let (early, finished) = ACTIVE.with(|a| {
+                let mut active = a.borrow_mut();
+                let stream = active.as_mut().and_then(|r| r.streams.get_mut(&key));
+                stream.map_or((Vec::new(), false), |s| {
+                    s.started = true;
+                    (std::mem::take(&mut s.early), s.finished)
+                })
+            });
+            for data in std::iter::once(buffered).chain(early) {
+                send_chunk(&key, data, false);
+            }
+            if finished {
+                send_chunk(&key, String::new(), true);
+            }
+        }
+        Err(_) => {
+            let finished = ACTIVE
+                .with(|a| a.borrow_mut().as_mut().and_then(|r| r.streams.remove(&key)).is_some_and(|s| s.finished));
+            if finished {
+                send_body(tab_id, request_id).await;
+            }
+        }
+    }
+}
+
+/// Data of a streamed body (`Network.dataReceived` carries it once streaming is on), base64 as Chrome
+/// sends it: forwarded as it is, never decoded or held whole.
+fn stream_data(tab_id: i64, request_id: &str, data: String) {
+    let key = (tab_id, request_id.to_owned());
+    let started = ACTIVE.with(|a| {
+        let mut active = a.borrow_mut();
+        let stream = active.as_mut().and_then(|r| r.streams.get_mut(&key))?;
+        if !stream.started {
+            stream.early.push(data.clone());
+        }
+        Some(stream.started)
+    });
+    if started == Some(true) {
+        send_chunk(&key, data, false);
+    }
+}
+
+/// Ends a streamed body; false if the body was not being streamed (it is then fetched whole).
+fn finish_body_stream(tab_id: i64, request_id: &str) -> bool {
+    let key = (tab_id, request_id.to_owned());
+    let started = ACTIVE.with(|a| {
+        let mut active = a.borrow_mut();
+        let stream = active.as_mut().and_then(|r| r.streams.get_mut(&key))?;
+        stream.finished = true;
+        Some(stream.started)
+    });
+    match started {
+        Some(true) => {
+            send_chunk(&key, String::new(), true);
+            true
+        }
+        Some(false) => true, // the stream's start sends the end, or fetches the body whole
+        None => false,
+    }
+}
+
+fn send_chunk(key: &(i64, String), data: String, last: bool) {
+    let chunk = ACTIVE.with(|a| {
+        let mut active = a.borrow_mut();
+        let recording = active.as_mut()?;
+        let stream = recording.streams.get_mut(key)?;
+        let index = stream.next_index;
+        stream.next_index += 1;
+        recording.progress.bytes += (data.len() as u64) * 3 / 4;
+        let body_id = stream.body_id.clone();
+        if last {
+            recording.streams.remove(key);
+        }
+        Some((body_id, index))
+    });
+    let (Some((body_id, index)), Some(task_id)) = (chunk, active_task_id()) else { return };
+    send(ClientBody::BodyChunk {
+        task_id,
+        body_id,
+        request_id: key.1.clone(),
+        part: BodyPart::Response,
+        index,
+        data,
+        last,
+    });
+}
+
+/// Bodies up to this size are taken whole while their response is paused; larger ones are streamed.
+const TAKE_WHOLE_LIMIT: u64 = 16 << 20;
+
+/// A response paused at its headers (`Fetch.requestPaused`): takes its body unless it is a redirect, has
+/// none, or is too large (then it is streamed), and lets it go on. Always lets it go on.
+async fn take_paused_body(tab_id: i64, params: Value) {
+    let fetch_id = params["requestId"].as_str().unwrap_or_default().to_owned();
+    let network_id = params["networkId"].as_str().map(str::to_owned);
+    let status = params["responseStatusCode"].as_u64().unwrap_or(0);
+    let length = params["responseHeaders"].as_array().into_iter().flatten().find_map(|h| {
+        h["name"].as_str().filter(|n| n.eq_ignore_ascii_case("content-length"))?;
+        h["value"].as_str()?.trim().parse::<u64>().ok()
+    });
+    if let Some(network_id) = network_id
+        && !(300..400).contains(&status)
+        && !matches!(status, 0 | 204 | 304)
+    {
+        let key = (tab_id, network_id);
+        if length.is_some_and(|n| n > TAKE_WHOLE_LIMIT) {
+            ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.large.insert(key)));
+        } else if let Ok(body) = command(tab_id, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await {
+            let bytes = body_bytes(&body);
+            ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.captured.insert(key, bytes)));
+        }
+    }
+    if command(tab_id, "Fetch.continueResponse", json!({"requestId": fetch_id})).await.is_err() {
+        let _ = command(tab_id, "Fetch.continueRequest", json!({"requestId": fetch_id})).await;
+    }
+}
+
+fn body_bytes(body: &Value) -> Vec<u8> {
     let text = body["body"].as_str().unwrap_or_default();
-    let bytes = if body["base64Encoded"].as_bool() == Some(true) {
+    if body["base64Encoded"].as_bool() == Some(true) {
         base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_default()
     } else {
         text.as_bytes().to_vec()
-    };
+    }
+}
+
+/// Fetches a finished response's body whole and sends it in chunks (when it could not be streamed).
+async fn send_body(tab_id: i64, request_id: String) {
+    // Fails for responses without a body (a redirect, a 204) and for resources Chrome already evicted.
+    if let Ok(body) = command(tab_id, "Network.getResponseBody", json!({"requestId": request_id})).await {
+        send_whole_body(tab_id, &request_id, &body_bytes(&body));
+    }
+}
+
+/// Sends a body held whole, in chunks of the suggested size.
+fn send_whole_body(tab_id: i64, request_id: &str, bytes: &[u8]) {
     let Some(task_id) = active_task_id() else { return };
     let body_id = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
@@ -348,7 +556,7 @@ async fn send_body(tab_id: i64, request_id: String) {
         send(ClientBody::BodyChunk {
             task_id: task_id.clone(),
             body_id: body_id.clone(),
-            request_id: request_id.clone(),
+            request_id: request_id.to_owned(),
             part: BodyPart::Response,
             index: index as u64,
             data: base64::engine::general_purpose::STANDARD.encode(chunk),

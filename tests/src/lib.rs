@@ -1,9 +1,13 @@
 //! End-to-end tests of TRACE and the demo the README runs.
 //!
 //! # Layout
-//! - [`demo`]: a scripted demonstration of a small shop, streamed through the real `trace-host` exactly as
-//!   the extension would stream a recording, then exported, validated and inspected. Recording in a real
-//!   browser replaces the script once the extension records.
-//! - `src/bin/trace-demo.rs`: the demo's command line (`cargo xtask demo` runs it).
+//! - [`demo`]: the demonstration of the demo shop that the README's main job records and the end-to-end
+//!   test checks, in Chromium with the extension and the real `trace-host`.
+//! - [`site`]: the TRACE Demo Shop, the local site that tests and the demo record (`trace-demo-site` serves it).
+//! - [`browser`]: Debian's Chromium with the built extension and the real host registered, for end-to-end
+//!   tests.
+//! - `src/bin/trace-demo.rs`: the README's main job (`cargo xtask demo`): record, export, validate, inspect.
 
+pub mod browser;
 pub mod demo;
+pub mod site;

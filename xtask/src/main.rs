@@ -2,7 +2,9 @@
 //! - `dist`: everything in release mode: `target/release/trace-host`, `target/release/trace-replay`, and the
 //!   unpacked, loadable extension in `target/extension/` (Rust compiled to wasm32 and bound by
 //!   `wasm-bindgen --target web`, plus the static files of `extension/static/`).
-//! - `demo`: `dist`, then the demo of `tests/` (see the README).
+//! - `demo`: `dist`, then the README's main job: record a demonstration of the demo shop in Chromium with
+//!   the extension and the host, export the bundle, validate and inspect it.
+//! - `test`: `dist` (the end-to-end tests drive the release build), then `cargo test --workspace`.
 //!
 //! Kept cheap to compile: no dependency beyond anyhow.
 
@@ -19,10 +21,15 @@ fn main() -> Result<()> {
             dist()?;
             demo()
         }
+        Some("test") => {
+            dist()?;
+            run(cargo().args(["test", "--workspace"]))
+        }
         _ => {
-            eprintln!("usage: cargo xtask <dist|demo>");
+            eprintln!("usage: cargo xtask <dist|demo|test>");
             eprintln!("  dist  build trace-host, trace-replay and the extension (target/extension/) in release mode");
             eprintln!("  demo  dist, then record, bundle and check a demonstration on the demo site");
+            eprintln!("  test  dist, then every test of the workspace (the end-to-end ones drive the release build)");
             std::process::exit(2);
         }
     }
@@ -86,8 +93,6 @@ fn demo() -> Result<()> {
     let root = root();
     run(cargo()
         .args(["run", "--release", "--quiet", "-p", "trace-e2e", "--bin", "trace-demo", "--"])
-        .arg("--bin-dir")
-        .arg(root.join("target/release"))
         .arg("--out")
         .arg(root.join("target/demo")))
 }

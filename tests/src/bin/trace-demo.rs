@@ -1,24 +1,56 @@
-//! `trace-demo`: records, bundles and checks the demonstration of the README (`cargo xtask demo`).
+//! `trace-demo`: the README's main job. Serves the demo shop, records the demonstration in Chromium with
+//! the built extension and `trace-host`, then exports the bundle, validates it and inspects it with the
+//! real binaries (`cargo xtask demo` builds everything first).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
+use anyhow::{Context, Result, ensure};
 use clap::Parser;
-use trace_e2e::demo::{self, DemoConfig};
+use trace_e2e::browser::Build;
+use trace_e2e::demo;
+use trace_e2e::site::DemoSite;
 
-/// Record a demonstration, bundle it, export it, and check the result with the real binaries.
+/// Record a demonstration on the demo shop, bundle it, export it, and check it.
 #[derive(Debug, Parser)]
 struct Args {
-    /// Where trace-host and trace-replay are.
-    #[arg(long, default_value = "target/release")]
-    bin_dir: PathBuf,
-    /// Where to put the data directory and the exported zip.
+    /// Where to put the host's data directory and the exported zip.
     #[arg(long, default_value = "target/demo")]
     out: PathBuf,
 }
 
-fn main() -> anyhow::Result<()> {
+#[tokio::main]
+async fn main() -> Result<()> {
     let args = Args::parse();
-    let output = demo::run(&DemoConfig { bin_dir: args.bin_dir, out_dir: args.out })?;
-    println!("\ndone: the bundle is in {}, exported as {}", output.bundle_dir.display(), output.zip.display());
+    let build = Build::from_workspace()?;
+    let data = args.out.join("data");
+    if data.exists() {
+        std::fs::remove_dir_all(&data).with_context(|| format!("cannot clear {}", data.display()))?;
+    }
+    std::fs::create_dir_all(&data)?;
+    let data = data.canonicalize()?;
+    let site = DemoSite::start(0)?;
+    println!("demo shop at {}", site.url("/"));
+    println!("recording in Chromium with the TRACE extension: {}", demo::DESCRIPTION);
+    let recorded = demo::record(&build, &site, &data).await?;
+    site.stop();
+    println!("bundle:    {}", recorded.bundle.display());
+
+    let task_id = recorded.bundle.file_name().context("a bundle directory has a name")?.to_string_lossy().into_owned();
+    let zip = args.out.join(format!("{task_id}.zip"));
+    run(Command::new(&build.trace_host).arg("--data").arg(&data).args(["export", &task_id, "--out"]).arg(&zip))?;
+    run(Command::new(&build.trace_host).arg("validate").arg(&zip))?;
+    run(Command::new(replay_binary(&build.trace_host)).arg("inspect").arg(&zip))?;
+    println!("\ndone: the bundle is in {}, exported as {}", recorded.bundle.display(), zip.display());
+    Ok(())
+}
+
+fn replay_binary(trace_host: &Path) -> PathBuf {
+    trace_host.with_file_name("trace-replay")
+}
+
+fn run(command: &mut Command) -> Result<()> {
+    let status = command.status().with_context(|| format!("cannot run {command:?}"))?;
+    ensure!(status.success(), "{command:?} failed with {status}");
     Ok(())
 }

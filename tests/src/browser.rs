@@ -1,0 +1,194 @@
+//! Real Chromium with the real extension and the real `trace-host`, for end-to-end tests and the demo.
+//!
+//! Each launch gets its own profile, into which `trace-host install --user-data-dir` registers the host,
+//! and its own data directory (passed to the host through the browser's environment, which Chrome hands
+//! to the native hosts it starts). Chromium is started with the flags that keep it off the network.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use chromiumoxide::{Browser, BrowserConfig, Page};
+use futures::StreamExt;
+
+/// Where the built pieces are: `cargo xtask dist` puts them under `target/`.
+#[derive(Debug, Clone)]
+pub struct Build {
+    pub trace_host: PathBuf,
+    pub extension: PathBuf,
+    pub chromium: PathBuf,
+}
+
+impl Build {
+    /// The pieces `cargo xtask dist` built in this workspace (`TRACE_CHROMIUM` overrides Chromium's path).
+    pub fn from_workspace() -> Result<Build> {
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+        let build = Build {
+            trace_host: target.join("release/trace-host"),
+            extension: target.join("extension"),
+            chromium: std::env::var_os("TRACE_CHROMIUM")
+                .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from),
+        };
+        ensure!(
+            build.trace_host.exists() && build.extension.join("manifest.json").exists(),
+            "the end-to-end tests need the release build: run `cargo xtask dist` first"
+        );
+        ensure!(
+            build.chromium.exists(),
+            "no Chromium at {} (set TRACE_CHROMIUM, or run .ci/install)",
+            build.chromium.display()
+        );
+        Ok(build)
+    }
+}
+
+/// A running Chromium with the extension loaded and the host registered.
+pub struct RecordingBrowser {
+    pub browser: Browser,
+    handler: tokio::task::JoinHandle<()>,
+    pub data_dir: PathBuf,
+    _profile: tempfile::TempDir,
+}
+
+impl RecordingBrowser {
+    /// Launches Chromium headless; `register_host: false` leaves the host unregistered.
+    pub async fn launch(build: &Build, data_dir: &Path, register_host: bool) -> Result<RecordingBrowser> {
+        let profile = tempfile::tempdir()?;
+        if register_host {
+            let status = Command::new(&build.trace_host)
+                .args(["install", "--user-data-dir"])
+                .arg(profile.path())
+                .stdout(std::process::Stdio::null())
+                .status()?;
+            ensure!(status.success(), "trace-host install failed");
+        }
+        let extension = build.extension.canonicalize()?.display().to_string();
+        let mut config = BrowserConfig::builder()
+            .chrome_executable(&build.chromium)
+            .user_data_dir(profile.path())
+            .extension(extension.clone())
+            .new_headless_mode()
+            .env("TRACE_DATA", data_dir.display().to_string())
+            .arg(format!("--disable-extensions-except={extension}"))
+            .args([
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+                "--disable-quic",
+                "--disable-gpu",
+            ])
+            .launch_timeout(Duration::from_secs(30))
+            .surface_invalid_messages();
+        if is_root() {
+            config = config.no_sandbox();
+        }
+        let config = config.build().map_err(anyhow::Error::msg)?;
+        let (browser, mut events) = Browser::launch(config).await.context("cannot launch Chromium")?;
+        // chromiumoxide cannot parse some events of a newer Chromium; say how many, once, rather than drop
+        // them silently or print each.
+        let handler = tokio::spawn(async move {
+            let mut unparsed = 0;
+            while let Some(event) = events.next().await {
+                if event.is_err() {
+                    unparsed += 1;
+                }
+            }
+            if unparsed > 0 {
+                eprintln!("note: chromiumoxide could not parse {unparsed} DevTools messages of this Chromium");
+            }
+        });
+        Ok(RecordingBrowser { browser, handler, data_dir: data_dir.to_owned(), _profile: profile })
+    }
+
+    /// Opens the extension's popup page in a tab.
+    pub async fn popup(&self) -> Result<Page> {
+        let url = format!("chrome-extension://{}/popup.html", trace_manifest::EXTENSION_ID);
+        let page = self.browser.new_page(url).await.context("cannot open the popup")?;
+        Ok(page)
+    }
+
+    pub async fn close(mut self) -> Result<()> {
+        self.browser.close().await?;
+        let _ = self.browser.wait().await;
+        self.handler.abort();
+        Ok(())
+    }
+}
+
+/// Waits until `text()` of the element `selector` satisfies `done`, returning the text.
+pub async fn wait_for_text(
+    page: &Page,
+    selector: &str,
+    timeout: Duration,
+    done: impl Fn(&str) -> bool,
+) -> Result<String> {
+    let deadline = Instant::now() + timeout;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        if let Ok(element) = page.find_element(selector).await
+            && let Ok(Some(text)) = element.inner_text().await
+        {
+            if done(&text) {
+                return Ok(text);
+            }
+            last = text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("{selector} still says {last:?} after {timeout:?}")
+}
+
+/// Clicks an element with real mouse events, waiting for it to be there (the page may still be loading).
+pub async fn click(page: &Page, selector: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let clicked = match page.find_element(selector).await {
+            Ok(element) => element.click().await.map(|_| ()),
+            Err(error) => Err(error),
+        };
+        match clicked {
+            Ok(()) => return Ok(()),
+            Err(error) if Instant::now() > deadline => {
+                return Err(error).with_context(|| format!("cannot click {selector}"));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// Clicks something that navigates, and waits for the new page to load and settle.
+pub async fn click_and_wait(page: &Page, selector: &str) -> Result<()> {
+    click(page, selector).await?;
+    page.wait_for_navigation().await?;
+    settle().await;
+    Ok(())
+}
+
+/// Goes to a URL as if typed, and waits for the page to load and settle.
+pub async fn visit(page: &Page, url: &str) -> Result<()> {
+    page.goto(url).await?;
+    settle().await;
+    Ok(())
+}
+
+/// A person does not act within a few hundred milliseconds of a page appearing; scripted demonstrations
+/// should not either, or they measure races no one meets (a page's own beacons still leaving as the test
+/// already navigates away).
+pub async fn settle() {
+    tokio::time::sleep(Duration::from_millis(400)).await;
+}
+
+/// Types into a field with real key events.
+pub async fn type_into(page: &Page, selector: &str, text: &str) -> Result<()> {
+    click(page, selector).await?;
+    page.find_element(selector).await?.type_str(text).await?;
+    Ok(())
+}
+
+fn is_root() -> bool {
+    std::env::var("USER").is_ok_and(|u| u == "root")
+        || std::fs::read_to_string("/proc/self/status")
+            .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+}

@@ -1,0 +1,239 @@
+//! The TRACE Demo Shop: the small website that end-to-end tests and the README demo record. It offers, on
+//! 127.0.0.1 over plain HTTP, everything a recording has to survive: a stylesheet that loads a font and a
+//! background image, images, a script that fetches JSON with a cache-busting query, an analytics beacon, a
+//! sign-in form with a CSRF token and a cookie session, a cart, a search by GET, a redirect, an iframe, a
+//! link that opens a new tab, a page under a strict Content-Security-Policy, and a page that shows the time
+//! and a random number. Text responses are gzipped when the client accepts it. Apart from session ids and
+//! CSRF tokens, every response is the same from one run to the next.
+//!
+//! This module owns the server: [`router`] builds the site (the `trace-demo-site` binary serves it) and
+//! [`DemoSite`] runs it on its own thread for synchronous tests, remembering every request it served.
+//!
+//! # Layout
+//! - `pages`: the HTML pages that hold no state (home, help, embed and widget, strict, clock, 404).
+//! - `catalog`: the fixed product list, `/api/products` and `/search`.
+//! - `account`: sign-in with CSRF, sessions, `/account` and the cart.
+//! - `tracker`: the `/collect` endpoint of the analytics beacon, kept apart from the shop itself.
+//! - `assets`: the static files under `/static/`, embedded in the binary from `static/`.
+//! - `html`: the page layout and HTML escaping.
+
+mod account;
+mod assets;
+mod catalog;
+mod html;
+mod pages;
+mod tracker;
+
+use std::future::IntoFuture;
+use std::net::{Ipv4Addr, TcpListener};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, Version, header};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{any, get};
+use tokio::sync::watch;
+use tower_http::compression::CompressionLayer;
+
+pub use pages::STRICT_CSP;
+
+/// The one account of the shop.
+pub const DEMO_USER: &str = "ann";
+/// The password of [`DEMO_USER`].
+pub const DEMO_PASSWORD: &str = "blue-mug-42";
+
+/// How long connections may finish their requests once the site is asked to stop. Browsers keep idle
+/// connections open; those are closed at once, so this only bounds a request that never ends.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// One request the site answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedRequest {
+    pub method: String,
+    /// The path with its query, as the client sent it, e.g. `/search?q=mug`.
+    pub path_and_query: String,
+    pub status: u16,
+}
+
+/// What the site remembers while it runs: sessions, CSRF tokens, carts, and the requests it served.
+/// Cloning shares it.
+#[derive(Clone, Default)]
+pub struct SiteState {
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    served: Mutex<Vec<ServedRequest>>,
+    accounts: Mutex<account::Accounts>,
+    print_requests: bool,
+}
+
+impl SiteState {
+    pub fn new() -> SiteState {
+        SiteState::default()
+    }
+
+    /// A state that also prints every request to stderr as it is answered, for a person watching the site.
+    pub fn printing_requests() -> SiteState {
+        SiteState { shared: Arc::new(Shared { print_requests: true, ..Shared::default() }) }
+    }
+
+    /// Every request answered so far, in the order the answers were produced.
+    pub fn served(&self) -> Vec<ServedRequest> {
+        lock(&self.shared.served).clone()
+    }
+
+    fn accounts(&self) -> MutexGuard<'_, account::Accounts> {
+        lock(&self.shared.accounts)
+    }
+}
+
+/// A panic in one handler must not take the whole site down with a poisoned lock: the data behind these
+/// locks stays consistent between statements, so it is safe to go on using it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The whole site. Requests are recorded in `state` and text responses gzipped when the client accepts it.
+pub fn router(state: SiteState) -> Router {
+    Router::new()
+        .route("/", get(pages::home))
+        .route("/login", get(account::login_form).post(account::login))
+        .route("/account", get(account::account))
+        .route("/cart", get(account::cart).post(account::add_to_cart))
+        .route("/search", get(catalog::search))
+        .route("/api/products", get(catalog::products))
+        .route("/api/ping", get(pages::ping))
+        .route("/deals", get(pages::deals))
+        .route("/embed", get(pages::embed))
+        .route("/widget", get(pages::widget))
+        .route("/help", get(pages::help))
+        .route("/strict", get(pages::strict))
+        .route("/clock", get(pages::clock))
+        .route("/collect", any(tracker::collect))
+        .route("/static/{file}", get(assets::asset))
+        .fallback(pages::not_found)
+        .layer(CompressionLayer::new().compress_when(is_text))
+        .layer(middleware::from_fn_with_state(state.clone(), record_served))
+        .with_state(state)
+}
+
+/// Compresses what a real site would: text of any size (even `{"ok":true}`, so that tests of gzip handling
+/// meet it everywhere), never images or fonts, which are compressed already.
+fn is_text(_: StatusCode, _: Version, headers: &HeaderMap, _: &axum::http::Extensions) -> bool {
+    let Some(content_type) = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()) else {
+        return false;
+    };
+    let mime = content_type.split(';').next().unwrap_or_default().trim();
+    mime.starts_with("text/") || mime == "application/json"
+}
+
+async fn record_served(State(state): State<SiteState>, request: Request, next: Next) -> Response {
+    let method = request.method().to_string();
+    let path_and_query =
+        request.uri().path_and_query().map_or_else(|| request.uri().path().to_owned(), |pq| pq.as_str().to_owned());
+    let response = next.run(request).await;
+    let served = ServedRequest { method, path_and_query, status: response.status().as_u16() };
+    if state.shared.print_requests {
+        eprintln!("{} {} {}", served.method, served.path_and_query, served.status);
+    }
+    lock(&state.shared.served).push(served);
+    response
+}
+
+/// Listens on 127.0.0.1:`port` (0 for any free port), with an error that says which address was taken.
+pub fn bind(port: u16) -> anyhow::Result<TcpListener> {
+    let listener =
+        TcpListener::bind((Ipv4Addr::LOCALHOST, port)).with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+    // Tokio requires it of listeners it adopts.
+    listener.set_nonblocking(true).context("cannot make the listening socket non-blocking")?;
+    Ok(listener)
+}
+
+/// The demo shop running on its own thread with its own runtime, for tests that are synchronous. Stops when
+/// dropped.
+pub struct DemoSite {
+    port: u16,
+    state: SiteState,
+    stop: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl DemoSite {
+    /// Starts the site on 127.0.0.1:`port` (0 = any free port).
+    pub fn start(port: u16) -> anyhow::Result<DemoSite> {
+        let listener = bind(port)?;
+        let port = listener.local_addr().context("cannot read the site's address")?.port();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the site's runtime")?;
+        let listener = {
+            let _in_runtime = runtime.enter();
+            tokio::net::TcpListener::from_std(listener).context("cannot hand the socket to the runtime")?
+        };
+        let state = SiteState::new();
+        let app = router(state.clone());
+        let (stop, stop_requested) = watch::channel(false);
+        let thread = std::thread::Builder::new()
+            .name(format!("demo-site-{port}"))
+            .spawn(move || runtime.block_on(serve_until_stopped(listener, app, stop_requested)))
+            .context("cannot start the site's thread")?;
+        Ok(DemoSite { port, state, stop, thread: Some(thread) })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The site's URL for `path`: `url("/login")` is `http://127.0.0.1:PORT/login`.
+    pub fn url(&self, path: &str) -> String {
+        let separator = if path.starts_with('/') { "" } else { "/" };
+        format!("http://127.0.0.1:{}{separator}{path}", self.port)
+    }
+
+    /// Every request served so far, in order: method, path with query, status.
+    pub fn served(&self) -> Vec<ServedRequest> {
+        self.state.served()
+    }
+
+    /// Stops the site and waits until its thread has ended (dropping it does the same).
+    pub fn stop(self) {}
+}
+
+impl Drop for DemoSite {
+    fn drop(&mut self) {
+        // An error means the server's thread has ended already, which is what we want.
+        let _ = self.stop.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn serve_until_stopped(listener: tokio::net::TcpListener, app: Router, stop_requested: watch::Receiver<bool>) {
+    // A dropped sender also means stop, hence the results are ignored.
+    let mut graceful_signal = stop_requested.clone();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let _ = graceful_signal.wait_for(|stop| *stop).await;
+    });
+    let mut deadline_signal = stop_requested;
+    let grace_over = async move {
+        let _ = deadline_signal.wait_for(|stop| *stop).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        result = server.into_future() => {
+            if let Err(error) = result {
+                eprintln!("demo site: the server stopped: {error}");
+            }
+        }
+        () = grace_over => {}
+    }
+}

@@ -1,0 +1,113 @@
+//! The shop's pages that hold no state: the home page, help, the embedded widget, the strict-CSP page, the
+//! clock, the deals redirect and the 404 page.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::catalog::{self, PRODUCTS};
+use super::html::{SHOP_NAME, respond};
+
+/// The policy of `/strict`: only this origin, no inline script or style, no eval, no WebAssembly compiling.
+pub const STRICT_CSP: &str = "default-src 'self'; script-src 'self'; object-src 'none'";
+
+/// `GET /`: links to every part of the shop, the search form, three product pictures, and the product list
+/// that `app.js` fills from the JSON API.
+pub(super) async fn home() -> Response {
+    let featured: String = PRODUCTS.iter().map(catalog::product_item).collect();
+    let body = format!(
+        r#"<h1>{SHOP_NAME}</h1>
+{search_form}
+<nav id="site-nav">
+<ul>
+<li><a id="login-link" href="/login">Sign in</a></li>
+<li><a id="account-link" href="/account">Your account</a></li>
+<li><a id="cart-link" href="/cart">Your cart</a></li>
+<li><a id="deals-link" href="/deals">Today's deals</a></li>
+<li><a id="embed-link" href="/embed">The widget</a></li>
+<li><a id="help-link" href="/help" target="_blank">Help (opens a new tab)</a></li>
+<li><a id="strict-link" href="/strict">The strict page</a></li>
+<li><a id="clock-link" href="/clock">The clock</a></li>
+<li><a id="api-link" href="/api/products">The products as JSON</a></li>
+</ul>
+</nav>
+<h2>Featured</h2>
+<ul id="featured" class="products">{featured}</ul>
+<h2>All products</h2>
+<ul id="products"><li>Loading the products…</li></ul>"#,
+        search_form = catalog::search_form(""),
+    );
+    respond(StatusCode::OK, None, &["/static/app.js"], &body)
+}
+
+/// `GET /help`: a plain page, which the home page opens in a new tab.
+pub(super) async fn help() -> Response {
+    let body = "<h1>Help</h1>\n<p id=\"help-text\">Sign in as the demo user, add a blue mug to your cart, and \
+                search for anything with “mug” in its name.</p>\n<p><a href=\"/\">Back to the shop</a></p>";
+    respond(StatusCode::OK, Some("Help"), &[], body)
+}
+
+/// `GET /deals`: a temporary redirect (302, as older sites do, rather than 303 or 307) to a search.
+pub(super) async fn deals() -> Response {
+    (StatusCode::FOUND, [(header::LOCATION, "/search?q=mug")]).into_response()
+}
+
+/// `GET /embed`: a page that frames `/widget`.
+pub(super) async fn embed() -> Response {
+    let body = "<h1>The widget</h1>\n<p>The widget below is a page of its own in an iframe.</p>\n\
+                <iframe id=\"widget\" src=\"/widget\" title=\"Widget\" width=\"360\" height=\"160\"></iframe>";
+    respond(StatusCode::OK, Some("Widget"), &[], body)
+}
+
+/// `GET /widget`: the framed page. Its button shows "clicked" and fetches `/api/ping` from inside the frame.
+/// Only the stylesheet and its own script: no site header and no tracker, as third-party widgets have.
+pub(super) async fn widget() -> Html<&'static str> {
+    Html(
+        r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Widget</title>
+<link rel="stylesheet" href="/static/shop.css">
+<script src="/static/widget.js" defer></script>
+</head>
+<body>
+<p><button id="widget-button" type="button">Click me</button></p>
+<p>Button: <output id="widget-output"></output></p>
+<p>Server: <output id="widget-ping"></output></p>
+</body>
+</html>
+"#,
+    )
+}
+
+/// `GET /api/ping`: `{"ok":true}`, for the widget.
+pub(super) async fn ping() -> Json<Value> {
+    Json(json!({ "ok": true }))
+}
+
+/// `GET /strict`: a page under [`STRICT_CSP`], whose external script copies the input into the output.
+pub(super) async fn strict() -> Response {
+    let body = r#"<h1>The strict page</h1>
+<p>This page allows no inline script or style and no WebAssembly compiling: a recorder has to work within that.</p>
+<p><label for="strict-input">Text</label> <input id="strict-input" type="text"></p>
+<p><button id="strict-button" type="button">Copy</button></p>
+<p>Copied: <output id="strict-output"></output></p>"#;
+    let mut response = respond(StatusCode::OK, Some("Strict page"), &["/static/strict.js"], body);
+    response.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(STRICT_CSP));
+    response
+}
+
+/// `GET /clock`: the time and a random number, written by `clock.js`.
+pub(super) async fn clock() -> Response {
+    let body = "<h1>The clock</h1>\n<p>Now: <output id=\"now\"></output></p>\n\
+                <p>Random: <output id=\"random\"></output></p>";
+    respond(StatusCode::OK, Some("Clock"), &["/static/clock.js"], body)
+}
+
+/// Anything else.
+pub(super) async fn not_found() -> Response {
+    let body = "<h1>Not found</h1>\n<p>There is no such page. <a href=\"/\">Back to the shop</a></p>";
+    respond(StatusCode::NOT_FOUND, Some("Not found"), &[], body)
+}
