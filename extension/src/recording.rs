@@ -13,8 +13,8 @@ use base64::Engine as _;
 use serde::Serialize;
 use serde_json::{Value, json};
 use trace_manifest::event::{
-    BodyPart, Event, EventKind, ImageFormat, Navigation, NavigationCause, PageLoad, StoragePhase, StorageSnapshot,
-    TabEvent, TabOp,
+    BodyPart, ConsoleMessage, Event, EventKind, ImageFormat, Navigation, NavigationCause, PageLoad, StoragePhase,
+    StorageSnapshot, TabEvent, TabOp,
 };
 use trace_manifest::task::{RecorderInfo, TaskId, TaskStart, TaskType};
 use trace_manifest::wire::{ClientBody, HostMessage, SUGGESTED_CHUNK_BYTES};
@@ -286,6 +286,22 @@ pub fn on_debugger_event(tab_id: i64, method: &str, params: Value) {
         }
         "Page.loadEventFired" => wasm_bindgen_futures::spawn_local(page_loaded(tab_id)),
         "Fetch.requestPaused" => wasm_bindgen_futures::spawn_local(take_paused_body(tab_id, params)),
+        "Runtime.consoleAPICalled" => {
+            let text = params["args"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|arg| match &arg["value"] {
+                    Value::String(text) => text.clone(),
+                    Value::Null => arg["description"].as_str().unwrap_or_default().to_owned(),
+                    other => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            let level = params["type"].as_str().unwrap_or("log").to_owned();
+            let url = params["stackTrace"]["callFrames"][0]["url"].as_str().map(str::to_owned);
+            send_events(vec![event(tab_id, EventKind::Console(ConsoleMessage { level, text, url }))]);
+        }
         _ => {}
     }
 }
@@ -372,6 +388,7 @@ async fn attach(tab_id: i64) -> Result<(), String> {
         ("Network.enable", json!({"maxPostDataSize": 1 << 20})),
         ("Network.setCacheDisabled", json!({"cacheDisabled": true})),
         ("Page.enable", json!({})),
+        ("Runtime.enable", json!({})),
         ("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})),
     ] {
         command(tab_id, method, params).await?;
@@ -578,7 +595,7 @@ async fn page_loaded(tab_id: i64) {
     let title = page["title"].as_str().unwrap_or_default().to_owned();
     send_events(vec![event(
         tab_id,
-        EventKind::PageLoad(PageLoad { url, title, dom_content_loaded_ms: None, load_ms: None }),
+        EventKind::PageLoad(PageLoad { url: url.clone(), title, dom_content_loaded_ms: None, load_ms: None }),
     )]);
     if let Ok(shot) = command(tab_id, "Page.captureScreenshot", json!({"format": "png"})).await
         && let Some(task_id) = active_task_id()
@@ -592,6 +609,29 @@ async fn page_loaded(tab_id: i64) {
             data: shot["data"].as_str().unwrap_or_default().to_owned(),
         });
     }
+    dom_snapshot(tab_id, &url, "load").await;
+}
+
+/// The document as HTML, shadow roots included, with the accessibility tree.
+async fn dom_snapshot(tab_id: i64, url: &str, reason: &str) {
+    let Ok(document) = command(tab_id, "DOM.getDocument", json!({"depth": 0})).await else { return };
+    let root = document["root"]["nodeId"].clone();
+    let Ok(html) = command(tab_id, "DOM.getOuterHTML", json!({"nodeId": root, "includeShadowDOM": true})).await else {
+        return;
+    };
+    let accessibility =
+        command(tab_id, "Accessibility.getFullAXTree", json!({})).await.ok().map(|tree| tree["nodes"].clone());
+    let Some(task_id) = active_task_id() else { return };
+    send(ClientBody::DomSnapshot {
+        task_id,
+        ts: js_sys::Date::now(),
+        tab_id: Some(tab_id),
+        frame_id: None,
+        url: url.to_owned(),
+        reason: reason.to_owned(),
+        html: html["outerHTML"].as_str().unwrap_or_default().to_owned(),
+        accessibility,
+    });
 }
 
 /// Cookies of every site the tab can see, and its origin's web storage.

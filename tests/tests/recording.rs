@@ -11,8 +11,12 @@ use trace_e2e::site::DemoSite;
 
 const WAIT: Duration = Duration::from_secs(20);
 
+/// One Chromium at a time: these machines have two cores, and a starved browser delays what it records.
+static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_popup_says_plainly_when_the_host_is_not_installed() {
+    let _one = ONE_BROWSER.lock().await;
     let build = Build::from_workspace().unwrap();
     let data = tempfile::tempdir().unwrap();
     let browser = RecordingBrowser::launch(&build, data.path(), false).await.unwrap();
@@ -24,6 +28,7 @@ async fn the_popup_says_plainly_when_the_host_is_not_installed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demonstration_on_the_demo_site_becomes_a_complete_bundle() {
+    let _one = ONE_BROWSER.lock().await;
     let build = Build::from_workspace().unwrap();
     let site = DemoSite::start(0).unwrap();
     // TRACE_E2E_KEEP=1 keeps the data directory, to look at what was recorded.
@@ -75,7 +80,23 @@ async fn a_demonstration_on_the_demo_site_becomes_a_complete_bundle() {
     let stop = storage["snapshots"].as_array().unwrap().last().unwrap();
     assert_eq!(stop["phase"], "stop");
     assert!(stop["cookies"].as_array().unwrap().iter().any(|c| c["name"] == "session"), "{stop}");
+    assert!(manifest["counts"]["dom_snapshots"].as_u64().unwrap() >= 3, "{}", manifest["counts"]);
+    let snapshots: Vec<String> = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["path"].as_str().filter(|p| p.ends_with(".html")).map(str::to_owned))
+        .collect();
+    let account_page = snapshots
+        .iter()
+        .map(|path| std::fs::read_to_string(bundle.join(path)).unwrap())
+        .find(|html| html.contains("Signed in as"));
+    assert!(account_page.is_some(), "no DOM snapshot of the account page among {snapshots:?}");
     let events = std::fs::read_to_string(bundle.join("events.jsonl")).unwrap();
+    assert!(
+        events.contains(r#""type":"console","level":"info","text":"loaded 3 products""#),
+        "the shop's console line"
+    );
     assert!(events.contains(r#""type":"tab","op":"created""#), "the help tab was followed");
     let validate = std::process::Command::new(&build.trace_host).arg("validate").arg(&bundle).output().unwrap();
     assert!(validate.status.success(), "{}", String::from_utf8_lossy(&validate.stdout));

@@ -11,6 +11,7 @@
       item.textContent = `${product.name}: $${product.price.toFixed(2)}`;
       return item;
     }));
+    console.info(`loaded ${products.length} products`);
   } catch (error) {
     list.textContent = 'Could not load the products.';
   }
