@@ -228,15 +228,6 @@ pub fn for_each_event(conn: &Connection, task: &TaskId, mut each: impl FnMut(&st
     Ok(())
 }
 
-pub fn events(conn: &Connection, task: &TaskId) -> Result<Vec<EventRecord>> {
-    let mut events = Vec::new();
-    for_each_event(conn, task, |json| {
-        events.push(serde_json::from_str(json).context("a stored event does not parse")?);
-        Ok(())
-    })?;
-    Ok(events)
-}
-
 /// Records a file of the capture directory; returns false if it was already recorded (a repeated body).
 pub fn record_file(conn: &Connection, task: &TaskId, path: &str, size: u64, sha256: &str) -> Result<bool> {
     let inserted = conn.execute(

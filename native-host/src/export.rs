@@ -6,7 +6,7 @@
 //! export never leaves a zip that looks whole.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -180,11 +180,4 @@ fn write_har_with_bodies(source: &mut Bundle, har: &Har, out: &mut dyn Write) ->
     }
     out.write_all(b"]}}")?;
     Ok(())
-}
-
-/// Reads a whole zip entry; used by tests and tools that check an export.
-pub fn read_zip_entry<R: Read + Seek>(zip: &mut zip::ZipArchive<R>, name: &str) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    zip.by_name(name)?.read_to_end(&mut bytes)?;
-    Ok(bytes)
 }

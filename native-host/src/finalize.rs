@@ -45,14 +45,16 @@ pub fn finalize(conn: &Connection, data: &DataDir, task_id: &TaskId) -> Result<P
         index.push(FileEntry { path, size, sha256 });
     }
 
+    // One pass over the stored events: each line is written as stored and parsed for the HAR and storage.
+    let mut events: Vec<EventRecord> = Vec::new();
     index.push(write_generated(&dir, bundle::EVENTS_FILE, |out| {
         db::for_each_event(conn, task_id, |json| {
             out.write_all(json.as_bytes())?;
             out.write_all(b"\n")?;
+            events.push(serde_json::from_str(json).context("a stored event does not parse")?);
             Ok(())
         })
     })?);
-    let events = db::events(conn, task_id)?;
     let har = har::build(producer_creator(), browser_creator(&task), &events);
     index.push(write_generated(&dir, bundle::HAR_FILE, |out| Ok(serde_json::to_writer(out, &har)?))?);
     let storage = storage_file(&events);

@@ -255,10 +255,6 @@ impl Ingestor {
         }
         Ok(())
     }
-
-    pub fn connection(&self) -> &Connection {
-        &self.conn
-    }
 }
 
 fn storage_failure(batch: &[Result<Incoming, Rejected>], error: &str) -> Vec<HostMessage> {

@@ -288,18 +288,16 @@ fn export_writes_a_zip_that_validates_and_embeds_bodies_on_request() {
     let mut zip = zip::ZipArchive::new(std::fs::File::open(&zip_path).unwrap()).unwrap();
     let hars: Vec<String> = zip.file_names().filter(|n| n.ends_with(".har")).map(str::to_owned).collect();
     assert_eq!(hars, ["recording.har"]);
-    let har: serde_json::Value =
-        serde_json::from_slice(&trace_host::export::read_zip_entry(&mut zip, "recording.har").unwrap()).unwrap();
+    let har: serde_json::Value = serde_json::from_slice(&read_zip_entry(&mut zip, "recording.har").unwrap()).unwrap();
     let logo_file = har["log"]["entries"][1]["response"]["content"]["_file"].as_str().unwrap().to_owned();
-    assert_eq!(trace_host::export::read_zip_entry(&mut zip, &logo_file).unwrap(), bodies.logo);
+    assert_eq!(read_zip_entry(&mut zip, &logo_file).unwrap(), bodies.logo);
 
     let embedded_path = scratch.path("embedded.zip");
     scratch.cli_json(&["export", "shop-2", "--out", embedded_path.to_str().unwrap(), "--embed-bodies", "--json"]);
     let validated = scratch.cli_json(&["validate", embedded_path.to_str().unwrap(), "--json"]);
     assert_eq!(validated["valid"], true, "{validated}");
     let mut zip = zip::ZipArchive::new(std::fs::File::open(&embedded_path).unwrap()).unwrap();
-    let har: serde_json::Value =
-        serde_json::from_slice(&trace_host::export::read_zip_entry(&mut zip, "recording.har").unwrap()).unwrap();
+    let har: serde_json::Value = serde_json::from_slice(&read_zip_entry(&mut zip, "recording.har").unwrap()).unwrap();
     let entries = har["log"]["entries"].as_array().unwrap();
     assert_eq!(entries[0]["response"]["content"]["text"].as_str().unwrap().as_bytes(), bodies.home);
     assert!(entries[0]["response"]["content"].get("_file").is_none());
@@ -383,4 +381,10 @@ fn a_discarded_task_leaves_nothing_behind_and_takes_no_more_data() {
     let export = scratch.cli(&["export", "oops", "--out", scratch.path("x.zip").to_str().unwrap()]);
     assert_eq!(export.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&export.stderr).contains("discarded"));
+}
+
+fn read_zip_entry(zip: &mut zip::ZipArchive<std::fs::File>, name: &str) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut zip.by_name(name)?, &mut bytes)?;
+    Ok(bytes)
 }
