@@ -2,6 +2,7 @@
 //! calls TRACE makes are declared; each returns what Chrome returns (promises where MV3 has them).
 
 use js_sys::{Function, Promise};
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -59,4 +60,18 @@ pub fn last_error_message() -> Option<String> {
         }
         js_sys::Reflect::get(error, &"message".into()).ok().and_then(|m| m.as_string())
     })
+}
+
+/// A JSON value as the JavaScript value the `chrome.*` APIs take.
+pub fn to_js(value: &Value) -> JsValue {
+    js_sys::JSON::parse(&value.to_string()).unwrap_or(JsValue::NULL)
+}
+
+/// A JavaScript value from the `chrome.*` APIs as JSON (`null` for what JSON cannot hold).
+pub fn from_js(value: &JsValue) -> Value {
+    js_sys::JSON::stringify(value)
+        .ok()
+        .and_then(|s| s.as_string())
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(Value::Null)
 }

@@ -76,11 +76,11 @@ pub fn status() -> HostStatus {
 }
 
 fn on_host_message(message: JsValue) {
-    let Some(text) = js_sys::JSON::stringify(&message).ok().and_then(|t| t.as_string()) else { return };
-    let reply: HostMessage = match serde_json::from_str(&text) {
+    let message = chrome::from_js(&message);
+    let reply: HostMessage = match serde_json::from_value(message.clone()) {
         Ok(reply) => reply,
         Err(error) => {
-            crate::log(&format!("trace-host sent something unexpected ({error}): {text}"));
+            crate::log(&format!("trace-host sent something unexpected ({error}): {message}"));
             return;
         }
     };

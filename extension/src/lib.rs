@@ -51,7 +51,7 @@ pub fn service_worker_start() {
 /// `{ok: true, ...state}` or `{ok: false, error}`.
 #[wasm_bindgen]
 pub fn on_runtime_message(message: JsValue) -> js_sys::Promise {
-    let message = recording::from_js(&message);
+    let message = chrome::from_js(&message);
     wasm_bindgen_futures::future_to_promise(async move {
         let text = |key: &str| message[key].as_str().unwrap_or_default().to_owned();
         let outcome = match message["command"].as_str() {
@@ -82,16 +82,16 @@ pub fn on_runtime_message(message: JsValue) -> js_sys::Promise {
         if let Err(error) = outcome {
             reply["error"] = error.into();
         }
-        Ok(recording::to_js(&reply))
+        Ok(chrome::to_js(&reply))
     })
 }
 
 /// A DevTools event of a tab the recorder is attached to (`chrome.debugger.onEvent`).
 #[wasm_bindgen]
 pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
-    let source = recording::from_js(&source);
+    let source = chrome::from_js(&source);
     if let Some(tab_id) = source["tabId"].as_i64() {
-        recording::on_debugger_event(tab_id, &method, recording::from_js(&params));
+        recording::on_debugger_event(tab_id, &method, chrome::from_js(&params));
     }
 }
 

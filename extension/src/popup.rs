@@ -7,8 +7,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Document, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 
-use crate::chrome;
-use crate::recording::{from_js, to_js};
+use crate::chrome::{self, from_js, to_js};
 
 /// How often the popup asks the service worker for its state.
 const REFRESH_MS: i32 = 500;

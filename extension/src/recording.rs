@@ -21,7 +21,7 @@ use trace_manifest::wire::{ClientBody, HostMessage, SUGGESTED_CHUNK_BYTES};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::chrome;
+use crate::chrome::{self, from_js, to_js};
 use crate::host_link;
 use crate::network::NetworkTranslator;
 use crate::outbox::{DEFAULT_LIMIT_BYTES, Outbox};
@@ -77,6 +77,14 @@ struct BodyStream {
     started: bool,
     early: Vec<String>,
     finished: bool,
+}
+
+impl Recording {
+    /// The id of a new body of this task: unique within it, as the host requires.
+    fn new_body_id(&mut self, tab_id: i64) -> String {
+        self.next_body += 1;
+        format!("{tab_id}-{}", self.next_body)
+    }
 }
 
 thread_local! {
@@ -410,8 +418,7 @@ async fn start_body_stream(tab_id: i64, request_id: String) {
     let registered = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
-        recording.next_body += 1;
-        let body_id = format!("{tab_id}-{}", recording.next_body);
+        let body_id = recording.new_body_id(tab_id);
         let stream = BodyStream { body_id, next_index: 0, started: false, early: Vec::new(), finished: false };
         recording.streams.insert(key.clone(), stream);
         Some(())
@@ -562,9 +569,8 @@ fn send_whole_body(tab_id: i64, request_id: &str, bytes: &[u8]) {
     let body_id = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
-        recording.next_body += 1;
         recording.progress.bytes += bytes.len() as u64;
-        Some(format!("{tab_id}-{}", recording.next_body))
+        Some(recording.new_body_id(tab_id))
     });
     let Some(body_id) = body_id else { return };
     let chunks: Vec<&[u8]> = if bytes.is_empty() { vec![&[]] } else { bytes.chunks(SUGGESTED_CHUNK_BYTES).collect() };
@@ -749,18 +755,6 @@ fn user_agent() -> Option<String> {
 
 fn number(value: &JsValue, key: &str) -> Option<f64> {
     js_sys::Reflect::get(value, &key.into()).ok()?.as_f64()
-}
-
-pub fn to_js(value: &Value) -> JsValue {
-    js_sys::JSON::parse(&value.to_string()).unwrap_or(JsValue::NULL)
-}
-
-pub fn from_js(value: &JsValue) -> Value {
-    js_sys::JSON::stringify(value)
-        .ok()
-        .and_then(|s| s.as_string())
-        .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or(Value::Null)
 }
 
 fn describe(error: JsValue) -> String {
