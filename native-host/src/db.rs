@@ -7,10 +7,10 @@
 //! the operating system losing power, which is the usual trade-off of WAL mode.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use trace_manifest::event::EventRecord;
 use trace_manifest::task::{RecorderInfo, TaskId, TaskStart, TaskStatus, TaskType};
 
@@ -61,15 +61,40 @@ CREATE TABLE files (
 ) WITHOUT ROWID;
 ";
 
+/// How long a writer waits for another to let go of the database.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Opens (and if need be creates) the database.
 pub fn open(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path).with_context(|| format!("cannot open the database {}", path.display()))?;
-    conn.busy_timeout(Duration::from_secs(30))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Switching a new database to WAL, or reading a WAL another process is recovering, can answer "busy"
+    // at once without calling the busy handler (SQLite does so to avoid deadlocks). Two hosts starting
+    // together on a fresh data directory hit this, so setting up retries for as long as a writer would wait.
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match set_up(&conn) {
+            Ok(()) => return Ok(conn),
+            Err(error) if is_busy(&error) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(error) => return Err(error.context(format!("cannot set up the database {}", path.display()))),
+        }
+    }
+}
+
+fn set_up(conn: &Connection) -> Result<()> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
-    migrate(&conn).with_context(|| format!("cannot set up the database {}", path.display()))?;
-    Ok(conn)
+    migrate(conn)
+}
+
+fn is_busy(error: &anyhow::Error) -> bool {
+    matches!(
+        error.downcast_ref::<rusqlite::Error>().and_then(rusqlite::Error::sqlite_error_code),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 fn migrate(conn: &Connection) -> Result<()> {
@@ -78,14 +103,15 @@ fn migrate(conn: &Connection) -> Result<()> {
         anyhow::bail!("the database was written by a newer trace-host (schema {version}); upgrade trace-host");
     }
     if version < SCHEMA_VERSION {
-        // Two hosts may start at once on a new data dir: the immediate transaction makes one wait.
-        conn.execute_batch("BEGIN IMMEDIATE")?;
-        let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+        // Two hosts may start at once on a new data dir: the immediate transaction makes one wait, and
+        // rolls back if anything fails so that a retry starts clean.
+        let transaction = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+        let version: i64 = transaction.pragma_query_value(None, "user_version", |row| row.get(0))?;
         if version == 0 {
-            conn.execute_batch(SCHEMA)?;
-            conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            transaction.execute_batch(SCHEMA)?;
+            transaction.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
-        conn.execute_batch("COMMIT")?;
+        transaction.commit()?;
     }
     Ok(())
 }

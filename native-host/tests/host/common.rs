@@ -57,6 +57,18 @@ impl Scratch {
     }
 }
 
+impl Drop for Scratch {
+    /// A failing test shows what the hosts logged: the log lives in the data directory about to be deleted.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = self.data().join("logs").join("trace-host.log");
+            if let Ok(text) = std::fs::read_to_string(&log) {
+                eprintln!("--- {} ---\n{text}", log.display());
+            }
+        }
+    }
+}
+
 pub fn task_id(id: &str) -> TaskId {
     id.parse().unwrap()
 }
