@@ -50,6 +50,17 @@ extern "C" {
     pub fn set_badge_text(details: &JsValue) -> Promise;
     #[wasm_bindgen(js_namespace = ["chrome", "action"], js_name = setBadgeBackgroundColor)]
     pub fn set_badge_background_color(details: &JsValue) -> Promise;
+
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(handler: &Function, milliseconds: f64) -> JsValue;
+}
+
+/// Waits `milliseconds` (a timer of the service worker, not a busy wait).
+pub async fn sleep(milliseconds: f64) {
+    let timer = Promise::new(&mut |resolve, _reject| {
+        set_timeout(&resolve, milliseconds.max(0.0));
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(timer).await;
 }
 
 /// The message of `chrome.runtime.lastError`, if one is set.

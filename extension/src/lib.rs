@@ -1,22 +1,27 @@
 //! The TRACE recorder: a Chrome MV3 extension in Rust, compiled to WebAssembly.
 //!
 //! # Layout
-//! - [`network`], [`outbox`]: browser-independent logic, tested with plain `cargo test`: DevTools network
-//!   events to TRACE events, and the buffer of messages awaiting the host's acknowledgement.
-//! - [`chrome`]: bindings to the `chrome.*` APIs used.
+//! - [`network`], [`outbox`], [`actions`]: browser-independent logic, tested with plain `cargo test`:
+//!   DevTools network events to TRACE events, the buffer of messages awaiting the host's acknowledgement,
+//!   and the checking and coalescing of the actions the in-page script reports.
+//! - [`chrome`], [`debugger`]: bindings to the `chrome.*` APIs used, and DevTools targets and commands.
 //! - [`host_link`]: the service worker's native messaging port to `trace-host`.
-//! - [`recording`]: the recording in progress.
+//! - [`recording`]: the recording in progress; [`snapshots`]: screenshots, DOM and storage captures.
 //! - [`popup`]: the task UI (`popup.html`).
 //!
 //! The JavaScript in `static/` only bootstraps: it loads this module, and registers the listeners Chrome
-//! needs at startup, forwarding them here.
+//! needs at startup, forwarding them here. `page/capture.js` runs inside recorded pages, where wasm may be
+//! forbidden (see [`actions`]).
 
+pub mod actions;
 pub mod chrome;
+pub mod debugger;
 pub mod host_link;
 pub mod network;
 pub mod outbox;
 pub mod popup;
 pub mod recording;
+pub mod snapshots;
 
 use trace_manifest::task::TaskType;
 use wasm_bindgen::prelude::*;
@@ -86,12 +91,19 @@ pub fn on_runtime_message(message: JsValue) -> js_sys::Promise {
     })
 }
 
-/// A DevTools event of a tab the recorder is attached to (`chrome.debugger.onEvent`).
+/// A DevTools event of a target the recorder is attached to (`chrome.debugger.onEvent`).
 #[wasm_bindgen]
 pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
-    let source = chrome::from_js(&source);
-    if let Some(tab_id) = source["tabId"].as_i64() {
-        recording::on_debugger_event(tab_id, &method, chrome::from_js(&params));
+    if let Some(target) = debugger::Target::from_source(&chrome::from_js(&source)) {
+        recording::on_debugger_event(target, &method, chrome::from_js(&params));
+    }
+}
+
+/// The debugger let go of a target (`chrome.debugger.onDetach`).
+#[wasm_bindgen]
+pub fn on_debugger_detached(source: JsValue, reason: String) {
+    if let Some(target) = debugger::Target::from_source(&chrome::from_js(&source)).filter(|t| t.is_tab()) {
+        recording::on_debugger_detached(target.tab_id, &reason);
     }
 }
 
@@ -99,4 +111,22 @@ pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
 #[wasm_bindgen]
 pub fn on_tab_created(tab: JsValue) {
     recording::on_tab_created(tab);
+}
+
+/// The active tab changed (`chrome.tabs.onActivated`).
+#[wasm_bindgen]
+pub fn on_tab_activated(tab_id: f64) {
+    recording::on_tab_activated(tab_id as i64);
+}
+
+/// A tab was closed (`chrome.tabs.onRemoved`).
+#[wasm_bindgen]
+pub fn on_tab_removed(tab_id: f64) {
+    recording::on_tab_removed(tab_id as i64);
+}
+
+/// A navigation committed (`chrome.webNavigation.onCommitted`).
+#[wasm_bindgen]
+pub fn on_navigation_committed(details: JsValue) {
+    recording::on_navigation_committed(chrome::from_js(&details));
 }

@@ -47,6 +47,10 @@ impl NetworkTranslator {
         self.main_frame = Some(frame_id.to_owned());
     }
 
+    pub fn is_main_frame(&self, frame_id: &str) -> bool {
+        self.main_frame.as_deref() == Some(frame_id)
+    }
+
     /// Feeds one DevTools event; returns the TRACE events it completes.
     pub fn handle(&mut self, method: &str, params: &Value, tab_id: Option<i64>) -> Vec<Event> {
         let Some(request_id) = params.get("requestId").and_then(Value::as_str) else { return Vec::new() };

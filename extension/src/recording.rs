@@ -1,10 +1,13 @@
 //! The recording in progress, as the service worker holds it.
 //!
-//! Starting a task opens (or takes) a tab, attaches `chrome.debugger` to it with the cache disabled, and
-//! from then on every DevTools event of the recorded tabs goes through a [`NetworkTranslator`] per tab;
-//! completed exchanges become `events` messages, and each finished response's body is fetched and sent in
-//! chunks. Tabs opened by a recorded tab are recorded too. Every message goes through the task's
-//! [`Outbox`], so that what the host has not acknowledged is sent again after a reconnect.
+//! Starting a task opens (or takes) a tab and attaches `chrome.debugger` to it with the cache disabled and
+//! auto-attach on, so that its cross-process iframes and workers are recorded as child targets. From then
+//! on every DevTools event of a recorded target goes through a [`NetworkTranslator`] per target; completed
+//! exchanges become `events` messages, and each finished response's body is taken and sent in chunks. The
+//! in-page script ([`actions`]) reports the person's actions through a binding; they are coalesced and
+//! recorded, and each triggers a throttled capture ([`snapshots`]). Tabs opened by a recorded tab are
+//! recorded too. Every message goes through the task's [`Outbox`], so that what the host has not
+//! acknowledged is sent again after a reconnect.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -13,18 +16,19 @@ use base64::Engine as _;
 use serde::Serialize;
 use serde_json::{Value, json};
 use trace_manifest::event::{
-    BodyPart, ConsoleMessage, Event, EventKind, ImageFormat, Navigation, NavigationCause, PageLoad, StoragePhase,
-    StorageSnapshot, TabEvent, TabOp,
+    BodyPart, ConsoleMessage, Event, EventKind, Navigation, NavigationCause, StoragePhase, TabEvent, TabOp,
 };
 use trace_manifest::task::{RecorderInfo, TaskId, TaskStart, TaskType};
 use trace_manifest::wire::{ClientBody, HostMessage, SUGGESTED_CHUNK_BYTES};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::chrome::{self, from_js, to_js};
-use crate::host_link;
+use crate::actions::{self, PageReport, TypingCoalescer};
+use crate::chrome::{self, to_js};
+use crate::debugger::{self, Target, command, describe};
 use crate::network::NetworkTranslator;
 use crate::outbox::{DEFAULT_LIMIT_BYTES, Outbox};
+use crate::{host_link, snapshots};
 
 /// What the person asked to record.
 #[derive(Debug, Clone)]
@@ -53,17 +57,23 @@ pub struct Progress {
     pub refused: u64,
 }
 
+/// An exchange of one target: DevTools request ids are unique only within their target.
+type ExchangeKey = (Target, String);
+
 struct Recording {
     outbox: Outbox,
     task_type: TaskType,
     tabs: BTreeSet<i64>,
-    translators: HashMap<i64, NetworkTranslator>,
-    /// Response bodies being streamed, by tab and request id.
-    streams: HashMap<(i64, String), BodyStream>,
+    translators: HashMap<Target, NetworkTranslator>,
+    /// Response bodies being streamed.
+    streams: HashMap<ExchangeKey, BodyStream>,
     /// Response bodies taken while their response was paused, waiting for their exchange to complete.
-    captured: HashMap<(i64, String), Vec<u8>>,
+    captured: HashMap<ExchangeKey, Vec<u8>>,
     /// Exchanges whose body is too large to take whole: they are streamed.
-    large: BTreeSet<(i64, String)>,
+    large: BTreeSet<ExchangeKey>,
+    /// The frame of each execution context of the in-page script's world.
+    script_contexts: HashMap<(Target, i64), String>,
+    typing: TypingCoalescer,
     next_body: u64,
     progress: Progress,
 }
@@ -138,6 +148,8 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
             streams: HashMap::new(),
             captured: HashMap::new(),
             large: BTreeSet::new(),
+            script_contexts: HashMap::new(),
+            typing: TypingCoalescer::default(),
             next_body: 0,
             progress: Progress {
                 task_id: task_id.to_string(),
@@ -164,9 +176,9 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
         number(&tab, "id").ok_or("the new tab has no id")? as i64
     };
     attach(tab_id).await?;
-    storage_snapshot(tab_id, StoragePhase::Start).await;
+    snapshots::storage_snapshot(tab_id, StoragePhase::Start).await;
     if !request.current_tab {
-        command(tab_id, "Page.navigate", json!({"url": request.website})).await?;
+        command(&Target::tab(tab_id), "Page.navigate", json!({"url": request.website})).await?;
     }
     Ok(())
 }
@@ -181,14 +193,20 @@ pub async fn stop(answer: Option<String>) -> Result<(), String> {
         return Err("an information retrieval task needs its answer before it stops".to_owned());
     }
     if let Some(&tab_id) = tabs.iter().next() {
-        storage_snapshot(tab_id, StoragePhase::Stop).await;
+        snapshots::storage_snapshot(tab_id, StoragePhase::Stop).await;
     }
+    let leftovers = ACTIVE.with(|a| {
+        let mut active = a.borrow_mut();
+        let recording = active.as_mut().expect("checked above");
+        let mut events: Vec<Event> = recording.typing.flush().into_iter().collect();
+        for (target, translator) in &mut recording.translators {
+            events.extend(translator.flush(Some(target.tab_id)));
+        }
+        events
+    });
+    send_events(leftovers);
     for &tab_id in &tabs {
-        let leftovers = ACTIVE.with(|a| {
-            a.borrow_mut().as_mut().and_then(|r| r.translators.get_mut(&tab_id)).map(|t| t.flush(Some(tab_id)))
-        });
-        send_events(leftovers.unwrap_or_default());
-        let _ = JsFuture::from(chrome::debugger_detach(&to_js(&json!({"tabId": tab_id})))).await;
+        debugger::detach(tab_id).await;
     }
     let task_id = active_task_id().expect("checked above");
     send(ClientBody::StopTask { task_id, answer, ts: js_sys::Date::now() });
@@ -201,7 +219,7 @@ pub async fn discard() -> Result<(), String> {
     let task_id = active_task_id().ok_or("nothing is being recorded")?;
     let tabs = ACTIVE.with(|a| a.borrow().as_ref().map(|r| r.tabs.clone()).unwrap_or_default());
     for tab_id in tabs {
-        let _ = JsFuture::from(chrome::debugger_detach(&to_js(&json!({"tabId": tab_id})))).await;
+        debugger::detach(tab_id).await;
     }
     send(ClientBody::DiscardTask { task_id });
     finish().await;
@@ -219,81 +237,45 @@ thread_local! {
     static FINISHING: RefCell<Option<Recording>> = const { RefCell::new(None) };
 }
 
-/// A DevTools event of an attached tab (`chrome.debugger.onEvent`).
-pub fn on_debugger_event(tab_id: i64, method: &str, params: Value) {
-    if !ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|r| r.tabs.contains(&tab_id))) {
+/// A DevTools event of a recorded target (`chrome.debugger.onEvent`).
+pub fn on_debugger_event(target: Target, method: &str, params: Value) {
+    if !ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|r| r.tabs.contains(&target.tab_id))) {
         return;
     }
+    let tab_id = target.tab_id;
     match method {
-        m if m.starts_with("Network.") => {
-            let events = ACTIVE.with(|a| {
+        m if m.starts_with("Network.") => on_network_event(target, method, &params),
+        "Fetch.requestPaused" => wasm_bindgen_futures::spawn_local(take_paused_body(target, params)),
+        "Page.frameNavigated" if params["frame"].get("parentId").is_none() && target.is_tab() => {
+            let frame_id = params["frame"]["id"].as_str().unwrap_or_default().to_owned();
+            let held_typing = ACTIVE.with(|a| {
                 let mut active = a.borrow_mut();
-                let recording = active.as_mut().expect("checked above");
-                let translator = recording.translators.entry(tab_id).or_default();
-                translator.handle(method, &params, Some(tab_id))
+                let recording = active.as_mut()?;
+                recording.translators.entry(target).or_default().set_main_frame(&frame_id);
+                recording.typing.flush()
             });
-            let request_id = params["requestId"].as_str().unwrap_or_default().to_owned();
-            // A finished exchange's events are queued before the end of its body, so the body follows them.
-            send_events(events);
-            match method {
-                "Network.responseReceived" => {
-                    let key = (tab_id, request_id.clone());
-                    let is_large = ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|r| r.large.contains(&key)));
-                    if is_large {
-                        wasm_bindgen_futures::spawn_local(start_body_stream(tab_id, request_id));
-                    }
-                }
-                "Network.dataReceived" => {
-                    if let Some(data) = params["data"].as_str() {
-                        stream_data(tab_id, &request_id, data.to_owned());
-                    }
-                }
-                "Network.loadingFinished" => {
-                    let key = (tab_id, request_id.clone());
-                    let captured = ACTIVE.with(|a| {
-                        let mut active = a.borrow_mut();
-                        let recording = active.as_mut()?;
-                        recording.large.remove(&key);
-                        recording.captured.remove(&key)
-                    });
-                    match captured {
-                        Some(bytes) => send_whole_body(tab_id, &request_id, &bytes),
-                        None if finish_body_stream(tab_id, &request_id) => {}
-                        None => wasm_bindgen_futures::spawn_local(send_body(tab_id, request_id)),
-                    }
-                }
-                "Network.loadingFailed" => {
-                    let key = (tab_id, request_id);
-                    ACTIVE.with(|a| {
-                        if let Some(recording) = a.borrow_mut().as_mut() {
-                            recording.streams.remove(&key);
-                            recording.captured.remove(&key);
-                            recording.large.remove(&key);
-                        }
-                    });
-                }
-                _ => {}
-            }
+            send_events(held_typing.into_iter().collect());
         }
-        "Page.frameNavigated" => {
-            let frame = &params["frame"];
-            if frame.get("parentId").is_none() {
-                let frame_id = frame["id"].as_str().unwrap_or_default().to_owned();
+        "Page.loadEventFired" => wasm_bindgen_futures::spawn_local(snapshots::page_loaded(target)),
+        "Runtime.executionContextCreated" => {
+            let context = &params["context"];
+            if context["name"].as_str() == Some(actions::WORLD)
+                && let (Some(id), Some(frame_id)) = (context["id"].as_i64(), context["auxData"]["frameId"].as_str())
+            {
                 ACTIVE.with(|a| {
                     if let Some(recording) = a.borrow_mut().as_mut() {
-                        recording.translators.entry(tab_id).or_default().set_main_frame(&frame_id);
-                        recording.progress.steps += 1;
+                        recording.script_contexts.insert((target, id), frame_id.to_owned());
                     }
                 });
-                let url = frame["url"].as_str().unwrap_or_default().to_owned();
-                send_events(vec![event(
-                    tab_id,
-                    EventKind::Navigation(Navigation { url, cause: NavigationCause::Other, main_frame: true }),
-                )]);
             }
         }
-        "Page.loadEventFired" => wasm_bindgen_futures::spawn_local(page_loaded(tab_id)),
-        "Fetch.requestPaused" => wasm_bindgen_futures::spawn_local(take_paused_body(tab_id, params)),
+        "Runtime.executionContextDestroyed" => {
+            let id = params["executionContextId"].as_i64().unwrap_or_default();
+            ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.script_contexts.remove(&(target, id))));
+        }
+        "Runtime.bindingCalled" if params["name"].as_str() == Some(actions::BINDING) => {
+            on_page_report(target, &params);
+        }
         "Runtime.consoleAPICalled" => {
             let text = params["args"]
                 .as_array()
@@ -310,7 +292,107 @@ pub fn on_debugger_event(tab_id: i64, method: &str, params: Value) {
             let url = params["stackTrace"]["callFrames"][0]["url"].as_str().map(str::to_owned);
             send_events(vec![event(tab_id, EventKind::Console(ConsoleMessage { level, text, url }))]);
         }
+        "Target.attachedToTarget" => {
+            let Some(session_id) = params["sessionId"].as_str() else { return };
+            let child = Target::child(tab_id, session_id.to_owned());
+            let kind = params["targetInfo"]["type"].as_str().unwrap_or_default().to_owned();
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Err(error) = set_up_target(&child, &kind).await {
+                    crate::log(&format!("cannot record a {kind} of tab {tab_id}: {error}"));
+                }
+            });
+        }
+        "Target.detachedFromTarget" => {
+            let Some(session_id) = params["sessionId"].as_str() else { return };
+            let child = Target::child(tab_id, session_id.to_owned());
+            let leftovers = ACTIVE.with(|a| {
+                let mut active = a.borrow_mut();
+                let recording = active.as_mut()?;
+                recording.script_contexts.retain(|(target, _), _| *target != child);
+                recording.translators.remove(&child).map(|mut t| t.flush(Some(tab_id)))
+            });
+            send_events(leftovers.unwrap_or_default());
+        }
         _ => {}
+    }
+}
+
+fn on_network_event(target: Target, method: &str, params: &Value) {
+    let events = ACTIVE.with(|a| {
+        let mut active = a.borrow_mut();
+        let recording = active.as_mut().expect("the caller checked");
+        let translator = recording.translators.entry(target.clone()).or_default();
+        translator.handle(method, params, Some(target.tab_id))
+    });
+    // A finished exchange's events are queued before the end of its body, so the body follows them.
+    send_events(events);
+    let key = (target, params["requestId"].as_str().unwrap_or_default().to_owned());
+    match method {
+        "Network.responseReceived" => {
+            let is_large = ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|r| r.large.contains(&key)));
+            if is_large {
+                wasm_bindgen_futures::spawn_local(start_body_stream(key));
+            }
+        }
+        "Network.dataReceived" => {
+            if let Some(data) = params["data"].as_str() {
+                stream_data(&key, data.to_owned());
+            }
+        }
+        "Network.loadingFinished" => {
+            let captured = ACTIVE.with(|a| {
+                let mut active = a.borrow_mut();
+                let recording = active.as_mut()?;
+                recording.large.remove(&key);
+                recording.captured.remove(&key)
+            });
+            match captured {
+                Some(bytes) => send_whole_body(&key, &bytes),
+                None if finish_body_stream(&key) => {}
+                None => wasm_bindgen_futures::spawn_local(send_body(key)),
+            }
+        }
+        "Network.loadingFailed" => {
+            ACTIVE.with(|a| {
+                if let Some(recording) = a.borrow_mut().as_mut() {
+                    recording.streams.remove(&key);
+                    recording.captured.remove(&key);
+                    recording.large.remove(&key);
+                }
+            });
+        }
+        _ => {}
+    }
+}
+
+/// A report of the in-page script: an action (coalesced, then recorded and captured after) or a count of
+/// mutations.
+fn on_page_report(target: Target, params: &Value) {
+    let tab_id = target.tab_id;
+    let report = match actions::parse_report(params["payload"].as_str().unwrap_or_default()) {
+        Ok(report) => report,
+        Err(reason) => return crate::log(&format!("tab {tab_id}: {reason}")),
+    };
+    let context = params["executionContextId"].as_i64().unwrap_or_default();
+    let frame_id =
+        ACTIVE.with(|a| a.borrow().as_ref().and_then(|r| r.script_contexts.get(&(target, context)).cloned()));
+    match report {
+        PageReport::Action { ts, action } => {
+            let action = Event { ts, tab_id: Some(tab_id), frame_id, kind: EventKind::Action(*action) };
+            let events = ACTIVE.with(|a| {
+                let mut active = a.borrow_mut();
+                let recording = active.as_mut()?;
+                let events = recording.typing.push(action);
+                recording.progress.steps += events.len() as u64;
+                Some(events)
+            });
+            send_events(events.unwrap_or_default());
+            snapshots::after_action(tab_id);
+        }
+        PageReport::Mutations { ts, summary } => {
+            send_events(vec![Event { ts, tab_id: Some(tab_id), frame_id, kind: EventKind::DomMutations(summary) }]);
+        }
+        PageReport::Error { message, .. } => crate::log(&format!("the page script of tab {tab_id} failed: {message}")),
     }
 }
 
@@ -318,7 +400,7 @@ pub fn on_debugger_event(tab_id: i64, method: &str, params: Value) {
 pub fn on_tab_created(tab: JsValue) {
     let (Some(tab_id), Some(opener)) = (number(&tab, "id"), number(&tab, "openerTabId")) else { return };
     let (tab_id, opener) = (tab_id as i64, opener as i64);
-    if !ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|r| r.tabs.contains(&opener))) {
+    if !is_recorded(opener) {
         return;
     }
     let url = js_sys::Reflect::get(&tab, &"pendingUrl".into()).ok().and_then(|u| u.as_string());
@@ -328,13 +410,90 @@ pub fn on_tab_created(tab: JsValue) {
         // creates the tab), so load it once more under the recorder.
         let attached = attach(tab_id).await;
         let reloaded = match attached {
-            Ok(()) => command(tab_id, "Page.reload", json!({})).await.map(|_| ()),
+            Ok(()) => command(&Target::tab(tab_id), "Page.reload", json!({})).await.map(|_| ()),
             Err(error) => Err(error),
         };
         if let Err(error) = reloaded {
             crate::log(&format!("cannot record tab {tab_id}: {error}"));
         }
     });
+}
+
+/// The person switched to a tab (`chrome.tabs.onActivated`).
+pub fn on_tab_activated(tab_id: i64) {
+    if is_recorded(tab_id) {
+        let switched = TabEvent { op: TabOp::Activated, opener_tab_id: None, url: None };
+        send_events(vec![event(tab_id, EventKind::Tab(switched))]);
+    }
+}
+
+/// A tab was closed (`chrome.tabs.onRemoved`); its debugger session ended with it.
+pub fn on_tab_removed(tab_id: i64) {
+    if !is_recorded(tab_id) {
+        return;
+    }
+    let leftovers = ACTIVE.with(|a| {
+        let mut active = a.borrow_mut();
+        let recording = active.as_mut()?;
+        recording.tabs.remove(&tab_id);
+        let targets: Vec<Target> = recording.translators.keys().filter(|t| t.tab_id == tab_id).cloned().collect();
+        let mut events = Vec::new();
+        for target in targets {
+            events.extend(recording.translators.remove(&target).map(|mut t| t.flush(Some(tab_id))).unwrap_or_default());
+        }
+        Some(events)
+    });
+    let mut events = leftovers.unwrap_or_default();
+    events.push(event(tab_id, EventKind::Tab(TabEvent { op: TabOp::Removed, opener_tab_id: None, url: None })));
+    send_events(events);
+}
+
+/// The debugger let go of a tab (`chrome.debugger.onDetach`): the person dismissed Chrome's "is debugging
+/// this browser" bar, or the tab crashed. The tab is no longer recorded, and the log says so.
+pub fn on_debugger_detached(tab_id: i64, reason: &str) {
+    if is_recorded(tab_id) {
+        crate::log(&format!("tab {tab_id} is no longer recorded: the debugger was detached ({reason})"));
+        ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.tabs.remove(&tab_id)));
+    }
+}
+
+/// A navigation committed in a tab (`chrome.webNavigation.onCommitted`), with how it came about.
+pub fn on_navigation_committed(details: Value) {
+    let Some(tab_id) = details["tabId"].as_i64().filter(|&tab| is_recorded(tab)) else { return };
+    let Some(url) = details["url"].as_str() else { return };
+    let main_frame = details["frameId"].as_i64() == Some(0);
+    let qualifiers: Vec<&str> =
+        details["transitionQualifiers"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let cause = navigation_cause(details["transitionType"].as_str().unwrap_or_default(), &qualifiers);
+    if main_frame {
+        ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.progress.steps += 1));
+    }
+    let mut navigation = event(tab_id, EventKind::Navigation(Navigation { url: url.to_owned(), cause, main_frame }));
+    navigation.ts = details["timeStamp"].as_f64().unwrap_or(navigation.ts);
+    send_events(vec![navigation]);
+}
+
+/// How a navigation came about, from Chrome's transition type and qualifiers. What the person did wins
+/// over a server redirect on the way (a form posted, then redirected, is a form submission); a page that
+/// sends itself elsewhere (a client redirect) is a redirect.
+pub fn navigation_cause(transition_type: &str, qualifiers: &[&str]) -> NavigationCause {
+    if qualifiers.contains(&"forward_back") {
+        NavigationCause::BackForward
+    } else if qualifiers.contains(&"client_redirect") {
+        NavigationCause::Redirect
+    } else {
+        match transition_type {
+            "link" => NavigationCause::Link,
+            "typed" | "generated" | "keyword" | "keyword_generated" | "auto_bookmark" => NavigationCause::Typed,
+            "reload" => NavigationCause::Reload,
+            "form_submit" => NavigationCause::FormSubmit,
+            _ => NavigationCause::Other,
+        }
+    }
+}
+
+fn is_recorded(tab_id: i64) -> bool {
+    ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|r| r.tabs.contains(&tab_id)))
 }
 
 /// A reply of the host that concerns a task: acknowledgements release what the outbox kept, and after a
@@ -382,43 +541,65 @@ fn with_outbox_of(task_id: &TaskId, update: impl Fn(&mut Outbox)) {
     }
 }
 
+/// Attaches to a tab and sets it up for recording.
 async fn attach(tab_id: i64) -> Result<(), String> {
-    let target = to_js(&json!({"tabId": tab_id}));
-    JsFuture::from(chrome::debugger_attach(&target, "1.3")).await.map_err(describe)?;
+    debugger::attach(tab_id).await?;
     ACTIVE.with(|a| {
         if let Some(recording) = a.borrow_mut().as_mut() {
             recording.tabs.insert(tab_id);
         }
     });
-    // Every resource must really be fetched to be captured: no cache while recording. Responses pause at
-    // their headers so that their body is taken before anything (a navigation) can evict it.
-    for (method, params) in [
-        ("Network.enable", json!({"maxPostDataSize": 1 << 20})),
-        ("Network.setCacheDisabled", json!({"cacheDisabled": true})),
-        ("Page.enable", json!({})),
-        ("Runtime.enable", json!({})),
-        ("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})),
-    ] {
-        command(tab_id, method, params).await?;
-    }
-    Ok(())
+    set_up_target(&Target::tab(tab_id), "page").await
 }
 
-async fn command(tab_id: i64, method: &str, params: Value) -> Result<Value, String> {
-    let target = to_js(&json!({"tabId": tab_id}));
-    let result =
-        JsFuture::from(chrome::debugger_send_command(&target, method, &to_js(&params))).await.map_err(describe)?;
-    Ok(from_js(&result))
+/// Turns on what the recorder listens to in a target: a tab (`page`), an iframe in another process
+/// (`iframe`), or a worker. Children are attached paused until this is done, so that no request escapes.
+async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
+    let is_document = matches!(kind, "page" | "iframe");
+    // Every resource must really be fetched to be captured: no cache while recording. Responses pause at
+    // their headers so that their body is taken before anything (a navigation) can evict it.
+    let mut commands = vec![
+        ("Network.enable", json!({"maxPostDataSize": 1 << 20})),
+        ("Network.setCacheDisabled", json!({"cacheDisabled": true})),
+        ("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})),
+    ];
+    if is_document {
+        commands.extend([
+            ("Page.enable", json!({})),
+            ("Runtime.addBinding", json!({"name": actions::BINDING, "executionContextName": actions::WORLD})),
+            ("Runtime.enable", json!({})),
+            (
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({"source": actions::CAPTURE_SCRIPT, "worldName": actions::WORLD, "runImmediately": true}),
+            ),
+        ]);
+    }
+    commands
+        .push(("Target.setAutoAttach", json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true})));
+    let mut outcome = Ok(());
+    for (method, params) in commands {
+        if let Err(error) = command(target, method, params).await {
+            // A worker may lack a domain (Fetch, or auto-attach): record what it offers rather than nothing.
+            if target.is_tab() {
+                outcome = Err(format!("{method}: {error}"));
+                break;
+            }
+            crate::log(&format!("{method} in a {kind}: {error}"));
+        }
+    }
+    if !target.is_tab() {
+        let _ = command(target, "Runtime.runIfWaitingForDebugger", json!({})).await;
+    }
+    outcome
 }
 
 /// Switches on streaming of a response's body. Where Chrome refuses (some resource types, or the body
 /// is already complete), the body is fetched whole when loading finishes.
-async fn start_body_stream(tab_id: i64, request_id: String) {
-    let key = (tab_id, request_id.clone());
+async fn start_body_stream(key: ExchangeKey) {
     let registered = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
-        let body_id = recording.new_body_id(tab_id);
+        let body_id = recording.new_body_id(key.0.tab_id);
         let stream = BodyStream { body_id, next_index: 0, started: false, early: Vec::new(), finished: false };
         recording.streams.insert(key.clone(), stream);
         Some(())
@@ -426,7 +607,7 @@ async fn start_body_stream(tab_id: i64, request_id: String) {
     if registered.is_none() {
         return;
     }
-    match command(tab_id, "Network.streamResourceContent", json!({"requestId": request_id})).await {
+    match command(&key.0, "Network.streamResourceContent", json!({"requestId": key.1})).await {
         Ok(result) => {
             let buffered = result["bufferedData"].as_str().unwrap_or_default().to_owned();
             let (early, finished) = ACTIVE.with(|a| {
@@ -448,7 +629,7 @@ async fn start_body_stream(tab_id: i64, request_id: String) {
             let finished = ACTIVE
                 .with(|a| a.borrow_mut().as_mut().and_then(|r| r.streams.remove(&key)).is_some_and(|s| s.finished));
             if finished {
-                send_body(tab_id, request_id).await;
+                send_body(key).await;
             }
         }
     }
@@ -456,33 +637,31 @@ async fn start_body_stream(tab_id: i64, request_id: String) {
 
 /// Data of a streamed body (`Network.dataReceived` carries it once streaming is on), base64 as Chrome
 /// sends it: forwarded as it is, never decoded or held whole.
-fn stream_data(tab_id: i64, request_id: &str, data: String) {
-    let key = (tab_id, request_id.to_owned());
+fn stream_data(key: &ExchangeKey, data: String) {
     let started = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
-        let stream = active.as_mut().and_then(|r| r.streams.get_mut(&key))?;
+        let stream = active.as_mut().and_then(|r| r.streams.get_mut(key))?;
         if !stream.started {
             stream.early.push(data.clone());
         }
         Some(stream.started)
     });
     if started == Some(true) {
-        send_chunk(&key, data, false);
+        send_chunk(key, data, false);
     }
 }
 
 /// Ends a streamed body; false if the body was not being streamed (it is then fetched whole).
-fn finish_body_stream(tab_id: i64, request_id: &str) -> bool {
-    let key = (tab_id, request_id.to_owned());
+fn finish_body_stream(key: &ExchangeKey) -> bool {
     let started = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
-        let stream = active.as_mut().and_then(|r| r.streams.get_mut(&key))?;
+        let stream = active.as_mut().and_then(|r| r.streams.get_mut(key))?;
         stream.finished = true;
         Some(stream.started)
     });
     match started {
         Some(true) => {
-            send_chunk(&key, String::new(), true);
+            send_chunk(key, String::new(), true);
             true
         }
         Some(false) => true, // the stream's start sends the end, or fetches the body whole
@@ -490,7 +669,7 @@ fn finish_body_stream(tab_id: i64, request_id: &str) -> bool {
     }
 }
 
-fn send_chunk(key: &(i64, String), data: String, last: bool) {
+fn send_chunk(key: &ExchangeKey, data: String, last: bool) {
     let chunk = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
@@ -521,7 +700,7 @@ const TAKE_WHOLE_LIMIT: u64 = 16 << 20;
 
 /// A response paused at its headers (`Fetch.requestPaused`): takes its body unless it is a redirect, has
 /// none, or is too large (then it is streamed), and lets it go on. Always lets it go on.
-async fn take_paused_body(tab_id: i64, params: Value) {
+async fn take_paused_body(target: Target, params: Value) {
     let fetch_id = params["requestId"].as_str().unwrap_or_default().to_owned();
     let network_id = params["networkId"].as_str().map(str::to_owned);
     let status = params["responseStatusCode"].as_u64().unwrap_or(0);
@@ -533,16 +712,16 @@ async fn take_paused_body(tab_id: i64, params: Value) {
         && !(300..400).contains(&status)
         && !matches!(status, 0 | 204 | 304)
     {
-        let key = (tab_id, network_id);
+        let key = (target.clone(), network_id);
         if length.is_some_and(|n| n > TAKE_WHOLE_LIMIT) {
             ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.large.insert(key)));
-        } else if let Ok(body) = command(tab_id, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await {
+        } else if let Ok(body) = command(&target, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await {
             let bytes = body_bytes(&body);
             ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.captured.insert(key, bytes)));
         }
     }
-    if command(tab_id, "Fetch.continueResponse", json!({"requestId": fetch_id})).await.is_err() {
-        let _ = command(tab_id, "Fetch.continueRequest", json!({"requestId": fetch_id})).await;
+    if command(&target, "Fetch.continueResponse", json!({"requestId": fetch_id})).await.is_err() {
+        let _ = command(&target, "Fetch.continueRequest", json!({"requestId": fetch_id})).await;
     }
 }
 
@@ -556,21 +735,21 @@ fn body_bytes(body: &Value) -> Vec<u8> {
 }
 
 /// Fetches a finished response's body whole and sends it in chunks (when it could not be streamed).
-async fn send_body(tab_id: i64, request_id: String) {
+async fn send_body(key: ExchangeKey) {
     // Fails for responses without a body (a redirect, a 204) and for resources Chrome already evicted.
-    if let Ok(body) = command(tab_id, "Network.getResponseBody", json!({"requestId": request_id})).await {
-        send_whole_body(tab_id, &request_id, &body_bytes(&body));
+    if let Ok(body) = command(&key.0, "Network.getResponseBody", json!({"requestId": key.1})).await {
+        send_whole_body(&key, &body_bytes(&body));
     }
 }
 
 /// Sends a body held whole, in chunks of the suggested size.
-fn send_whole_body(tab_id: i64, request_id: &str, bytes: &[u8]) {
+fn send_whole_body(key: &ExchangeKey, bytes: &[u8]) {
     let Some(task_id) = active_task_id() else { return };
     let body_id = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
         recording.progress.bytes += bytes.len() as u64;
-        Some(recording.new_body_id(tab_id))
+        Some(recording.new_body_id(key.0.tab_id))
     });
     let Some(body_id) = body_id else { return };
     let chunks: Vec<&[u8]> = if bytes.is_empty() { vec![&[]] } else { bytes.chunks(SUGGESTED_CHUNK_BYTES).collect() };
@@ -579,7 +758,7 @@ fn send_whole_body(tab_id: i64, request_id: &str, bytes: &[u8]) {
         send(ClientBody::BodyChunk {
             task_id: task_id.clone(),
             body_id: body_id.clone(),
-            request_id: request_id.to_owned(),
+            request_id: key.1.clone(),
             part: BodyPart::Response,
             index: index as u64,
             data: base64::engine::general_purpose::STANDARD.encode(chunk),
@@ -588,107 +767,11 @@ fn send_whole_body(tab_id: i64, request_id: &str, bytes: &[u8]) {
     }
 }
 
-async fn page_loaded(tab_id: i64) {
-    let page = command(
-        tab_id,
-        "Runtime.evaluate",
-        json!({"expression": "({url: location.href, title: document.title})", "returnByValue": true}),
-    )
-    .await
-    .map(|result| result["result"]["value"].clone())
-    .unwrap_or_default();
-    let url = page["url"].as_str().unwrap_or_default().to_owned();
-    let title = page["title"].as_str().unwrap_or_default().to_owned();
-    send_events(vec![event(
-        tab_id,
-        EventKind::PageLoad(PageLoad { url: url.clone(), title, dom_content_loaded_ms: None, load_ms: None }),
-    )]);
-    if let Ok(shot) = command(tab_id, "Page.captureScreenshot", json!({"format": "png"})).await
-        && let Some(task_id) = active_task_id()
-    {
-        send(ClientBody::Screenshot {
-            task_id,
-            ts: js_sys::Date::now(),
-            tab_id: Some(tab_id),
-            format: ImageFormat::Png,
-            reason: "load".to_owned(),
-            data: shot["data"].as_str().unwrap_or_default().to_owned(),
-        });
-    }
-    dom_snapshot(tab_id, &url, "load").await;
-}
-
-/// The document as HTML, shadow roots included, with the accessibility tree.
-async fn dom_snapshot(tab_id: i64, url: &str, reason: &str) {
-    let Ok(document) = command(tab_id, "DOM.getDocument", json!({"depth": 0})).await else { return };
-    let root = document["root"]["nodeId"].clone();
-    let Ok(html) = command(tab_id, "DOM.getOuterHTML", json!({"nodeId": root, "includeShadowDOM": true})).await else {
-        return;
-    };
-    let accessibility =
-        command(tab_id, "Accessibility.getFullAXTree", json!({})).await.ok().map(|tree| tree["nodes"].clone());
-    let Some(task_id) = active_task_id() else { return };
-    send(ClientBody::DomSnapshot {
-        task_id,
-        ts: js_sys::Date::now(),
-        tab_id: Some(tab_id),
-        frame_id: None,
-        url: url.to_owned(),
-        reason: reason.to_owned(),
-        html: html["outerHTML"].as_str().unwrap_or_default().to_owned(),
-        accessibility,
-    });
-}
-
-/// Cookies of every site the tab can see, and its origin's web storage.
-async fn storage_snapshot(tab_id: i64, phase: StoragePhase) {
-    let cookies = command(tab_id, "Network.getAllCookies", json!({})).await.unwrap_or_default();
-    let cookies = cookies["cookies"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| {
-            Some(trace_manifest::event::Cookie {
-                name: c["name"].as_str()?.to_owned(),
-                value: c["value"].as_str()?.to_owned(),
-                domain: c["domain"].as_str()?.to_owned(),
-                path: c["path"].as_str().unwrap_or("/").to_owned(),
-                expires: c["expires"].as_f64().filter(|e| *e > 0.0),
-                http_only: c["httpOnly"].as_bool().unwrap_or(false),
-                secure: c["secure"].as_bool().unwrap_or(false),
-                same_site: c["sameSite"].as_str().map(str::to_owned),
-            })
-        })
-        .collect();
-    let expression = "(() => { try { const dump = (s) => Object.fromEntries(Object.keys(s).map((k) => [k, s.getItem(k)])); \
-        return {origin: location.origin, local: dump(localStorage), session: dump(sessionStorage)}; } catch (e) { return null; } })()";
-    let web = command(tab_id, "Runtime.evaluate", json!({"expression": expression, "returnByValue": true}))
-        .await
-        .map(|r| r["result"]["value"].clone())
-        .unwrap_or_default();
-    let mut snapshot =
-        StorageSnapshot { phase, cookies, local_storage: Default::default(), session_storage: Default::default() };
-    if let Some(origin) = web["origin"].as_str().filter(|o| o.starts_with("http")) {
-        let entries = |value: &Value| {
-            value
-                .as_object()
-                .map(|map| map.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
-        };
-        if let Some(local) = entries(&web["local"]) {
-            snapshot.local_storage.insert(origin.to_owned(), local);
-        }
-        if let Some(session) = entries(&web["session"]) {
-            snapshot.session_storage.insert(origin.to_owned(), session);
-        }
-    }
-    send_events(vec![event(tab_id, EventKind::Storage(snapshot))]);
-}
-
-fn event(tab_id: i64, kind: EventKind) -> Event {
+pub(crate) fn event(tab_id: i64, kind: EventKind) -> Event {
     Event { ts: js_sys::Date::now(), tab_id: Some(tab_id), frame_id: None, kind }
 }
 
-fn send_events(events: Vec<Event>) {
+pub(crate) fn send_events(events: Vec<Event>) {
     if events.is_empty() {
         return;
     }
@@ -704,7 +787,7 @@ fn send_events(events: Vec<Event>) {
 }
 
 /// Queues a message in the active task's outbox and sends it if the host is there.
-fn send(body: ClientBody) {
+pub(crate) fn send(body: ClientBody) {
     let frame = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
@@ -757,9 +840,24 @@ fn number(value: &JsValue, key: &str) -> Option<f64> {
     js_sys::Reflect::get(value, &key.into()).ok()?.as_f64()
 }
 
-fn describe(error: JsValue) -> String {
-    js_sys::Reflect::get(&error, &"message".into())
-        .ok()
-        .and_then(|m| m.as_string())
-        .unwrap_or_else(|| format!("{error:?}"))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn navigations_are_told_apart_by_how_chrome_says_they_came_about() {
+        let cases = [
+            ("typed", &[][..], NavigationCause::Typed),
+            ("link", &["forward_back"][..], NavigationCause::BackForward),
+            ("link", &["client_redirect"][..], NavigationCause::Redirect),
+            ("form_submit", &["server_redirect"][..], NavigationCause::FormSubmit),
+            ("link", &[][..], NavigationCause::Link),
+            ("form_submit", &[][..], NavigationCause::FormSubmit),
+            ("reload", &[][..], NavigationCause::Reload),
+            ("auto_subframe", &[][..], NavigationCause::Other),
+        ];
+        for (transition, qualifiers, cause) in cases {
+            assert_eq!(navigation_cause(transition, qualifiers), cause, "{transition} {qualifiers:?}");
+        }
+    }
 }

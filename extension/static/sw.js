@@ -17,6 +17,22 @@ chrome.debugger.onEvent.addListener((source, method, params) => {
   ready.then((rust) => rust.on_debugger_event(source, method, params ?? {}));
 });
 
+chrome.debugger.onDetach.addListener((source, reason) => {
+  ready.then((rust) => rust.on_debugger_detached(source, reason));
+});
+
 chrome.tabs.onCreated.addListener((tab) => {
   ready.then((rust) => rust.on_tab_created(tab));
+});
+
+chrome.tabs.onActivated.addListener(({ tabId }) => {
+  ready.then((rust) => rust.on_tab_activated(tabId));
+});
+
+chrome.tabs.onRemoved.addListener((tabId) => {
+  ready.then((rust) => rust.on_tab_removed(tabId));
+});
+
+chrome.webNavigation.onCommitted.addListener((details) => {
+  ready.then((rust) => rust.on_navigation_committed(details));
 });

@@ -9,6 +9,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use chromiumoxide::cdp::browser_protocol::input::{DispatchMouseEventParams, DispatchMouseEventType};
+use chromiumoxide::layout::Point;
+use chromiumoxide::types::ClickOptions;
 use chromiumoxide::{Browser, BrowserConfig, Page};
 use futures::StreamExt;
 
@@ -178,6 +181,44 @@ pub async fn visit(page: &Page, url: &str) -> Result<()> {
 /// already navigates away).
 pub async fn settle() {
     tokio::time::sleep(Duration::from_millis(400)).await;
+}
+
+/// Double-clicks an element as a person does: a click, then a second press counted as the second click.
+pub async fn double_click(page: &Page, selector: &str) -> Result<()> {
+    let element = page.find_element(selector).await.with_context(|| format!("no {selector} to double-click"))?;
+    let point = element.clickable_point().await?;
+    page.click(point).await?;
+    page.click_with(point, ClickOptions::builder().click_count(2).build()).await?;
+    Ok(())
+}
+
+/// Presses a key (`Enter`, `Escape`, ...) in a focused element.
+pub async fn press_key(page: &Page, selector: &str, key: &str) -> Result<()> {
+    page.find_element(selector).await?.press_key(key).await?;
+    Ok(())
+}
+
+/// Turns the mouse wheel over the middle of the viewport, as a person scrolling down a page does.
+pub async fn scroll_by(page: &Page, delta_y: f64) -> Result<()> {
+    let wheel = DispatchMouseEventParams::builder()
+        .r#type(DispatchMouseEventType::MouseWheel)
+        .x(200.0)
+        .y(200.0)
+        .delta_x(0.0)
+        .delta_y(delta_y)
+        .build()
+        .map_err(anyhow::Error::msg)?;
+    page.execute(wheel).await?;
+    Ok(())
+}
+
+/// Clicks at a point inside an iframe, given in the frame's own coordinates: real input events go to the
+/// page, and the browser routes them into the frame, whichever process runs it.
+pub async fn click_in_frame(page: &Page, frame_selector: &str, x: f64, y: f64) -> Result<()> {
+    let frame = page.find_element(frame_selector).await.with_context(|| format!("no {frame_selector}"))?;
+    let frame_box = frame.bounding_box().await?;
+    page.click(Point { x: frame_box.x + x, y: frame_box.y + y }).await?;
+    Ok(())
 }
 
 /// Types into a field with real key events.

@@ -1,8 +1,10 @@
 //! The demonstration the README's main command records and the end-to-end test checks: in Debian's
 //! Chromium with the built extension and the real `trace-host`, a person (scripted, with real input events
 //! and a person's pace) starts a task from the popup, logs in to the demo shop through its CSRF-protected
-//! form, puts a mug in the cart, follows a redirect, opens a page with an iframe, opens the help page in a
-//! new tab, and stops the task from the popup. The host leaves a finished bundle.
+//! form, chooses shipping and gift wrap and puts a mug in the cart, searches with the Enter key and
+//! scrolls the results, follows a redirect, clicks in two iframes (one from another site), types and
+//! clicks on the strict-CSP page, opens the help page in a new tab, and stops the task from the popup.
+//! The host leaves a finished bundle.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -10,7 +12,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use chromiumoxide::Page;
 
-use crate::browser::{Build, RecordingBrowser, click, click_and_wait, settle, type_into, visit, wait_for_text};
+use crate::browser::{
+    Build, RecordingBrowser, click, click_and_wait, click_in_frame, double_click, press_key, scroll_by, settle,
+    type_into, visit, wait_for_text,
+};
 use crate::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, ServedRequest};
 
 pub const DESCRIPTION: &str = "Log in and put a blue mug in the cart";
@@ -42,10 +47,41 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
     type_into(&shop, "#password", DEMO_PASSWORD).await?;
     click_and_wait(&shop, "#login-submit").await?;
     wait_for_url(&shop, "/account").await?;
+    double_click(&shop, "#signed-in-as").await?;
+    shop.find_element("#shipping").await?.focus().await?.type_str("E").await?; // "Express", by its first letter
+    click(&shop, "#gift-wrap").await?;
+    settle().await;
     click_and_wait(&shop, "#add-to-cart").await?;
     wait_for_url(&shop, "/cart").await?;
+
+    visit(&shop, &site.url("/")).await?;
+    scroll_by(&shop, 300.0).await?;
+    tokio::time::sleep(Duration::from_millis(1200)).await; // a scroll is reported once it has come to rest
+    type_into(&shop, "#search-input", "mug").await?;
+    press_key(&shop, "#search-input", "Enter").await?;
+    wait_for_url(&shop, "/search?q=mug").await?;
+    settle().await;
     visit(&shop, &site.url("/deals")).await?;
+
     visit(&shop, &site.url("/embed")).await?;
+    // Both frames show the same widget; the same-site one says where its button is.
+    let button: (f64, f64) = shop
+        .evaluate(
+            "(() => { const r = document.querySelector('#widget').contentDocument\
+             .getElementById('widget-button').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()",
+        )
+        .await?
+        .into_value()?;
+    click_in_frame(&shop, "#widget", button.0, button.1).await?;
+    click_in_frame(&shop, "#partner-widget", button.0, button.1).await?;
+    settle().await;
+
+    visit(&shop, &site.url("/strict")).await?;
+    type_into(&shop, "#strict-input", "copied under a strict policy").await?;
+    click(&shop, "#strict-button").await?;
+    press_key(&shop, "#strict-input", "Escape").await?;
+    settle().await;
+
     visit(&shop, &site.url("/")).await?;
     click(&shop, "#help-link").await?;
     tokio::time::sleep(Duration::from_millis(1500)).await; // the new tab opens and loads

@@ -44,11 +44,15 @@ async fn a_demonstration_on_the_demo_site_becomes_a_complete_bundle() {
     let demo::Demonstration { bundle, served_before_stop } = demo::record(&build, &site, &data_dir).await.unwrap();
     let har: serde_json::Value = serde_json::from_slice(&std::fs::read(bundle.join("recording.har")).unwrap()).unwrap();
     let entries = har["log"]["entries"].as_array().unwrap();
+    // The partner widget is the same site under another name, so the browser puts it in another process.
+    let partner_origin = format!("http://localhost:{}/", site.port());
     let recorded: BTreeSet<String> = entries
         .iter()
         .filter_map(|e| e["request"]["url"].as_str())
-        .filter_map(|url| url.strip_prefix(&site.url("")).map(|p| format!("/{p}")))
+        .filter_map(|url| url.strip_prefix(&site.url("")).or_else(|| url.strip_prefix(&partner_origin)))
+        .map(|path| format!("/{path}"))
         .collect();
+    assert!(recorded.contains("/widget?partner=1"), "the cross-site iframe was not recorded");
     for served in served_before_stop {
         assert!(
             recorded.contains(&served.path_and_query),
@@ -98,6 +102,108 @@ async fn a_demonstration_on_the_demo_site_becomes_a_complete_bundle() {
         "the shop's console line"
     );
     assert!(events.contains(r#""type":"tab","op":"created""#), "the help tab was followed");
+    let events: Vec<serde_json::Value> = events.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_actions_in_order_with_descriptors(&events, &site.url("/strict"));
+    let frame_snapshots = events.iter().filter(|e| e["type"] == "dom_snapshot" && e["frame_id"].is_string()).count();
+    assert!(frame_snapshots >= 2, "both iframes' documents are snapshot, found {frame_snapshots}");
+    let causes: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "navigation" && e["main_frame"] == true)
+        .filter_map(|e| Some((e["url"].as_str()?, e["cause"].as_str()?)))
+        .collect();
+    for (url, cause) in [
+        (site.url("/login"), "typed"),
+        (site.url("/account"), "form_submit"),
+        (site.url("/search?q=mug"), "form_submit"),
+    ] {
+        assert!(causes.contains(&(url.as_str(), cause)), "{url} reached by {cause}, in {causes:#?}");
+    }
     let validate = std::process::Command::new(&build.trace_host).arg("validate").arg(&bundle).output().unwrap();
     assert!(validate.status.success(), "{}", String::from_utf8_lossy(&validate.stdout));
+}
+
+/// The person's actions are all there, in order, each describing its element well enough to find it again;
+/// the password, and nothing else, is flagged as a credential.
+fn assert_actions_in_order_with_descriptors(events: &[serde_json::Value], strict_url: &str) {
+    use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER};
+    type Check = Box<dyn Fn(&serde_json::Value) -> bool>;
+    let on = |action: &'static str, selector: &'static str| -> Check {
+        Box::new(move |a: &serde_json::Value| a["action"] == action && a["target"]["selector"] == selector)
+    };
+    let valued = |action: &'static str, selector: &'static str, value: &'static str| -> Check {
+        Box::new(move |a: &serde_json::Value| {
+            a["action"] == action && a["target"]["selector"] == selector && a["value"] == value
+        })
+    };
+    let strict_url = strict_url.to_owned();
+    let expected: Vec<(&str, Check)> = vec![
+        ("typing the user name, coalesced", valued("input", "#username", DEMO_USER)),
+        ("typing the password, coalesced", valued("input", "#password", DEMO_PASSWORD)),
+        ("the sign-in click", on("click", "#login-submit")),
+        ("the form submission", on("submit", "#login-form")),
+        ("the double click", on("double_click", "#signed-in-as")),
+        ("the shipping choice", valued("change", "#shipping", "Express (next day)")),
+        ("the gift wrap click", on("click", "#gift-wrap")),
+        ("the gift wrap ticked", valued("change", "#gift-wrap", "true")),
+        ("the add-to-cart click", on("click", "#add-to-cart")),
+        ("the scroll down", Box::new(|a| a["action"] == "scroll" && a["delta_y"].as_f64().is_some_and(|y| y > 0.0))),
+        ("the search typed", valued("input", "#search-input", "mug")),
+        ("Enter in the search field", Box::new(|a| a["action"] == "key_press" && a["key"] == "Enter")),
+        ("the search submitted", on("submit", "#search-form")),
+        (
+            "the click in the same-site iframe",
+            Box::new(|a| {
+                a["action"] == "click"
+                    && a["target"]["selector"] == "#widget-button"
+                    && a["target"]["frame_path"] == serde_json::json!(["#widget"])
+            }),
+        ),
+        (
+            "the click in the cross-site iframe",
+            Box::new(|a| {
+                a["action"] == "click"
+                    && a["target"]["selector"] == "#widget-button"
+                    && a["target"]["frame_path"][0].as_str().is_some_and(|f| f.contains("localhost"))
+            }),
+        ),
+        (
+            "typing on the strict-CSP page",
+            Box::new(move |a| {
+                a["action"] == "input" && a["target"]["selector"] == "#strict-input" && a["url"] == strict_url.as_str()
+            }),
+        ),
+        ("the click on the strict-CSP page", on("click", "#strict-button")),
+        ("Escape", Box::new(|a| a["action"] == "key_press" && a["key"] == "Escape")),
+        ("the help link", on("click", "#help-link")),
+    ];
+    let actions: Vec<&serde_json::Value> = events.iter().filter(|e| e["type"] == "action").collect();
+    let summary: Vec<String> =
+        actions.iter().map(|a| format!("{} {} {}", a["action"], a["target"]["selector"], a["value"])).collect();
+    let mut next = 0;
+    for (what, check) in &expected {
+        match actions[next..].iter().position(|a| check(a)) {
+            Some(found) => next += found + 1,
+            None => panic!("{what} is missing or out of order; the actions were {summary:#?}"),
+        }
+    }
+    assert!(
+        !actions.iter().any(|a| a["action"] == "click" && a["target"]["selector"] == "#search-submit"),
+        "Enter submitted the search; the browser's own click on the button is not the person's: {summary:#?}"
+    );
+    for action in &actions {
+        let target = &action["target"];
+        if target.is_object() {
+            assert!(target["xpath"].as_str().is_some_and(|x| x.starts_with("/html[1]/")), "{action}");
+            assert!(target["tag"].is_string() && target["bbox"]["width"].is_number(), "{action}");
+        }
+        assert!(action["frame_id"].is_string() || action["target"]["frame_path"].is_null(), "{action}");
+    }
+    let credentials: Vec<&serde_json::Value> = actions.iter().copied().filter(|a| a["credential"] == true).collect();
+    assert!(
+        !credentials.is_empty() && credentials.iter().all(|a| a["target"]["selector"] == "#password"),
+        "only the password is a credential: {credentials:#?}"
+    );
+    let buttons_named =
+        actions.iter().any(|a| a["target"]["accessible_name"] == "Sign in" && a["target"]["role"] == "button");
+    assert!(buttons_named, "the sign-in button is described by its role and accessible name");
 }

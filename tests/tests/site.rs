@@ -475,6 +475,8 @@ fn clock_widget_and_help_pages_exist() {
 
     let embed = get(&site, "/embed").text();
     assert!(embed.contains(r#"<iframe id="widget" src="/widget""#));
+    let partner = format!(r#"<iframe id="partner-widget" src="http://localhost:{}/widget?partner=1""#, site.port());
+    assert!(embed.contains(&partner), "{embed}");
     let widget = get(&site, "/widget").text();
     assert!(widget.contains("<title>Widget</title>") && widget.contains(r#"id="widget-button""#));
     let widget_js = get(&site, "/static/widget.js").text();

@@ -169,6 +169,9 @@ pub(super) async fn account(State(state): State<SiteState>, headers: HeaderMap) 
 <input type="hidden" name="product" value="blue-mug">
 <p><label for="qty">Quantity</label>
 <input id="qty" name="qty" type="number" min="1" max="{MAX_QUANTITY}" value="1"></p>
+<p><label for="shipping">Shipping</label>
+<select id="shipping" name="shipping"><option value="standard">Standard</option><option value="express">Express (next day)</option></select></p>
+<p><input id="gift-wrap" name="gift_wrap" type="checkbox" value="yes"> <label for="gift-wrap">Gift wrap</label></p>
 <p><button id="add-to-cart" type="submit">Add a Blue Mug to the cart</button></p>
 </form>
 <p><a id="view-cart" href="/cart">View the cart</a></p>"#,

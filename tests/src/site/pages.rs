@@ -2,12 +2,12 @@
 //! clock, the deals redirect and the 404 page.
 
 use axum::Json;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::catalog::{self, PRODUCTS};
-use super::html::{SHOP_NAME, respond};
+use super::html::{SHOP_NAME, escape, respond};
 
 /// The policy of `/strict`: only this origin, no inline script or style, no eval, no WebAssembly compiling.
 pub const STRICT_CSP: &str = "default-src 'self'; script-src 'self'; object-src 'none'";
@@ -53,11 +53,24 @@ pub(super) async fn deals() -> Response {
     (StatusCode::FOUND, [(header::LOCATION, "/search?q=mug")]).into_response()
 }
 
-/// `GET /embed`: a page that frames `/widget`.
-pub(super) async fn embed() -> Response {
-    let body = "<h1>The widget</h1>\n<p>The widget below is a page of its own in an iframe.</p>\n\
-                <iframe id=\"widget\" src=\"/widget\" title=\"Widget\" width=\"360\" height=\"160\"></iframe>";
-    respond(StatusCode::OK, Some("Widget"), &[], body)
+/// `GET /embed`: a page that frames `/widget` twice: from this site, and as a partner's widget from
+/// `localhost`, another site to the browser, which runs such a frame in a process of its own.
+pub(super) async fn embed(headers: HeaderMap) -> Response {
+    let port = headers
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .and_then(|host| host.rsplit_once(':'))
+        .map_or("80", |(_, port)| port)
+        .to_owned();
+    let body = format!(
+        "<h1>The widget</h1>\n<p>The widget below is a page of its own in an iframe.</p>\n\
+         <iframe id=\"widget\" src=\"/widget\" title=\"Widget\" width=\"360\" height=\"160\"></iframe>\n\
+         <p>And a partner's widget, from another site:</p>\n\
+         <iframe id=\"partner-widget\" src=\"http://localhost:{port}/widget?partner=1\" title=\"Partner widget\" \
+         width=\"360\" height=\"160\"></iframe>",
+        port = escape(&port)
+    );
+    respond(StatusCode::OK, Some("Widget"), &[], &body)
 }
 
 /// `GET /widget`: the framed page. Its button shows "clicked" and fetches `/api/ping` from inside the frame.

@@ -1,0 +1,330 @@
+// The in-page half of the TRACE recorder: it reports the person's actions, each with a description of the
+// element acted on, and a bounded count of DOM mutations.
+//
+// JavaScript and not Rust because it runs inside the recorded pages, and many pages send a
+// Content-Security-Policy under which WebAssembly cannot compile. The service worker injects it through the
+// DevTools protocol into an isolated world named "trace" (`Page.addScriptToEvaluateOnNewDocument`), where the
+// page's CSP does not apply and the page's own scripts can neither see nor alter it. It reports through the
+// DevTools binding `__traceEmit` (`Runtime.addBinding`). It decides as little as it can: coalescing of typing,
+// and every check of what it reports, happen in Rust (`extension/src/actions.rs`).
+(() => {
+  if (globalThis.__traceCaptureInstalled) return; // injected both into new documents and into the current one
+  globalThis.__traceCaptureInstalled = true;
+
+  const TEXT_LIMIT = 200;
+  const emit = (message) => {
+    // The binding appears once the service worker has added it; until then there is nobody to tell.
+    if (typeof globalThis.__traceEmit === "function") globalThis.__traceEmit(JSON.stringify(message));
+  };
+
+  // ---- Describing an element -------------------------------------------------------------------------
+
+  const clip = (text) => {
+    const clean = (text || "").replace(/\s+/g, " ").trim();
+    return clean ? clean.slice(0, TEXT_LIMIT) : undefined;
+  };
+
+  // Ids made by frameworks (`:r1:`, `ember123`, hex runs) change from load to load: no use in a selector.
+  const stableId = (id) => id && !/\d{3,}|[0-9a-f]{8,}|^:|:$/i.test(id);
+
+  const uniqueIn = (root, selector) => {
+    try {
+      return root.querySelectorAll(selector).length === 1;
+    } catch {
+      return false;
+    }
+  };
+
+  // The shortest selector, climbing from the element, that matches it alone within its document or shadow
+  // root; a shadow root's selector is prefixed by its host's and `>>>`.
+  const selectorOf = (element) => {
+    const root = element.getRootNode();
+    const steps = [];
+    for (let node = element; node && node.nodeType === Node.ELEMENT_NODE; node = node.parentElement) {
+      const tag = CSS.escape(node.localName);
+      const anchors = [];
+      if (stableId(node.id)) anchors.push(`#${CSS.escape(node.id)}`);
+      for (const attribute of ["data-testid", "data-test", "data-qa", "name", "aria-label"]) {
+        const value = node.getAttribute(attribute);
+        if (value) anchors.push(`${tag}[${attribute}="${CSS.escape(value)}"]`);
+      }
+      const anchor = anchors.find((candidate) => uniqueIn(root, [candidate, ...steps].join(" > ")));
+      if (anchor) {
+        steps.unshift(anchor);
+        break;
+      }
+      const siblings = node.parentElement ? [...node.parentElement.children].filter((c) => c.localName === node.localName) : [];
+      steps.unshift(siblings.length > 1 ? `${tag}:nth-of-type(${siblings.indexOf(node) + 1})` : tag);
+      if (uniqueIn(root, steps.join(" > "))) break;
+    }
+    const selector = steps.join(" > ");
+    return root instanceof ShadowRoot ? `${selectorOf(root.host)} >>> ${selector}` : selector;
+  };
+
+  const xpathOf = (element) => {
+    const steps = [];
+    for (let node = element; node && node.nodeType === Node.ELEMENT_NODE; node = node.parentElement) {
+      const name = node.localName;
+      let index = 1;
+      for (let sibling = node.previousElementSibling; sibling; sibling = sibling.previousElementSibling) {
+        if (sibling.localName === name) index += 1;
+      }
+      steps.unshift(`${name}[${index}]`);
+    }
+    return `/${steps.join("/")}`;
+  };
+
+  const INPUT_ROLES = {
+    checkbox: "checkbox", radio: "radio", range: "slider", search: "searchbox", number: "spinbutton",
+    button: "button", submit: "button", reset: "button", image: "button",
+  };
+  const TAG_ROLES = {
+    button: "button", textarea: "textbox", img: "img", form: "form", nav: "navigation", main: "main",
+    li: "listitem", ul: "list", ol: "list", option: "option", table: "table", dialog: "dialog",
+    h1: "heading", h2: "heading", h3: "heading", h4: "heading", h5: "heading", h6: "heading",
+  };
+  const roleOf = (element) => {
+    const explicit = element.getAttribute("role");
+    if (explicit) return explicit.split(/\s+/)[0];
+    const tag = element.localName;
+    if (tag === "a") return element.hasAttribute("href") ? "link" : undefined;
+    if (tag === "input") return INPUT_ROLES[element.type] || "textbox";
+    if (tag === "select") return element.multiple || element.size > 1 ? "listbox" : "combobox";
+    return TAG_ROLES[tag];
+  };
+
+  // The accessible name, following the main steps of the W3C algorithm: labelledby, label, labels, alt,
+  // the content of buttons and links, then title and placeholder.
+  const accessibleNameOf = (element) => {
+    const labelledBy = element.getAttribute("aria-labelledby");
+    if (labelledBy) {
+      const text = labelledBy.split(/\s+/).map((id) => element.ownerDocument.getElementById(id)?.textContent || "").join(" ");
+      if (clip(text)) return clip(text);
+    }
+    const candidates = [element.getAttribute("aria-label")];
+    if (element.labels) candidates.push([...element.labels].map((label) => label.textContent).join(" "));
+    if (element.localName === "img" || (element.localName === "input" && element.type === "image")) candidates.push(element.alt);
+    if (element.localName === "input" && ["submit", "button", "reset"].includes(element.type)) candidates.push(element.value);
+    if (["button", "link", "heading", "option", "tab", "menuitem"].includes(roleOf(element))) candidates.push(element.textContent);
+    candidates.push(element.getAttribute("title"), element.getAttribute("placeholder"));
+    return candidates.map(clip).find(Boolean);
+  };
+
+  const isField = (element) => ["input", "textarea", "select"].includes(element.localName) || element.isContentEditable;
+
+  // Only ever read where the value itself is the point: never as "visible text" of a field.
+  const visibleTextOf = (element) => (isField(element) ? undefined : clip(element.innerText ?? element.textContent));
+
+  // Frames are named by the selector of their <iframe> in the parent document. A cross-origin parent cannot
+  // be read from here: its <iframe> is then named by the frame's own origin.
+  const framePath = () => {
+    const path = [];
+    try {
+      for (let view = window; view !== view.top; view = view.parent) {
+        const frame = view.frameElement;
+        if (!frame) {
+          path.unshift(`iframe[src^="${CSS.escape(view.location.origin)}"]`);
+          break;
+        }
+        path.unshift(selectorOf(frame));
+      }
+    } catch {
+      // A cross-origin ancestor further up: what was found so far is the innermost part of the path.
+    }
+    return path;
+  };
+
+  const describe = (element) => {
+    const box = element.getBoundingClientRect();
+    return {
+      selector: selectorOf(element),
+      xpath: xpathOf(element),
+      tag: element.localName,
+      id: element.id || undefined,
+      name: element.getAttribute("name") || undefined,
+      input_type: element.localName === "input" ? element.type : undefined,
+      role: roleOf(element),
+      accessible_name: accessibleNameOf(element),
+      text: visibleTextOf(element),
+      bbox: { x: box.x, y: box.y, width: box.width, height: box.height },
+      frame_path: framePath(),
+    };
+  };
+
+  // Secrets: password fields, fields whose autocomplete hint names a secret, and fields named like one.
+  // Flagging too much costs a redacted value; flagging too little leaks a secret, so the names are broad.
+  const SECRET_AUTOCOMPLETE = /\b(current-password|new-password|one-time-code|cc-number|cc-csc|cc-exp(-month|-year)?)\b/;
+  const SECRET_NAME = /passw|passwd|passcode|pin\b|otp|one.?time|secret|token|api.?key|cvc|cvv|csc|ssn/i;
+  const isCredential = (element) =>
+    element.type === "password" ||
+    SECRET_AUTOCOMPLETE.test((element.getAttribute("autocomplete") || "").toLowerCase()) ||
+    SECRET_NAME.test(`${element.getAttribute("name") || ""} ${element.id || ""}`);
+
+  // ---- Reporting actions -----------------------------------------------------------------------------
+
+  const ACTIONABLE = "a, button, input, select, textarea, label, summary, option, [role], [onclick], [contenteditable]";
+  // The element the event happened on, looking into open shadow roots.
+  const targetOf = (event) => {
+    const target = event.composedPath()[0];
+    return target && target.nodeType === Node.ELEMENT_NODE ? target : null;
+  };
+  const modifiersOf = (event) =>
+    [["Alt", event.altKey], ["Control", event.ctrlKey], ["Meta", event.metaKey], ["Shift", event.shiftKey]]
+      .filter(([, pressed]) => pressed)
+      .map(([name]) => name);
+
+  let pendingScroll = null;
+  const report = (action, element, extra = {}) => {
+    if (action !== "scroll") flushScroll();
+    flushMutations();
+    emit({
+      type: "action",
+      ts: Date.now(),
+      action: {
+        action,
+        target: element ? describe(element) : undefined,
+        url: location.href,
+        credential: Boolean(extra.value !== undefined && element && isField(element) && isCredential(element)),
+        ...extra,
+      },
+    });
+  };
+
+  // Listeners sit on the window in the capture phase, so that the page cannot stop them by stopping the
+  // event; synthetic events (`isTrusted` false) come from the page's scripts, not from the person.
+  const listen = (type, handler) =>
+    window.addEventListener(type, (event) => {
+      if (!event.isTrusted) return;
+      try {
+        handler(event);
+      } catch (error) {
+        emit({ type: "error", ts: Date.now(), message: `${type}: ${error}` });
+      }
+    }, { capture: true, passive: true });
+
+  const pointer = (event) => ({ x: event.clientX, y: event.clientY });
+  // A click on a <label> makes the browser click its control too: that second click is not the person's.
+  // Likewise, Enter in a form field makes the browser click the form's submit button: the key press says it already.
+  let forwardedTo = null;
+  let lastEnter = 0;
+  listen("click", (event) => {
+    const target = targetOf(event);
+    const element = target && (target.closest(ACTIONABLE) || target);
+    if (element && element === forwardedTo) return;
+    if (event.detail === 0 && performance.now() - lastEnter < 100) return;
+    forwardedTo = element?.localName === "label" ? element.control : null;
+    if (forwardedTo) setTimeout(() => (forwardedTo = null));
+    report("click", element, pointer(event));
+  });
+  listen("dblclick", (event) => {
+    const target = targetOf(event);
+    report("double_click", target && (target.closest(ACTIONABLE) || target), pointer(event));
+  });
+
+  const valueOf = (field) => (field.isContentEditable ? field.innerText : field.value);
+  // Every change of a text field is reported with the whole value; Rust keeps the last of a run.
+  listen("input", (event) => {
+    const field = targetOf(event);
+    if (!field || !isField(field) || ["checkbox", "radio", "file"].includes(field.type) || field.localName === "select") return;
+    report("input", field, { value: valueOf(field) });
+  });
+  listen("change", (event) => {
+    const field = targetOf(event);
+    if (!field) return;
+    if (field.localName === "select") {
+      const chosen = [...field.selectedOptions].map((option) => clip(option.label || option.text) || option.value);
+      report("change", field, { value: chosen.join(", ") });
+    } else if (field.type === "checkbox" || field.type === "radio") {
+      report("change", field, { value: String(field.checked) });
+    } else if (field.type === "file") {
+      report("change", field, { value: [...field.files].map((file) => file.name).join(", ") });
+    }
+  });
+  listen("submit", (event) => report("submit", targetOf(event)));
+
+  const MEANINGFUL_KEYS = new Set(["Enter", "Tab", "Escape", "Backspace", "Delete", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "PageUp", "PageDown", "Home", "End"]);
+  const MODIFIER_KEYS = new Set(["Alt", "Control", "Meta", "Shift", "AltGraph", "CapsLock"]);
+  listen("keydown", (event) => {
+    if (event.key === "Enter") lastEnter = performance.now();
+    const shortcut = (event.ctrlKey || event.metaKey || event.altKey) && !MODIFIER_KEYS.has(event.key);
+    // Backspace and the like only matter outside a text field, where the typed value already says it all.
+    const target = targetOf(event);
+    const inField = target && isField(target) && target.localName !== "select";
+    const editing = ["Backspace", "Delete", "ArrowLeft", "ArrowRight", "Home", "End"].includes(event.key) && inField;
+    if (!shortcut && (!MEANINGFUL_KEYS.has(event.key) || editing)) return;
+    const element = target && target !== document.body && target !== document.documentElement ? target : null;
+    report("key_press", element, { key: event.key, modifiers: modifiersOf(event) });
+  });
+
+  // Scrolling is one action per scroll container and burst, reported once it has been still for a moment.
+  // Scrolls with no wheel, key, pointer or touch input shortly before are the page's own, not the person's.
+  const SCROLL_SETTLE_MS = 300;
+  const USER_SCROLL_WINDOW_MS = 1000;
+  let lastUserInput = 0;
+  for (const type of ["wheel", "keydown", "pointerdown", "touchstart"]) {
+    window.addEventListener(type, () => (lastUserInput = Date.now()), { capture: true, passive: true });
+  }
+  const positionOf = (container) =>
+    container === document ? [window.scrollX, window.scrollY] : [container.scrollLeft, container.scrollTop];
+  const settledPositions = new WeakMap(); // where each container rested after its last burst
+  const flushScroll = () => {
+    if (!pendingScroll) return;
+    const { container, start, timer } = pendingScroll;
+    pendingScroll = null;
+    clearTimeout(timer);
+    const [x, y] = positionOf(container);
+    settledPositions.set(container, [x, y]);
+    if (x === start[0] && y === start[1]) return;
+    report("scroll", container === document ? null : container, { delta_x: x - start[0], delta_y: y - start[1] });
+  };
+  listen("scroll", (event) => {
+    const container = event.target === document.documentElement ? document : event.target;
+    if (container !== document && container.nodeType !== Node.ELEMENT_NODE) return;
+    if (Date.now() - lastUserInput > USER_SCROLL_WINDOW_MS) {
+      settledPositions.set(container, positionOf(container));
+      return;
+    }
+    if (pendingScroll && pendingScroll.container !== container) flushScroll();
+    pendingScroll ??= { container, start: settledPositions.get(container) || [0, 0], timer: 0 };
+    clearTimeout(pendingScroll.timer);
+    pendingScroll.timer = setTimeout(flushScroll, SCROLL_SETTLE_MS);
+  });
+  window.addEventListener("pagehide", () => flushScroll(), { capture: true });
+
+  // ---- Counting mutations ----------------------------------------------------------------------------
+
+  // Counts only, never the nodes: a page that rewrites itself thousands of times a second (a mutation
+  // storm) costs one counter increment per record, and past the limit the observer lets go until the next
+  // report, which says the count was cut short.
+  const MUTATION_LIMIT = 10000;
+  const MUTATION_REPORT_MS = 1000;
+  let counts = { added: 0, removed: 0, attributes: 0, text: 0, truncated: false };
+  let seen = 0;
+  const observer = new MutationObserver((records) => {
+    for (const record of records) {
+      if (record.type === "childList") {
+        counts.added += record.addedNodes.length;
+        counts.removed += record.removedNodes.length;
+      } else if (record.type === "attributes") {
+        counts.attributes += 1;
+      } else {
+        counts.text += 1;
+      }
+    }
+    seen += records.length;
+    if (seen > MUTATION_LIMIT) {
+      counts.truncated = true;
+      observer.disconnect();
+    }
+  });
+  const observe = () => observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  const flushMutations = () => {
+    const changed = counts.added + counts.removed + counts.attributes + counts.text;
+    if (changed > 0) emit({ type: "mutations", ts: Date.now(), summary: counts });
+    if (counts.truncated) observe();
+    counts = { added: 0, removed: 0, attributes: 0, text: 0, truncated: false };
+    seen = 0;
+  };
+  observe();
+  setInterval(flushMutations, MUTATION_REPORT_MS);
+})();

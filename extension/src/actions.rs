@@ -1,0 +1,167 @@
+//! The person's actions, as the in-page script (`page/capture.js`) reports them: what it is, how it is
+//! installed, and how its reports become TRACE events. Reports are checked here, never trusted: they come
+//! from inside web pages. Typing is coalesced here too: the page reports every change of a field, and one
+//! `input` action per field and run of typing is kept.
+
+use serde::Deserialize;
+use trace_manifest::event::{Action, ActionKind, Event, EventKind, MutationSummary};
+
+/// The isolated world the script runs in: the page's scripts cannot reach it, nor does the page's CSP.
+pub const WORLD: &str = "trace";
+/// The DevTools binding (`Runtime.addBinding`) through which the script reports.
+pub const BINDING: &str = "__traceEmit";
+/// The in-page script, injected through the DevTools protocol.
+pub const CAPTURE_SCRIPT: &str = include_str!("../page/capture.js");
+
+/// Reports are small; anything larger is not from our script.
+const REPORT_LIMIT_BYTES: usize = 256 << 10;
+
+/// One report of the in-page script.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PageReport {
+    Action {
+        ts: f64,
+        action: Box<Action>,
+    },
+    Mutations {
+        ts: f64,
+        summary: MutationSummary,
+    },
+    /// The script failed to describe an action; logged, not recorded.
+    Error {
+        ts: f64,
+        message: String,
+    },
+}
+
+/// Reads a report, refusing anything malformed or oversized with the reason.
+pub fn parse_report(payload: &str) -> Result<PageReport, String> {
+    if payload.len() > REPORT_LIMIT_BYTES {
+        return Err(format!("a page report of {} bytes is over the limit", payload.len()));
+    }
+    let report: PageReport =
+        serde_json::from_str(payload).map_err(|error| format!("a malformed page report: {error}"))?;
+    let ts = match &report {
+        PageReport::Action { ts, .. } | PageReport::Mutations { ts, .. } | PageReport::Error { ts, .. } => *ts,
+    };
+    if !ts.is_finite() || ts <= 0.0 {
+        return Err(format!("a page report with the time {ts}"));
+    }
+    Ok(report)
+}
+
+/// Keeps the last `input` action of a run of typing in one field until something else happens.
+#[derive(Debug, Default)]
+pub struct TypingCoalescer {
+    pending: Option<Event>,
+}
+
+impl TypingCoalescer {
+    /// Takes an action event; returns the events to record now, in order.
+    pub fn push(&mut self, event: Event) -> Vec<Event> {
+        let EventKind::Action(action) = &event.kind else { return vec![event] };
+        if action.action == ActionKind::Input {
+            let same_field = self.pending.as_ref().is_some_and(|pending| same_field(pending, &event));
+            let previous = self.pending.replace(event);
+            return if same_field { Vec::new() } else { previous.into_iter().collect() };
+        }
+        let mut events: Vec<Event> = self.pending.take().into_iter().collect();
+        events.push(event);
+        events
+    }
+
+    /// Ends the run of typing (a navigation, a stop): returns the held action, if any.
+    pub fn flush(&mut self) -> Option<Event> {
+        self.pending.take()
+    }
+}
+
+fn same_field(a: &Event, b: &Event) -> bool {
+    let target = |event: &Event| match &event.kind {
+        EventKind::Action(Action { target: Some(target), .. }) => {
+            Some((target.selector.clone(), target.frame_path.clone()))
+        }
+        _ => None,
+    };
+    a.tab_id == b.tab_id && a.frame_id == b.frame_id && target(a).is_some() && target(a) == target(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(action: &str, selector: &str, value: Option<&str>) -> String {
+        serde_json::json!({
+            "type": "action",
+            "ts": 1_763_805_600_000.0,
+            "action": {
+                "action": action,
+                "url": "http://127.0.0.1:8000/login",
+                "target": {"selector": selector, "xpath": "/html[1]/body[1]/input[1]", "tag": "input"},
+                "value": value,
+                "credential": false,
+            }
+        })
+        .to_string()
+    }
+
+    fn action_event(payload: &str) -> Event {
+        let PageReport::Action { ts, action } = parse_report(payload).unwrap() else { panic!("not an action") };
+        Event { ts, tab_id: Some(1), frame_id: Some("F".into()), kind: EventKind::Action(*action) }
+    }
+
+    fn value_of(event: &Event) -> Option<&str> {
+        match &event.kind {
+            EventKind::Action(action) => action.value.as_deref(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn typing_in_one_field_becomes_one_action_with_the_final_value() {
+        let mut typing = TypingCoalescer::default();
+        for value in ["a", "an", "ann"] {
+            assert!(typing.push(action_event(&report("input", "#user", Some(value)))).is_empty());
+        }
+        let events = typing.push(action_event(&report("input", "#password", Some("b"))));
+        assert_eq!(events.len(), 1);
+        assert_eq!(value_of(&events[0]), Some("ann"));
+        let events = typing.push(action_event(&report("click", "#login", None)));
+        assert_eq!(events.iter().map(value_of).collect::<Vec<_>>(), [Some("b"), None]);
+        assert!(typing.flush().is_none());
+    }
+
+    #[test]
+    fn typing_still_held_at_a_stop_is_flushed() {
+        let mut typing = TypingCoalescer::default();
+        typing.push(action_event(&report("input", "#q", Some("mug"))));
+        assert_eq!(typing.flush().as_ref().and_then(value_of), Some("mug"));
+    }
+
+    #[test]
+    fn malformed_and_hostile_reports_are_refused_with_a_reason() {
+        for (payload, reason) in [
+            ("not json", "malformed"),
+            (r#"{"type":"action","ts":1,"action":{"action":"fly","url":"x"}}"#, "malformed"),
+            (r#"{"type":"nonsense","ts":1}"#, "malformed"),
+            (r#"{"type":"error","ts":-1,"message":"m"}"#, "time"),
+        ] {
+            let error = parse_report(payload).unwrap_err();
+            assert!(error.contains(reason), "{payload}: {error}");
+        }
+        let huge = format!(r#"{{"type":"error","ts":1,"message":"{}"}}"#, "x".repeat(REPORT_LIMIT_BYTES));
+        assert!(parse_report(&huge).unwrap_err().contains("over the limit"));
+    }
+
+    #[test]
+    fn the_script_reports_through_the_binding_the_recorder_adds() {
+        assert!(CAPTURE_SCRIPT.contains(&format!("globalThis.{BINDING}(")));
+        // Every action name the script sends is one the format knows.
+        for name in ["click", "double_click", "input", "change", "submit", "key_press", "scroll"] {
+            assert!(CAPTURE_SCRIPT.contains(&format!("\"{name}\"")), "{name}");
+            let kind: ActionKind = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+        }
+    }
+}
