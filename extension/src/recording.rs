@@ -57,14 +57,16 @@ pub struct Progress {
     pub refused: u64,
 }
 
-/// An exchange of one target: DevTools request ids are unique only within their target.
-type ExchangeKey = (Target, String);
+/// An exchange of a tab: a request id with the tab it belongs to. One tab's targets (its iframes in other
+/// processes, its workers) share its request ids, and may report one exchange between them: the request
+/// of a cross-process iframe's document in the tab, its response in the iframe's target.
+type ExchangeKey = (i64, String);
 
 struct Recording {
     outbox: Outbox,
     task_type: TaskType,
     tabs: BTreeSet<i64>,
-    translators: HashMap<Target, NetworkTranslator>,
+    translators: HashMap<i64, NetworkTranslator>,
     /// Response bodies being streamed.
     streams: HashMap<ExchangeKey, BodyStream>,
     /// Response bodies taken while their response was paused, waiting for their exchange to complete.
@@ -73,6 +75,8 @@ struct Recording {
     large: BTreeSet<ExchangeKey>,
     /// The frame of each execution context of the in-page script's world.
     script_contexts: HashMap<(Target, i64), String>,
+    /// Tabs the recorder is reloading itself (see [`on_tab_created`]): their reload is not the person's.
+    reloading: BTreeSet<i64>,
     typing: TypingCoalescer,
     next_body: u64,
     progress: Progress,
@@ -149,6 +153,7 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
             captured: HashMap::new(),
             large: BTreeSet::new(),
             script_contexts: HashMap::new(),
+            reloading: BTreeSet::new(),
             typing: TypingCoalescer::default(),
             next_body: 0,
             progress: Progress {
@@ -199,8 +204,8 @@ pub async fn stop(answer: Option<String>) -> Result<(), String> {
         let mut active = a.borrow_mut();
         let recording = active.as_mut().expect("checked above");
         let mut events: Vec<Event> = recording.typing.flush().into_iter().collect();
-        for (target, translator) in &mut recording.translators {
-            events.extend(translator.flush(Some(target.tab_id)));
+        for (&tab_id, translator) in &mut recording.translators {
+            events.extend(translator.flush(Some(tab_id)));
         }
         events
     });
@@ -251,7 +256,7 @@ pub fn on_debugger_event(target: Target, method: &str, params: Value) {
             let held_typing = ACTIVE.with(|a| {
                 let mut active = a.borrow_mut();
                 let recording = active.as_mut()?;
-                recording.translators.entry(target).or_default().set_main_frame(&frame_id);
+                recording.translators.entry(tab_id).or_default().set_main_frame(&frame_id);
                 recording.typing.flush()
             });
             send_events(held_typing.into_iter().collect());
@@ -305,13 +310,11 @@ pub fn on_debugger_event(target: Target, method: &str, params: Value) {
         "Target.detachedFromTarget" => {
             let Some(session_id) = params["sessionId"].as_str() else { return };
             let child = Target::child(tab_id, session_id.to_owned());
-            let leftovers = ACTIVE.with(|a| {
-                let mut active = a.borrow_mut();
-                let recording = active.as_mut()?;
-                recording.script_contexts.retain(|(target, _), _| *target != child);
-                recording.translators.remove(&child).map(|mut t| t.flush(Some(tab_id)))
+            ACTIVE.with(|a| {
+                if let Some(recording) = a.borrow_mut().as_mut() {
+                    recording.script_contexts.retain(|(target, _), _| *target != child);
+                }
             });
-            send_events(leftovers.unwrap_or_default());
         }
         _ => {}
     }
@@ -321,17 +324,32 @@ fn on_network_event(target: Target, method: &str, params: &Value) {
     let events = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut().expect("the caller checked");
-        let translator = recording.translators.entry(target.clone()).or_default();
+        let translator = recording.translators.entry(target.tab_id).or_default();
         translator.handle(method, params, Some(target.tab_id))
     });
     // A finished exchange's events are queued before the end of its body, so the body follows them.
     send_events(events);
-    let key = (target, params["requestId"].as_str().unwrap_or_default().to_owned());
+    let key = (target.tab_id, params["requestId"].as_str().unwrap_or_default().to_owned());
     match method {
         "Network.responseReceived" => {
-            let is_large = ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|r| r.large.contains(&key)));
+            let announced_large =
+                params["response"]["headers"].as_object().into_iter().flatten().any(|(name, value)| {
+                    name.eq_ignore_ascii_case("content-length")
+                        && value
+                            .as_str()
+                            .and_then(|v| v.trim().parse::<u64>().ok())
+                            .is_some_and(|n| n > TAKE_WHOLE_LIMIT)
+                });
+            let is_large = ACTIVE.with(|a| {
+                let mut active = a.borrow_mut();
+                let recording = active.as_mut()?;
+                if announced_large {
+                    recording.large.insert(key.clone());
+                }
+                Some(recording.large.contains(&key))
+            }) == Some(true);
             if is_large {
-                wasm_bindgen_futures::spawn_local(start_body_stream(key));
+                wasm_bindgen_futures::spawn_local(start_body_stream(target, key));
             }
         }
         "Network.dataReceived" => {
@@ -349,7 +367,7 @@ fn on_network_event(target: Target, method: &str, params: &Value) {
             match captured {
                 Some(bytes) => send_whole_body(&key, &bytes),
                 None if finish_body_stream(&key) => {}
-                None => wasm_bindgen_futures::spawn_local(send_body(key)),
+                None => wasm_bindgen_futures::spawn_local(send_body(target, key)),
             }
         }
         "Network.loadingFailed" => {
@@ -374,8 +392,14 @@ fn on_page_report(target: Target, params: &Value) {
         Err(reason) => return crate::log(&format!("tab {tab_id}: {reason}")),
     };
     let context = params["executionContextId"].as_i64().unwrap_or_default();
-    let frame_id =
-        ACTIVE.with(|a| a.borrow().as_ref().and_then(|r| r.script_contexts.get(&(target, context)).cloned()));
+    // Events of the main frame carry no frame id (see `Event::frame_id`).
+    let frame_id = ACTIVE.with(|a| {
+        let active = a.borrow();
+        let recording = active.as_ref()?;
+        let frame_id = recording.script_contexts.get(&(target.clone(), context))?;
+        let is_main = recording.translators.get(&target.tab_id).is_some_and(|t| t.is_main_frame(frame_id));
+        (!is_main).then(|| frame_id.clone())
+    });
     match report {
         PageReport::Action { ts, action } => {
             let action = Event { ts, tab_id: Some(tab_id), frame_id, kind: EventKind::Action(*action) };
@@ -403,6 +427,13 @@ pub fn on_tab_created(tab: JsValue) {
     if !is_recorded(opener) {
         return;
     }
+    // Recorded from now on, so that its activation, which Chrome reports next, is recorded too.
+    ACTIVE.with(|a| {
+        if let Some(recording) = a.borrow_mut().as_mut() {
+            recording.tabs.insert(tab_id);
+            recording.reloading.insert(tab_id);
+        }
+    });
     let url = js_sys::Reflect::get(&tab, &"pendingUrl".into()).ok().and_then(|u| u.as_string());
     send_events(vec![event(tab_id, EventKind::Tab(TabEvent { op: TabOp::Created, opener_tab_id: Some(opener), url }))]);
     wasm_bindgen_futures::spawn_local(async move {
@@ -436,12 +467,7 @@ pub fn on_tab_removed(tab_id: i64) {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
         recording.tabs.remove(&tab_id);
-        let targets: Vec<Target> = recording.translators.keys().filter(|t| t.tab_id == tab_id).cloned().collect();
-        let mut events = Vec::new();
-        for target in targets {
-            events.extend(recording.translators.remove(&target).map(|mut t| t.flush(Some(tab_id))).unwrap_or_default());
-        }
-        Some(events)
+        recording.translators.remove(&tab_id).map(|mut translator| translator.flush(Some(tab_id)))
     });
     let mut events = leftovers.unwrap_or_default();
     events.push(event(tab_id, EventKind::Tab(TabEvent { op: TabOp::Removed, opener_tab_id: None, url: None })));
@@ -451,7 +477,8 @@ pub fn on_tab_removed(tab_id: i64) {
 /// The debugger let go of a tab (`chrome.debugger.onDetach`): the person dismissed Chrome's "is debugging
 /// this browser" bar, or the tab crashed. The tab is no longer recorded, and the log says so.
 pub fn on_debugger_detached(tab_id: i64, reason: &str) {
-    if is_recorded(tab_id) {
+    // A closed tab detaches too; `on_tab_removed` records that, whichever of the two Chrome reports first.
+    if reason != "target_closed" && is_recorded(tab_id) {
         crate::log(&format!("tab {tab_id} is no longer recorded: the debugger was detached ({reason})"));
         ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.tabs.remove(&tab_id)));
     }
@@ -464,9 +491,19 @@ pub fn on_navigation_committed(details: Value) {
     let main_frame = details["frameId"].as_i64() == Some(0);
     let qualifiers: Vec<&str> =
         details["transitionQualifiers"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-    let cause = navigation_cause(details["transitionType"].as_str().unwrap_or_default(), &qualifiers);
+    let transition = details["transitionType"].as_str().unwrap_or_default();
+    let mut cause = navigation_cause(transition, &qualifiers);
     if main_frame {
-        ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.progress.steps += 1));
+        let reloaded_by_recorder = ACTIVE.with(|a| {
+            let mut active = a.borrow_mut();
+            let recording = active.as_mut()?;
+            recording.progress.steps += 1;
+            Some(transition == "reload" && recording.reloading.remove(&tab_id))
+        });
+        if reloaded_by_recorder == Some(true) {
+            cause = NavigationCause::Other;
+        }
+        snapshots::page_changed(tab_id);
     }
     let mut navigation = event(tab_id, EventKind::Navigation(Navigation { url: url.to_owned(), cause, main_frame }));
     navigation.ts = details["timeStamp"].as_f64().unwrap_or(navigation.ts);
@@ -556,12 +593,20 @@ async fn attach(tab_id: i64) -> Result<(), String> {
 /// (`iframe`), or a worker. Children are attached paused until this is done, so that no request escapes.
 async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
     let is_document = matches!(kind, "page" | "iframe");
-    // Every resource must really be fetched to be captured: no cache while recording. Responses pause at
-    // their headers so that their body is taken before anything (a navigation) can evict it.
+    // Every resource must really be fetched to be captured: no cache while recording. Documents pause at
+    // their headers so that their body is taken before the navigation they start can evict it; other
+    // bodies are read when they finish loading, from buffers made large enough to hold them (pausing
+    // every response cost pages ~30% of their load time, see the overhead benchmark).
     let mut commands = vec![
-        ("Network.enable", json!({"maxPostDataSize": 1 << 20})),
+        (
+            "Network.enable",
+            json!({"maxPostDataSize": 1 << 20, "maxTotalBufferSize": 256 << 20, "maxResourceBufferSize": TAKE_WHOLE_LIMIT}),
+        ),
         ("Network.setCacheDisabled", json!({"cacheDisabled": true})),
-        ("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})),
+        (
+            "Fetch.enable",
+            json!({"patterns": [{"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}]}),
+        ),
     ];
     if is_document {
         commands.extend([
@@ -595,11 +640,11 @@ async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
 
 /// Switches on streaming of a response's body. Where Chrome refuses (some resource types, or the body
 /// is already complete), the body is fetched whole when loading finishes.
-async fn start_body_stream(key: ExchangeKey) {
+async fn start_body_stream(target: Target, key: ExchangeKey) {
     let registered = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
-        let body_id = recording.new_body_id(key.0.tab_id);
+        let body_id = recording.new_body_id(key.0);
         let stream = BodyStream { body_id, next_index: 0, started: false, early: Vec::new(), finished: false };
         recording.streams.insert(key.clone(), stream);
         Some(())
@@ -607,7 +652,7 @@ async fn start_body_stream(key: ExchangeKey) {
     if registered.is_none() {
         return;
     }
-    match command(&key.0, "Network.streamResourceContent", json!({"requestId": key.1})).await {
+    match command(&target, "Network.streamResourceContent", json!({"requestId": key.1})).await {
         Ok(result) => {
             let buffered = result["bufferedData"].as_str().unwrap_or_default().to_owned();
             let (early, finished) = ACTIVE.with(|a| {
@@ -629,7 +674,7 @@ async fn start_body_stream(key: ExchangeKey) {
             let finished = ACTIVE
                 .with(|a| a.borrow_mut().as_mut().and_then(|r| r.streams.remove(&key)).is_some_and(|s| s.finished));
             if finished {
-                send_body(key).await;
+                send_body(target, key).await;
             }
         }
     }
@@ -712,7 +757,7 @@ async fn take_paused_body(target: Target, params: Value) {
         && !(300..400).contains(&status)
         && !matches!(status, 0 | 204 | 304)
     {
-        let key = (target.clone(), network_id);
+        let key = (target.tab_id, network_id);
         if length.is_some_and(|n| n > TAKE_WHOLE_LIMIT) {
             ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.large.insert(key)));
         } else if let Ok(body) = command(&target, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await {
@@ -735,9 +780,9 @@ fn body_bytes(body: &Value) -> Vec<u8> {
 }
 
 /// Fetches a finished response's body whole and sends it in chunks (when it could not be streamed).
-async fn send_body(key: ExchangeKey) {
+async fn send_body(target: Target, key: ExchangeKey) {
     // Fails for responses without a body (a redirect, a 204) and for resources Chrome already evicted.
-    if let Ok(body) = command(&key.0, "Network.getResponseBody", json!({"requestId": key.1})).await {
+    if let Ok(body) = command(&target, "Network.getResponseBody", json!({"requestId": key.1})).await {
         send_whole_body(&key, &body_bytes(&body));
     }
 }
@@ -749,7 +794,7 @@ fn send_whole_body(key: &ExchangeKey, bytes: &[u8]) {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
         recording.progress.bytes += bytes.len() as u64;
-        Some(recording.new_body_id(key.0.tab_id))
+        Some(recording.new_body_id(key.0))
     });
     let Some(body_id) = body_id else { return };
     let chunks: Vec<&[u8]> = if bytes.is_empty() { vec![&[]] } else { bytes.chunks(SUGGESTED_CHUNK_BYTES).collect() };

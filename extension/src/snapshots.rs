@@ -24,10 +24,24 @@ const MIN_INTERVAL_MS: f64 = 1000.0;
 struct Schedule {
     last_capture: f64,
     pending: bool,
+    /// Counts the tab's documents: a capture scheduled for one document is dropped once another replaced
+    /// it (the new one is captured when it loads).
+    document: u64,
 }
 
 thread_local! {
     static SCHEDULES: RefCell<HashMap<i64, Schedule>> = RefCell::new(HashMap::new());
+}
+
+/// A tab committed a new document: a capture still waiting for the old one would show the new one instead,
+/// so it is dropped.
+pub fn page_changed(tab_id: i64) {
+    SCHEDULES.with(|s| {
+        let mut schedules = s.borrow_mut();
+        let schedule = schedules.entry(tab_id).or_default();
+        schedule.document += 1;
+        schedule.pending = false;
+    });
 }
 
 /// A page finished loading: records it, and captures it (a screenshot only for whole tabs: a child
@@ -64,17 +78,22 @@ pub fn after_action(tab_id: i64) {
             return None;
         }
         schedule.pending = true;
-        Some((now + SETTLE_MS).max(schedule.last_capture + MIN_INTERVAL_MS))
+        Some(((now + SETTLE_MS).max(schedule.last_capture + MIN_INTERVAL_MS), schedule.document))
     });
-    let Some(due) = due else { return };
+    let Some((due, document)) = due else { return };
     wasm_bindgen_futures::spawn_local(async move {
         chrome::sleep(due - now).await;
-        SCHEDULES.with(|s| {
+        let same_document = SCHEDULES.with(|s| {
             let mut schedules = s.borrow_mut();
             let schedule = schedules.entry(tab_id).or_default();
-            *schedule = Schedule { last_capture: js_sys::Date::now(), pending: false };
+            if schedule.document != document {
+                return false;
+            }
+            schedule.last_capture = js_sys::Date::now();
+            schedule.pending = false;
+            true
         });
-        if active_task_id().is_some() {
+        if same_document && active_task_id().is_some() {
             screenshot(tab_id, "action").await;
             dom_snapshot(&Target::tab(tab_id), "action").await;
         }

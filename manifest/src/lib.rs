@@ -13,6 +13,7 @@
 //! - [`bundle`]: the bundle's file layout and `manifest.json`.
 //! - [`har`]: the HAR 1.2 model and its construction from events.
 //! - [`time_fmt`]: the one conversion between recorded timestamps and RFC 3339.
+//! - [`trajectory`]: the demonstration as browser-use-style tool calls, and the credentials typed in it.
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
 //! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate.
 
@@ -22,6 +23,7 @@ pub mod har;
 pub mod schema;
 pub mod task;
 pub mod time_fmt;
+pub mod trajectory;
 pub mod wire;
 
 #[cfg(feature = "native")]

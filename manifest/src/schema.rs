@@ -7,6 +7,7 @@ use schemars::{Schema, schema_for};
 
 use crate::bundle::{BundleManifest, StorageFile};
 use crate::event::EventRecord;
+use crate::trajectory::Trajectory;
 use crate::wire::{ClientMessage, HostMessage};
 
 /// Every schema, by file name.
@@ -17,6 +18,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("storage.schema.json", schema_for!(StorageFile)),
         ("client-message.schema.json", schema_for!(ClientMessage)),
         ("host-message.schema.json", schema_for!(HostMessage)),
+        ("trajectory.schema.json", schema_for!(Trajectory)),
     ]
 }
 

@@ -1,8 +1,18 @@
 //! `trace-replay`: serves a captured bundle to Chromium offline and re-runs the recorded trajectory.
 //!
 //! # Layout
+//! - [`archive`]: a bundle opened for replay: exchanges, bodies, storage, ignore list, seed.
+//! - [`matcher`]: which recorded request answers a replayed request (exact, canonical, fuzzy). Pure.
+//! - [`responder`]: the decision for each request (answer, ignored, miss), counted and logged. No browser.
+//! - [`page_scripts`]: determinism and storage restoring, run in pages before their own scripts.
+//! - [`serve`]: the replayed Chromium, answering every target's requests from the bundle.
+//! - [`run`]: the recorded trajectory re-run in the replayed site, and its fidelity report.
 //! - [`inspect`]: a bundle's summary (task, pages, hosts with request counts and bytes).
-//!
-//! Serving and the human-trajectory run (`serve`, `run`) are not built yet.
 
+pub mod archive;
 pub mod inspect;
+pub mod matcher;
+pub mod page_scripts;
+pub mod responder;
+pub mod run;
+pub mod serve;

@@ -3,7 +3,23 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use trace_replay::archive::{ReplayArchive, parse_ignore_list};
+use trace_replay::run::{human_trajectory, run_human};
+use trace_replay::serve::{Options, Replay};
+
+/// A re-run that differed from the recording: the report says how; exit code 1.
+#[derive(Debug)]
+struct Unfaithful;
+
+impl std::fmt::Display for Unfaithful {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the re-run differed from the recording (see the report)")
+    }
+}
+
+impl std::error::Error for Unfaithful {}
 
 /// Serve a TRACE bundle to Chromium offline, and re-run its recorded trajectory.
 #[derive(Debug, Parser)]
@@ -21,19 +37,59 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve a bundle to Chromium with no network (not built yet).
-    Serve { bundle: PathBuf },
-    /// Re-run the recorded human trajectory against the replayed site (not built yet).
+    /// Serve a bundle (directory or zip) to Chromium with no network, until Ctrl+C.
+    Serve {
+        bundle: PathBuf,
+        #[command(flatten)]
+        browser: BrowserArgs,
+        /// Let requests that nothing recorded answers go to the live network.
+        #[arg(long)]
+        allow_network_fallback: bool,
+        /// A JSON array of scheme-less URL substrings to fail at once, instead of the bundle's ignored.json.
+        #[arg(long, value_name = "FILE")]
+        ignore_list: Option<PathBuf>,
+        /// Leave the pages' clock and random numbers alone.
+        #[arg(long)]
+        no_determinism: bool,
+        /// The DevTools port agents connect to (default: a free one).
+        #[arg(long, value_name = "PORT")]
+        cdp_port: Option<u16>,
+    },
+    /// Re-run the recorded human trajectory in the replayed site and report its fidelity (exit 1 when a
+    /// step fails or anything tried to reach the network).
     Run {
         bundle: PathBuf,
+        /// Re-run the person's demonstration (the only runner built in; agents attach to `serve`).
         #[arg(long)]
         human: bool,
+        /// Print the report as one JSON object.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        browser: BrowserArgs,
     },
 }
 
+#[derive(Debug, clap::Args)]
+struct BrowserArgs {
+    /// The Chromium to drive.
+    #[arg(long, value_name = "PATH", default_value = "/usr/bin/chromium")]
+    chromium: PathBuf,
+    /// Without a window (the default when there is no display).
+    #[arg(long)]
+    headless: bool,
+}
+
 fn main() -> ExitCode {
+    // Replay decisions are logged at info: a user reads them to see why a page differs (TRACE_LOG filters).
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TRACE_LOG").unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.is::<Unfaithful>() => {
+            eprintln!("trace-replay: {error}");
+            ExitCode::from(1)
+        }
         Err(error) => {
             eprintln!("trace-replay: {error:#}");
             ExitCode::from(2)
@@ -52,8 +108,58 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Serve { .. } | Command::Run { .. } => {
-            anyhow::bail!("serving bundles is not built yet; `trace-replay inspect` reads a bundle today")
+        Command::Serve { bundle, browser, allow_network_fallback, ignore_list, no_determinism, cdp_port } => {
+            let mut archive = ReplayArchive::open(&bundle)?;
+            if let Some(file) = ignore_list {
+                let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+                archive.set_ignore_list(parse_ignore_list(&bytes).with_context(|| file.display().to_string())?);
+            }
+            let options = Options {
+                chromium: browser.chromium,
+                headless: browser.headless || std::env::var_os("DISPLAY").is_none(),
+                cdp_port,
+                allow_network_fallback,
+                determinism: !no_determinism,
+            };
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(async {
+                let start_url = archive.start_url().to_owned();
+                let replay = Replay::launch(archive, &options).await?;
+                println!("serving {} at {start_url}", bundle.display());
+                println!("DevTools endpoint: {}", replay.cdp_endpoint());
+                println!("press Ctrl+C to stop");
+                replay.open(&start_url).await?;
+                tokio::signal::ctrl_c().await?;
+                let stats = replay.close().await?;
+                print!("{stats}");
+                anyhow::Ok(())
+            })
+        }
+        Command::Run { bundle, human, json, browser } => {
+            anyhow::ensure!(human, "say --human: the recorded demonstration is the only runner built in");
+            let archive = ReplayArchive::open(&bundle)?;
+            let (calls, credentials) = human_trajectory(&bundle)?;
+            let options = Options {
+                chromium: browser.chromium,
+                headless: browser.headless || std::env::var_os("DISPLAY").is_none(),
+                ..Options::default()
+            };
+            let runtime = tokio::runtime::Runtime::new()?;
+            let report = runtime.block_on(async {
+                let replay = Replay::launch(archive, &options).await?;
+                let report = run_human(&replay, &bundle, &calls, &credentials).await;
+                replay.close().await?;
+                report
+            })?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{report}");
+            }
+            if !report.is_faithful() {
+                return Err(Unfaithful.into());
+            }
+            Ok(())
         }
     }
 }

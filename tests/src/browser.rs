@@ -73,15 +73,9 @@ impl RecordingBrowser {
             .extension(extension.clone())
             .new_headless_mode()
             .env("TRACE_DATA", data_dir.display().to_string())
-            .arg(format!("--disable-extensions-except={extension}"))
-            .args([
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-                "--disable-sync",
-                "--disable-quic",
-                "--disable-gpu",
-            ])
+            // chromiumoxide adds the leading dashes of every flag.
+            .arg(("disable-extensions-except", extension.as_str()))
+            .args(trace_replay::serve::OFFLINE_FLAGS)
             .launch_timeout(Duration::from_secs(30))
             .surface_invalid_messages();
         if is_root() {
@@ -192,9 +186,9 @@ pub async fn double_click(page: &Page, selector: &str) -> Result<()> {
     Ok(())
 }
 
-/// Presses a key (`Enter`, `Escape`, ...) in a focused element.
+/// Presses a key (`Enter`, `Escape`, ...) in an element, focusing it first.
 pub async fn press_key(page: &Page, selector: &str, key: &str) -> Result<()> {
-    page.find_element(selector).await?.press_key(key).await?;
+    page.find_element(selector).await?.focus().await?.press_key(key).await?;
     Ok(())
 }
 

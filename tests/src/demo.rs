@@ -3,7 +3,7 @@
 //! and a person's pace) starts a task from the popup, logs in to the demo shop through its CSRF-protected
 //! form, chooses shipping and gift wrap and puts a mug in the cart, searches with the Enter key and
 //! scrolls the results, follows a redirect, clicks in two iframes (one from another site), types and
-//! clicks on the strict-CSP page, opens the help page in a new tab, and stops the task from the popup.
+//! clicks on the strict-CSP page (whose worker asks the server too), looks at the clock page, opens the help page in a new tab, and stops the task from the popup.
 //! The host leaves a finished bundle.
 
 use std::path::{Path, PathBuf};
@@ -77,11 +77,13 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
     settle().await;
 
     visit(&shop, &site.url("/strict")).await?;
+    wait_for_text(&shop, "#strict-worker", WAIT, |text| text == "pong").await?;
     type_into(&shop, "#strict-input", "copied under a strict policy").await?;
     click(&shop, "#strict-button").await?;
     press_key(&shop, "#strict-input", "Escape").await?;
     settle().await;
 
+    visit(&shop, &site.url("/clock")).await?;
     visit(&shop, &site.url("/")).await?;
     click(&shop, "#help-link").await?;
     tokio::time::sleep(Duration::from_millis(1500)).await; // the new tab opens and loads

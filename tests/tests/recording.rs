@@ -53,6 +53,7 @@ async fn a_demonstration_on_the_demo_site_becomes_a_complete_bundle() {
         .map(|path| format!("/{path}"))
         .collect();
     assert!(recorded.contains("/widget?partner=1"), "the cross-site iframe was not recorded");
+    assert!(recorded.contains("/api/ping?from=worker"), "the strict page's worker was not followed");
     for served in served_before_stop {
         assert!(
             recorded.contains(&served.path_and_query),
@@ -196,7 +197,8 @@ fn assert_actions_in_order_with_descriptors(events: &[serde_json::Value], strict
             assert!(target["xpath"].as_str().is_some_and(|x| x.starts_with("/html[1]/")), "{action}");
             assert!(target["tag"].is_string() && target["bbox"]["width"].is_number(), "{action}");
         }
-        assert!(action["frame_id"].is_string() || action["target"]["frame_path"].is_null(), "{action}");
+        let in_iframe = action["target"]["frame_path"].as_array().is_some_and(|path| !path.is_empty());
+        assert_eq!(action["frame_id"].is_string(), in_iframe, "only actions in iframes name their frame: {action}");
     }
     let credentials: Vec<&serde_json::Value> = actions.iter().copied().filter(|a| a["credential"] == true).collect();
     assert!(

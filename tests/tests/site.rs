@@ -217,6 +217,7 @@ fn assets_have_their_content_types() {
         ("/static/tracker.js", "text/javascript; charset=utf-8"),
         ("/static/widget.js", "text/javascript; charset=utf-8"),
         ("/static/strict.js", "text/javascript; charset=utf-8"),
+        ("/static/strict-worker.js", "text/javascript; charset=utf-8"),
         ("/static/clock.js", "text/javascript; charset=utf-8"),
         ("/static/shop.woff2", "font/woff2"),
         ("/static/logo.png", "image/png"),
@@ -453,7 +454,7 @@ fn strict_page_carries_its_policy_and_no_inline_code() {
     assert_eq!(STRICT_CSP, "default-src 'self'; script-src 'self'; object-src 'none'");
     assert_eq!(response.all_headers("content-security-policy"), [STRICT_CSP]);
     let page = response.text();
-    for id in ["strict-input", "strict-button", "strict-output"] {
+    for id in ["strict-input", "strict-button", "strict-output", "strict-worker"] {
         assert!(page.contains(&format!("id=\"{id}\"")), "{id}");
     }
     assert!(page.contains(r#"<script src="/static/strict.js" defer></script>"#));

@@ -27,6 +27,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("tracker.js", JAVASCRIPT, include_bytes!("static/tracker.js")),
     ("widget.js", JAVASCRIPT, include_bytes!("static/widget.js")),
     ("strict.js", JAVASCRIPT, include_bytes!("static/strict.js")),
+    ("strict-worker.js", JAVASCRIPT, include_bytes!("static/strict-worker.js")),
     ("clock.js", JAVASCRIPT, include_bytes!("static/clock.js")),
 ];
 

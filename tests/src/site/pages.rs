@@ -100,13 +100,15 @@ pub(super) async fn ping() -> Json<Value> {
     Json(json!({ "ok": true }))
 }
 
-/// `GET /strict`: a page under [`STRICT_CSP`], whose external script copies the input into the output.
+/// `GET /strict`: a page under [`STRICT_CSP`], whose external script copies the input into the output and
+/// starts a worker that asks the server for a pong.
 pub(super) async fn strict() -> Response {
     let body = r#"<h1>The strict page</h1>
 <p>This page allows no inline script or style and no WebAssembly compiling: a recorder has to work within that.</p>
 <p><label for="strict-input">Text</label> <input id="strict-input" type="text"></p>
 <p><button id="strict-button" type="button">Copy</button></p>
-<p>Copied: <output id="strict-output"></output></p>"#;
+<p>Copied: <output id="strict-output"></output></p>
+<p>Worker: <output id="strict-worker"></output></p>"#;
     let mut response = respond(StatusCode::OK, Some("Strict page"), &["/static/strict.js"], body);
     response.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(STRICT_CSP));
     response

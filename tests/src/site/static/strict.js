@@ -2,3 +2,8 @@
 document.getElementById('strict-button').addEventListener('click', () => {
   document.getElementById('strict-output').textContent = document.getElementById('strict-input').value;
 });
+
+const worker = new Worker('/static/strict-worker.js');
+worker.addEventListener('message', (event) => {
+  document.getElementById('strict-worker').textContent = event.data;
+});

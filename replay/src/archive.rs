@@ -1,0 +1,227 @@
+//! A bundle opened for replay: its recorded exchanges in the order they happened, each response's body
+//! read from the bundle when it is first asked for, the storage to restore, the ignore list, and what
+//! determinism needs (the recording's start time and a seed). Everything is checked when the bundle opens,
+//! so that a damaged bundle is refused with the reason before any browser starts.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, bail};
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+use trace_manifest::archive::{ArchiveError, Bundle};
+use trace_manifest::bundle::{self, BundleManifest, StorageFile};
+use trace_manifest::event::{StoragePhase, StorageSnapshot};
+use trace_manifest::har::{Entry, Har};
+use trace_manifest::time_fmt::millis_from_rfc3339;
+
+use crate::matcher::RecordedRequest;
+
+/// The ignore list post-processing writes beside the HAR: a JSON array of scheme-less URL substrings.
+pub const IGNORED_FILE: &str = "ignored.json";
+
+/// One recorded request and what answered it.
+#[derive(Debug, Clone)]
+pub struct RecordedExchange {
+    pub request: RecordedRequest,
+    pub status: u16,
+    pub status_text: String,
+    /// Response headers as received (names keep their case, repeats stay separate).
+    pub headers: Vec<(String, String)>,
+    /// The body's path inside the bundle, if one was recorded.
+    pub body_file: Option<String>,
+    /// An inline body (HAR `content.text`), when the body was embedded rather than stored as a file.
+    pub body_text: Option<Vec<u8>>,
+    /// The response body's size in bytes as the HAR records it (decoded), without reading the body.
+    pub body_size: u64,
+    /// Why the recording has no response (a network error, a cancelled request).
+    pub error: Option<String>,
+}
+
+pub struct ReplayArchive {
+    path: PathBuf,
+    pub manifest: BundleManifest,
+    /// The title of each page of the recording (HAR `log.pages`), in order.
+    pub page_titles: Vec<String>,
+    pub exchanges: Vec<RecordedExchange>,
+    /// The storage as it was when the recording started.
+    pub start_storage: Option<StorageSnapshot>,
+    /// Scheme-less URL substrings whose requests replay fails at once.
+    pub ignored: Vec<String>,
+    /// Milliseconds since the Unix epoch at which the recording started: replayed pages start their clock there.
+    pub started_at_ms: f64,
+    /// Seeds the replayed pages' random numbers; derived from the task id, so every replay of a bundle agrees.
+    pub seed: u64,
+    bundle: Mutex<Bundle>,
+    bodies: Mutex<HashMap<String, std::sync::Arc<Vec<u8>>>>,
+}
+
+impl ReplayArchive {
+    /// Opens a bundle directory or an exported zip, refusing it with the reason if anything replay needs
+    /// is missing or damaged.
+    pub fn open(path: &Path) -> Result<ReplayArchive> {
+        let cannot_open = || format!("cannot open the bundle {}", path.display());
+        let metadata = std::fs::metadata(path).with_context(cannot_open)?;
+        // A FIFO would block opening until something writes to it, and a device can stream forever.
+        if !metadata.is_dir() && !metadata.is_file() {
+            bail!("cannot open the bundle {}: it is neither a directory nor a zip file", path.display());
+        }
+        let bundle = Bundle::open(path).map_err(flatten).with_context(cannot_open)?;
+        ReplayArchive::load(path, bundle).with_context(|| format!("{} is not a usable bundle", path.display()))
+    }
+
+    fn load(path: &Path, mut bundle: Bundle) -> Result<ReplayArchive> {
+        let manifest = bundle.manifest().map_err(flatten)?;
+        let har: Har =
+            serde_json::from_slice(&read(&mut bundle, bundle::HAR_FILE)?).context("recording.har does not parse")?;
+        let mut exchanges = Vec::with_capacity(har.log.entries.len());
+        for entry in &har.log.entries {
+            let mut exchange = exchange(entry)?;
+            // Every body is checked now, so that a damaged bundle is refused before a browser starts
+            // rather than leaving one page short of a response. Request bodies are small and the matcher
+            // needs them, so they are read; response bodies are only looked for, and read when asked for.
+            if let Some(file) = entry.request.post_data.as_ref().and_then(|post| post.file.as_ref()) {
+                if !bundle.contains(file) {
+                    bail!("{} names the request body {file}, which the bundle does not hold", entry.request.url);
+                }
+                exchange.request.body = Some(read(&mut bundle, file)?);
+            }
+            if let Some(file) = &exchange.body_file
+                && !bundle.contains(file)
+            {
+                bail!("{} names the body {file}, which the bundle does not hold", entry.request.url);
+            }
+            exchanges.push(exchange);
+        }
+        let start_storage = if bundle.contains(bundle::STORAGE_FILE) {
+            let storage: StorageFile = serde_json::from_slice(&read(&mut bundle, bundle::STORAGE_FILE)?)
+                .context("storage.json does not parse")?;
+            storage.snapshots.into_iter().map(|timed| timed.snapshot).find(|s| s.phase == StoragePhase::Start)
+        } else {
+            None
+        };
+        let ignored = if bundle.contains(IGNORED_FILE) {
+            parse_ignore_list(&read(&mut bundle, IGNORED_FILE)?).context(IGNORED_FILE)?
+        } else {
+            Vec::new()
+        };
+        let started_at_ms = millis_from_rfc3339(&manifest.started_at)
+            .with_context(|| format!("manifest.json: started_at {:?} is not a time", manifest.started_at))?;
+        let digest = Sha256::digest(manifest.task.id.as_str().as_bytes());
+        let seed = u64::from_le_bytes(digest[..8].try_into().expect("a SHA-256 has 32 bytes"));
+        Ok(ReplayArchive {
+            path: path.to_owned(),
+            manifest,
+            page_titles: har.log.pages.iter().map(|page| page.title.clone()).collect(),
+            exchanges,
+            start_storage,
+            ignored,
+            started_at_ms,
+            seed,
+            bundle: Mutex::new(bundle),
+            bodies: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The URL the demonstration started at.
+    pub fn start_url(&self) -> &str {
+        &self.manifest.task.website
+    }
+
+    /// The recorded response body of an exchange (empty when none was recorded).
+    pub fn body(&self, index: usize) -> Result<std::sync::Arc<Vec<u8>>> {
+        let exchange = &self.exchanges[index];
+        if let Some(text) = &exchange.body_text {
+            return Ok(std::sync::Arc::new(text.clone()));
+        }
+        let Some(file) = &exchange.body_file else { return Ok(std::sync::Arc::new(Vec::new())) };
+        if let Some(body) = self.bodies.lock().expect("no panics while locked").get(file) {
+            return Ok(body.clone());
+        }
+        let bytes = read(&mut self.bundle.lock().expect("no panics while locked"), file)?;
+        let body = std::sync::Arc::new(bytes);
+        self.bodies.lock().expect("no panics while locked").insert(file.clone(), body.clone());
+        Ok(body)
+    }
+
+    /// Replaces the ignore list (`--ignore-list`).
+    pub fn set_ignore_list(&mut self, ignored: Vec<String>) {
+        self.ignored = ignored;
+    }
+
+    /// The ignore-list entry that names `url`, if any (see [`ignore_pattern`]).
+    pub fn ignore_pattern(&self, url: &str) -> Option<&str> {
+        ignore_pattern(&self.ignored, url)
+    }
+}
+
+/// Reads one file of the bundle, naming it when it cannot be read: a zip names only itself when an entry
+/// fails its checksum.
+fn read(bundle: &mut Bundle, name: &str) -> Result<Vec<u8>> {
+    match bundle.read(name) {
+        Ok(bytes) => Ok(bytes),
+        // Already says which file.
+        Err(missing @ ArchiveError::Missing(_)) => Err(flatten(missing)),
+        Err(error) => Err(flatten(error).context(format!("cannot read {name}"))),
+    }
+}
+
+/// An [`ArchiveError`] as a message alone. Its messages already end with their cause, which the error also
+/// reports as its source, so the `{:#}` that `main` prints would give every cause twice ("No such file or
+/// directory (os error 2): No such file or directory (os error 2)").
+fn flatten(error: ArchiveError) -> anyhow::Error {
+    anyhow::Error::msg(error.to_string())
+}
+
+/// The first entry of `ignored` that names `url`: entries are substrings of the URL without its scheme, so
+/// that one entry covers http and https alike. The first is the one replay reports a request under.
+pub fn ignore_pattern<'a>(ignored: &'a [String], url: &str) -> Option<&'a str> {
+    let without_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    ignored.iter().map(String::as_str).find(|pattern| without_scheme.contains(pattern))
+}
+
+/// Reads an ignore list: a JSON array of scheme-less URL substrings.
+pub fn parse_ignore_list(bytes: &[u8]) -> Result<Vec<String>> {
+    let list: Vec<String> = serde_json::from_slice(bytes).context("an ignore list is a JSON array of strings")?;
+    Ok(list.into_iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+}
+
+fn exchange(entry: &Entry) -> Result<RecordedExchange> {
+    let mut request = RecordedRequest::from_har(&entry.request);
+    if request.body.is_none()
+        && let Some(post) = &entry.request.post_data
+        && post.text.is_none()
+        && !post.params.is_empty()
+    {
+        let form: String = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(post.params.iter().map(|p| (&p.name, &p.value)))
+            .finish();
+        request.body = Some(form.into_bytes());
+    }
+    let content = &entry.response.content;
+    let body_text = match content.text.as_ref().filter(|_| content.file.is_none()) {
+        // Refused rather than served empty: an empty body would break the page with no hint why.
+        Some(text) if content.encoding.as_deref() == Some("base64") => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .with_context(|| format!("recording.har: the body of {} is not valid base64", entry.request.url))?,
+        ),
+        Some(text) => Some(text.clone().into_bytes()),
+        None => None,
+    };
+    Ok(RecordedExchange {
+        request,
+        status: entry.response.status,
+        status_text: entry.response.status_text.clone(),
+        headers: entry.response.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
+        body_file: content.file.clone(),
+        body_text,
+        body_size: content.size.max(0) as u64,
+        error: entry.error.clone().filter(|_| entry.response.status == 0),
+    })
+}

@@ -1,0 +1,1093 @@
+//! The replay's request matcher: given the requests recorded in a bundle, decides which recorded response
+//! answers each request the replayed browser makes. It is pure (no I/O, no clock, no randomness), so the same
+//! recording and the same sequence of requests always get the same answers.
+//!
+//! A request is tried at three levels, the first that answers wins:
+//!
+//! 1. **Exact**: same method, URL and body bytes.
+//! 2. **Canonical**: same method and [`canonical_url`], and same [`canonical_body`]. Canonical forms drop what
+//!    changes from one page load to the next without changing the answer: the URL fragment, volatile query
+//!    parameters (cache busters such as `_`, `t`, `ts`, `cb`; `utm_*`; the JSONP `callback`, see
+//!    [`is_volatile_name`]), and in bodies the order of form fields, of JSON object keys and of multipart
+//!    parts, the multipart boundary, and volatile form fields and JSON keys.
+//! 3. **Fuzzy**: among recorded requests with the same method, host (with port) and path, the one whose query
+//!    and body parameters are closest to the request's, scored parameter by parameter ([`fuzzy_score`]); a
+//!    best score under [`FUZZY_THRESHOLD`] is a miss.
+//!
+//! Repeated requests are answered in recorded order: every recorded request answers once before any answers
+//! twice, and when all the recorded requests a level found have answered, the last of them keeps answering.
+//!
+//! Lookups stay fast on large recordings: the exact and canonical levels are hash lookups, and the fuzzy level
+//! only scores the recorded requests of the request's (method, host, path), skipping those whose score cannot
+//! beat the best so far.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fmt;
+
+use serde_json::Value;
+use trace_manifest::event::header_value;
+use trace_manifest::har::HarRequest;
+use url::Url;
+use url::form_urlencoded;
+
+/// The lowest [`fuzzy_score`] that still answers a request. At 0.6 most of the request must agree with the
+/// recording: `q=mug` is answered by `q=mugs` (0.75), but a request with one parameter of two changed
+/// (`q=mug&page=2` against `q=mug&page=1`, 0.5) or one added (`q=mug&sort=price` against `q=mug`, 0.5) is a
+/// miss, since serving another page's response would mislead more than a missing one.
+pub const FUZZY_THRESHOLD: f64 = 0.6;
+
+/// Values longer than this (in characters) score 1 when equal and 0 otherwise instead of by edit distance,
+/// which costs the product of the lengths: long values are tokens and blobs, where near does not mean similar.
+pub const FUZZY_MAX_EDIT_CHARS: usize = 64;
+
+/// Query parameters, form fields, multipart parts and JSON keys whose value changes on every load without
+/// changing the answer. Compared without regard to ASCII case; `utm_*` is matched by prefix.
+pub const VOLATILE_NAMES: &[&str] =
+    &["_", "t", "ts", "cb", "cachebuster", "timestamp", "rand", "nocache", "callback", "jsonp"];
+
+/// Prefixes of volatile names (campaign tracking parameters).
+pub const VOLATILE_PREFIXES: &[&str] = &["utm_"];
+
+/// Whether a query parameter, form field, multipart part or JSON key named `name` is left out of canonical
+/// forms and fuzzy scores.
+pub fn is_volatile_name(name: &str) -> bool {
+    VOLATILE_NAMES.iter().any(|volatile| name.eq_ignore_ascii_case(volatile))
+        || VOLATILE_PREFIXES.iter().any(|prefix| {
+            name.len() >= prefix.len() && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+        })
+}
+
+/// One recorded request, as the matcher needs it. Its position in the `Vec` given to [`Matcher::new`] is the
+/// [`Matched::index`] that designates its response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub url: String,
+    /// The request body; `None` and an empty body are the same.
+    pub body: Option<Vec<u8>>,
+    /// The request's `Content-Type`, which says how to canonicalize the body.
+    pub content_type: Option<String>,
+}
+
+impl RecordedRequest {
+    /// A HAR request with its `postData.text` as body. A binary body stored in the bundle (`postData._file`)
+    /// is not read here: the caller reads it and sets [`RecordedRequest::body`].
+    pub fn from_har(request: &HarRequest) -> RecordedRequest {
+        let post_data = request.post_data.as_ref();
+        let content_type = post_data
+            .map(|post| post.mime_type.as_str())
+            .filter(|mime| !mime.is_empty())
+            .or_else(|| header_value(&request.headers, "content-type"))
+            .map(str::to_owned);
+        RecordedRequest {
+            method: request.method.clone(),
+            url: request.url.clone(),
+            body: post_data.and_then(|post| post.text.as_ref()).map(|text| text.clone().into_bytes()),
+            content_type,
+        }
+    }
+}
+
+/// How a request was matched, for the caller's log.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MatchKind {
+    Exact,
+    Canonical,
+    /// `score` is the [`fuzzy_score`], between [`FUZZY_THRESHOLD`] and 1.
+    Fuzzy {
+        score: f64,
+    },
+}
+
+impl fmt::Display for MatchKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MatchKind::Exact => f.write_str("exact"),
+            MatchKind::Canonical => f.write_str("canonical"),
+            MatchKind::Fuzzy { score } => write!(f, "fuzzy {score:.3}"),
+        }
+    }
+}
+
+/// The recorded request that answers a request, and how it was found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Matched {
+    /// Index into the recorded requests given to [`Matcher::new`].
+    pub index: usize,
+    pub kind: MatchKind,
+}
+
+/// The recorded requests, indexed for lookup, and which of them have answered already.
+#[derive(Debug)]
+pub struct Matcher {
+    /// `"METHOD url"` → the recorded bodies sent to it, each with its requests in recorded order. Bodies are
+    /// compared in a short list rather than hashed into the key so that a lookup copies no body.
+    exact: HashMap<String, Vec<ExactGroup>>,
+    /// The canonical key (method, canonical URL, canonical body; see `analyze`) → its requests in recorded order.
+    canonical: HashMap<Vec<u8>, Queue>,
+    /// [`bucket_key`] (method, host, path) → the candidates of the fuzzy level, in recorded order.
+    buckets: HashMap<String, Vec<Candidate>>,
+    /// Whether each recorded request has answered, shared by all levels so that a response answered at one
+    /// level is not answered again at another while others wait.
+    answered: Vec<bool>,
+}
+
+#[derive(Debug)]
+struct ExactGroup {
+    body: Vec<u8>,
+    queue: Queue,
+}
+
+/// Recorded requests that answer the same key, in recorded order.
+#[derive(Debug, Default)]
+struct Queue {
+    indices: Vec<usize>,
+    /// Every index before this one has answered; it only moves forward, so lookups stay O(1) amortized.
+    cursor: usize,
+}
+
+impl Queue {
+    /// The first request that has not answered yet, or the last one when all have.
+    fn next(&mut self, answered: &[bool]) -> usize {
+        while self.cursor < self.indices.len() && answered[self.indices[self.cursor]] {
+            self.cursor += 1;
+        }
+        match self.indices.get(self.cursor) {
+            Some(&index) => index,
+            None => *self.indices.last().expect("a queue is created with its first index"),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Candidate {
+    index: usize,
+    params: Vec<Param>,
+}
+
+/// Where a parameter comes from: a query parameter `q` and a body field `q` are different parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Place {
+    Query,
+    Body,
+}
+
+/// A decoded, non-volatile parameter. JSON leaves are named by their path (`items[0].id`); a body that is
+/// neither a form, JSON nor multipart is one parameter with an empty name.
+#[derive(Debug, Clone)]
+struct Param {
+    place: Place,
+    name: String,
+    value: String,
+    /// `value.chars().count()`, kept for the score's upper bound.
+    chars: usize,
+}
+
+impl Param {
+    fn new(place: Place, name: String, value: String) -> Param {
+        let chars = value.chars().count();
+        Param { place, name, value, chars }
+    }
+
+    fn order(&self, other: &Param) -> Ordering {
+        (self.place, &self.name).cmp(&(other.place, &other.name))
+    }
+}
+
+/// What the canonical and fuzzy levels need of a request, computed in one pass over its URL and body.
+struct Analysis {
+    canonical_key: Vec<u8>,
+    /// `None` when the URL does not parse: such a request can only match exactly or canonically.
+    bucket_key: Option<String>,
+    /// Sorted by (place, name); repeated names keep their order.
+    params: Vec<Param>,
+}
+
+impl Matcher {
+    /// Indexes `recorded`; [`Matched::index`] is a position in it.
+    pub fn new(recorded: Vec<RecordedRequest>) -> Matcher {
+        let mut matcher = Matcher {
+            exact: HashMap::new(),
+            canonical: HashMap::new(),
+            buckets: HashMap::new(),
+            answered: vec![false; recorded.len()],
+        };
+        for (index, request) in recorded.into_iter().enumerate() {
+            let method = request.method.to_ascii_uppercase();
+            let body = request.body.unwrap_or_default();
+            let analysis = analyze(&method, &request.url, &body, request.content_type.as_deref());
+            matcher.canonical.entry(analysis.canonical_key).or_default().indices.push(index);
+            if let Some(bucket_key) = analysis.bucket_key {
+                matcher.buckets.entry(bucket_key).or_default().push(Candidate { index, params: analysis.params });
+            }
+            let groups = matcher.exact.entry(exact_key(&method, &request.url)).or_default();
+            match groups.iter_mut().find(|group| group.body == body) {
+                Some(group) => group.queue.indices.push(index),
+                None => groups.push(ExactGroup { body, queue: Queue { indices: vec![index], cursor: 0 } }),
+            }
+        }
+        matcher
+    }
+
+    /// The recorded request that answers this request, or `None` for a miss. Each answer is remembered,
+    /// which moves repeated requests along the recording (see the module documentation).
+    pub fn lookup(
+        &mut self,
+        method: &str,
+        url: &str,
+        body: Option<&[u8]>,
+        content_type: Option<&str>,
+    ) -> Option<Matched> {
+        let method = method.to_ascii_uppercase();
+        let body = body.unwrap_or_default();
+        if let Some(groups) = self.exact.get_mut(&exact_key(&method, url))
+            && let Some(group) = groups.iter_mut().find(|group| group.body == body)
+        {
+            let index = group.queue.next(&self.answered);
+            return Some(self.answer(index, MatchKind::Exact));
+        }
+        let analysis = analyze(&method, url, body, content_type);
+        if let Some(queue) = self.canonical.get_mut(&analysis.canonical_key) {
+            let index = queue.next(&self.answered);
+            return Some(self.answer(index, MatchKind::Canonical));
+        }
+        let candidates = self.buckets.get(analysis.bucket_key.as_deref()?)?;
+        let (index, score) = best_candidate(candidates, &analysis.params, &self.answered)?;
+        Some(self.answer(index, MatchKind::Fuzzy { score }))
+    }
+
+    fn answer(&mut self, index: usize, kind: MatchKind) -> Matched {
+        self.answered[index] = true;
+        Matched { index, kind }
+    }
+}
+
+/// The best-scoring candidate at or above [`FUZZY_THRESHOLD`]. Equal scores go to a request that has not
+/// answered yet, then to the earliest recorded, so that repeated fuzzy requests also move along the recording.
+fn best_candidate(candidates: &[Candidate], params: &[Param], answered: &[bool]) -> Option<(usize, f64)> {
+    // Rounding can put a score a hair above its bound; the margin keeps the bound a true bound.
+    const BOUND_MARGIN: f64 = 1e-9;
+    let mut best: Option<(usize, f64)> = None;
+    for candidate in candidates {
+        let floor = best.map_or(FUZZY_THRESHOLD, |(_, score)| score);
+        if score_upper_bound(params, &candidate.params) + BOUND_MARGIN < floor {
+            continue;
+        }
+        let score = fuzzy_score_of(params, &candidate.params);
+        let better = match best {
+            None => score >= FUZZY_THRESHOLD,
+            Some((best_index, best_score)) => {
+                score > best_score || (score == best_score && answered[best_index] && !answered[candidate.index])
+            }
+        };
+        if better {
+            best = Some((candidate.index, score));
+        }
+    }
+    best
+}
+
+/// How close a request is to a recorded one of the same method, host and path, from 0 to 1: the mean, over
+/// the union of their non-volatile query and body parameters, of each parameter's similarity. A parameter in
+/// both scores the normalized Levenshtein similarity of its values (see [`FUZZY_MAX_EDIT_CHARS`]); a
+/// parameter missing from either scores 0. Two requests without parameters score 1. Repeated names are paired
+/// in order.
+pub fn fuzzy_score(
+    request_url: &str,
+    request_body: Option<&[u8]>,
+    request_content_type: Option<&str>,
+    recorded: &RecordedRequest,
+) -> f64 {
+    let request = analyze("", request_url, request_body.unwrap_or_default(), request_content_type);
+    let recorded =
+        analyze("", &recorded.url, recorded.body.as_deref().unwrap_or_default(), recorded.content_type.as_deref());
+    fuzzy_score_of(&request.params, &recorded.params)
+}
+
+fn fuzzy_score_of(request: &[Param], recorded: &[Param]) -> f64 {
+    mean_over_union(request, recorded, value_similarity)
+}
+
+/// A cheap bound on [`fuzzy_score_of`]: the edit distance is at least the difference of the lengths.
+fn score_upper_bound(request: &[Param], recorded: &[Param]) -> f64 {
+    mean_over_union(request, recorded, value_similarity_bound)
+}
+
+fn mean_over_union(a: &[Param], b: &[Param], similarity: fn(&Param, &Param) -> f64) -> f64 {
+    let (mut i, mut j, mut union, mut total) = (0, 0, 0usize, 0.0);
+    while i < a.len() && j < b.len() {
+        union += 1;
+        match a[i].order(&b[j]) {
+            Ordering::Less => i += 1,
+            Ordering::Greater => j += 1,
+            Ordering::Equal => {
+                total += similarity(&a[i], &b[j]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    union += (a.len() - i) + (b.len() - j);
+    if union == 0 { 1.0 } else { total / union as f64 }
+}
+
+fn value_similarity(a: &Param, b: &Param) -> f64 {
+    if a.value == b.value {
+        1.0
+    } else if a.chars > FUZZY_MAX_EDIT_CHARS || b.chars > FUZZY_MAX_EDIT_CHARS {
+        0.0
+    } else {
+        strsim::normalized_levenshtein(&a.value, &b.value)
+    }
+}
+
+fn value_similarity_bound(a: &Param, b: &Param) -> f64 {
+    let longest = a.chars.max(b.chars);
+    if longest == 0 || a.value == b.value {
+        1.0
+    } else if longest > FUZZY_MAX_EDIT_CHARS {
+        0.0
+    } else {
+        a.chars.min(b.chars) as f64 / longest as f64
+    }
+}
+
+fn exact_key(method: &str, url: &str) -> String {
+    let mut key = String::with_capacity(method.len() + 1 + url.len());
+    key.push_str(method);
+    key.push(' ');
+    key.push_str(url);
+    key
+}
+
+/// The URL with its fragment dropped, its volatile query parameters ([`is_volatile_name`]) removed and the
+/// others decoded, sorted by name (repeated names keep their order, which can carry meaning) and re-encoded
+/// one way. Host case and default ports are normalized by parsing; a URL that does not parse only loses its
+/// fragment.
+pub fn canonical_url(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(parsed) => {
+            let params = query_params(&parsed);
+            canonical_parsed_url(parsed, &params)
+        }
+        Err(_) => without_fragment(url).to_owned(),
+    }
+}
+
+fn query_params(url: &Url) -> Vec<Param> {
+    let mut params: Vec<Param> = url
+        .query_pairs()
+        .filter(|(name, _)| !is_volatile_name(name))
+        .map(|(name, value)| Param::new(Place::Query, name.into_owned(), value.into_owned()))
+        .collect();
+    params.sort_by(Param::order);
+    params
+}
+
+fn canonical_parsed_url(mut url: Url, params: &[Param]) -> String {
+    url.set_fragment(None);
+    if params.is_empty() {
+        url.set_query(None);
+    } else {
+        let query = encode_pairs(params);
+        url.set_query(Some(&query));
+    }
+    url.into()
+}
+
+fn without_fragment(url: &str) -> &str {
+    url.split_once('#').map_or(url, |(before, _)| before)
+}
+
+fn encode_pairs(params: &[Param]) -> String {
+    let mut serializer = form_urlencoded::Serializer::new(String::new());
+    for param in params {
+        serializer.append_pair(&param.name, &param.value);
+    }
+    serializer.finish()
+}
+
+/// The body in a form where what does not change the answer is gone, by its content type:
+/// `application/x-www-form-urlencoded` fields decoded, volatile ones removed, sorted by name and re-encoded;
+/// JSON (`application/json`, `*+json`, or any other type whose body parses as a JSON object or array, since
+/// `fetch` sends strings as `text/plain`) with object keys sorted at every depth and volatile keys removed;
+/// `multipart/form-data` parts sorted by name, volatile ones removed, described without the boundary. Other
+/// bodies, and bodies that do not parse as their type says, are kept as they are.
+pub fn canonical_body(body: &[u8], content_type: Option<&str>) -> Vec<u8> {
+    analyze_body(body, content_type).0
+}
+
+fn analyze(method: &str, url: &str, body: &[u8], content_type: Option<&str>) -> Analysis {
+    let (canonical_body, body_params) = analyze_body(body, content_type);
+    let (canonical_url, bucket_key, mut params) = match Url::parse(url) {
+        Ok(parsed) => {
+            let params = query_params(&parsed);
+            let bucket_key = bucket_key(method, &parsed);
+            (canonical_parsed_url(parsed, &params), Some(bucket_key), params)
+        }
+        Err(_) => (without_fragment(url).to_owned(), None, Vec::new()),
+    };
+    // Query parameters sort before body ones, so appending keeps the order.
+    params.extend(body_params);
+    let mut canonical_key = Vec::with_capacity(method.len() + canonical_url.len() + canonical_body.len() + 2);
+    canonical_key.extend_from_slice(method.as_bytes());
+    canonical_key.push(b' ');
+    canonical_key.extend_from_slice(canonical_url.as_bytes());
+    canonical_key.push(b'\n');
+    canonical_key.extend_from_slice(&canonical_body);
+    Analysis { canonical_key, bucket_key, params }
+}
+
+/// Method, host with its port when not the default, and path: the requests the fuzzy level compares. The
+/// scheme is left out so that a request upgraded to `https` still finds its `http` recording.
+fn bucket_key(method: &str, url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{method} {host}:{port} {}", url.path()),
+        None => format!("{method} {host} {}", url.path()),
+    }
+}
+
+/// The canonical body and its parameters for the fuzzy score.
+fn analyze_body(body: &[u8], content_type: Option<&str>) -> (Vec<u8>, Vec<Param>) {
+    if body.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let content_type = content_type.unwrap_or_default();
+    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let analyzed = match essence.as_str() {
+        "application/x-www-form-urlencoded" => Some(analyze_form(body)),
+        "multipart/form-data" => analyze_multipart(body, media_type_parameter(content_type, "boundary")),
+        "application/json" | "text/json" => analyze_json(body),
+        _ if essence.ends_with("+json") || looks_like_json(body) => analyze_json(body),
+        _ => None,
+    };
+    analyzed.unwrap_or_else(|| {
+        let value = String::from_utf8_lossy(body).into_owned();
+        (body.to_vec(), vec![Param::new(Place::Body, String::new(), value)])
+    })
+}
+
+fn media_type_parameter<'a>(content_type: &'a str, name: &str) -> Option<&'a str> {
+    content_type.split(';').skip(1).find_map(|parameter| {
+        let (key, value) = parameter.split_once('=')?;
+        key.trim().eq_ignore_ascii_case(name).then(|| value.trim().trim_matches('"'))
+    })
+}
+
+fn analyze_form(body: &[u8]) -> (Vec<u8>, Vec<Param>) {
+    let mut params: Vec<Param> = form_urlencoded::parse(body)
+        .filter(|(name, _)| !is_volatile_name(name))
+        .map(|(name, value)| Param::new(Place::Body, name.into_owned(), value.into_owned()))
+        .collect();
+    params.sort_by(Param::order);
+    (encode_pairs(&params).into_bytes(), params)
+}
+
+fn looks_like_json(body: &[u8]) -> bool {
+    matches!(body.iter().find(|byte| !byte.is_ascii_whitespace()), Some(b'{' | b'['))
+}
+
+fn analyze_json(body: &[u8]) -> Option<(Vec<u8>, Vec<Param>)> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let mut canonical = String::with_capacity(body.len());
+    write_canonical_json(&value, &mut canonical);
+    let mut params = Vec::new();
+    flatten_json(&value, &mut String::new(), &mut params);
+    params.sort_by(Param::order);
+    Some((canonical.into_bytes(), params))
+}
+
+/// Compact JSON with object keys sorted and volatile keys removed at every depth. Sorting here rather than
+/// relying on `serde_json::Map` keeps the result right if another crate turns on `preserve_order`.
+fn write_canonical_json(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().filter(|(key, _)| !is_volatile_name(key)).collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (position, (key, item)) in entries.into_iter().enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical_json(item, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (position, item) in items.iter().enumerate() {
+                if position > 0 {
+                    out.push(',');
+                }
+                write_canonical_json(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// One parameter per leaf, named by its path (`cart.items[0].id`); strings without their quotes.
+fn flatten_json(value: &Value, path: &mut String, params: &mut Vec<Param>) {
+    let restore = path.len();
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, item) in map.iter().filter(|(key, _)| !is_volatile_name(key)) {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                flatten_json(item, path, params);
+                path.truncate(restore);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (position, item) in items.iter().enumerate() {
+                path.push_str(&format!("[{position}]"));
+                flatten_json(item, path, params);
+                path.truncate(restore);
+            }
+        }
+        Value::String(text) => params.push(Param::new(Place::Body, path.clone(), text.clone())),
+        other => params.push(Param::new(Place::Body, path.clone(), other.to_string())),
+    }
+}
+
+/// One part of a `multipart/form-data` body.
+struct Part<'a> {
+    name: String,
+    filename: Option<String>,
+    content_type: Option<String>,
+    content: &'a [u8],
+}
+
+/// `None` when the body is not multipart after all, so that it is kept as it is. Without a boundary in the
+/// content type, the boundary is read from the body's first line.
+fn analyze_multipart(body: &[u8], boundary: Option<&str>) -> Option<(Vec<u8>, Vec<Param>)> {
+    let boundary = match boundary {
+        Some(boundary) if !boundary.is_empty() => boundary.as_bytes(),
+        _ => {
+            let first_line = body.split(|&byte| byte == b'\n').next()?;
+            first_line.strip_suffix(b"\r").unwrap_or(first_line).strip_prefix(b"--")?
+        }
+    };
+    let mut parts = parse_multipart(body, boundary)?;
+    parts.retain(|part| !is_volatile_name(&part.name));
+    parts.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut canonical = Vec::with_capacity(body.len());
+    let mut params = Vec::with_capacity(parts.len());
+    for part in parts {
+        let header = format!(
+            "part name={:?} filename={:?} type={:?} length={}\n",
+            part.name,
+            part.filename,
+            part.content_type,
+            part.content.len()
+        );
+        canonical.extend_from_slice(header.as_bytes());
+        canonical.extend_from_slice(part.content);
+        canonical.push(b'\n');
+        params.push(Param::new(Place::Body, part.name, String::from_utf8_lossy(part.content).into_owned()));
+    }
+    Some((canonical, params))
+}
+
+fn parse_multipart<'a>(body: &'a [u8], boundary: &[u8]) -> Option<Vec<Part<'a>>> {
+    let mut delimiter = Vec::with_capacity(boundary.len() + 2);
+    delimiter.extend_from_slice(b"--");
+    delimiter.extend_from_slice(boundary);
+    let mut parts = Vec::new();
+    let mut closed = false;
+    // What comes before the first delimiter is a preamble, which carries nothing.
+    for section in split_on(body, &delimiter).into_iter().skip(1) {
+        if section.starts_with(b"--") {
+            closed = true;
+            break;
+        }
+        let section = strip_line_break_start(section);
+        // The line break before a delimiter belongs to the delimiter.
+        let section = section.strip_suffix(b"\r\n").or_else(|| section.strip_suffix(b"\n")).unwrap_or(section);
+        let (headers, content) = split_once_on(section, b"\r\n\r\n").or_else(|| split_once_on(section, b"\n\n"))?;
+        parts.push(parse_part_headers(headers, content));
+    }
+    (closed || !parts.is_empty()).then_some(parts)
+}
+
+fn parse_part_headers<'a>(headers: &[u8], content: &'a [u8]) -> Part<'a> {
+    let mut part = Part { name: String::new(), filename: None, content_type: None, content };
+    for line in String::from_utf8_lossy(headers).lines() {
+        let Some((header, value)) = line.split_once(':') else { continue };
+        let header = header.trim();
+        if header.eq_ignore_ascii_case("content-disposition") {
+            for parameter in value.split(';').skip(1) {
+                let Some((key, value)) = parameter.split_once('=') else { continue };
+                let value = value.trim().trim_matches('"').to_owned();
+                match key.trim().to_ascii_lowercase().as_str() {
+                    "name" => part.name = value,
+                    "filename" => part.filename = Some(value),
+                    _ => {}
+                }
+            }
+        } else if header.eq_ignore_ascii_case("content-type") {
+            part.content_type = Some(value.trim().to_owned());
+        }
+    }
+    part
+}
+
+fn strip_line_break_start(section: &[u8]) -> &[u8] {
+    section.strip_prefix(b"\r\n").or_else(|| section.strip_prefix(b"\n")).unwrap_or(section)
+}
+
+/// `haystack` split at each occurrence of `needle` (not empty).
+fn split_on<'a>(haystack: &'a [u8], needle: &[u8]) -> Vec<&'a [u8]> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut at = 0;
+    while at + needle.len() <= haystack.len() {
+        if haystack[at] == needle[0] && haystack[at..].starts_with(needle) {
+            pieces.push(&haystack[start..at]);
+            at += needle.len();
+            start = at;
+        } else {
+            at += 1;
+        }
+    }
+    pieces.push(&haystack[start..]);
+    pieces
+}
+
+fn split_once_on<'a>(haystack: &'a [u8], needle: &[u8]) -> Option<(&'a [u8], &'a [u8])> {
+    let at = haystack.windows(needle.len()).position(|window| window == needle)?;
+    Some((&haystack[..at], &haystack[at + needle.len()..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(url: &str) -> RecordedRequest {
+        RecordedRequest { method: "GET".into(), url: url.into(), body: None, content_type: None }
+    }
+
+    fn post(url: &str, content_type: &str, body: &str) -> RecordedRequest {
+        RecordedRequest {
+            method: "POST".into(),
+            url: url.into(),
+            body: Some(body.as_bytes().to_vec()),
+            content_type: Some(content_type.into()),
+        }
+    }
+
+    fn lookup_get(matcher: &mut Matcher, url: &str) -> Option<Matched> {
+        matcher.lookup("GET", url, None, None)
+    }
+
+    fn lookup_post(matcher: &mut Matcher, url: &str, content_type: &str, body: &str) -> Option<Matched> {
+        matcher.lookup("POST", url, Some(body.as_bytes()), Some(content_type))
+    }
+
+    fn fuzzy_score_of_match(matched: Option<Matched>) -> f64 {
+        match matched {
+            Some(Matched { kind: MatchKind::Fuzzy { score }, .. }) => score,
+            other => panic!("expected a fuzzy match, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn exact_request_matches_exactly() {
+        let mut matcher = Matcher::new(vec![
+            get("https://shop.example/"),
+            get("https://shop.example/api/products?_=123"),
+            get("https://shop.example/api/products?_=456"),
+        ]);
+        assert_eq!(
+            lookup_get(&mut matcher, "https://shop.example/api/products?_=456"),
+            Some(Matched { index: 2, kind: MatchKind::Exact })
+        );
+        assert_eq!(
+            lookup_get(&mut matcher, "https://shop.example/"),
+            Some(Matched { index: 0, kind: MatchKind::Exact })
+        );
+    }
+
+    #[test]
+    fn cache_buster_is_ignored() {
+        let mut matcher =
+            Matcher::new(vec![get("https://shop.example/"), get("https://shop.example/api/products?_=123")]);
+        assert_eq!(
+            lookup_get(&mut matcher, "https://shop.example/api/products?_=456"),
+            Some(Matched { index: 1, kind: MatchKind::Canonical })
+        );
+        for buster in ["t", "ts", "cb", "cachebuster", "timestamp", "rand", "nocache", "TS"] {
+            assert_eq!(
+                canonical_url(&format!("https://shop.example/a?{buster}=1&id=7")),
+                "https://shop.example/a?id=7",
+                "{buster} is volatile"
+            );
+        }
+    }
+
+    #[test]
+    fn parameter_order_is_ignored() {
+        let mut matcher = Matcher::new(vec![
+            get("https://shop.example/search?q=mug&page=2&sort=price"),
+            get("https://shop.example/search?q=mug&page=3&sort=price"),
+        ]);
+        assert_eq!(
+            lookup_get(&mut matcher, "https://shop.example/search?sort=price&page=3&q=mug"),
+            Some(Matched { index: 1, kind: MatchKind::Canonical })
+        );
+    }
+
+    #[test]
+    fn utm_parameters_are_ignored() {
+        let mut matcher = Matcher::new(vec![get("https://shop.example/product/7?utm_source=mail&utm_medium=x")]);
+        assert_eq!(
+            lookup_get(&mut matcher, "https://shop.example/product/7?UTM_Campaign=spring"),
+            Some(Matched { index: 0, kind: MatchKind::Canonical })
+        );
+        // `utm` alone is not a campaign parameter.
+        assert_eq!(canonical_url("https://shop.example/?utm=1"), "https://shop.example/?utm=1");
+    }
+
+    #[test]
+    fn jsonp_callback_is_ignored() {
+        let mut matcher = Matcher::new(vec![
+            get("https://api.example/v1/stock?id=7&callback=jQuery3410_1700000000001&_=1700000000002"),
+            get("https://api.example/v1/stock?id=8&jsonp=cb_1"),
+        ]);
+        assert_eq!(
+            lookup_get(&mut matcher, "https://api.example/v1/stock?callback=jQuery3410_1800000000001&id=7&_=18"),
+            Some(Matched { index: 0, kind: MatchKind::Canonical })
+        );
+        assert_eq!(
+            lookup_get(&mut matcher, "https://api.example/v1/stock?id=8&jsonp=cb_2"),
+            Some(Matched { index: 1, kind: MatchKind::Canonical })
+        );
+    }
+
+    #[test]
+    fn fragment_is_dropped_and_encoding_normalized() {
+        assert_eq!(
+            canonical_url("https://Shop.Example:443/search?q=blue+mug&a=%41#reviews"),
+            "https://shop.example/search?a=A&q=blue+mug"
+        );
+        assert_eq!(canonical_url("https://shop.example/search?q=blue%20mug"), "https://shop.example/search?q=blue+mug");
+        // Repeated names keep their relative order: `sort=price&sort=name` is not `sort=name&sort=price`.
+        assert_eq!(
+            canonical_url("https://s.example/?sort=price&b=1&sort=name"),
+            "https://s.example/?b=1&sort=price&sort=name"
+        );
+        assert_eq!(canonical_url("not a url#frag"), "not a url");
+        let mut matcher = Matcher::new(vec![get("https://shop.example/docs#intro")]);
+        assert_eq!(
+            lookup_get(&mut matcher, "https://shop.example/docs#usage"),
+            Some(Matched { index: 0, kind: MatchKind::Canonical })
+        );
+    }
+
+    #[test]
+    fn form_body_is_canonical() {
+        let form = "application/x-www-form-urlencoded";
+        let mut matcher = Matcher::new(vec![
+            post("https://shop.example/login", form, "user=ann&pass=s%21&csrf=abc&ts=1"),
+            post("https://shop.example/login", form, "user=bob&pass=x&csrf=abc&ts=1"),
+        ]);
+        assert_eq!(
+            lookup_post(
+                &mut matcher,
+                "https://shop.example/login",
+                &format!("{form}; charset=UTF-8"),
+                "csrf=abc&pass=s!&ts=2&user=ann"
+            ),
+            Some(Matched { index: 0, kind: MatchKind::Canonical })
+        );
+        assert_eq!(
+            lookup_post(&mut matcher, "https://shop.example/login", form, "pass=x&user=bob&csrf=abc"),
+            Some(Matched { index: 1, kind: MatchKind::Canonical })
+        );
+        assert_eq!(canonical_body(b"b=2&a=1+1&_=9", Some(form)), b"a=1+1&b=2".to_vec());
+    }
+
+    #[test]
+    fn json_body_key_order_and_volatile_keys_are_ignored() {
+        let json = "application/json";
+        let mut matcher = Matcher::new(vec![post(
+            "https://shop.example/api/cart",
+            json,
+            r#"{"item": 7, "options": {"size": "L", "color": "red", "timestamp": 1700000000}, "qty": 2, "ts": 1}"#,
+        )]);
+        assert_eq!(
+            lookup_post(
+                &mut matcher,
+                "https://shop.example/api/cart",
+                json,
+                r#"{"qty":2,"ts":99,"options":{"timestamp":1800000000,"color":"red","size":"L"},"item":7}"#
+            ),
+            Some(Matched { index: 0, kind: MatchKind::Canonical })
+        );
+        assert_eq!(
+            canonical_body(br#"{"b": [ {"z": 1, "a": null} ], "a": "x", "cb": 3}"#, Some(json)),
+            br#"{"a":"x","b":[{"a":null,"z":1}]}"#.to_vec()
+        );
+        // `fetch` sends a string body as text/plain: still JSON.
+        assert_eq!(canonical_body(br#"{"b":1,"a":2}"#, Some("text/plain;charset=UTF-8")), br#"{"a":2,"b":1}"#.to_vec());
+        // Not JSON after all: kept as it is.
+        assert_eq!(canonical_body(b"{not json", Some(json)), b"{not json".to_vec());
+    }
+
+    #[test]
+    fn multipart_boundary_and_part_order_are_ignored() {
+        fn multipart(boundary: &str, parts: &[(&str, &str)]) -> (String, String) {
+            let mut body = String::new();
+            for (name, value) in parts {
+                body.push_str(&format!(
+                    "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+                ));
+            }
+            body.push_str(&format!("--{boundary}--\r\n"));
+            (format!("multipart/form-data; boundary={boundary}"), body)
+        }
+        let (recorded_type, recorded_body) =
+            multipart("----WebKitFormBoundaryAAAA", &[("title", "Blue mug"), ("price", "12"), ("_", "1")]);
+        let (other_type, other_body) =
+            multipart("----WebKitFormBoundaryAAAB", &[("title", "Red mug"), ("price", "12")]);
+        let mut matcher = Matcher::new(vec![
+            post("https://shop.example/admin/product", &recorded_type, &recorded_body),
+            post("https://shop.example/admin/product", &other_type, &other_body),
+        ]);
+        let (request_type, request_body) =
+            multipart("----WebKitFormBoundaryZZZZ", &[("price", "12"), ("_", "2"), ("title", "Blue mug")]);
+        assert_ne!(request_body, recorded_body);
+        assert_eq!(
+            lookup_post(&mut matcher, "https://shop.example/admin/product", &request_type, &request_body),
+            Some(Matched { index: 0, kind: MatchKind::Canonical })
+        );
+        // Without the boundary in the content type, it is read from the body.
+        assert_eq!(
+            canonical_body(request_body.as_bytes(), Some("multipart/form-data")),
+            canonical_body(recorded_body.as_bytes(), Some(&recorded_type))
+        );
+        // Content matters.
+        assert_ne!(
+            canonical_body(other_body.as_bytes(), Some(&other_type)),
+            canonical_body(recorded_body.as_bytes(), Some(&recorded_type))
+        );
+    }
+
+    #[test]
+    fn fuzzy_picks_the_closest_and_reports_its_score() {
+        let mut matcher = Matcher::new(vec![
+            get("https://shop.example/search?q=teapot"),
+            get("https://shop.example/search?q=mugs"),
+            get("https://shop.example/search?q=mugs+set"),
+        ]);
+        let matched = lookup_get(&mut matcher, "https://shop.example/search?q=mug&_=5");
+        assert_eq!(matched.map(|m| m.index), Some(1));
+        // "mug" → "mugs" is one edit in four characters.
+        assert!((fuzzy_score_of_match(matched) - 0.75).abs() < 1e-12);
+        assert!(
+            (fuzzy_score("https://shop.example/search?q=mug", None, None, &get("https://x.example/search?q=mugs"))
+                - 0.75)
+                .abs()
+                < 1e-12
+        );
+    }
+
+    #[test]
+    fn fuzzy_scores_missing_and_extra_parameters_and_body_fields() {
+        // One parameter of three missing: (1 + 1 + 0) / 3.
+        let score = fuzzy_score(
+            "https://s.example/list?cat=mugs&page=2&sort=price",
+            None,
+            None,
+            &get("https://s.example/list?cat=mugs&page=2"),
+        );
+        assert!((score - 2.0 / 3.0).abs() < 1e-12, "{score}");
+        // JSON leaves are parameters too: qty differs ("2" vs "3"), item and note agree.
+        let json = "application/json";
+        let mut matcher = Matcher::new(vec![
+            post("https://s.example/api/cart", json, r#"{"item":7,"qty":2,"note":"gift"}"#),
+            post("https://s.example/api/cart", json, r#"{"item":9,"qty":3,"note":"none"}"#),
+        ]);
+        let matched =
+            lookup_post(&mut matcher, "https://s.example/api/cart", json, r#"{"item":7,"qty":3,"note":"gift"}"#);
+        assert_eq!(matched.map(|m| m.index), Some(0));
+        assert!((fuzzy_score_of_match(matched) - 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn below_threshold_is_a_miss() {
+        let mut matcher = Matcher::new(vec![
+            get("https://shop.example/search?q=teapot"),
+            get("https://shop.example/list?cat=mugs&page=1"),
+        ]);
+        assert_eq!(lookup_get(&mut matcher, "https://shop.example/search?q=xyz"), None);
+        // Half the parameters agree: 0.5 is under the threshold.
+        let half = fuzzy_score(
+            "https://shop.example/list?cat=mugs&page=2",
+            None,
+            None,
+            &get("https://shop.example/list?cat=mugs&page=1"),
+        );
+        assert!((half - 0.5).abs() < 1e-12 && half < FUZZY_THRESHOLD, "{half}");
+        assert_eq!(lookup_get(&mut matcher, "https://shop.example/list?cat=mugs&page=2"), None);
+        assert_eq!(lookup_get(&mut matcher, "https://shop.example/search?q=teapot&sort=price"), None);
+        // Two of three agree: 0.67 answers.
+        assert_eq!(
+            lookup_get(&mut matcher, "https://shop.example/list?cat=mugs&page=1&sort=price").map(|m| m.index),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn different_path_or_host_never_fuzzy_matches() {
+        let mut matcher = Matcher::new(vec![get("https://shop.example/search?q=mug")]);
+        assert_eq!(lookup_get(&mut matcher, "https://shop.example/search/?q=mug"), None);
+        assert_eq!(lookup_get(&mut matcher, "https://shop.example/find?q=mug"), None);
+        assert_eq!(lookup_get(&mut matcher, "https://other.example/search?q=mug"), None);
+        assert_eq!(lookup_get(&mut matcher, "https://shop.example:8443/search?q=mug"), None);
+        // Same host and path over http: the scheme does not separate fuzzy candidates.
+        assert_eq!(
+            lookup_get(&mut matcher, "http://shop.example/search?q=mug"),
+            Some(Matched { index: 0, kind: MatchKind::Fuzzy { score: 1.0 } })
+        );
+    }
+
+    #[test]
+    fn two_posts_to_one_url_with_different_json_bodies_get_their_own_responses() {
+        let json = "application/json";
+        let url = "https://shop.example/api/cart";
+        let mut matcher = Matcher::new(vec![
+            post(url, json, r#"{"action":"add","item":7}"#),
+            post(url, json, r#"{"action":"remove","item":7}"#),
+        ]);
+        // Asked in the other order than recorded, and each asked twice.
+        for _ in 0..2 {
+            assert_eq!(
+                lookup_post(&mut matcher, url, json, r#"{"action":"remove","item":7}"#),
+                Some(Matched { index: 1, kind: MatchKind::Exact })
+            );
+            assert_eq!(
+                lookup_post(&mut matcher, url, json, r#"{"item":7,"action":"add"}"#),
+                Some(Matched { index: 0, kind: MatchKind::Canonical })
+            );
+        }
+    }
+
+    #[test]
+    fn repeated_identical_gets_are_answered_in_recorded_order_then_the_last_repeats() {
+        let mut matcher = Matcher::new(vec![
+            get("https://shop.example/api/x"),
+            get("https://shop.example/other"),
+            get("https://shop.example/api/x"),
+            get("https://shop.example/api/x"),
+        ]);
+        let answers: Vec<usize> =
+            (0..5).map(|_| lookup_get(&mut matcher, "https://shop.example/api/x").unwrap().index).collect();
+        assert_eq!(answers, [0, 2, 3, 3, 3]);
+    }
+
+    #[test]
+    fn repeated_canonical_requests_are_answered_in_recorded_order_across_levels() {
+        let mut matcher = Matcher::new(vec![
+            get("https://shop.example/api/poll?_=1"),
+            get("https://shop.example/api/poll?_=2"),
+            get("https://shop.example/api/poll?_=3"),
+        ]);
+        // The second recorded one is asked exactly first; the canonical queue then skips it.
+        assert_eq!(
+            lookup_get(&mut matcher, "https://shop.example/api/poll?_=2"),
+            Some(Matched { index: 1, kind: MatchKind::Exact })
+        );
+        let answers: Vec<(usize, MatchKind)> = (10..14)
+            .map(|buster| {
+                let matched = lookup_get(&mut matcher, &format!("https://shop.example/api/poll?_={buster}")).unwrap();
+                (matched.index, matched.kind)
+            })
+            .collect();
+        assert_eq!(
+            answers,
+            [
+                (0, MatchKind::Canonical),
+                (2, MatchKind::Canonical),
+                (2, MatchKind::Canonical),
+                (2, MatchKind::Canonical)
+            ]
+        );
+    }
+
+    #[test]
+    fn repeated_fuzzy_requests_move_along_equally_close_recordings() {
+        let mut matcher =
+            Matcher::new(vec![get("https://shop.example/search?q=mugs"), get("https://shop.example/search?q=mugz")]);
+        let answers: Vec<usize> =
+            (0..3).map(|_| lookup_get(&mut matcher, "https://shop.example/search?q=mug").unwrap().index).collect();
+        assert_eq!(answers, [0, 1, 0]);
+    }
+
+    #[test]
+    fn method_matters() {
+        let json = "application/json";
+        let mut matcher = Matcher::new(vec![
+            get("https://shop.example/api/cart"),
+            post("https://shop.example/api/cart", json, r#"{"item":7}"#),
+        ]);
+        assert_eq!(
+            matcher.lookup("post", "https://shop.example/api/cart", Some(br#"{"item":7}"#), Some(json)),
+            Some(Matched { index: 1, kind: MatchKind::Exact })
+        );
+        assert_eq!(
+            lookup_get(&mut matcher, "https://shop.example/api/cart"),
+            Some(Matched { index: 0, kind: MatchKind::Exact })
+        );
+        assert_eq!(matcher.lookup("DELETE", "https://shop.example/api/cart", None, None), None);
+        assert_eq!(matcher.lookup("PUT", "https://shop.example/api/cart", Some(br#"{"item":7}"#), Some(json)), None);
+    }
+
+    #[test]
+    fn body_matters_for_exact_and_empty_is_none() {
+        let form = "application/x-www-form-urlencoded";
+        let mut matcher = Matcher::new(vec![
+            post("https://shop.example/login", form, "user=ann"),
+            post("https://shop.example/ping", form, ""),
+        ]);
+        assert_eq!(
+            matcher.lookup("POST", "https://shop.example/ping", None, None),
+            Some(Matched { index: 1, kind: MatchKind::Exact })
+        );
+        assert_eq!(
+            lookup_post(&mut matcher, "https://shop.example/login", form, "user=anne").map(|m| m.index),
+            Some(0)
+        );
+        assert!(matches!(
+            lookup_post(&mut matcher, "https://shop.example/login", form, "user=anne").unwrap().kind,
+            MatchKind::Fuzzy { .. }
+        ));
+    }
+
+    #[test]
+    fn recorded_request_from_har() {
+        let har: trace_manifest::har::HarRequest = serde_json::from_value(serde_json::json!({
+            "method": "POST",
+            "url": "https://shop.example/login",
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": [{"name": "Content-Type", "value": "application/x-www-form-urlencoded"}],
+            "queryString": [],
+            "postData": {"mimeType": "", "text": "user=ann"},
+            "headersSize": -1,
+            "bodySize": 8
+        }))
+        .unwrap();
+        assert_eq!(
+            RecordedRequest::from_har(&har),
+            post("https://shop.example/login", "application/x-www-form-urlencoded", "user=ann")
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! What replay answers to each request the browser makes: a recorded response (and how it was matched),
+//! an immediate failure for what the ignore list names, or a miss. Every decision is counted and logged,
+//! so that a user can see why a replayed page differs from the recording. No browser here: the browser
+//! side (`serve`) asks and carries out.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::archive::ReplayArchive;
+use crate::matcher::{MatchKind, Matcher};
+
+/// The decision for one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Answer with the recorded exchange `index`.
+    Answer { index: usize, kind: MatchKind },
+    /// The recording holds this request, but it failed then: fail it the same way.
+    RecordedFailure { index: usize, error: String },
+    /// The ignore list names it: fail at once.
+    Ignored { pattern: String },
+    /// Nothing recorded answers it.
+    Miss,
+}
+
+/// Counts of decisions, for the summary and the fidelity report.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Stats {
+    pub exact: u64,
+    pub canonical: u64,
+    pub fuzzy: u64,
+    pub ignored: u64,
+    pub missed: u64,
+    /// Requests let through to the live network (only with `--allow-network-fallback`).
+    pub live_attempts: u64,
+    /// Each missed URL, with how many times it was asked for.
+    pub misses: BTreeMap<String, u64>,
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let served = self.exact + self.canonical + self.fuzzy;
+        writeln!(
+            f,
+            "requests served: {served} ({} exact, {} canonical, {} fuzzy); ignored: {}; missed: {}; live: {}",
+            self.exact, self.canonical, self.fuzzy, self.ignored, self.missed, self.live_attempts
+        )?;
+        for (url, times) in &self.misses {
+            writeln!(f, "  missed {url}{}", if *times > 1 { format!(" ({times} times)") } else { String::new() })?;
+        }
+        Ok(())
+    }
+}
+
+/// A response ready to hand to the browser.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub status_text: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Arc<Vec<u8>>,
+}
+
+pub struct Responder {
+    archive: Arc<ReplayArchive>,
+    matcher: Mutex<Matcher>,
+    stats: Mutex<Stats>,
+}
+
+impl Responder {
+    pub fn new(archive: Arc<ReplayArchive>) -> Responder {
+        let matcher = Matcher::new(archive.exchanges.iter().map(|e| e.request.clone()).collect());
+        Responder { archive, matcher: Mutex::new(matcher), stats: Mutex::new(Stats::default()) }
+    }
+
+    pub fn archive(&self) -> &ReplayArchive {
+        &self.archive
+    }
+
+    /// Decides how to answer a request, counts the decision and logs it.
+    pub fn decide(&self, method: &str, url: &str, body: Option<&[u8]>, content_type: Option<&str>) -> Decision {
+        let decision = self.decide_quietly(method, url, body, content_type);
+        let mut stats = self.stats.lock().expect("no panics while locked");
+        match &decision {
+            Decision::Answer { index, kind } => {
+                match kind {
+                    MatchKind::Exact => stats.exact += 1,
+                    MatchKind::Canonical => stats.canonical += 1,
+                    MatchKind::Fuzzy { .. } => stats.fuzzy += 1,
+                }
+                let recorded = &self.archive.exchanges[*index].request.url;
+                if recorded == url {
+                    tracing::info!(target: "trace_replay::decision", "{kind} {method} {url}");
+                } else {
+                    tracing::info!(target: "trace_replay::decision", "{kind} {method} {url} ← {recorded}");
+                }
+            }
+            Decision::RecordedFailure { error, .. } => {
+                stats.exact += 1;
+                tracing::info!(target: "trace_replay::decision", "failed as recorded ({error}) {method} {url}");
+            }
+            Decision::Ignored { pattern } => {
+                stats.ignored += 1;
+                tracing::info!(target: "trace_replay::decision", "ignored ({pattern}) {method} {url}");
+            }
+            Decision::Miss => {
+                stats.missed += 1;
+                *stats.misses.entry(format!("{method} {url}")).or_default() += 1;
+                tracing::warn!(target: "trace_replay::decision", "missed {method} {url}");
+            }
+        }
+        decision
+    }
+
+    fn decide_quietly(&self, method: &str, url: &str, body: Option<&[u8]>, content_type: Option<&str>) -> Decision {
+        if let Some(pattern) = self.archive.ignore_pattern(url) {
+            return Decision::Ignored { pattern: pattern.to_owned() };
+        }
+        let matched = self.matcher.lock().expect("no panics while locked").lookup(method, url, body, content_type);
+        match matched {
+            Some(found) => match &self.archive.exchanges[found.index].error {
+                Some(error) => Decision::RecordedFailure { index: found.index, error: error.clone() },
+                None => Decision::Answer { index: found.index, kind: found.kind },
+            },
+            None => Decision::Miss,
+        }
+    }
+
+    /// Counts a request let through to the live network.
+    pub fn count_live_attempt(&self, method: &str, url: &str) {
+        self.stats.lock().expect("no panics while locked").live_attempts += 1;
+        tracing::warn!(target: "trace_replay::decision", "live network {method} {url}");
+    }
+
+    /// The recorded response of exchange `index`, with the headers a browser can take from a fulfilled
+    /// request: bodies are stored decoded, so the encoding and length headers of the wire are dropped.
+    pub fn response(&self, index: usize) -> Result<Response> {
+        let exchange = &self.archive.exchanges[index];
+        let headers = exchange
+            .headers
+            .iter()
+            .filter(|(name, _)| {
+                !name.starts_with(':')
+                    && !["content-encoding", "content-length", "transfer-encoding"]
+                        .iter()
+                        .any(|dropped| name.eq_ignore_ascii_case(dropped))
+            })
+            .cloned()
+            .collect();
+        Ok(Response {
+            status: exchange.status,
+            status_text: exchange.status_text.clone(),
+            headers,
+            body: self.archive.body(index)?,
+        })
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats.lock().expect("no panics while locked").clone()
+    }
+}

@@ -1,0 +1,659 @@
+//! `trace-replay run --human`: re-runs the recorded demonstration, as the tool calls of its trajectory, in
+//! the replayed site, and reports how faithfully the replay reproduces it. Each call finds its element by
+//! the recorded CSS selector, then by XPath, then by position (an iframe of another origin cannot be
+//! searched from the page, so its elements are reached by the recorded position within it); after each
+//! call the URL reached is compared with the recorded one and the screen with the recorded screenshot.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType, InsertTextParams,
+    MouseButton,
+};
+use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
+use chromiumoxide::page::ScreenshotParams;
+use serde::Serialize;
+use serde_json::json;
+use trace_manifest::archive::Bundle;
+use trace_manifest::event::ElementDescriptor;
+use trace_manifest::trajectory::{self, Credential, ToolAction, ToolCall};
+
+use crate::matcher::canonical_url;
+use crate::serve::Replay;
+
+/// How long a call's effect (a navigation, a new tab) may take to show.
+const EFFECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A person does not act the instant a page appears; neither does the re-run, so that pages settle.
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// The fidelity report (`--json` prints it as one object).
+#[derive(Debug, Clone, Serialize)]
+pub struct FidelityReport {
+    pub steps_total: usize,
+    pub steps_passed: usize,
+    pub steps_failed: usize,
+    pub failures: Vec<StepFailure>,
+    pub requests: RequestCounts,
+    /// Requests nothing recorded answered.
+    pub misses: Vec<String>,
+    pub live_attempts: u64,
+    pub steps: Vec<StepOutcome>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepFailure {
+    pub step: usize,
+    pub name: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RequestCounts {
+    pub exact: u64,
+    pub canonical: u64,
+    pub fuzzy: u64,
+    pub ignored: u64,
+    pub missed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepOutcome {
+    pub step: usize,
+    pub name: String,
+    pub passed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How the element was found: `selector`, `xpath` or `position`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub located_by: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_expected: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_reached: Option<String>,
+    /// The share of pixels that differ from the recorded screenshot (0 to 1), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screenshot_difference: Option<f64>,
+}
+
+impl FidelityReport {
+    /// True when every step passed and nothing tried to reach the network.
+    pub fn is_faithful(&self) -> bool {
+        self.steps_failed == 0 && self.live_attempts == 0 && self.misses.is_empty()
+    }
+}
+
+impl std::fmt::Display for FidelityReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for step in &self.steps {
+            let verdict = if step.passed { "ok  " } else { "FAIL" };
+            write!(f, "{verdict} {:>3} {:<16}", step.step, step.name)?;
+            if let Some(by) = step.located_by {
+                write!(f, " found by {by}")?;
+            }
+            if let Some(url) = &step.url_reached {
+                write!(f, " at {url}")?;
+            }
+            if let Some(difference) = step.screenshot_difference {
+                write!(f, " (screen differs by {:.1}%)", difference * 100.0)?;
+            }
+            if let Some(reason) = &step.reason {
+                write!(f, ": {reason}")?;
+            }
+            writeln!(f)?;
+        }
+        let r = &self.requests;
+        writeln!(f, "steps: {} passed, {} failed, of {}", self.steps_passed, self.steps_failed, self.steps_total)?;
+        writeln!(
+            f,
+            "requests: {} exact, {} canonical, {} fuzzy, {} ignored, {} missed; live attempts: {}",
+            r.exact, r.canonical, r.fuzzy, r.ignored, r.missed, self.live_attempts
+        )?;
+        for miss in &self.misses {
+            writeln!(f, "  missed {miss}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The demonstration of the bundle at `path` as tool calls, with the credentials its placeholders name.
+pub fn human_trajectory(path: &Path) -> Result<(Vec<ToolCall>, Vec<Credential>)> {
+    let mut bundle = Bundle::open(path).with_context(|| format!("cannot open the bundle {}", path.display()))?;
+    let manifest = bundle.manifest()?;
+    let events = bundle.events().context("the bundle's events")?;
+    let derived = trajectory::derive(manifest.task.id.clone(), &events, manifest.task.answer.as_deref());
+    Ok((derived.trajectory.tool_calls, derived.credentials))
+}
+
+/// Runs `calls` in `replay`, then reports.
+pub async fn run_human(
+    replay: &Replay,
+    bundle: &Path,
+    calls: &[ToolCall],
+    credentials: &[Credential],
+) -> Result<FidelityReport> {
+    let mut runner = Runner { replay, bundle: Bundle::open(bundle)?, tabs: Vec::new(), current: 0 };
+    let mut steps = Vec::new();
+    for (index, call) in calls.iter().enumerate() {
+        let mut outcome = StepOutcome {
+            step: index + 1,
+            name: call.action.name().to_owned(),
+            passed: true,
+            reason: None,
+            located_by: None,
+            url_expected: call.url_after.clone(),
+            url_reached: None,
+            screenshot_difference: None,
+        };
+        match runner.step(call, credentials).await {
+            Ok(located_by) => outcome.located_by = located_by,
+            Err(error) => {
+                outcome.passed = false;
+                outcome.reason = Some(format!("{error:#}"));
+            }
+        }
+        if outcome.passed
+            && let Some(expected) = &call.url_after
+        {
+            match runner.wait_for_url(expected).await {
+                Ok(reached) => outcome.url_reached = Some(reached),
+                Err(reached) => {
+                    outcome.passed = false;
+                    outcome.reason = Some(format!("reached {reached}, the recording reached {expected}"));
+                    outcome.url_reached = Some(reached);
+                }
+            }
+        }
+        if let Some(recorded) = &call.screenshot
+            && outcome.passed
+        {
+            outcome.screenshot_difference = runner.screenshot_difference(recorded).await.ok();
+        }
+        tracing::info!(step = outcome.step, name = %outcome.name, passed = outcome.passed, reason = ?outcome.reason);
+        steps.push(outcome);
+    }
+    let stats = replay.stats();
+    let failures: Vec<StepFailure> = steps
+        .iter()
+        .filter(|s| !s.passed)
+        .map(|s| StepFailure { step: s.step, name: s.name.clone(), reason: s.reason.clone().unwrap_or_default() })
+        .collect();
+    Ok(FidelityReport {
+        steps_total: steps.len(),
+        steps_passed: steps.len() - failures.len(),
+        steps_failed: failures.len(),
+        failures,
+        requests: RequestCounts {
+            exact: stats.exact,
+            canonical: stats.canonical,
+            fuzzy: stats.fuzzy,
+            ignored: stats.ignored,
+            missed: stats.missed,
+        },
+        misses: stats.misses.keys().cloned().collect(),
+        live_attempts: stats.live_attempts,
+        steps,
+    })
+}
+
+struct Runner<'a> {
+    replay: &'a Replay,
+    bundle: Bundle,
+    /// The replay's tabs, numbered as the trajectory numbers the recording's.
+    tabs: Vec<Page>,
+    current: usize,
+}
+
+/// Where an element is, in the tab's viewport.
+struct Located {
+    x: f64,
+    y: f64,
+    by: &'static str,
+}
+
+impl Runner<'_> {
+    /// Carries out one call; returns how its element was found, if it has one.
+    async fn step(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<&'static str>> {
+        if let Some(tab) = call.tab {
+            self.switch_to(tab as usize).await?;
+        }
+        match &call.action {
+            ToolAction::Navigate { url } => {
+                if self.tabs.is_empty() {
+                    self.tabs.push(self.replay.open(url).await?);
+                } else {
+                    self.page()?.goto(url).await.with_context(|| format!("cannot open {url}"))?;
+                }
+                tokio::time::sleep(SETTLE).await;
+                Ok(None)
+            }
+            ToolAction::Click { count } => {
+                let located = self.locate(call).await?;
+                for press in 1..=*count {
+                    self.mouse_click(located.x, located.y, i64::from(press)).await?;
+                }
+                Ok(Some(located.by))
+            }
+            ToolAction::Input { text } => {
+                let text = fill_placeholders(text, credentials)?;
+                let located = self.locate(call).await?;
+                self.mouse_click(located.x, located.y, 1).await?;
+                // Replace what the field holds, as the recorded value is the field's whole value.
+                self.key("a", 2, &["selectAll"]).await?;
+                self.page()?.execute(InsertTextParams::new(text)).await?;
+                Ok(Some(located.by))
+            }
+            ToolAction::SendKeys { keys } => {
+                let located = match &call.target {
+                    Some(_) => Some(self.focus(call).await?),
+                    None => None,
+                };
+                let (modifiers, key) = parse_keys(keys)?;
+                self.key(key, modifiers, &[]).await?;
+                Ok(located)
+            }
+            ToolAction::Scroll { delta_x, delta_y, .. } => {
+                let (x, y) = match &call.target {
+                    Some(_) => {
+                        let located = self.locate(call).await?;
+                        (located.x, located.y)
+                    }
+                    None => (200.0, 200.0),
+                };
+                let wheel = DispatchMouseEventParams::builder()
+                    .r#type(DispatchMouseEventType::MouseWheel)
+                    .x(x)
+                    .y(y)
+                    .delta_x(*delta_x)
+                    .delta_y(*delta_y)
+                    .build()
+                    .map_err(anyhow::Error::msg)?;
+                self.page()?.execute(wheel).await?;
+                tokio::time::sleep(SETTLE).await;
+                Ok(None)
+            }
+            ToolAction::SelectDropdown { option } => {
+                let chosen = self.in_element(call, SELECT_OPTIONS, json!(option)).await?;
+                if chosen != json!(true) {
+                    bail!("the select has no option {option:?}");
+                }
+                Ok(Some("selector"))
+            }
+            ToolAction::Submit {} => {
+                self.in_element(call, "(form) => form.requestSubmit()", json!(null)).await?;
+                Ok(Some("selector"))
+            }
+            ToolAction::UploadFile { .. } => bail!("the recording holds no file contents to upload"),
+            ToolAction::GoBack {} => {
+                self.page()?.evaluate("history.back()").await?;
+                tokio::time::sleep(SETTLE).await;
+                Ok(None)
+            }
+            ToolAction::GoForward {} => {
+                self.page()?.evaluate("history.forward()").await?;
+                tokio::time::sleep(SETTLE).await;
+                Ok(None)
+            }
+            ToolAction::Switch { tab } => {
+                self.switch_to(*tab as usize).await?;
+                Ok(None)
+            }
+            ToolAction::Close { tab } => {
+                let page = self.tabs.get(*tab as usize).context("closing a tab the re-run never saw")?.clone();
+                page.close().await?;
+                Ok(None)
+            }
+            ToolAction::Done { .. } => Ok(None),
+        }
+    }
+
+    fn page(&self) -> Result<&Page> {
+        self.tabs.get(self.current).context("no tab is open yet")
+    }
+
+    /// Makes `tab` current; a tab the trajectory has not seen yet is the newest page the browser opened.
+    async fn switch_to(&mut self, tab: usize) -> Result<()> {
+        if tab >= self.tabs.len() {
+            self.adopt_new_tabs().await?;
+        }
+        if tab >= self.tabs.len() {
+            bail!("tab {tab} never opened");
+        }
+        self.current = tab;
+        self.tabs[tab].bring_to_front().await?;
+        Ok(())
+    }
+
+    async fn adopt_new_tabs(&mut self) -> Result<()> {
+        let deadline = Instant::now() + EFFECT_TIMEOUT;
+        loop {
+            let mut found = false;
+            for page in self.replay.browser().pages().await? {
+                if !self.tabs.iter().any(|known| known.target_id() == page.target_id()) {
+                    self.tabs.push(page);
+                    found = true;
+                }
+            }
+            if found || Instant::now() > deadline {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until the current tab, or a tab the call opened, shows `expected`; returns the URL reached,
+    /// or the current tab's URL if none did.
+    async fn wait_for_url(&mut self, expected: &str) -> std::result::Result<String, String> {
+        let expected_canonical = canonical_url(expected);
+        let deadline = Instant::now() + EFFECT_TIMEOUT;
+        loop {
+            let pages = self.replay.browser().pages().await.unwrap_or_default();
+            for page in pages {
+                let Some(url) = page.url().await.ok().flatten() else { continue };
+                if url != expected && canonical_url(&url) != expected_canonical {
+                    continue;
+                }
+                let position = self.tabs.iter().position(|known| known.target_id() == page.target_id());
+                let is_current = position == Some(self.current);
+                if is_current || position.is_none() {
+                    if position.is_none() {
+                        self.tabs.push(page);
+                        self.current = self.tabs.len() - 1;
+                    }
+                    tokio::time::sleep(SETTLE).await;
+                    return Ok(url);
+                }
+            }
+            if Instant::now() > deadline {
+                let current = self.page().ok().map(|p| p.url());
+                let reached = match current {
+                    Some(url) => url.await.ok().flatten().unwrap_or_default(),
+                    None => String::new(),
+                };
+                return Err(reached);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Finds the call's element and scrolls it into view: by selector, by XPath, or, inside an iframe of
+    /// another origin, by its recorded position in that frame.
+    async fn locate(&self, call: &ToolCall) -> Result<Located> {
+        let target = call.target.as_ref().context("the call names no element")?;
+        let found = self.page()?.evaluate(locate_expression(target)).await?.into_value::<serde_json::Value>()?;
+        if let (Some(x), Some(y)) = (found["x"].as_f64(), found["y"].as_f64()) {
+            let by = if found["by"] == "xpath" { "xpath" } else { "selector" };
+            return Ok(Located { x, y, by });
+        }
+        if found["cross_origin"] == true
+            && let (Some(left), Some(top), Some(bbox)) = (found["left"].as_f64(), found["top"].as_f64(), &target.bbox)
+        {
+            return Ok(Located {
+                x: left + bbox.x + bbox.width / 2.0,
+                y: top + bbox.y + bbox.height / 2.0,
+                by: "position",
+            });
+        }
+        bail!("{} is not on the page ({})", target.selector, found["error"].as_str().unwrap_or("not found"))
+    }
+
+    /// Focuses the call's element (for keys).
+    async fn focus(&self, call: &ToolCall) -> Result<&'static str> {
+        match self.in_element(call, "(element) => element.focus()", json!(null)).await {
+            Ok(_) => Ok("selector"),
+            Err(_) => {
+                let located = self.locate(call).await?;
+                self.mouse_click(located.x, located.y, 1).await?;
+                Ok(located.by)
+            }
+        }
+    }
+
+    /// Runs `function(element, argument)` on the call's element, found by selector or XPath.
+    async fn in_element(
+        &self,
+        call: &ToolCall,
+        function: &str,
+        argument: serde_json::Value,
+    ) -> Result<serde_json::Value> {
+        let target = call.target.as_ref().context("the call names no element")?;
+        let expression = format!(
+            "(() => {{ const element = ({FIND_ELEMENT})({}, {}, {}); if (!element) return {{missing: true}}; \
+             return {{value: ({function})(element, {argument}) ?? null}}; }})()",
+            json!(target.frame_path),
+            json!(target.selector),
+            json!(target.xpath),
+        );
+        let result = self.page()?.evaluate(expression).await?.into_value::<serde_json::Value>()?;
+        if result["missing"] == true {
+            bail!("{} is not on the page", target.selector);
+        }
+        Ok(result["value"].clone())
+    }
+
+    async fn mouse_click(&self, x: f64, y: f64, click_count: i64) -> Result<()> {
+        let page = self.page()?;
+        let event = |kind| {
+            DispatchMouseEventParams::builder()
+                .r#type(kind)
+                .x(x)
+                .y(y)
+                .button(MouseButton::Left)
+                .click_count(click_count)
+                .build()
+                .map_err(anyhow::Error::msg)
+        };
+        page.execute(event(DispatchMouseEventType::MouseMoved)?).await?;
+        page.execute(event(DispatchMouseEventType::MousePressed)?).await?;
+        page.execute(event(DispatchMouseEventType::MouseReleased)?).await?;
+        Ok(())
+    }
+
+    /// Presses `key` with `modifiers` (DevTools' bit mask: Alt 1, Control 2, Meta 4, Shift 8).
+    async fn key(&self, key: &str, modifiers: i64, commands: &[&str]) -> Result<()> {
+        let definition =
+            chromiumoxide::keys::get_key_definition(key).with_context(|| format!("unknown key {key:?}"))?;
+        let mut down = DispatchKeyEventParams::builder()
+            .key(definition.key)
+            .code(definition.code)
+            .windows_virtual_key_code(definition.key_code)
+            .native_virtual_key_code(definition.key_code)
+            .modifiers(modifiers);
+        for command in commands {
+            down = down.command(*command);
+        }
+        let text = definition.text.or((definition.key.len() == 1).then_some(definition.key));
+        let kind = match text {
+            Some(text) if modifiers & 0b111 == 0 => {
+                down = down.text(text);
+                DispatchKeyEventType::KeyDown
+            }
+            _ => DispatchKeyEventType::RawKeyDown,
+        };
+        let up = down.clone().r#type(DispatchKeyEventType::KeyUp).build().map_err(anyhow::Error::msg)?;
+        let page = self.page()?;
+        page.execute(down.r#type(kind).build().map_err(anyhow::Error::msg)?).await?;
+        page.execute(up).await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(())
+    }
+
+    /// The share of pixels of the current tab that differ from the recorded screenshot.
+    async fn screenshot_difference(&mut self, recorded: &str) -> Result<f64> {
+        let recorded = self.bundle.read(recorded)?;
+        let params = ScreenshotParams::builder().format(CaptureScreenshotFormat::Png).build();
+        let now = self.page()?.screenshot(params).await?;
+        pixel_difference(&recorded, &now)
+    }
+}
+
+/// `Control+a` → (Control's bit, "a").
+fn parse_keys(keys: &str) -> Result<(i64, &str)> {
+    let mut modifiers = 0;
+    let mut parts: Vec<&str> = keys.split('+').collect();
+    // "Control++" presses "+".
+    if keys.ends_with("++") {
+        parts.truncate(parts.len() - 2);
+        parts.push("+");
+    }
+    let key = parts.pop().filter(|k| !k.is_empty()).with_context(|| format!("no key in {keys:?}"))?;
+    for modifier in parts {
+        modifiers |= match modifier {
+            "Alt" => 1,
+            "Control" => 2,
+            "Meta" => 4,
+            "Shift" => 8,
+            other => bail!("unknown modifier {other:?} in {keys:?}"),
+        };
+    }
+    Ok((modifiers, key))
+}
+
+/// Replaces each `{{credentials.<site>.<field>}}` with its secret.
+fn fill_placeholders(text: &str, credentials: &[Credential]) -> Result<String> {
+    let mut filled = text.to_owned();
+    for credential in credentials {
+        filled = filled.replace(&credential.placeholder(), &credential.value);
+    }
+    if filled.contains("{{credentials.") {
+        bail!("no credential for {text}: the bundle's credentials were removed (a redacted export)");
+    }
+    Ok(filled)
+}
+
+/// Compares two PNG screenshots pixel by pixel; sizes that differ count as entirely different.
+pub fn pixel_difference(a: &[u8], b: &[u8]) -> Result<f64> {
+    let decode = |bytes: &[u8]| -> Result<(u32, u32, Vec<u8>)> {
+        let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+        decoder.set_transformations(png::Transformations::normalize_to_color8() | png::Transformations::ALPHA);
+        let mut reader = decoder.read_info()?;
+        let mut pixels = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut pixels)?;
+        pixels.truncate(info.buffer_size());
+        Ok((info.width, info.height, pixels))
+    };
+    let (a, b) = (decode(a)?, decode(b)?);
+    if (a.0, a.1) != (b.0, b.1) || a.2.len() != b.2.len() {
+        return Ok(1.0);
+    }
+    let channels = a.2.len() / (a.0 as usize * a.1 as usize).max(1);
+    let differing =
+        a.2.chunks(channels)
+            .zip(b.2.chunks(channels))
+            .filter(|(p, q)| p.iter().zip(q.iter()).any(|(x, y)| x.abs_diff(*y) > 16))
+            .count();
+    Ok(differing as f64 / (a.0 as f64 * a.1 as f64).max(1.0))
+}
+
+/// Finds an element from the top document: through the frame path's iframes, then by selector (a
+/// ` >>> ` enters a shadow root), then by XPath. Returns the element, or null.
+const FIND_ELEMENT: &str = r#"(framePath, selector, xpath) => {
+  let doc = document;
+  for (const frame of framePath) {
+    const element = doc.querySelector(frame);
+    try { doc = element && element.contentDocument; } catch { doc = null; }
+    if (!doc) return null;
+  }
+  let root = doc, element = null;
+  try {
+    for (const part of selector.split(" >>> ")) {
+      element = root.querySelector(part);
+      root = element && element.shadowRoot;
+      if (!element) break;
+    }
+  } catch { element = null; }
+  if (!element && xpath) element = doc.evaluate(xpath, doc, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue;
+  return element;
+}"#;
+
+const SELECT_OPTIONS: &str = r#"(select, option) => {
+  const wanted = option.split(", ");
+  let found = false;
+  for (const o of select.options) {
+    o.selected = wanted.includes((o.label || o.text).trim()) || wanted.includes(o.value);
+    found = found || o.selected;
+  }
+  select.dispatchEvent(new Event("input", { bubbles: true }));
+  select.dispatchEvent(new Event("change", { bubbles: true }));
+  return found;
+}"#;
+
+/// An expression that scrolls the element into view and gives its centre in the tab's viewport, adding
+/// up the offsets of the iframes on the way; inside a cross-origin iframe, that iframe's offset.
+fn locate_expression(target: &ElementDescriptor) -> String {
+    format!(
+        r#"(() => {{
+  const framePath = {frame_path}, selector = {selector}, xpath = {xpath};
+  let doc = document, frames = [];
+  for (const frame of framePath) {{
+    const element = doc.querySelector(frame);
+    if (!element) return {{ error: "no iframe " + frame }};
+    frames.push(element);
+    let inner = null;
+    try {{ inner = element.contentDocument; }} catch {{}}
+    if (!inner) {{
+      element.scrollIntoView({{ block: "center" }});
+      let left = 0, top = 0;
+      for (const f of frames) {{ const r = f.getBoundingClientRect(); left += r.x + f.clientLeft; top += r.y + f.clientTop; }}
+      return {{ cross_origin: true, left, top }};
+    }}
+    doc = inner;
+  }}
+  const bySelector = ({find})(framePath, selector, null);
+  const element = bySelector || ({find})(framePath, selector, xpath);
+  if (!element) return {{ error: "no element" }};
+  const byXpath = !bySelector;
+  element.scrollIntoView({{ block: "center", inline: "center" }});
+  const box = element.getBoundingClientRect();
+  let left = 0, top = 0;
+  for (const f of frames) {{ const r = f.getBoundingClientRect(); left += r.x + f.clientLeft; top += r.y + f.clientTop; }}
+  return {{ x: left + box.x + box.width / 2, y: top + box.y + box.height / 2, by: byXpath ? "xpath" : "selector" }};
+}})()"#,
+        frame_path = json!(target.frame_path),
+        selector = json!(target.selector),
+        xpath = json!(target.xpath),
+        find = FIND_ELEMENT,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_parse_into_modifiers_and_a_key() {
+        assert_eq!(parse_keys("Enter").unwrap(), (0, "Enter"));
+        assert_eq!(parse_keys("Control+a").unwrap(), (2, "a"));
+        assert_eq!(parse_keys("Control+Shift+Tab").unwrap(), (10, "Tab"));
+        assert_eq!(parse_keys("Control++").unwrap(), (2, "+"));
+        assert!(parse_keys("Hyper+x").is_err());
+    }
+
+    #[test]
+    fn placeholders_are_filled_and_a_missing_secret_is_an_error() {
+        let credential = Credential {
+            site: "shop.test".into(),
+            field: "password".into(),
+            target: ElementDescriptor {
+                selector: "#password".into(),
+                xpath: "/html[1]/body[1]/input[2]".into(),
+                tag: "input".into(),
+                id: None,
+                name: None,
+                input_type: None,
+                role: None,
+                accessible_name: None,
+                text: None,
+                bbox: None,
+                frame_path: Vec::new(),
+            },
+            value: "blue-mug-42".into(),
+        };
+        let text = credential.placeholder();
+        assert_eq!(fill_placeholders(&text, std::slice::from_ref(&credential)).unwrap(), "blue-mug-42");
+        assert_eq!(fill_placeholders("plain", &[]).unwrap(), "plain");
+        assert!(fill_placeholders(&text, &[]).unwrap_err().to_string().contains("redacted"));
+    }
+}

@@ -1,0 +1,347 @@
+//! The replayed browser: Debian's Chromium launched through chromiumoxide, with every request of every
+//! target (tabs, popups, iframes in any process, workers) paused by the `Fetch` domain of the browser
+//! session itself, and answered by the [`Responder`]. Nothing reaches the network unless the user allows
+//! a fallback for misses. Before a page's own scripts run, it gets the determinism script and the recorded
+//! storage; the recorded cookies are set before the first page opens.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use base64::Engine as _;
+use chromiumoxide::cdp::browser_protocol::browser::CloseParams;
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    ContinueRequestParams, EnableParams, EventRequestPaused, FailRequestParams, FulfillRequestParams, HeaderEntry,
+    RequestPattern, RequestStage,
+};
+use chromiumoxide::cdp::browser_protocol::network::{CookieParam, CookieSameSite, ErrorReason, TimeSinceEpoch};
+use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
+use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
+use chromiumoxide::{Browser, BrowserConfig, Page};
+use futures::StreamExt;
+use tokio::task::JoinHandle;
+
+use crate::archive::ReplayArchive;
+use crate::page_scripts;
+use crate::responder::{Decision, Responder, Stats};
+
+/// Flags that keep Chromium off the network on its own account (updates, sync, metrics, QUIC probes).
+/// Written without their leading dashes, as chromiumoxide's `BrowserConfigBuilder::args` adds them.
+pub const OFFLINE_FLAGS: [&str; 6] = [
+    "disable-background-networking",
+    "disable-component-update",
+    "no-first-run",
+    "disable-sync",
+    "disable-quic",
+    "disable-gpu",
+];
+/// Where connections go when the network is off: the discard port of loopback, where nothing listens.
+const NOWHERE_PROXY: &str = "http://127.0.0.1:9";
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub chromium: PathBuf,
+    pub headless: bool,
+    /// The DevTools port agents attach to; a free one when `None`.
+    pub cdp_port: Option<u16>,
+    /// Let requests nothing recorded answers go to the live network (counted as live attempts).
+    pub allow_network_fallback: bool,
+    /// Start the clock at the recording's time and seed random numbers.
+    pub determinism: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            chromium: PathBuf::from("/usr/bin/chromium"),
+            headless: true,
+            cdp_port: None,
+            allow_network_fallback: false,
+            determinism: true,
+        }
+    }
+}
+
+/// A browser serving one bundle.
+pub struct Replay {
+    browser: Option<Arc<Browser>>,
+    responder: Arc<Responder>,
+    init_scripts: Arc<Vec<String>>,
+    /// Drives chromiumoxide's connection; runs until the browser is gone.
+    handler: Option<JoinHandle<()>>,
+    /// Answer requests and prepare new pages.
+    tasks: Vec<JoinHandle<()>>,
+    endpoint: String,
+    _profile: tempfile::TempDir,
+}
+
+impl Replay {
+    /// Launches Chromium serving `archive`. Fails with the reason if Chromium is missing or cannot start,
+    /// or the DevTools port is taken.
+    pub async fn launch(archive: ReplayArchive, options: &Options) -> Result<Replay> {
+        if !options.chromium.is_file() {
+            bail!(
+                "Chromium is not at {}: install it (Debian: apt-get install chromium) or pass --chromium PATH",
+                options.chromium.display()
+            );
+        }
+        if let Some(port) = options.cdp_port {
+            std::net::TcpListener::bind(("127.0.0.1", port))
+                .with_context(|| format!("the DevTools port {port} is in use; choose another with --cdp-port"))?;
+        }
+        let archive = Arc::new(archive);
+        let responder = Arc::new(Responder::new(archive.clone()));
+        let mut init_scripts = Vec::new();
+        if options.determinism {
+            init_scripts.push(page_scripts::determinism(archive.started_at_ms, archive.seed));
+        }
+        if let Some(script) = archive.start_storage.as_ref().and_then(page_scripts::storage) {
+            init_scripts.push(script);
+        }
+        let init_scripts = Arc::new(init_scripts);
+
+        let profile = tempfile::tempdir().context("cannot create a browser profile directory")?;
+        let mut config = BrowserConfig::builder()
+            .chrome_executable(&options.chromium)
+            .user_data_dir(profile.path())
+            .args(OFFLINE_FLAGS)
+            .launch_timeout(Duration::from_secs(30));
+        config = if options.headless { config.new_headless_mode() } else { config.with_head() };
+        if !options.allow_network_fallback {
+            // Requests are answered before they reach the network, but Chromium also opens connections
+            // ahead of requests (preconnects). A proxy that does not exist, loopback included, sends
+            // those nowhere.
+            config = config.arg(("proxy-server", NOWHERE_PROXY)).arg(("proxy-bypass-list", "<-loopback>"));
+        }
+        if let Some(port) = options.cdp_port {
+            config = config.port(port);
+        }
+        if running_as_root() {
+            config = config.no_sandbox();
+        }
+        let config = config.build().map_err(anyhow::Error::msg)?;
+        let (browser, mut handler) = Browser::launch(config)
+            .await
+            .with_context(|| format!("cannot start Chromium ({})", options.chromium.display()))?;
+        let handler = tokio::spawn(async move {
+            let mut unparsed = 0_u64;
+            while let Some(event) = handler.next().await {
+                if event.is_err() {
+                    unparsed += 1;
+                }
+            }
+            if unparsed > 0 {
+                tracing::debug!("chromiumoxide could not parse {unparsed} DevTools messages");
+            }
+        });
+        let mut tasks = Vec::new();
+        let browser = Arc::new(browser);
+        let endpoint = browser.websocket_address().clone();
+
+        // Listen before enabling, so that no paused request goes unanswered.
+        let paused = browser.event_listener::<EventRequestPaused>().await?;
+        let created = browser.event_listener::<EventTargetCreated>().await?;
+        let pattern = RequestPattern::builder().url_pattern("*").request_stage(RequestStage::Request).build();
+        browser.execute(EnableParams::builder().pattern(pattern).build()).await.context("Fetch.enable")?;
+        if let Some(storage) = &archive.start_storage {
+            let cookies: Vec<CookieParam> = storage.cookies.iter().map(cookie_param).collect();
+            if !cookies.is_empty() {
+                browser.set_cookies(cookies).await.context("cannot restore the recorded cookies")?;
+            }
+        }
+        tasks.push(tokio::spawn(answer_requests(
+            browser.clone(),
+            responder.clone(),
+            paused,
+            options.allow_network_fallback,
+        )));
+        tasks.push(tokio::spawn(prepare_new_pages(browser.clone(), init_scripts.clone(), created)));
+        Ok(Replay {
+            browser: Some(browser),
+            responder,
+            init_scripts,
+            handler: Some(handler),
+            tasks,
+            endpoint,
+            _profile: profile,
+        })
+    }
+
+    /// The DevTools endpoint agents connect to (Playwright's `connectOverCDP`, browser-use's `cdp_url`).
+    pub fn cdp_endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    pub fn browser(&self) -> &Browser {
+        self.browser.as_ref().expect("the browser lives until close")
+    }
+
+    pub fn responder(&self) -> &Responder {
+        &self.responder
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.responder.stats()
+    }
+
+    /// Opens a tab at `url`, with the page scripts in place before its first document.
+    pub async fn open(&self, url: &str) -> Result<Page> {
+        let page = self.browser().new_page("about:blank").await?;
+        add_init_scripts(&page, &self.init_scripts).await?;
+        page.goto(url).await.with_context(|| format!("cannot open {url}"))?;
+        Ok(page)
+    }
+
+    /// Closes the browser and returns what was served.
+    pub async fn close(mut self) -> Result<Stats> {
+        for task in self.tasks.drain(..) {
+            task.abort();
+            let _ = task.await;
+        }
+        if let Some(browser) = self.browser.take() {
+            // Requests still being answered hold the browser too, so it is closed by command rather than
+            // by `Browser::close`, which needs it alone; the handler must run until the answer comes.
+            let _ = tokio::time::timeout(Duration::from_secs(10), browser.execute(CloseParams::default())).await;
+            drop(browser);
+        }
+        if let Some(handler) = self.handler.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), handler).await;
+        }
+        Ok(self.responder.stats())
+    }
+}
+
+/// Answers each paused request from the bundle, concurrently: a large body must not hold up the rest.
+async fn answer_requests(
+    browser: Arc<Browser>,
+    responder: Arc<Responder>,
+    mut paused: chromiumoxide::listeners::EventStream<EventRequestPaused>,
+    allow_network_fallback: bool,
+) {
+    while let Some(event) = paused.next().await {
+        let browser = browser.clone();
+        let responder = responder.clone();
+        tokio::spawn(async move {
+            if let Err(error) = answer(&browser, &responder, &event, allow_network_fallback).await {
+                // A paused request left unanswered would hold its page forever: fail it instead.
+                tracing::warn!("cannot answer {}: {error:#}", event.request.url);
+                let _ = browser.execute(FailRequestParams::new(event.request_id.clone(), ErrorReason::Failed)).await;
+            }
+        });
+    }
+}
+
+async fn answer(browser: &Browser, responder: &Responder, event: &EventRequestPaused, fallback: bool) -> Result<()> {
+    let request = &event.request;
+    let body = request_body(event);
+    let content_type = header(&request.headers, "content-type");
+    let id = event.request_id.clone();
+    match responder.decide(&request.method, &request.url, body.as_deref(), content_type.as_deref()) {
+        Decision::Answer { index, .. } => {
+            let response = responder.response(index)?;
+            let headers: Vec<HeaderEntry> =
+                response.headers.into_iter().map(|(name, value)| HeaderEntry { name, value }).collect();
+            let mut fulfill = FulfillRequestParams::builder()
+                .request_id(id)
+                .response_code(i64::from(response.status))
+                .response_headers(headers)
+                .body(base64::engine::general_purpose::STANDARD.encode(response.body.as_slice()));
+            if !response.status_text.is_empty() {
+                fulfill = fulfill.response_phrase(response.status_text);
+            }
+            browser.execute(fulfill.build().map_err(anyhow::Error::msg)?).await?;
+        }
+        Decision::RecordedFailure { .. } => {
+            browser.execute(FailRequestParams::new(id, ErrorReason::Failed)).await?;
+        }
+        Decision::Ignored { .. } => {
+            browser.execute(FailRequestParams::new(id, ErrorReason::BlockedByClient)).await?;
+        }
+        Decision::Miss if fallback => {
+            responder.count_live_attempt(&request.method, &request.url);
+            browser.execute(ContinueRequestParams::new(id)).await?;
+        }
+        Decision::Miss => {
+            browser.execute(FailRequestParams::new(id, ErrorReason::InternetDisconnected)).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Gives every new tab or popup the page scripts. A popup's first document may already be loading when
+/// it is announced: the scripts then apply from its next document.
+async fn prepare_new_pages(
+    browser: Arc<Browser>,
+    scripts: Arc<Vec<String>>,
+    mut created: chromiumoxide::listeners::EventStream<EventTargetCreated>,
+) {
+    if scripts.is_empty() {
+        return;
+    }
+    while let Some(event) = created.next().await {
+        if event.target_info.r#type != "page" {
+            continue;
+        }
+        let target: TargetId = event.target_info.target_id.clone();
+        let browser = browser.clone();
+        let scripts = scripts.clone();
+        tokio::spawn(async move {
+            // chromiumoxide attaches to the target just after announcing it.
+            for _ in 0..50 {
+                if let Ok(page) = browser.get_page(target.clone()).await {
+                    if let Err(error) = add_init_scripts(&page, &scripts).await {
+                        tracing::debug!("cannot prepare a new page: {error:#}");
+                    }
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+    }
+}
+
+async fn add_init_scripts(page: &Page, scripts: &[String]) -> Result<()> {
+    for script in scripts {
+        page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script.clone())).await?;
+    }
+    Ok(())
+}
+
+/// The request body as sent, which DevTools gives in base64 pieces (`postDataEntries`).
+fn request_body(event: &EventRequestPaused) -> Option<Vec<u8>> {
+    let entries = event.request.post_data_entries.as_ref()?;
+    let mut body = Vec::new();
+    for entry in entries {
+        if let Some(bytes) = &entry.bytes {
+            let encoded: &str = bytes.as_ref();
+            body.extend(base64::engine::general_purpose::STANDARD.decode(encoded).ok()?);
+        }
+    }
+    Some(body)
+}
+
+fn header(headers: &chromiumoxide::cdp::browser_protocol::network::Headers, name: &str) -> Option<String> {
+    headers.inner().as_object()?.iter().find(|(key, _)| key.eq_ignore_ascii_case(name))?.1.as_str().map(str::to_owned)
+}
+
+fn cookie_param(cookie: &trace_manifest::event::Cookie) -> CookieParam {
+    let mut param = CookieParam::new(cookie.name.clone(), cookie.value.clone());
+    param.domain = Some(cookie.domain.clone());
+    param.path = Some(cookie.path.clone());
+    param.secure = Some(cookie.secure);
+    param.http_only = Some(cookie.http_only);
+    param.expires = cookie.expires.map(TimeSinceEpoch::new);
+    param.same_site = cookie.same_site.as_deref().and_then(|s| match s {
+        "Strict" => Some(CookieSameSite::Strict),
+        "Lax" => Some(CookieSameSite::Lax),
+        "None" => Some(CookieSameSite::None),
+        _ => None,
+    });
+    param
+}
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+}

@@ -1,0 +1,518 @@
+//! `trace-replay` given bad input: a corrupt or incomplete bundle, a missing Chromium, a port in use, a
+//! bundle from a newer format version. Each must end in a clear error naming the problem (exit code 2),
+//! never a panic or a hang, and `serve` must refuse before it launches Chromium.
+//!
+//! The real binary is driven as a user would. Bundles are written by hand from a minimal valid one, then
+//! broken one way per test. `serve` is given a stand-in Chromium that leaves a mark if it is ever started,
+//! so a test sees whether the refusal came before the launch, and no test here needs a real browser.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// Generous: other test binaries drive Chromium on the same two cores.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The page's body, stored as a file of the bundle (`content._file`).
+const PAGE_HTML: &[u8] = b"<html><title>Shop</title><p>hello</p></html>";
+
+/// What one run of `trace-replay` left behind.
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Outcome {
+    /// Asserts a refusal: exit code 2 (main.rs's "error"), no panic, and every one of `needles` in stderr.
+    #[track_caller]
+    fn assert_refused(&self, needles: &[&str]) {
+        // Shown with --nocapture, to read the messages a user would get.
+        println!("{}", self.stderr.trim_end());
+        assert!(!self.stderr.contains("panicked"), "trace-replay panicked:\n{}", self.stderr);
+        assert_eq!(self.code, Some(2), "expected exit code 2; stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        for needle in needles {
+            assert!(self.stderr.contains(needle), "stderr does not say {needle:?}:\n{}", self.stderr);
+        }
+        let causes: Vec<&str> = self.stderr.trim_end().split(": ").collect();
+        assert!(
+            causes.windows(2).all(|pair| pair[0] != pair[1]),
+            "stderr says the same cause twice in a row:\n{}",
+            self.stderr
+        );
+    }
+}
+
+/// Runs `trace-replay` with `args`, killing it after [`TIMEOUT`] so that a hang fails the test instead of
+/// stalling the suite. Output goes to files, which cannot fill up and block the child the way pipes can.
+fn trace_replay(args: &[&str], chromium_marker: Option<&Path>) -> Outcome {
+    let scratch = tempfile::tempdir().unwrap();
+    let stdout_path = scratch.path().join("stdout");
+    let stderr_path = scratch.path().join("stderr");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_trace-replay"));
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout_path).unwrap())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .env_remove("TRACE_LOG");
+    if let Some(marker) = chromium_marker {
+        command.env("FAKE_CHROMIUM_MARKER", marker);
+    }
+    let mut child = command.spawn().expect("trace-replay starts");
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!(
+                "trace-replay {args:?} hung for {TIMEOUT:?}; stderr so far:\n{}",
+                std::fs::read_to_string(&stderr_path).unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Outcome {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&stdout_path).unwrap(),
+        stderr: std::fs::read_to_string(&stderr_path).unwrap(),
+    }
+}
+
+fn inspect(bundle: &Path) -> Outcome {
+    trace_replay(&["inspect", path_str(bundle)], None)
+}
+
+/// A stand-in for Chromium: a script that creates the file `$FAKE_CHROMIUM_MARKER` and fails. Written
+/// once, so that no test writes an executable while another forks (which can make exec fail with
+/// "text file busy").
+static FAKE_CHROMIUM: LazyLock<(tempfile::TempDir, PathBuf)> = LazyLock::new(|| {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("chromium");
+    std::fs::write(&script, "#!/bin/sh\n: > \"$FAKE_CHROMIUM_MARKER\"\nexit 1\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, script)
+});
+
+/// Runs `serve BUNDLE --headless` with the stand-in Chromium and `extra` arguments, and asserts that it was
+/// refused with every one of `needles` in stderr before Chromium was started.
+#[track_caller]
+fn assert_serve_refused(bundle: &Path, extra: &[&str], needles: &[&str]) {
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("chromium-was-started");
+    let mut args = vec!["serve", path_str(bundle), "--headless", "--chromium", path_str(&FAKE_CHROMIUM.1)];
+    args.extend_from_slice(extra);
+    let outcome = trace_replay(&args, Some(&marker));
+    outcome.assert_refused(needles);
+    assert!(!marker.exists(), "serve started Chromium before refusing:\n{}", outcome.stderr);
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("temporary paths are UTF-8")
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn page_body_path() -> String {
+    format!("resources/{}", sha256_hex(PAGE_HTML))
+}
+
+/// One HAR entry for a GET of `url` answered 200 with `content`.
+fn har_entry(url: &str, content: Value) -> Value {
+    json!({
+        "pageref": "page_1",
+        "startedDateTime": "2025-11-22T10:00:01.000Z",
+        "time": 1.0,
+        "request": {
+            "method": "GET", "url": url, "httpVersion": "http/1.1", "cookies": [], "headers": [],
+            "queryString": [], "headersSize": -1, "bodySize": 0
+        },
+        "response": {
+            "status": 200, "statusText": "OK", "httpVersion": "http/1.1", "cookies": [], "headers": [],
+            "content": content, "redirectURL": "", "headersSize": -1, "bodySize": content["size"]
+        },
+        "cache": {},
+        "timings": { "blocked": -1, "dns": -1, "connect": -1, "send": 0, "wait": 1, "receive": 0, "ssl": -1 }
+    })
+}
+
+fn minimal_har() -> Value {
+    json!({
+        "log": {
+            "version": "1.2",
+            "creator": { "name": "trace-host", "version": "0.1.0" },
+            "pages": [{
+                "startedDateTime": "2025-11-22T10:00:00.000Z", "id": "page_1", "title": "Shop",
+                "pageTimings": {}
+            }],
+            "entries": [
+                har_entry(
+                    "http://shop.test/",
+                    json!({ "size": PAGE_HTML.len(), "mimeType": "text/html", "_file": page_body_path() }),
+                ),
+                har_entry("http://shop.test/style.css", json!({ "size": 6, "mimeType": "text/css", "text": "p{a:b}" })),
+                har_entry("https://tracker.test/beacon?id=1", json!({ "size": 2, "mimeType": "text/plain", "text": "ok" })),
+                har_entry("http://tracker.test/beacon?id=2", json!({ "size": 3, "mimeType": "text/plain", "text": "yes" })),
+            ]
+        }
+    })
+}
+
+/// Writes a minimal valid bundle into `dir`: a HAR of one page and four requests (one body stored as a
+/// file), `events.jsonl`, `storage.json`, an `ignored.json` naming the tracker, and `manifest.json` last,
+/// indexing the rest as the host would.
+fn write_minimal_bundle(dir: &Path) {
+    write_file(dir, &page_body_path(), PAGE_HTML);
+    write_file(dir, "events.jsonl", b"");
+    write_file(dir, "recording.har", minimal_har().to_string().as_bytes());
+    write_file(dir, "storage.json", br#"{"snapshots":[]}"#);
+    write_file(dir, "ignored.json", br#"["tracker.test/beacon", "ads.test", "  "]"#);
+    write_manifest(dir, 1);
+}
+
+/// Writes `manifest.json` with `format_version`, indexing every other file of `dir`.
+fn write_manifest(dir: &Path, format_version: u32) {
+    let files: Vec<Value> = files_under(dir)
+        .into_iter()
+        .filter(|(name, _)| name != "manifest.json")
+        .map(|(path, bytes)| json!({ "path": path, "size": bytes.len(), "sha256": sha256_hex(&bytes) }))
+        .collect();
+    let manifest = json!({
+        "format": "trace-bundle",
+        "format_version": format_version,
+        "task": {
+            "id": "bad-input", "source": "self", "task_type": "action",
+            "description": "Look at the shop", "website": "http://shop.test/", "status": "stopped"
+        },
+        "recorder": { "name": "trace-extension", "version": "0.1.0" },
+        "producer": { "name": "bad_input.rs", "version": "0" },
+        "started_at": "2025-11-22T10:00:00.000Z",
+        "ended_at": "2025-11-22T10:00:05.000Z",
+        "duration_seconds": 5.0,
+        "counts": {
+            "events": 0, "pages": 1, "requests": 4, "actions": 0, "bodies": 1,
+            "body_bytes": PAGE_HTML.len(), "screenshots": 0, "dom_snapshots": 0
+        },
+        "files": files
+    });
+    write_file(dir, "manifest.json", serde_json::to_string_pretty(&manifest).unwrap().as_bytes());
+}
+
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) {
+    let path = dir.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Every file under `dir` as (relative `/`-separated path, contents), sorted by path.
+fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, files);
+            } else {
+                let name = path.strip_prefix(root).unwrap().to_str().unwrap().replace('\\', "/");
+                files.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    files
+}
+
+/// A fresh temporary directory holding the minimal bundle in `bundle/`.
+fn minimal_bundle() -> (tempfile::TempDir, PathBuf) {
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("bundle");
+    write_minimal_bundle(&bundle);
+    (scratch, bundle)
+}
+
+/// The files of `dir` as an uncompressed zip, the same tree `trace-host export` writes. Written by hand
+/// (this crate does not depend on `zip`): local headers, the central directory, its end record.
+fn zip_of(dir: &Path) -> Vec<u8> {
+    const MSDOS_1980_01_01: u16 = 0x21;
+    let mut zip = Vec::new();
+    let mut central = Vec::new();
+    let files = files_under(dir);
+    for (name, bytes) in &files {
+        let offset = zip.len() as u32;
+        let (crc, size) = (crc32(bytes), bytes.len() as u32);
+        // The fields local and central headers share: version 2.0, no flags, stored, time, date, crc, sizes.
+        let mut common = Vec::new();
+        for field in [20u16, 0, 0, 0, MSDOS_1980_01_01] {
+            common.extend(field.to_le_bytes());
+        }
+        for field in [crc, size, size] {
+            common.extend(field.to_le_bytes());
+        }
+        common.extend((name.len() as u16).to_le_bytes());
+        common.extend(0u16.to_le_bytes()); // no extra field
+
+        zip.extend(0x0403_4b50u32.to_le_bytes());
+        zip.extend(&common);
+        zip.extend(name.as_bytes());
+        zip.extend(bytes);
+
+        central.extend(0x0201_4b50u32.to_le_bytes());
+        central.extend(20u16.to_le_bytes()); // made by MS-DOS, version 2.0: no Unix modes, so no links
+        central.extend(&common);
+        for field in [0u16, 0, 0] {
+            central.extend(field.to_le_bytes()); // comment length, disk, internal attributes
+        }
+        central.extend(0u32.to_le_bytes()); // external attributes
+        central.extend(offset.to_le_bytes());
+        central.extend(name.as_bytes());
+    }
+    let central_offset = zip.len() as u32;
+    zip.extend(&central);
+    zip.extend(0x0605_4b50u32.to_le_bytes());
+    for field in [0u16, 0, files.len() as u16, files.len() as u16] {
+        zip.extend(field.to_le_bytes());
+    }
+    zip.extend((central.len() as u32).to_le_bytes());
+    zip.extend(central_offset.to_le_bytes());
+    zip.extend(0u16.to_le_bytes()); // no comment
+    zip
+}
+
+/// CRC-32 (IEEE), as zip entries carry it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for byte in bytes {
+        crc ^= u32::from(*byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn inspect_summarizes_the_minimal_bundle_with_what_its_ignore_list_removes() {
+    let (_scratch, bundle) = minimal_bundle();
+    let text = inspect(&bundle);
+    assert_eq!(text.code, Some(0), "stderr:\n{}", text.stderr);
+    assert!(text.stdout.contains("task bad-input (action, stopped)"), "{}", text.stdout);
+    assert!(text.stdout.contains("pages (1):\n  Shop"), "{}", text.stdout);
+    assert!(text.stdout.contains("removes 2 requests"), "{}", text.stdout);
+
+    let json = trace_replay(&["inspect", path_str(&bundle), "--json"], None);
+    assert_eq!(json.code, Some(0), "stderr:\n{}", json.stderr);
+    let summary: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(summary["manifest"]["task"]["id"], "bad-input");
+    assert_eq!(summary["pages"], json!(["Shop"]));
+    assert_eq!(
+        summary["hosts"],
+        json!([
+            { "host": "shop.test", "requests": 2, "body_bytes": PAGE_HTML.len() + 6 },
+            { "host": "tracker.test", "requests": 2, "body_bytes": 5 },
+        ])
+    );
+    assert_eq!(
+        summary["ignored"],
+        json!([
+            { "pattern": "tracker.test/beacon", "requests": 2, "body_bytes": 5 },
+            { "pattern": "ads.test", "requests": 0, "body_bytes": 0 },
+        ])
+    );
+
+    let zip_path = bundle.with_extension("zip");
+    std::fs::write(&zip_path, zip_of(&bundle)).unwrap();
+    let zipped = trace_replay(&["inspect", path_str(&zip_path), "--json"], None);
+    assert_eq!(zipped.code, Some(0), "the same bundle as a zip; stderr:\n{}", zipped.stderr);
+    assert_eq!(serde_json::from_str::<Value>(&zipped.stdout).unwrap(), summary);
+}
+
+#[test]
+fn a_nonexistent_path_is_refused_by_name() {
+    let scratch = tempfile::tempdir().unwrap();
+    let missing = scratch.path().join("no-such-bundle");
+    let needles = [&format!("cannot open the bundle {}: No such file or directory", path_str(&missing))[..]];
+    inspect(&missing).assert_refused(&needles);
+    assert_serve_refused(&missing, &[], &needles);
+}
+
+#[test]
+fn a_fifo_is_refused_instead_of_waiting_for_a_writer() {
+    let scratch = tempfile::tempdir().unwrap();
+    let fifo = scratch.path().join("bundle.zip");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    let needles = ["neither a directory nor a zip file"];
+    inspect(&fifo).assert_refused(&needles);
+    assert_serve_refused(&fifo, &[], &needles);
+}
+
+#[test]
+fn a_directory_without_a_manifest_is_refused() {
+    let (_scratch, bundle) = minimal_bundle();
+    std::fs::remove_file(bundle.join("manifest.json")).unwrap();
+    let needles = ["not a usable bundle", "no manifest.json"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+
+    let empty = tempfile::tempdir().unwrap();
+    inspect(empty.path()).assert_refused(&needles);
+}
+
+#[test]
+fn a_manifest_that_is_not_json_is_refused() {
+    let (_scratch, bundle) = minimal_bundle();
+    write_file(&bundle, "manifest.json", b"{\"format\": \"trace-bundle\", \"format_vers");
+    let needles = ["manifest.json is not valid", "EOF"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+}
+
+#[test]
+fn a_bundle_of_a_newer_format_asks_for_an_upgrade() {
+    let (_scratch, bundle) = minimal_bundle();
+    write_manifest(&bundle, 2);
+    let needles = ["format version 2", "newer than this program understands (1)", "upgrade TRACE"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+}
+
+#[test]
+fn a_har_naming_a_body_the_bundle_lacks_is_refused() {
+    let (_scratch, bundle) = minimal_bundle();
+    let body = page_body_path();
+    std::fs::remove_file(bundle.join(&body)).unwrap();
+    let needles = ["http://shop.test/", &body, "which the bundle does not hold"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+}
+
+#[test]
+fn a_har_naming_a_request_body_the_bundle_lacks_is_refused() {
+    let (_scratch, bundle) = minimal_bundle();
+    let mut har = minimal_har();
+    har["log"]["entries"][1]["request"]["postData"] =
+        json!({ "mimeType": "application/octet-stream", "_file": "resources/0000" });
+    write_file(&bundle, "recording.har", har.to_string().as_bytes());
+    let needles = ["http://shop.test/style.css", "resources/0000", "which the bundle does not hold"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+}
+
+#[test]
+fn a_har_that_does_not_parse_is_refused() {
+    let (_scratch, bundle) = minimal_bundle();
+    write_file(&bundle, "recording.har", br#"{"log": {"version": "1.2", "entries": 7}}"#);
+    let needles = ["recording.har does not parse"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+
+    std::fs::remove_file(bundle.join("recording.har")).unwrap();
+    let needles = ["not a usable bundle", "no recording.har"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+}
+
+#[test]
+fn an_inline_body_that_is_not_base64_is_refused() {
+    let (_scratch, bundle) = minimal_bundle();
+    let mut har = minimal_har();
+    har["log"]["entries"][2]["response"]["content"]["encoding"] = json!("base64");
+    har["log"]["entries"][2]["response"]["content"]["text"] = json!("not base64!");
+    write_file(&bundle, "recording.har", har.to_string().as_bytes());
+    let needles = ["https://tracker.test/beacon?id=1", "base64"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+}
+
+#[test]
+fn a_truncated_zip_is_refused() {
+    let (scratch, bundle) = minimal_bundle();
+    let whole = zip_of(&bundle);
+    let truncated = scratch.path().join("truncated.zip");
+    std::fs::write(&truncated, &whole[..whole.len() / 2]).unwrap();
+    let needles = ["cannot open the bundle", "truncated.zip is not a zip file"];
+    inspect(&truncated).assert_refused(&needles);
+    assert_serve_refused(&truncated, &[], &needles);
+
+    let empty = scratch.path().join("empty.zip");
+    std::fs::write(&empty, b"").unwrap();
+    inspect(&empty).assert_refused(&["empty.zip is not a zip file"]);
+}
+
+#[test]
+fn a_zip_whose_har_is_damaged_names_the_file() {
+    let (scratch, bundle) = minimal_bundle();
+    let mut zip = zip_of(&bundle);
+    // Flip one byte inside the stored recording.har: its CRC no longer matches.
+    let har = minimal_har().to_string();
+    let at = zip.windows(har.len()).position(|window| window == har.as_bytes()).unwrap() + har.len() / 2;
+    zip[at] ^= 0x01;
+    let damaged = scratch.path().join("damaged.zip");
+    std::fs::write(&damaged, &zip).unwrap();
+    let needles = ["recording.har"];
+    inspect(&damaged).assert_refused(&needles);
+    assert_serve_refused(&damaged, &[], &needles);
+}
+
+#[test]
+fn a_missing_chromium_is_named_with_how_to_get_one() {
+    let (_scratch, bundle) = minimal_bundle();
+    let outcome =
+        trace_replay(&["serve", path_str(&bundle), "--headless", "--chromium", "/nonexistent/chromium"], None);
+    outcome.assert_refused(&["Chromium is not at /nonexistent/chromium", "--chromium"]);
+}
+
+#[test]
+fn a_devtools_port_in_use_is_refused_before_chromium_starts() {
+    let (_scratch, bundle) = minimal_bundle();
+    let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    assert_serve_refused(&bundle, &["--cdp-port", &port], &[&format!("port {port} is in use"), "--cdp-port"]);
+    drop(taken);
+}
+
+#[test]
+fn a_malformed_ignore_list_is_refused_by_name() {
+    let (scratch, bundle) = minimal_bundle();
+    let list = scratch.path().join("ignore.json");
+    for (contents, problem) in [
+        (&b"{\"tracker.test\": true}"[..], "a JSON array of strings"),
+        (b"[\"tracker.test\", 7]", "a JSON array of strings"),
+        (b"[\"tracker.test\"", "EOF"),
+    ] {
+        std::fs::File::create(&list).unwrap().write_all(contents).unwrap();
+        assert_serve_refused(&bundle, &["--ignore-list", path_str(&list)], &[path_str(&list), problem]);
+    }
+    let missing = scratch.path().join("no-such-list.json");
+    assert_serve_refused(&bundle, &["--ignore-list", path_str(&missing)], &["cannot read", path_str(&missing)]);
+}
+
+#[test]
+fn a_malformed_ignore_list_inside_the_bundle_is_refused() {
+    let (_scratch, bundle) = minimal_bundle();
+    write_file(&bundle, "ignored.json", br#"{"tracker.test": true}"#);
+    let needles = ["ignored.json", "a JSON array of strings"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+}
+
+#[test]
+fn a_corrupt_storage_file_is_refused() {
+    let (_scratch, bundle) = minimal_bundle();
+    write_file(&bundle, "storage.json", b"[1, 2");
+    let needles = ["storage.json does not parse"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+}

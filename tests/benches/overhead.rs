@@ -1,0 +1,214 @@
+//! Recording overhead benchmark: how much slower pages load in a tab the extension records than in a tab
+//! it does not, in the same Chromium, on the demo shop.
+//!
+//! One headless Chromium runs the built extension with the real `trace-host`. A task is started from the
+//! popup as a person does ([`trace_e2e::demo::record`] does the same), so the tab the extension opens is
+//! recorded: `chrome.debugger` attached, every response paused at its headers for its body, a screenshot
+//! and a DOM snapshot at each load, everything streamed to the host. A second tab, opened through DevTools
+//! before the task starts (so that no recorded tab is its opener), is not recorded: it is the baseline,
+//! and the benchmark checks in the bundle that only one tab was recorded. The recorder disables the cache
+//! in the tabs it records, so the baseline tab has its cache disabled too (`Network.setCacheDisabled`):
+//! both tabs fetch everything, and the difference is the recorder's own cost, not the cache's.
+//!
+//! What is measured is a page load from navigation start to the end of the load event, as the page's own
+//! Navigation Timing entry tells it (`loadEventEnd`), for pages of the shop that need no login. Each round
+//! loads every page in both tabs, the baseline first in one round and the recorded tab first in the next:
+//! these machines are shared and noisy, and interleaving spreads whatever else they do over both sides
+//! alike, where a block of baseline loads then a block of recorded ones would compare two different
+//! moments. Both tabs are brought to the front before their loads (hidden tabs load with a lower
+//! priority), and the machine is left quiet for a moment between loads, so that the recorder's work after
+//! a load event (its capture) does not fall on the next load, in either tab. Warm-up rounds come first and
+//! are not counted.
+//!
+//! Printed: per page and over all pages, the median load time without and with recording and their ratio;
+//! over all pages both the ratio of the medians of all samples and the geometric mean of the per-page
+//! ratios. Target: recording costs at most 10% (ratio ≤ 1.10).
+//!
+//! Run: `cargo xtask dist && cargo bench -p trace-e2e --bench overhead` (`TRACE_BENCH_ROUNDS` sets the
+//! number of counted rounds, 15 by default).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::network::{EnableParams, SetCacheDisabledParams};
+use trace_e2e::browser::{Build, RecordingBrowser, click, type_into, wait_for_text};
+use trace_e2e::site::DemoSite;
+
+/// The shop's pages that need no login.
+const PAGES: [&str; 6] = ["/", "/login", "/search?q=mug", "/embed", "/strict", "/help"];
+const DEFAULT_ROUNDS: usize = 15;
+const WARM_UP_ROUNDS: usize = 2;
+/// Recording may make page loads this much slower at most.
+const TARGET_RATIO: f64 = 1.10;
+/// Between two loads, so that each starts on a quiet machine.
+const QUIET: Duration = Duration::from_millis(1000);
+const WAIT: Duration = Duration::from_secs(20);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tab {
+    Baseline,
+    Recorded,
+}
+
+/// Load times in milliseconds, per page, without and with recording.
+struct Samples {
+    off: Vec<Vec<f64>>,
+    on: Vec<Vec<f64>>,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<()> {
+    let rounds = match std::env::var("TRACE_BENCH_ROUNDS") {
+        Ok(value) => value.parse().with_context(|| format!("TRACE_BENCH_ROUNDS={value} is not a number"))?,
+        Err(_) => DEFAULT_ROUNDS,
+    };
+    ensure!(rounds > 0, "TRACE_BENCH_ROUNDS must be at least 1");
+    let build = Build::from_workspace()?;
+    let site = DemoSite::start(0)?;
+    let data = tempfile::tempdir()?;
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await?;
+    let measured = measure(&browser, &site, rounds).await;
+    browser.close().await?;
+    site.stop();
+    report(&measured?, rounds);
+    Ok(())
+}
+
+/// Starts a task, loads the pages round after round in both tabs, and stops the task.
+async fn measure(browser: &RecordingBrowser, site: &DemoSite, rounds: usize) -> Result<Samples> {
+    let popup = browser.popup().await?;
+    // Before the task starts: Chrome gives a tab opened through DevTools the active tab as its opener, and
+    // the recorder follows tabs that a recorded tab opens.
+    let baseline = browser.browser.new_page("about:blank").await.context("cannot open the baseline tab")?;
+    baseline.execute(EnableParams::default()).await?;
+    baseline.execute(SetCacheDisabledParams::new(true)).await?;
+    popup.bring_to_front().await?;
+    wait_for_text(&popup, "#status", WAIT, |t| t.contains("Host connected")).await?;
+    type_into(&popup, "#description", "Benchmark: load the shop's pages").await?;
+    type_into(&popup, "#website", &site.url("/")).await?;
+    click(&popup, "#start").await?;
+    wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Recording")).await?;
+    let recorded = recorded_tab(browser, site).await?;
+
+    let mut samples = Samples { off: vec![Vec::new(); PAGES.len()], on: vec![Vec::new(); PAGES.len()] };
+    for round in 0..WARM_UP_ROUNDS + rounds {
+        let order =
+            if round.is_multiple_of(2) { [Tab::Baseline, Tab::Recorded] } else { [Tab::Recorded, Tab::Baseline] };
+        for (index, path) in PAGES.iter().enumerate() {
+            for tab in order {
+                let page = if tab == Tab::Baseline { &baseline } else { &recorded };
+                let ms = load_time(page, &site.url(path)).await.with_context(|| format!("loading {path}"))?;
+                if round >= WARM_UP_ROUNDS {
+                    let side = if tab == Tab::Baseline { &mut samples.off } else { &mut samples.on };
+                    side[index].push(ms);
+                }
+                tokio::time::sleep(QUIET).await;
+            }
+        }
+        match round.checked_sub(WARM_UP_ROUNDS) {
+            None => eprintln!("warm-up round {}/{WARM_UP_ROUNDS} done", round + 1),
+            Some(counted) => eprintln!("round {}/{rounds} done", counted + 1),
+        }
+    }
+
+    popup.bring_to_front().await?;
+    let counts = wait_for_text(&popup, "#counts", WAIT, |_| true).await?;
+    eprintln!("the recorder says: {counts}");
+    click(&popup, "#stop").await?;
+    wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Host connected")).await?;
+    let tabs = recorded_tabs(&browser.data_dir).await?;
+    ensure!(tabs.len() == 1, "the bundle has events of tabs {tabs:?}: the baseline tab was recorded too");
+    Ok(samples)
+}
+
+/// Loads `url` in the front tab and returns the time from navigation start to the end of the load event,
+/// in milliseconds, as the page's Navigation Timing entry gives it.
+async fn load_time(page: &Page, url: &str) -> Result<f64> {
+    page.bring_to_front().await?;
+    page.goto(url).await?;
+    // The entry of the document just loaded (not the one before it), once its load event has ended.
+    let expression = format!(
+        "(() => {{ const entry = performance.getEntriesByType('navigation')[0]; \
+         return entry && entry.name === {url} ? entry.loadEventEnd : 0; }})()",
+        url = serde_json::to_string(url)?
+    );
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline {
+        let load_event_end: f64 = page.evaluate(expression.as_str()).await?.into_value()?;
+        if load_event_end > 0.0 {
+            return Ok(load_event_end);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    bail!("{url} did not finish loading in {WAIT:?}")
+}
+
+/// The tab the extension opened for the task: the one showing the website.
+async fn recorded_tab(browser: &RecordingBrowser, site: &DemoSite) -> Result<Page> {
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline {
+        for page in browser.browser.pages().await? {
+            if page.url().await.ok().flatten().is_some_and(|url| url.starts_with(&site.url(""))) {
+                return Ok(page);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the extension did not open the website")
+}
+
+/// The tabs the finished bundle of the data directory has events of: the benchmark's task must have
+/// recorded one tab only, or the comparison means nothing.
+async fn recorded_tabs(data_dir: &Path) -> Result<BTreeSet<i64>> {
+    let deadline = Instant::now() + WAIT;
+    let bundle = loop {
+        let captures = std::fs::read_dir(data_dir.join("captures")).context("the host stored nothing")?;
+        if let Some(dir) = captures.flatten().map(|d| d.path()).find(|d| d.join("manifest.json").exists()) {
+            break dir;
+        }
+        ensure!(Instant::now() < deadline, "the host did not finish a bundle in {}", data_dir.display());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let events = std::fs::read_to_string(bundle.join("events.jsonl"))?;
+    let mut tabs = BTreeSet::new();
+    for line in events.lines() {
+        let event: serde_json::Value = serde_json::from_str(line)?;
+        tabs.extend(event["tab_id"].as_i64());
+    }
+    Ok(tabs)
+}
+
+fn report(samples: &Samples, rounds: usize) {
+    println!();
+    println!("page load, navigation start to load event end: medians of {rounds} rounds (+{WARM_UP_ROUNDS} warm-up)");
+    println!("off: the baseline tab, not recorded; on: the recorded tab");
+    println!("{:<16} {:>10} {:>10} {:>8}", "page", "off (ms)", "on (ms)", "on/off");
+    let mut ratios = Vec::new();
+    for (index, path) in PAGES.iter().enumerate() {
+        let (off, on) = (median(&samples.off[index]), median(&samples.on[index]));
+        ratios.push(on / off);
+        println!("{path:<16} {off:>10.1} {on:>10.1} {:>7.2}×", on / off);
+    }
+    let all_off: Vec<f64> = samples.off.concat();
+    let all_on: Vec<f64> = samples.on.concat();
+    let (off, on) = (median(&all_off), median(&all_on));
+    let of_medians = on / off;
+    let geometric_mean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+    println!("{:<16} {off:>10.1} {on:>10.1} {of_medians:>7.2}×  ratio of medians, all samples", "all pages");
+    println!("{:<16} {:>10} {:>10} {geometric_mean:>7.2}×  geometric mean of the per-page ratios", "", "", "");
+    println!();
+    for (name, ratio) in [("ratio of medians", of_medians), ("geometric mean of ratios", geometric_mean)] {
+        let verdict = if ratio <= TARGET_RATIO { "met" } else { "NOT met" };
+        println!("{name:<25} {ratio:.2}×   target ≤ {TARGET_RATIO:.2}×: {verdict}");
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) { (sorted[middle - 1] + sorted[middle]) / 2.0 } else { sorted[middle] }
+}

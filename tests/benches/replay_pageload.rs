@@ -1,0 +1,482 @@
+//! Replay page-load benchmark: how fast the demo shop's pages load when `trace-replay` serves a recorded
+//! bundle, against Playwright's `routeFromHAR` serving the same capture (the bundle's `recording.har`, or
+//! the exported zip), in the same Chromium (Debian's `/usr/bin/chromium`), both offline.
+//!
+//! The demonstration of [`trace_e2e::demo`] is recorded first (as `cargo xtask demo` does; the bundle is
+//! left in `target/bench-replay-pageload/`), or an existing bundle is taken from `TRACE_BENCH_BUNDLE`. The
+//! demo shop is then stopped, and a sentinel listens on its old port and counts connections: nothing is
+//! live, and any request that reached the port would be a leak of one side or the other. Two browsers
+//! start, both headless with the same extra flags ([`trace_replay::serve::OFFLINE_FLAGS`], plus
+//! `--no-sandbox` as root): `trace-replay`'s ([`Replay::launch`], with its defaults: the determinism
+//! script and the recorded storage included, since that is what its users get), driven from here through
+//! chromiumoxide; and Playwright's (npm `playwright-core` with `executablePath`, a context with
+//! `routeFromHAR(har, {notFound: 'abort'})`), driven by `replay_pageload/routefromhar.mjs`, which this
+//! benchmark starts and commands over JSON lines. `playwright-core` (pinned) is installed into
+//! `target/bench-node/` on first use; no browser is ever downloaded.
+//!
+//! What is measured is a page load from navigation start to the end of the load event, as the page's own
+//! Navigation Timing entry tells it (`loadEventEnd`), read from outside the page the same way on both
+//! sides, for pages the demonstration visited, at their recorded URLs. Each side keeps one tab and
+//! navigates it from page to page, as a user of either tool does. The two sides are interleaved from this
+//! one program: each round loads every page on both sides, `trace-replay` first in one round and
+//! Playwright first in the next. These machines are shared and noisy (other Chromium tests may be running
+//! on the two cores), and interleaving spreads whatever else happens over both sides alike, where a block
+//! of one side's loads then a block of the other's would compare two different moments. Each load starts
+//! after a short quiet pause. Warm-up rounds come first and are not counted.
+//!
+//! Printed: per page, the median load time under each side and their ratio (replay/Playwright); over all
+//! pages, the ratio of the medians of all samples and the geometric mean of the per-page ratios; what each
+//! side failed to serve. Target: `trace-replay` at most as slow as `routeFromHAR` (ratio ≤ 1.0).
+//!
+//! Run: `cargo xtask dist && cargo bench -p trace-e2e --bench replay_pageload` (`TRACE_BENCH_ROUNDS` sets
+//! the number of counted rounds, 15 by default; `TRACE_BENCH_BUNDLE=DIR_OR_ZIP`, absolute or relative to the
+//! workspace, skips the recording).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use chromiumoxide::Page;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use trace_e2e::browser::Build;
+use trace_e2e::demo;
+use trace_e2e::site::DemoSite;
+use trace_replay::archive::ReplayArchive;
+use trace_replay::serve::{OFFLINE_FLAGS, Options, Replay};
+
+/// Pages the demonstration visited.
+const PAGES: [&str; 7] = ["/", "/login", "/search?q=mug", "/embed", "/strict", "/help", "/clock"];
+const DEFAULT_ROUNDS: usize = 15;
+const WARM_UP_ROUNDS: usize = 2;
+/// `trace-replay` may be this much slower than `routeFromHAR` at most.
+const TARGET_RATIO: f64 = 1.0;
+/// Before each load, so that each starts on a quiet machine.
+const QUIET: Duration = Duration::from_millis(300);
+const WAIT: Duration = Duration::from_secs(30);
+/// The Playwright measured against, pinned so that figures of different runs compare.
+const PLAYWRIGHT_CORE: &str = "1.65.1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Replay,
+    Playwright,
+}
+
+/// Load times in milliseconds per page, and what Playwright failed to serve.
+struct Samples {
+    replay: Vec<Vec<f64>>,
+    playwright: Vec<Vec<f64>>,
+    /// URL → how many times a Playwright load saw it fail (`notFound: 'abort'`, or anything else).
+    playwright_failed: BTreeMap<String, u64>,
+    /// Connections to the recorded site's port during each side's loads: (side, page, what each sent first).
+    live: Vec<(Side, &'static str, Vec<String>)>,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<()> {
+    let rounds = match std::env::var("TRACE_BENCH_ROUNDS") {
+        Ok(value) => value.parse().with_context(|| format!("TRACE_BENCH_ROUNDS={value} is not a number"))?,
+        Err(_) => DEFAULT_ROUNDS,
+    };
+    ensure!(rounds > 0, "TRACE_BENCH_ROUNDS must be at least 1");
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    let node_modules = install_playwright(&target.join("bench-node"))?;
+
+    let (bundle, chromium) = match std::env::var_os("TRACE_BENCH_BUNDLE") {
+        Some(bundle) => {
+            let chromium =
+                std::env::var_os("TRACE_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+            // `cargo bench` runs benchmarks in the package's directory: a relative path is the workspace's.
+            let bundle = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(bundle);
+            let bundle = bundle.canonicalize().with_context(|| format!("TRACE_BENCH_BUNDLE: {}", bundle.display()))?;
+            (bundle, chromium)
+        }
+        None => {
+            let build = Build::from_workspace()?;
+            (record(&build, &target.join("bench-replay-pageload")).await?, build.chromium)
+        }
+    };
+    println!("bundle: {}", bundle.display());
+
+    let archive = ReplayArchive::open(&bundle)?;
+    let origin = origin(archive.start_url()).context("the bundle's website has no origin")?.to_owned();
+    let urls: Vec<String> = PAGES.iter().map(|path| format!("{origin}{path}")).collect();
+    let unrecorded: Vec<&String> = urls
+        .iter()
+        .filter(|url| !archive.exchanges.iter().any(|e| e.request.method == "GET" && &e.request.url == *url))
+        .collect();
+    ensure!(unrecorded.is_empty(), "the bundle has no recorded GET of {unrecorded:?}");
+    let sentinel = Sentinel::start(&origin);
+
+    // Playwright reads a bundle directory's HAR, whose bodies are files beside it, or the exported zip.
+    let har = if bundle.is_dir() { bundle.join(trace_manifest::bundle::HAR_FILE) } else { bundle.clone() };
+    let mut args: Vec<&str> = OFFLINE_FLAGS.to_vec();
+    if running_as_root() {
+        args.push("--no-sandbox");
+    }
+    let mut playwright = Playwright::start(&node_modules, &har, &chromium, &args).await?;
+    let options = Options { chromium: chromium.clone(), ..Options::default() };
+    let replay = Replay::launch(archive, &options).await?;
+    println!("chromium: {}; flags for both: {}", chromium.display(), args.join(" "));
+
+    let measured = measure(&replay, &mut playwright, &sentinel, &urls, rounds).await;
+    let stats = replay.stats();
+    // `Replay::close` stops chromiumoxide's handler before asking the browser to close, then waits for a
+    // browser that was never told to exit: bounded here, the browser is killed when the close is dropped.
+    if tokio::time::timeout(Duration::from_secs(10), replay.close()).await.is_err() {
+        eprintln!("note: Replay::close did not return in 10 s; its browser was killed");
+    }
+    playwright.close();
+    let samples = measured?;
+    report(&samples, rounds);
+    println!();
+    print!("trace-replay, over all loads: {stats}");
+    if samples.playwright_failed.is_empty() {
+        println!("routeFromHAR, over all loads: no request failed");
+    } else {
+        println!("routeFromHAR, over all loads: requests that failed (not in the HAR as asked for, aborted):");
+        for (url, times) in &samples.playwright_failed {
+            println!("  failed {url} ({times} times)");
+        }
+    }
+    report_live(&sentinel, &samples.live);
+    Ok(())
+}
+
+/// Records the demonstration on a fresh demo shop into `out`, stops the shop, and returns the bundle.
+async fn record(build: &Build, out: &Path) -> Result<PathBuf> {
+    let data = out.join("data");
+    if data.exists() {
+        std::fs::remove_dir_all(&data).with_context(|| format!("cannot clear {}", data.display()))?;
+    }
+    std::fs::create_dir_all(&data)?;
+    let data = data.canonicalize()?;
+    let site = DemoSite::start(0)?;
+    eprintln!("recording the demonstration on {} (TRACE_BENCH_BUNDLE=DIR skips this)", site.url("/"));
+    let recorded = demo::record(build, &site, &data).await;
+    site.stop();
+    Ok(recorded?.bundle)
+}
+
+/// Loads every page round after round on both sides, interleaved.
+async fn measure(
+    replay: &Replay,
+    playwright: &mut Playwright,
+    sentinel: &Sentinel,
+    urls: &[String],
+    rounds: usize,
+) -> Result<Samples> {
+    let page = replay.open("about:blank").await?;
+    let mut samples = Samples {
+        replay: vec![Vec::new(); urls.len()],
+        playwright: vec![Vec::new(); urls.len()],
+        playwright_failed: BTreeMap::new(),
+        live: Vec::new(),
+    };
+    for round in 0..WARM_UP_ROUNDS + rounds {
+        let order =
+            if round.is_multiple_of(2) { [Side::Replay, Side::Playwright] } else { [Side::Playwright, Side::Replay] };
+        let counted = round >= WARM_UP_ROUNDS;
+        for (index, url) in urls.iter().enumerate() {
+            for side in order {
+                let connections_before = sentinel.count();
+                tokio::time::sleep(QUIET).await;
+                let ms = match side {
+                    Side::Replay => load_time(&page, url).await.with_context(|| format!("trace-replay: {url}"))?,
+                    Side::Playwright => {
+                        let load = playwright.load(url).await.with_context(|| format!("routeFromHAR: {url}"))?;
+                        if counted {
+                            for failed in load.failed {
+                                *samples.playwright_failed.entry(failed).or_default() += 1;
+                            }
+                        }
+                        load.ms
+                    }
+                };
+                if counted {
+                    let times = if side == Side::Replay { &mut samples.replay } else { &mut samples.playwright };
+                    times[index].push(ms);
+                }
+                let connections = connections_before..sentinel.count();
+                if !connections.is_empty() {
+                    samples.live.push((side, PAGES[index], sentinel.seen(connections)));
+                }
+            }
+        }
+        match round.checked_sub(WARM_UP_ROUNDS) {
+            None => eprintln!("warm-up round {}/{WARM_UP_ROUNDS} done", round + 1),
+            Some(counted) => eprintln!("round {}/{rounds} done", counted + 1),
+        }
+    }
+    Ok(samples)
+}
+
+/// Loads `url` in the replayed tab and returns the time from navigation start to the end of the load
+/// event, in milliseconds, as the page's Navigation Timing entry gives it.
+async fn load_time(page: &Page, url: &str) -> Result<f64> {
+    page.bring_to_front().await?;
+    page.goto(url).await?;
+    // The entry of the document just loaded (not the one before it), once its load event has ended.
+    let expression = format!(
+        "(() => {{ const entry = performance.getEntriesByType('navigation')[0]; \
+         return entry && entry.name === {url} ? entry.loadEventEnd : 0; }})()",
+        url = serde_json::to_string(url)?
+    );
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline {
+        let load_event_end: f64 = page.evaluate(expression.as_str()).await?.into_value()?;
+        if load_event_end > 0.0 {
+            return Ok(load_event_end);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    bail!("{url} did not finish loading in {WAIT:?}")
+}
+
+/// `playwright-core` at [`PLAYWRIGHT_CORE`] in `prefix/node_modules`, installed there if it is not.
+/// `prefix` is under `target/`, outside the sources; the package downloads no browser.
+fn install_playwright(prefix: &Path) -> Result<PathBuf> {
+    let node_modules = prefix.join("node_modules");
+    let installed = std::fs::read(node_modules.join("playwright-core/package.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .is_some_and(|package| package["version"] == PLAYWRIGHT_CORE);
+    if !installed {
+        std::fs::create_dir_all(prefix)?;
+        let package = format!("playwright-core@{PLAYWRIGHT_CORE}");
+        eprintln!("installing {package} into {} (npm install; no browser download)", prefix.display());
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(prefix)
+            .arg(&package)
+            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+            .stdout(Stdio::null())
+            .status()
+            .context("cannot run npm (Debian: apt-get install npm)")?;
+        ensure!(status.success(), "npm install {package} failed with {status}");
+    }
+    Ok(node_modules)
+}
+
+/// One Playwright load, as `routefromhar.mjs` reports it.
+struct PlaywrightLoad {
+    ms: f64,
+    failed: Vec<String>,
+}
+
+/// `routefromhar.mjs` running under Node, its answers read line by line on a thread of their own.
+struct Playwright {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Playwright {
+    async fn start(node_modules: &Path, har: &Path, chromium: &Path, args: &[&str]) -> Result<Playwright> {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/replay_pageload/routefromhar.mjs");
+        let config = json!({ "nodeModules": node_modules, "har": har, "chromium": chromium, "args": args });
+        let mut child = Command::new("node")
+            .arg(&script)
+            .arg(config.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("cannot run node (Debian: apt-get install nodejs)")?;
+        let stdin = child.stdin.take().context("node's stdin")?;
+        let stdout = child.stdout.take().context("node's stdout")?;
+        let (sender, lines) = mpsc::channel(16);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.blocking_send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut playwright = Playwright { child, stdin, lines };
+        let ready = playwright.answer().await?;
+        let ready = ready.get("ready").with_context(|| format!("routefromhar.mjs did not start: {ready}"))?;
+        println!("playwright-core {} driving Chromium {}", ready["playwright"], ready["browser"]);
+        Ok(playwright)
+    }
+
+    async fn load(&mut self, url: &str) -> Result<PlaywrightLoad> {
+        self.send(&json!({ "load": url }))?;
+        let answer = self.answer().await?;
+        if let Some(error) = answer.get("error") {
+            bail!("{}", error.as_str().unwrap_or_default());
+        }
+        let ms = answer["ms"].as_f64().with_context(|| format!("no load time in {answer}"))?;
+        let failed = answer["failed"].as_array().into_iter().flatten().filter_map(|u| u.as_str().map(str::to_owned));
+        Ok(PlaywrightLoad { ms, failed: failed.collect() })
+    }
+
+    /// Asks the script to close its browser and waits for it to end (killing it if it does not).
+    fn close(mut self) {
+        let _ = self.send(&json!({ "close": true }));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn send(&mut self, command: &Value) -> Result<()> {
+        writeln!(self.stdin, "{command}").context("routefromhar.mjs has stopped")?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    async fn answer(&mut self) -> Result<Value> {
+        let line = tokio::time::timeout(WAIT, self.lines.recv())
+            .await
+            .context("routefromhar.mjs did not answer in time")?
+            .context("routefromhar.mjs has stopped (its error is above)")?;
+        serde_json::from_str(&line).with_context(|| format!("routefromhar.mjs said {line:?}"))
+    }
+}
+
+/// Listens on the recorded site's port, now that the site is stopped, and keeps what each connection
+/// made to it sent first (its request line, or nothing for a connection opened ahead of any request), then
+/// closes it: any connection is one side or the other reaching for the live site.
+struct Sentinel {
+    /// Per connection, in the order they came.
+    seen: Arc<Mutex<Vec<String>>>,
+    listening: bool,
+    stop: Arc<AtomicBool>,
+}
+
+impl Sentinel {
+    /// Listens on the port of `origin` (`http://127.0.0.1:PORT`); counts nothing if it is taken or not local.
+    fn start(origin: &str) -> Sentinel {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let listener = origin
+            .strip_prefix("http://127.0.0.1:")
+            .and_then(|port| port.parse::<u16>().ok())
+            .and_then(|port| TcpListener::bind(("127.0.0.1", port)).ok())
+            .filter(|listener| listener.set_nonblocking(true).is_ok());
+        let listening = listener.is_some();
+        if let Some(listener) = listener {
+            let (seen, done) = (seen.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    let Ok((mut stream, _)) = listener.accept() else {
+                        std::thread::sleep(Duration::from_millis(5));
+                        continue;
+                    };
+                    let index = {
+                        let mut seen = seen.lock().expect("no panics while locked");
+                        seen.push("(nothing sent)".to_owned());
+                        seen.len() - 1
+                    };
+                    let seen = seen.clone();
+                    std::thread::spawn(move || {
+                        let _ = stream.set_nonblocking(false);
+                        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+                        let mut first = [0_u8; 512];
+                        let read = stream.read(&mut first).unwrap_or(0);
+                        let text = String::from_utf8_lossy(&first[..read]);
+                        if let Some(line) = text.lines().next().filter(|line| !line.is_empty()) {
+                            seen.lock().expect("no panics while locked")[index] = line.to_owned();
+                        }
+                    });
+                }
+            });
+        }
+        Sentinel { seen, listening, stop }
+    }
+
+    /// How many connections have come so far.
+    fn count(&self) -> usize {
+        self.seen.lock().expect("no panics while locked").len()
+    }
+
+    /// What the connections `range` sent first.
+    fn seen(&self, range: Range<usize>) -> Vec<String> {
+        self.seen.lock().expect("no panics while locked")[range].to_vec()
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `scheme://host[:port]` of a URL.
+fn origin(url: &str) -> Option<&str> {
+    let after_scheme = url.find("://")? + 3;
+    let end = url[after_scheme..].find('/').map_or(url.len(), |i| after_scheme + i);
+    Some(&url[..end])
+}
+
+fn report(samples: &Samples, rounds: usize) {
+    println!();
+    println!("page load, navigation start to load event end: medians of {rounds} rounds (+{WARM_UP_ROUNDS} warm-up)");
+    println!("replay: trace-replay; playwright: routeFromHAR on the same capture; same Chromium, interleaved");
+    println!("{:<16} {:>12} {:>15} {:>8}", "page", "replay (ms)", "playwright (ms)", "ratio");
+    let mut ratios = Vec::new();
+    for (index, path) in PAGES.iter().enumerate() {
+        let (replay, playwright) = (median(&samples.replay[index]), median(&samples.playwright[index]));
+        ratios.push(replay / playwright);
+        println!("{path:<16} {replay:>12.1} {playwright:>15.1} {:>7.2}×", replay / playwright);
+    }
+    let (replay, playwright) = (median(&samples.replay.concat()), median(&samples.playwright.concat()));
+    let of_medians = replay / playwright;
+    let geometric_mean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+    println!("{:<16} {replay:>12.1} {playwright:>15.1} {of_medians:>7.2}×  ratio of medians, all samples", "all pages");
+    println!("{:<16} {:>12} {:>15} {geometric_mean:>7.2}×  geometric mean of the per-page ratios", "", "", "");
+    println!();
+    for (name, ratio) in [("ratio of medians", of_medians), ("geometric mean of ratios", geometric_mean)] {
+        let verdict = if ratio <= TARGET_RATIO { "met" } else { "NOT met" };
+        println!("{name:<25} {ratio:.2}×   target ≤ {TARGET_RATIO:.1}×: {verdict}");
+    }
+}
+
+/// The connections to the recorded site's port, by the side that was loading (warm-up rounds included).
+fn report_live(sentinel: &Sentinel, live: &[(Side, &str, Vec<String>)]) {
+    if !sentinel.listening {
+        println!("the recorded site's port is in use by something else: connections to it were not counted");
+        return;
+    }
+    for (side, name) in [(Side::Replay, "trace-replay"), (Side::Playwright, "routeFromHAR")] {
+        let mut by_page: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+        for (_, page, seen) in live.iter().filter(|(s, _, _)| *s == side) {
+            for first in seen {
+                *by_page.entry(page).or_default().entry(first.as_str()).or_default() += 1;
+            }
+        }
+        let total: usize = by_page.values().flat_map(BTreeMap::values).sum();
+        println!("connections to the recorded site's port during {name} loads (all rounds): {total}");
+        for (page, seen) in by_page {
+            for (first, times) in seen {
+                println!("  loading {page:<14} {times:>3} × {first}");
+            }
+        }
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) { (sorted[middle - 1] + sorted[middle]) / 2.0 } else { sorted[middle] }
+}
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+}

@@ -1,0 +1,184 @@
+//! End to end: the demonstration of [`trace_e2e::demo`] is recorded in Chromium with the extension and the
+//! host, the demo shop is stopped, and a sentinel listens on its old port counting every connection. The
+//! bundle is then replayed with `trace-replay`'s library in a fresh Chromium: the pages must show what was
+//! recorded, the cache-busting API call and the login POST must be answered, both iframes and the new tab
+//! must load, two replays must agree to the byte on a page that shows the time and a random number, and
+//! the person's demonstration re-run by `trace-replay run --human` must pass every step, and the sentinel
+//! must count nothing. Needs `cargo xtask dist`.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::target::GetTargetsParams;
+use trace_e2e::browser::{Build, click, type_into, wait_for_text};
+use trace_e2e::demo;
+use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite};
+use trace_replay::archive::ReplayArchive;
+use trace_replay::serve::{Options, Replay};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Counts the connections made to a port: after the site stops, any would be replay leaking to it.
+struct Sentinel {
+    connections: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Sentinel {
+    fn start(port: u16) -> Sentinel {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("the site's port is free again");
+        listener.set_nonblocking(true).unwrap();
+        let connections = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (count, done) = (connections.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok(_) => {
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        Sentinel { connections, stop }
+    }
+
+    fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_demonstration_replays_offline_as_it_was() {
+    let build = Build::from_workspace().unwrap();
+    let site = DemoSite::start(0).unwrap();
+    let url = |path: &str| site.url(path);
+    let data = tempfile::tempdir().unwrap();
+    let demonstration = demo::record(&build, &site, data.path()).await.unwrap();
+    let port = site.port();
+    let (home_url, login_url, embed_url, clock_url) = (url("/"), url("/login"), url("/embed"), url("/clock"));
+    site.stop();
+    let sentinel = Sentinel::start(port);
+
+    let options = Options { chromium: build.chromium.clone(), ..Options::default() };
+    let replay = Replay::launch(ReplayArchive::open(&demonstration.bundle).unwrap(), &options).await.unwrap();
+    assert!(replay.cdp_endpoint().starts_with("ws://127.0.0.1:"), "{}", replay.cdp_endpoint());
+
+    // The product list comes from `fetch('/api/products?_=' + Date.now())`: a URL never recorded as such.
+    let page = replay.open(&home_url).await.unwrap();
+    let products = wait_for_text(&page, "#products", WAIT, |t| t.contains("Blue Mug")).await.unwrap();
+    assert!(!products.contains("Could not load"), "{products}");
+
+    // The login form posts its CSRF token, the one the replayed login page carries, as recorded.
+    page.goto(&login_url).await.unwrap();
+    type_into(&page, "#username", DEMO_USER).await.unwrap();
+    type_into(&page, "#password", DEMO_PASSWORD).await.unwrap();
+    click(&page, "#login-submit").await.unwrap();
+    wait_for_text(&page, "#signed-in-as", WAIT, |t| t.contains(DEMO_USER)).await.unwrap();
+
+    // Both widgets: the same-site one is readable from here, the cross-site one is a target of its own.
+    page.goto(&embed_url).await.unwrap();
+    let widget = wait_for(
+        &page,
+        "document.querySelector('#widget').contentDocument?.getElementById('widget-button')?.textContent",
+    )
+    .await;
+    assert_eq!(widget, "Click me");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let targets = replay.browser().execute(GetTargetsParams::default()).await.unwrap();
+        let partner = targets.result.target_infos.iter().any(|t| t.r#type == "iframe" && t.url.contains("partner=1"));
+        if partner {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the cross-site widget never loaded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The help link opens a new tab, served like the first.
+    page.goto(&home_url).await.unwrap();
+    click(&page, "#help-link").await.unwrap();
+    let help = new_tab_showing(&replay, "/help").await;
+    wait_for_text(&help, "#help-text", WAIT, |t| t.contains("blue mug")).await.unwrap();
+
+    let clock = replay.open(&clock_url).await.unwrap();
+    let first_clock = clock_reading(&clock).await;
+    let stats = replay.close().await.unwrap();
+    assert!(stats.canonical >= 1, "the cache-busting API call was matched canonically: {stats}");
+    assert!(stats.misses.is_empty(), "every request was answered from the bundle: {stats}");
+    assert_eq!(stats.live_attempts, 0);
+
+    // Determinism: a second replay of the bundle shows the clock page byte for byte the same.
+    let replay = Replay::launch(ReplayArchive::open(&demonstration.bundle).unwrap(), &options).await.unwrap();
+    let clock = replay.open(&clock_url).await.unwrap();
+    let second_clock = clock_reading(&clock).await;
+    replay.close().await.unwrap();
+    assert_eq!(first_clock, second_clock, "two replays disagree on the clock page");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(demonstration.bundle.join("manifest.json")).unwrap()).unwrap();
+    let started = trace_manifest::time_fmt::millis_from_rfc3339(manifest["started_at"].as_str().unwrap()).unwrap();
+    let now: f64 = first_clock.0.parse().unwrap();
+    assert!((now - started).abs() < 1_000.0, "the replayed clock starts at the recording: {now} vs {started}");
+
+    // The person's demonstration, re-run step by step by the command a user runs, passes every step.
+    let run = std::process::Command::new(build.trace_host.with_file_name("trace-replay"))
+        .args(["run", "--human", "--json", "--headless", "--chromium"])
+        .arg(&build.chromium)
+        .arg(&demonstration.bundle)
+        .output()
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&run.stderr)));
+    assert_eq!(report["steps_failed"], 0, "{report:#}");
+    assert!(report["steps_total"].as_u64().unwrap() >= 20, "{report:#}");
+    assert_eq!(report["steps_passed"], report["steps_total"]);
+    assert_eq!(report["live_attempts"], 0);
+    assert_eq!(report["misses"], serde_json::json!([]), "{report:#}");
+    assert!(report["requests"]["exact"].as_u64().unwrap() > 50, "{}", report["requests"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    assert_eq!(sentinel.connections(), 0, "replay reached the site's port");
+}
+
+/// The clock page's time, random number, and whole document.
+async fn clock_reading(page: &Page) -> (String, String, String) {
+    let now = wait_for_text(page, "#now", WAIT, |t| !t.is_empty()).await.unwrap();
+    let random = wait_for_text(page, "#random", WAIT, |t| !t.is_empty()).await.unwrap();
+    (now, random, page.content().await.unwrap())
+}
+
+/// Evaluates `expression` until it yields a string.
+async fn wait_for(page: &Page, expression: &str) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let value = page.evaluate(expression).await.ok().and_then(|v| v.into_value::<String>().ok());
+        if let Some(value) = value {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{expression} never had a value");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn new_tab_showing(replay: &Replay, path: &str) -> Page {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        for page in replay.browser().pages().await.unwrap() {
+            if page.url().await.ok().flatten().is_some_and(|url| url.ends_with(path)) {
+                return page;
+            }
+        }
+        assert!(Instant::now() < deadline, "no tab showed {path}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
