@@ -1,6 +1,7 @@
 //! `trace-demo`: the README's main job. Serves the demo shop, records the demonstration in Chromium with
-//! the built extension and `trace-host`, then exports the bundle, validates it and inspects it with the
-//! real binaries (`cargo xtask demo` builds everything first).
+//! the built extension and `trace-host`, then exports the bundle, validates and inspects it, stops the shop
+//! and replays the exported zip offline, re-running the demonstration step by step with the real binaries
+//! (`cargo xtask demo` builds everything first).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,7 +12,7 @@ use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::site::DemoSite;
 
-/// Record a demonstration on the demo shop, bundle it, export it, and check it.
+/// Record a demonstration on the demo shop, bundle it, export it, check it, and replay it offline.
 #[derive(Debug, Parser)]
 struct Args {
     /// Where to put the host's data directory and the exported zip.
@@ -33,7 +34,6 @@ async fn main() -> Result<()> {
     println!("demo shop at {}", site.url("/"));
     println!("recording in Chromium with the TRACE extension: {}", demo::DESCRIPTION);
     let recorded = demo::record(&build, &site, &data).await?;
-    site.stop();
     println!("bundle:    {}", recorded.bundle.display());
 
     let task_id = recorded.bundle.file_name().context("a bundle directory has a name")?.to_string_lossy().into_owned();
@@ -41,7 +41,15 @@ async fn main() -> Result<()> {
     run(Command::new(&build.trace_host).arg("--data").arg(&data).args(["export", &task_id, "--out"]).arg(&zip))?;
     run(Command::new(&build.trace_host).arg("validate").arg(&zip))?;
     run(Command::new(replay_binary(&build.trace_host)).arg("inspect").arg(&zip))?;
+    site.stop();
+    println!("\nreplaying {} with the shop stopped: the demonstration, step by step", zip.display());
+    run(Command::new(replay_binary(&build.trace_host))
+        .args(["run", "--human", "--headless", "--chromium"])
+        .arg(&build.chromium)
+        .arg(&zip)
+        .env("TRACE_LOG", "warn"))?;
     println!("\ndone: the bundle is in {}, exported as {}", recorded.bundle.display(), zip.display());
+    println!("serve it to a browser of your own with: trace-replay serve {}", zip.display());
     Ok(())
 }
 
