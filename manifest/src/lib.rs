@@ -14,12 +14,14 @@
 //! - [`har`]: the HAR 1.2 model and its construction from events.
 //! - [`time_fmt`]: the one conversion between recorded timestamps and RFC 3339.
 //! - [`trajectory`]: the demonstration as browser-use-style tool calls, and the credentials typed in it.
+//! - [`postprocess`]: the files `trace-host process` adds: credentials, checkpoints, ignore list.
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
 //! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate.
 
 pub mod bundle;
 pub mod event;
 pub mod har;
+pub mod postprocess;
 pub mod schema;
 pub mod task;
 pub mod time_fmt;

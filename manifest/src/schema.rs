@@ -7,6 +7,7 @@ use schemars::{Schema, schema_for};
 
 use crate::bundle::{BundleManifest, StorageFile};
 use crate::event::EventRecord;
+use crate::postprocess::{Checkpoint, CredentialEntry};
 use crate::trajectory::Trajectory;
 use crate::wire::{ClientMessage, HostMessage};
 
@@ -19,6 +20,8 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("client-message.schema.json", schema_for!(ClientMessage)),
         ("host-message.schema.json", schema_for!(HostMessage)),
         ("trajectory.schema.json", schema_for!(Trajectory)),
+        ("credentials.schema.json", schema_for!(Vec<CredentialEntry>)),
+        ("checkpoints.schema.json", schema_for!(Vec<Checkpoint>)),
     ]
 }
 

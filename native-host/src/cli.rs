@@ -1,4 +1,4 @@
-//! The command line: `trace-host install | uninstall | tasks | export | validate | import`, plus the
+//! The command line: `trace-host install | uninstall | tasks | export | validate | import | process`, plus the
 //! native messaging mode that Chrome starts by passing the extension's origin as the only argument.
 //! Each command is glue from arguments to a library call and from its result to text or `--json`.
 
@@ -68,6 +68,14 @@ pub enum Command {
         /// Refuse zips that expand to more than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = ZipLimits::default().max_total_bytes)]
         max_size: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Derive trajectory.json, credentials.json, checkpoints.json and ignored.json into a bundle.
+    Process {
+        /// A task id of the data directory, or a bundle directory.
+        #[arg(value_name = "TASK|BUNDLE")]
+        target: String,
         #[arg(long)]
         json: bool,
     },
@@ -153,8 +161,43 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 );
             }
         }
+        Command::Process { target, json } => {
+            let report = process(target, cli.data.as_deref())?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "processed {} in {}: {} tool calls, {} credentials, {} checkpoints, {} ignored patterns",
+                    report.task_id,
+                    report.bundle.display(),
+                    report.tool_calls,
+                    report.credentials,
+                    report.checkpoints,
+                    report.ignored
+                );
+                println!("wrote {}", report.files.join(", "));
+            }
+        }
     }
     Ok(Outcome::Success)
+}
+
+/// A task id names a task of the data directory; anything else, or an id no task has, is a bundle directory.
+fn process(target: &str, data_dir: Option<&Path>) -> Result<crate::process::ProcessReport> {
+    let path = Path::new(target);
+    let looks_like_path = target.contains(std::path::MAIN_SEPARATOR) || target.contains('/');
+    if !looks_like_path && let Ok(task_id) = target.parse::<TaskId>() {
+        let data = DataDir::resolve(data_dir)?;
+        let conn = db::open(&data.database())?;
+        if db::task(&conn, &task_id)?.is_some() || !path.is_dir() {
+            return crate::process::process_task(&conn, &data, &task_id);
+        }
+        return crate::process::process_path(path, Some((&conn, &data)));
+    }
+    // A bundle in the data directory is processed as its task; elsewhere, as a bundle alone.
+    let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
+    let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
+    crate::process::process_path(path, conn.as_ref().zip(data.as_ref()))
 }
 
 fn validate(path: &Path, json: bool) -> Result<Outcome> {

@@ -14,8 +14,9 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 use trace_manifest::event::EventRecord;
 use trace_manifest::task::{RecorderInfo, TaskId, TaskStart, TaskStatus, TaskType};
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
+/// The schema of version 1; [`MIGRATIONS`] take it to [`SCHEMA_VERSION`].
 const SCHEMA: &str = "
 CREATE TABLE tasks (
     id           TEXT PRIMARY KEY,
@@ -60,6 +61,14 @@ CREATE TABLE files (
     PRIMARY KEY (task_id, path)
 ) WITHOUT ROWID;
 ";
+
+/// `MIGRATIONS[i]` takes the schema from version `i + 1` to `i + 2`. Only ever append: a data directory may
+/// be opened by an older host again only while the version is one it knows, so each step adds, never
+/// changes.
+const MIGRATIONS: [&str; 1] = [
+    // 2: when `trace-host process` last wrote the task's derived files (ms since the Unix epoch).
+    "ALTER TABLE tasks ADD COLUMN processed_at REAL;",
+];
 
 /// How long a writer waits for another to let go of the database.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -106,11 +115,16 @@ fn migrate(conn: &Connection) -> Result<()> {
         // Two hosts may start at once on a new data dir: the immediate transaction makes one wait, and
         // rolls back if anything fails so that a retry starts clean.
         let transaction = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-        let version: i64 = transaction.pragma_query_value(None, "user_version", |row| row.get(0))?;
+        let mut version: i64 = transaction.pragma_query_value(None, "user_version", |row| row.get(0))?;
         if version == 0 {
             transaction.execute_batch(SCHEMA)?;
-            transaction.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            version = 1;
         }
+        // Another process may have migrated while this one waited for the lock: start from what is there.
+        for migration in MIGRATIONS.iter().skip((version - 1).max(0) as usize) {
+            transaction.execute_batch(migration)?;
+        }
+        transaction.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         transaction.commit()?;
     }
     Ok(())
@@ -278,6 +292,40 @@ pub fn files(conn: &Connection, task: &TaskId) -> Result<Vec<(String, u64, Strin
     Ok(rows)
 }
 
+/// Records (or updates) a file the host derived from the recording after it was finalized, such as
+/// `trajectory.json`: unlike a body, its content changes when it is derived again.
+pub fn record_derived_file(conn: &Connection, task: &TaskId, path: &str, size: u64, sha256: &str) -> Result<()> {
+    let previous: Option<i64> = conn
+        .query_row("SELECT size FROM files WHERE task_id = ?1 AND path = ?2", params![task.as_str(), path], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    conn.execute(
+        "INSERT INTO files (task_id, path, size, sha256) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (task_id, path) DO UPDATE SET size = ?3, sha256 = ?4",
+        params![task.as_str(), path, size as i64, sha256],
+    )?;
+    conn.execute(
+        "UPDATE tasks SET byte_count = byte_count + ?2 - ?3 WHERE id = ?1",
+        params![task.as_str(), size as i64, previous.unwrap_or(0)],
+    )?;
+    Ok(())
+}
+
+/// Notes that `trace-host process` wrote the task's derived files at `at` (ms since the Unix epoch).
+pub fn set_processed(conn: &Connection, task: &TaskId, at: f64) -> Result<()> {
+    conn.execute("UPDATE tasks SET processed_at = ?2 WHERE id = ?1", params![task.as_str(), at])?;
+    Ok(())
+}
+
+/// When `trace-host process` last wrote the task's derived files, if it ever did.
+pub fn processed_at(conn: &Connection, task: &TaskId) -> Result<Option<f64>> {
+    Ok(conn
+        .query_row("SELECT processed_at FROM tasks WHERE id = ?1", [task.as_str()], |row| row.get(0))
+        .optional()?
+        .flatten())
+}
+
 /// A body being streamed, as committed so far.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BodyRow {
@@ -347,4 +395,38 @@ pub fn clear_task_data(conn: &Connection, task: &TaskId) -> Result<()> {
 pub fn delete_task(conn: &Connection, task: &TaskId) -> Result<()> {
     conn.execute("DELETE FROM tasks WHERE id = ?1", [task.as_str()])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_1_database_is_migrated_and_keeps_its_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute(
+                "INSERT INTO tasks (id, source, task_type, description, website, recorder, status, started_at, last_seq)
+                 VALUES ('old', 'self', 'action', 'd', 'http://x/', '{\"name\":\"r\",\"version\":\"0\"}', 'stopped', 1.0, 3)",
+                [],
+            )
+            .unwrap();
+        }
+        let conn = open(&path).unwrap();
+        let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let id: TaskId = "old".parse().unwrap();
+        assert_eq!(task(&conn, &id).unwrap().unwrap().last_seq, 3);
+        assert_eq!(processed_at(&conn, &id).unwrap(), None);
+        set_processed(&conn, &id, 5.0).unwrap();
+        assert_eq!(processed_at(&conn, &id).unwrap(), Some(5.0));
+        drop(conn);
+        // Opening again migrates nothing twice.
+        let conn = open(&path).unwrap();
+        assert_eq!(processed_at(&conn, &id).unwrap(), Some(5.0));
+    }
 }

@@ -133,8 +133,9 @@ fn browser_creator(task: &TaskRow) -> Option<Creator> {
     Some(Creator { name: name.to_owned(), version: version.to_owned() })
 }
 
-/// Writes one generated file through a temporary name, returning its index entry.
-fn write_generated(dir: &Path, name: &str, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<FileEntry> {
+/// Writes one generated file of the bundle directory `dir` through a temporary name, returning its index
+/// entry.
+pub fn write_generated(dir: &Path, name: &str, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<FileEntry> {
     let path = dir.join(name);
     let temporary = dir.join(format!(".{name}.tmp"));
     let file = File::create(&temporary).with_context(|| format!("cannot create {}", temporary.display()))?;

@@ -9,6 +9,7 @@
 //! - [`task_lock`]: the lock file that marks the process writing a task.
 //! - [`db`]: `tasks.db`, the SQLite record of tasks, events, bodies and files.
 //! - [`finalize`]: writes a bundle directory (events, HAR, storage, manifest) from the database.
+//! - [`process`]: derives the trajectory, credentials, checkpoints and ignore list into a bundle.
 //! - [`export`], [`import`]: bundles as zip files, out and in.
 //! - [`install`]: registers the host with Chrome and Chromium.
 //! - [`cli`]: the commands people run; [`paths`]: where the data lives.
@@ -25,4 +26,5 @@ pub mod install;
 pub mod messaging;
 pub mod native;
 pub mod paths;
+pub mod process;
 pub mod task_lock;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use trace_host::client::{HostClient, TaskMessages};
 use trace_manifest::event::{
-    Event, EventKind, Header, Navigation, NavigationCause, PageLoad, Request, RequestFinished, Response,
+    Action, ActionKind, ElementDescriptor, Event, EventKind, Header, Navigation, NavigationCause, PageLoad, Request,
+    RequestFinished, Response,
 };
 use trace_manifest::task::{RecorderInfo, TaskId, TaskStart, TaskType};
 
@@ -165,4 +166,55 @@ pub fn read_json(path: &Path) -> serde_json::Value {
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     trace_manifest::archive::sha256_hex(bytes)
+}
+
+/// A request of a given DevTools resource type (`Ping`, `Fetch`, `Script`, …).
+pub fn typed_request(
+    ts: f64,
+    id: &str,
+    method: &str,
+    url: &str,
+    resource_type: &str,
+    post_data: Option<&str>,
+) -> Event {
+    let mut event = request(ts, id, method, url, &[], post_data);
+    if let EventKind::Request(request) = &mut event.kind {
+        request.resource_type = Some(resource_type.into());
+    }
+    event
+}
+
+/// Something the person did to the element `selector` (an `<input>` when there is a value, else a button).
+pub fn action(ts: f64, kind: ActionKind, url: &str, selector: &str, value: Option<&str>, credential: bool) -> Event {
+    let name = selector.trim_start_matches('#');
+    let tag = if value.is_some() { "input" } else { "button" };
+    event(
+        ts,
+        EventKind::Action(Action {
+            action: kind,
+            target: Some(ElementDescriptor {
+                selector: selector.into(),
+                xpath: format!("//{tag}[@id='{name}']"),
+                tag: tag.into(),
+                id: Some(name.into()),
+                name: Some(name.into()),
+                input_type: credential.then(|| "password".to_owned()),
+                ..Default::default()
+            }),
+            url: url.into(),
+            value: value.map(str::to_owned),
+            key: None,
+            modifiers: vec![],
+            x: Some(10.0),
+            y: Some(20.0),
+            delta_x: None,
+            delta_y: None,
+            credential,
+        }),
+    )
+}
+
+/// A main-frame navigation with its cause.
+pub fn navigation_by(ts: f64, url: &str, cause: NavigationCause) -> Event {
+    event(ts, EventKind::Navigation(Navigation { url: url.into(), cause, main_frame: true }))
 }

@@ -4,5 +4,6 @@
 mod common;
 mod durability;
 mod malformed;
+mod process;
 mod session;
 mod transfer;
