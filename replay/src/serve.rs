@@ -145,7 +145,10 @@ impl Replay {
         let pattern = RequestPattern::builder().url_pattern("*").request_stage(RequestStage::Request).build();
         browser.execute(EnableParams::builder().pattern(pattern).build()).await.context("Fetch.enable")?;
         if let Some(storage) = &archive.start_storage {
-            let cookies: Vec<CookieParam> = storage.cookies.iter().map(cookie_param).collect();
+            // A cookie keeps the lifetime it had left when the recording started: one that would have
+            // expired since (a month-long login replayed a year later) is not lost.
+            let shift_seconds = ((now_ms() - archive.started_at_ms) / 1000.0).max(0.0);
+            let cookies: Vec<CookieParam> = storage.cookies.iter().map(|c| cookie_param(c, shift_seconds)).collect();
             if !cookies.is_empty() {
                 browser.set_cookies(cookies).await.context("cannot restore the recorded cookies")?;
             }
@@ -325,13 +328,17 @@ fn header(headers: &chromiumoxide::cdp::browser_protocol::network::Headers, name
     headers.inner().as_object()?.iter().find(|(key, _)| key.eq_ignore_ascii_case(name))?.1.as_str().map(str::to_owned)
 }
 
-fn cookie_param(cookie: &trace_manifest::event::Cookie) -> CookieParam {
+fn now_ms() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+fn cookie_param(cookie: &trace_manifest::event::Cookie, shift_seconds: f64) -> CookieParam {
     let mut param = CookieParam::new(cookie.name.clone(), cookie.value.clone());
     param.domain = Some(cookie.domain.clone());
     param.path = Some(cookie.path.clone());
     param.secure = Some(cookie.secure);
     param.http_only = Some(cookie.http_only);
-    param.expires = cookie.expires.map(TimeSinceEpoch::new);
+    param.expires = cookie.expires.map(|expires| TimeSinceEpoch::new(expires + shift_seconds));
     param.same_site = cookie.same_site.as_deref().and_then(|s| match s {
         "Strict" => Some(CookieSameSite::Strict),
         "Lax" => Some(CookieSameSite::Lax),

@@ -13,7 +13,9 @@ use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+
+mod common;
+use common::{body_path, files_under, har, har_entry, write_bundle, write_file, write_manifest};
 
 /// Generous: other test binaries drive Chromium on the same two cores.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -120,53 +122,23 @@ fn path_str(path: &Path) -> &str {
     path.to_str().expect("temporary paths are UTF-8")
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 fn page_body_path() -> String {
-    format!("resources/{}", sha256_hex(PAGE_HTML))
+    body_path(PAGE_HTML)
 }
 
-/// One HAR entry for a GET of `url` answered 200 with `content`.
-fn har_entry(url: &str, content: Value) -> Value {
-    json!({
-        "pageref": "page_1",
-        "startedDateTime": "2025-11-22T10:00:01.000Z",
-        "time": 1.0,
-        "request": {
-            "method": "GET", "url": url, "httpVersion": "http/1.1", "cookies": [], "headers": [],
-            "queryString": [], "headersSize": -1, "bodySize": 0
-        },
-        "response": {
-            "status": 200, "statusText": "OK", "httpVersion": "http/1.1", "cookies": [], "headers": [],
-            "content": content, "redirectURL": "", "headersSize": -1, "bodySize": content["size"]
-        },
-        "cache": {},
-        "timings": { "blocked": -1, "dns": -1, "connect": -1, "send": 0, "wait": 1, "receive": 0, "ssl": -1 }
-    })
-}
+/// The bundle's task, whose id `inspect` shows.
+const TASK_ID: &str = "bad-input";
 
 fn minimal_har() -> Value {
-    json!({
-        "log": {
-            "version": "1.2",
-            "creator": { "name": "trace-host", "version": "0.1.0" },
-            "pages": [{
-                "startedDateTime": "2025-11-22T10:00:00.000Z", "id": "page_1", "title": "Shop",
-                "pageTimings": {}
-            }],
-            "entries": [
-                har_entry(
-                    "http://shop.test/",
-                    json!({ "size": PAGE_HTML.len(), "mimeType": "text/html", "_file": page_body_path() }),
-                ),
-                har_entry("http://shop.test/style.css", json!({ "size": 6, "mimeType": "text/css", "text": "p{a:b}" })),
-                har_entry("https://tracker.test/beacon?id=1", json!({ "size": 2, "mimeType": "text/plain", "text": "ok" })),
-                har_entry("http://tracker.test/beacon?id=2", json!({ "size": 3, "mimeType": "text/plain", "text": "yes" })),
-            ]
-        }
-    })
+    har(vec![
+        har_entry(
+            "http://shop.test/",
+            json!({ "size": PAGE_HTML.len(), "mimeType": "text/html", "_file": page_body_path() }),
+        ),
+        har_entry("http://shop.test/style.css", json!({ "size": 6, "mimeType": "text/css", "text": "p{a:b}" })),
+        har_entry("https://tracker.test/beacon?id=1", json!({ "size": 2, "mimeType": "text/plain", "text": "ok" })),
+        har_entry("http://tracker.test/beacon?id=2", json!({ "size": 3, "mimeType": "text/plain", "text": "yes" })),
+    ])
 }
 
 /// Writes a minimal valid bundle into `dir`: a HAR of one page and four requests (one body stored as a
@@ -174,64 +146,8 @@ fn minimal_har() -> Value {
 /// indexing the rest as the host would.
 fn write_minimal_bundle(dir: &Path) {
     write_file(dir, &page_body_path(), PAGE_HTML);
-    write_file(dir, "events.jsonl", b"");
-    write_file(dir, "recording.har", minimal_har().to_string().as_bytes());
-    write_file(dir, "storage.json", br#"{"snapshots":[]}"#);
     write_file(dir, "ignored.json", br#"["tracker.test/beacon", "ads.test", "  "]"#);
-    write_manifest(dir, 1);
-}
-
-/// Writes `manifest.json` with `format_version`, indexing every other file of `dir`.
-fn write_manifest(dir: &Path, format_version: u32) {
-    let files: Vec<Value> = files_under(dir)
-        .into_iter()
-        .filter(|(name, _)| name != "manifest.json")
-        .map(|(path, bytes)| json!({ "path": path, "size": bytes.len(), "sha256": sha256_hex(&bytes) }))
-        .collect();
-    let manifest = json!({
-        "format": "trace-bundle",
-        "format_version": format_version,
-        "task": {
-            "id": "bad-input", "source": "self", "task_type": "action",
-            "description": "Look at the shop", "website": "http://shop.test/", "status": "stopped"
-        },
-        "recorder": { "name": "trace-extension", "version": "0.1.0" },
-        "producer": { "name": "bad_input.rs", "version": "0" },
-        "started_at": "2025-11-22T10:00:00.000Z",
-        "ended_at": "2025-11-22T10:00:05.000Z",
-        "duration_seconds": 5.0,
-        "counts": {
-            "events": 0, "pages": 1, "requests": 4, "actions": 0, "bodies": 1,
-            "body_bytes": PAGE_HTML.len(), "screenshots": 0, "dom_snapshots": 0
-        },
-        "files": files
-    });
-    write_file(dir, "manifest.json", serde_json::to_string_pretty(&manifest).unwrap().as_bytes());
-}
-
-fn write_file(dir: &Path, name: &str, bytes: &[u8]) {
-    let path = dir.join(name);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, bytes).unwrap();
-}
-
-/// Every file under `dir` as (relative `/`-separated path, contents), sorted by path.
-fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, Vec<u8>)>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(root, &path, files);
-            } else {
-                let name = path.strip_prefix(root).unwrap().to_str().unwrap().replace('\\', "/");
-                files.push((name, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(dir, dir, &mut files);
-    files.sort();
-    files
+    write_bundle(dir, TASK_ID, &minimal_har(), &json!({ "snapshots": [] }));
 }
 
 /// A fresh temporary directory holding the minimal bundle in `bundle/`.
@@ -382,7 +298,7 @@ fn a_manifest_that_is_not_json_is_refused() {
 #[test]
 fn a_bundle_of_a_newer_format_asks_for_an_upgrade() {
     let (_scratch, bundle) = minimal_bundle();
-    write_manifest(&bundle, 2);
+    write_manifest(&bundle, 2, TASK_ID);
     let needles = ["format version 2", "newer than this program understands (1)", "upgrade TRACE"];
     inspect(&bundle).assert_refused(&needles);
     assert_serve_refused(&bundle, &[], &needles);

@@ -1,0 +1,263 @@
+//! `trace-replay` restores the recorded start state: the cookies and the local and session storage of the
+//! recording's start snapshot are back before the first page loads, so a logged-in session is logged in
+//! again; and with determinism on, a page's clock starts at the recording and its random numbers agree
+//! from one replay to the next.
+//!
+//! A bundle is written by hand: `http://shop.test/` (replay answers before any name is resolved) is a page
+//! whose inline script, in its head, reads storage, `document.cookie`, the clock and random numbers as the
+//! document is parsed, leaves what it read on the root element, then changes storage as a page would;
+//! `http://shop.test/embed` embeds a widget from another site that reads the clock and random numbers. The
+//! bundle is served by the library, in Debian's Chromium. Tests marked `ignore` show bugs not yet fixed.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use chromiumoxide::Page;
+use serde_json::{Value, json};
+use trace_replay::archive::ReplayArchive;
+use trace_replay::serve::{Options, Replay};
+
+mod common;
+use common::{STARTED_AT, har, har_entry, stored_body, write_bundle};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+/// Generous: other tests drive Chromium on the same two cores.
+const WAIT: Duration = Duration::from_secs(30);
+
+const SHOP: &str = "http://shop.test/";
+/// A page of the shop embedding a widget from another site, which runs in a process of its own.
+const EMBED: &str = "http://shop.test/embed";
+
+/// Reads, at parse time, what the start state should have put in place, then changes storage.
+const SHOP_HTML: &str = r#"<!doctype html>
+<html><head><title>Shop</title>
+<script>
+  const seen = {
+    theme: localStorage.getItem("theme"),
+    banner: localStorage.getItem("banner"),
+    cart: sessionStorage.getItem("cart"),
+    cookie: document.cookie,
+    now: [Date.now(), Date.now()],
+    random: [Math.random(), Math.random()],
+  };
+  document.documentElement.dataset.seen = JSON.stringify(seen);
+  // The page's own changes, which a reload must keep.
+  localStorage.setItem("theme", "light");
+  localStorage.removeItem("banner");
+  sessionStorage.setItem("cart", "2 mugs");
+</script>
+</head><body><p>Welcome back</p></body></html>
+"#;
+
+/// Shows what the cross-site widget reads as `seen`, as the shop page does.
+const EMBED_HTML: &str = r#"<!doctype html>
+<html><head><title>Embed</title>
+<script>
+  addEventListener("message", (event) => { document.documentElement.dataset.seen = event.data; });
+</script>
+</head><body><iframe src="http://widget.test/frame"></iframe></body></html>
+"#;
+
+const WIDGET_HTML: &str = r#"<!doctype html>
+<script>
+  parent.postMessage(JSON.stringify({ now: [Date.now(), Date.now()], random: [Math.random(), Math.random()] }), "*");
+</script>
+"#;
+
+/// When the recording started, in seconds since the Unix epoch, as cookie expiry is written.
+fn started_at_seconds() -> f64 {
+    trace_manifest::time_fmt::millis_from_rfc3339(STARTED_AT).unwrap() / 1000.0
+}
+
+fn seconds_since_epoch() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as f64
+}
+
+/// The shop's bundle, in a temporary directory.
+struct ShopBundle {
+    _scratch: tempfile::TempDir,
+    dir: PathBuf,
+    /// The expiry of the cookie `visible`: tomorrow, as Chromium caps any expiry at 400 days from now.
+    visible_expiry: f64,
+}
+
+/// Writes the shop's bundle into a fresh temporary directory.
+fn shop_bundle() -> ShopBundle {
+    let scratch = tempfile::tempdir().unwrap();
+    let visible_expiry = seconds_since_epoch() + 86_400.0;
+    let dir = scratch.path().join("bundle");
+    let entries = vec![
+        har_entry(SHOP, stored_body(&dir, SHOP_HTML.as_bytes(), "text/html")),
+        har_entry(EMBED, stored_body(&dir, EMBED_HTML.as_bytes(), "text/html")),
+        har_entry("http://widget.test/frame", stored_body(&dir, WIDGET_HTML.as_bytes(), "text/html")),
+    ];
+    let storage = json!({ "snapshots": [
+        {
+            "time": STARTED_AT,
+            "phase": "start",
+            "cookies": [
+                // The login: a session cookie scripts cannot read.
+                { "name": "session", "value": "abc123", "domain": "shop.test", "path": "/", "http_only": true },
+                // A login remembered for 30 days after the recording: past by the time a dataset is replayed.
+                {
+                    "name": "remember", "value": "me", "domain": "shop.test", "path": "/", "http_only": true,
+                    "expires": started_at_seconds() + 30.0 * 86_400.0
+                },
+                {
+                    "name": "visible", "value": "yes", "domain": "shop.test", "path": "/",
+                    "expires": visible_expiry, "same_site": "Lax"
+                },
+                { "name": "scoped", "value": "1", "domain": "shop.test", "path": "/account" },
+                { "name": "elsewhere", "value": "1", "domain": "other.test", "path": "/" },
+            ],
+            "local_storage": {
+                "http://shop.test": { "theme": "dark", "banner": "shown" },
+                "http://other.test": { "theme": "other" },
+            },
+            "session_storage": { "http://shop.test": { "cart": "1 mug" } },
+        },
+        {
+            // What the recording ended with: replay must start from the start, not from here.
+            "time": "2025-11-22T10:00:05.000Z",
+            "phase": "stop",
+            "cookies": [{ "name": "session", "value": "stale", "domain": "shop.test", "path": "/" }],
+            "local_storage": { "http://shop.test": { "theme": "stale" } },
+        },
+    ]});
+    write_bundle(&dir, "restore", &har(entries), &storage);
+    ShopBundle { _scratch: scratch, dir, visible_expiry }
+}
+
+async fn launch(bundle: &Path, determinism: bool) -> Replay {
+    let options = Options { chromium: CHROMIUM.into(), determinism, ..Options::default() };
+    Replay::launch(ReplayArchive::open(bundle).unwrap(), &options).await.unwrap()
+}
+
+/// What the shop page's inline script (or the widget the embed page shows) read while its document was parsed.
+async fn seen(page: &Page) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let value = page.evaluate("document.documentElement.dataset.seen").await.ok();
+        if let Some(text) = value.and_then(|v| v.into_value::<String>().ok()) {
+            return serde_json::from_str(&text).unwrap();
+        }
+        assert!(Instant::now() < deadline, "the page never showed what it read");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_recorded_cookies_and_storage_are_back_before_the_first_page_runs() {
+    let shop = shop_bundle();
+    let replay = launch(&shop.dir, true).await;
+    let page = replay.open(SHOP).await.unwrap();
+
+    let first = seen(&page).await;
+    assert_eq!(first["theme"], "dark", "local storage restored before the page's script: {first}");
+    assert_eq!(first["banner"], "shown", "{first}");
+    assert_eq!(first["cart"], "1 mug", "session storage restored before the page's script: {first}");
+    assert_eq!(
+        first["cookie"], "visible=yes",
+        "document.cookie shows the script-visible cookie for this path only, not the httpOnly ones"
+    );
+
+    // The login cookie is in the jar for the page's URL, httpOnly as recorded; the other site's is not.
+    let cookies = page.get_cookies().await.unwrap();
+    let session = cookies.iter().find(|c| c.name == "session").unwrap_or_else(|| panic!("no session: {cookies:?}"));
+    assert_eq!(session.value, "abc123", "the start snapshot's cookie, not the stop one's");
+    assert!(session.http_only, "{session:?}");
+    assert!(session.session, "a cookie recorded without expiry stays a session cookie: {session:?}");
+    assert_eq!(session.domain, "shop.test", "host-only, as recorded: {session:?}");
+    let visible = cookies.iter().find(|c| c.name == "visible").unwrap();
+    // It keeps the lifetime it had left when the recording started, so it expires later than recorded.
+    assert!(visible.expires >= shop.visible_expiry, "{visible:?}");
+    assert!(!visible.session && !visible.http_only, "{visible:?}");
+    assert!(!cookies.iter().any(|c| c.name == "elsewhere"), "{cookies:?}");
+    let all = replay.browser().get_cookies().await.unwrap();
+    assert!(all.iter().any(|c| c.name == "elsewhere" && c.domain == "other.test"), "{all:?}");
+    assert!(all.iter().any(|c| c.name == "scoped" && c.path == "/account"), "{all:?}");
+
+    // A reload in the same tab keeps what the page itself changed: storage is restored once per tab.
+    // What the first document read is removed, so that only the reloaded one can answer.
+    page.evaluate("delete document.documentElement.dataset.seen").await.unwrap();
+    page.reload().await.unwrap();
+    let again = seen(&page).await;
+    assert_eq!(again["theme"], "light", "the page's own change survives a reload: {again}");
+    assert_eq!(again["banner"], Value::Null, "a key the page removed stays removed: {again}");
+    assert_eq!(again["cart"], "2 mugs", "{again}");
+    assert_eq!(again["cookie"], "visible=yes", "{again}");
+
+    let stats = replay.close().await.unwrap();
+    assert!(stats.exact >= 2, "both loads were served from the bundle: {stats}");
+    assert_eq!(stats.live_attempts, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_tab_sees_what_the_first_tab_stored() {
+    let shop = shop_bundle();
+    let replay = launch(&shop.dir, true).await;
+    let first_tab = replay.open(SHOP).await.unwrap();
+    assert_eq!(seen(&first_tab).await["theme"], "dark");
+
+    // Local storage is shared by every tab of the origin, and the page set "light" in the first tab.
+    let second_tab = replay.open(SHOP).await.unwrap();
+    let second = seen(&second_tab).await;
+    replay.close().await.unwrap();
+    assert_eq!(second["theme"], "light", "a new tab restored the start storage over the page's own: {second}");
+    assert_eq!(second["banner"], Value::Null, "{second}");
+    assert_eq!(second["cart"], "1 mug", "session storage is per tab: the new tab starts from the recording");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cookie_that_has_expired_since_the_recording_is_restored() {
+    let shop = shop_bundle();
+    let replay = launch(&shop.dir, true).await;
+    let page = replay.open(SHOP).await.unwrap();
+    let cookies = page.get_cookies().await.unwrap();
+    replay.close().await.unwrap();
+    assert!(cookies.iter().any(|c| c.name == "remember" && c.value == "me"), "{cookies:?}");
+}
+
+/// The clock readings and random numbers of the shop page, or of the widget in the shop's embed page, from
+/// a fresh replay.
+async fn clock_and_random(bundle: &Path, url: &str, determinism: bool) -> (Vec<f64>, Vec<f64>) {
+    let replay = launch(bundle, determinism).await;
+    let page = replay.open(url).await.unwrap();
+    let seen = seen(&page).await;
+    replay.close().await.unwrap();
+    let numbers = |key: &str| seen[key].as_array().unwrap().iter().map(|n| n.as_f64().unwrap()).collect::<Vec<_>>();
+    (numbers("now"), numbers("random"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_determinism_the_clock_starts_at_the_recording_and_random_numbers_repeat() {
+    let shop = shop_bundle();
+    let started = started_at_seconds() * 1000.0;
+
+    let (now, random) = clock_and_random(&shop.dir, SHOP, true).await;
+    assert!(now[0] > started && now[0] <= started + 10.0, "the page's clock starts at {started}: {now:?}");
+    assert!(now[1] > now[0], "and moves on: {now:?}");
+    assert!(random.iter().all(|r| (0.0..1.0).contains(r)), "{random:?}");
+    assert_ne!(random[0], random[1]);
+
+    let (now_again, random_again) = clock_and_random(&shop.dir, SHOP, true).await;
+    assert_eq!(now_again, now, "two replays read the same clock");
+    assert_eq!(random_again, random, "two replays draw the same random numbers");
+
+    // Without determinism, the page has the real clock.
+    let (real_now, _) = clock_and_random(&shop.dir, SHOP, false).await;
+    let wall = seconds_since_epoch() * 1000.0;
+    assert!((wall - real_now[0]).abs() < 120_000.0, "the real clock, {wall}: {real_now:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "bug: the page scripts reach only page targets (serve.rs's add_init_scripts and prepare_new_pages), \
+            so a cross-site iframe, which runs in a process of its own, has the real clock and random numbers"]
+async fn with_determinism_a_cross_site_iframe_starts_at_the_recording_too() {
+    let shop = shop_bundle();
+    let started = started_at_seconds() * 1000.0;
+    let (now, random) = clock_and_random(&shop.dir, EMBED, true).await;
+    assert!(now[0] > started && now[0] <= started + 10.0, "the widget's clock starts at {started}: {now:?}");
+    let (_, random_again) = clock_and_random(&shop.dir, EMBED, true).await;
+    assert_eq!(random_again, random, "two replays draw the same random numbers in the widget");
+}
