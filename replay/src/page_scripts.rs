@@ -94,13 +94,11 @@ mod tests {
             run_in_node(fake, &format!("{script}\nconsole.log(JSON.stringify([...localStorage.m]));\n{probe}"));
         let lines: Vec<&str> = restored.lines().collect();
         assert_eq!(
-            lines[0],
-            r#"[["theme","dark\"'"],["__trace_replay_restored__","1"]]"#,
+            lines[0], r#"[["theme","dark\"'"],["__trace_replay_restored__","1"]]"#,
             "restored, quotes and all, and only this origin's"
         );
         assert_eq!(
-            lines[1],
-            r#"[["theme","changed by the page"],["__trace_replay_restored__","1"]]"#,
+            lines[1], r#"[["theme","changed by the page"],["__trace_replay_restored__","1"]]"#,
             "restored once, then left to the page"
         );
     }

@@ -108,6 +108,11 @@ impl Replay {
             .args(OFFLINE_FLAGS)
             .launch_timeout(Duration::from_secs(30));
         config = if options.headless { config.new_headless_mode() } else { config.with_head() };
+        // Every frame of a tab in the tab's process, cross-site iframes included, so that the page scripts
+        // (determinism, storage) reach them as they reach the tab: a replay is a local copy of one site's
+        // pages, not a browser to defend against them.
+        config =
+            config.arg("disable-site-isolation-trials").arg(("disable-features", "IsolateOrigins,site-per-process"));
         if !options.allow_network_fallback {
             // Requests are answered before they reach the network, but Chromium also opens connections
             // ahead of requests (preconnects). A proxy that does not exist, loopback included, sends

@@ -7,7 +7,7 @@
 //! whose inline script, in its head, reads storage, `document.cookie`, the clock and random numbers as the
 //! document is parsed, leaves what it read on the root element, then changes storage as a page would;
 //! `http://shop.test/embed` embeds a widget from another site that reads the clock and random numbers. The
-//! bundle is served by the library, in Debian's Chromium. Tests marked `ignore` show bugs not yet fixed.
+//! bundle is served by the library, in Debian's Chromium.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -251,8 +251,6 @@ async fn with_determinism_the_clock_starts_at_the_recording_and_random_numbers_r
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: the page scripts reach only page targets (serve.rs's add_init_scripts and prepare_new_pages), \
-            so a cross-site iframe, which runs in a process of its own, has the real clock and random numbers"]
 async fn with_determinism_a_cross_site_iframe_starts_at_the_recording_too() {
     let shop = shop_bundle();
     let started = started_at_seconds() * 1000.0;

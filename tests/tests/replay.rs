@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
-use chromiumoxide::cdp::browser_protocol::target::GetTargetsParams;
+use chromiumoxide::cdp::browser_protocol::page::GetFrameTreeParams;
 use trace_e2e::browser::{Build, click, type_into, wait_for_text};
 use trace_e2e::demo;
 use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite};
@@ -86,7 +86,7 @@ async fn a_recorded_demonstration_replays_offline_as_it_was() {
     click(&page, "#login-submit").await.unwrap();
     wait_for_text(&page, "#signed-in-as", WAIT, |t| t.contains(DEMO_USER)).await.unwrap();
 
-    // Both widgets: the same-site one is readable from here, the cross-site one is a target of its own.
+    // Both widgets: the same-site one is readable from here, the cross-site one only by its frame.
     page.goto(&embed_url).await.unwrap();
     let widget = wait_for(
         &page,
@@ -96,9 +96,9 @@ async fn a_recorded_demonstration_replays_offline_as_it_was() {
     assert_eq!(widget, "Click me");
     let deadline = Instant::now() + WAIT;
     loop {
-        let targets = replay.browser().execute(GetTargetsParams::default()).await.unwrap();
-        let partner = targets.result.target_infos.iter().any(|t| t.r#type == "iframe" && t.url.contains("partner=1"));
-        if partner {
+        let tree = page.execute(GetFrameTreeParams::default()).await.unwrap();
+        let frames = tree.result.frame_tree.child_frames.unwrap_or_default();
+        if frames.iter().any(|f| f.frame.url.contains("partner=1")) {
             break;
         }
         assert!(Instant::now() < deadline, "the cross-site widget never loaded");
