@@ -4,8 +4,9 @@
 //!
 //! The demonstration of [`trace_e2e::demo`] is recorded first (as `cargo xtask demo` does; the bundle is
 //! left in `target/bench-replay-pageload/`), or an existing bundle is taken from `TRACE_BENCH_BUNDLE`. The
-//! demo shop is then stopped, and a sentinel listens on its old port and counts connections: nothing is
-//! live, and any request that reached the port would be a leak of one side or the other. Two browsers
+//! demo shop is then stopped, and a sentinel listens on its old port and keeps what each connection to it
+//! sent first, attributed to the side that was loading: nothing is live, and any connection is one side
+//! reaching for the live site (a request, or a connection Chromium opens ahead of one). Two browsers
 //! start, both headless with the same extra flags ([`trace_replay::serve::OFFLINE_FLAGS`], plus
 //! `--no-sandbox` as root): `trace-replay`'s ([`Replay::launch`], with its defaults: the determinism
 //! script and the recorded storage included, since that is what its users get), driven from here through
@@ -26,13 +27,14 @@
 //!
 //! Printed: per page, the median load time under each side and their ratio (replay/Playwright); over all
 //! pages, the ratio of the medians of all samples and the geometric mean of the per-page ratios; what each
-//! side failed to serve. Target: `trace-replay` at most as slow as `routeFromHAR` (ratio ≤ 1.0).
+//! side failed to serve; the connections to the recorded site's port; pages whose titles differ between
+//! the sides (each side should have shown the same page). Target: `trace-replay` at most as slow as `routeFromHAR` (ratio ≤ 1.0).
 //!
 //! Run: `cargo xtask dist && cargo bench -p trace-e2e --bench replay_pageload` (`TRACE_BENCH_ROUNDS` sets
 //! the number of counted rounds, 15 by default; `TRACE_BENCH_BUNDLE=DIR_OR_ZIP`, absolute or relative to the
 //! workspace, skips the recording).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::ops::Range;
@@ -66,8 +68,8 @@ const PLAYWRIGHT_CORE: &str = "1.65.1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
-    Replay,
-    Playwright,
+    Replay = 0,
+    Playwright = 1,
 }
 
 /// Load times in milliseconds per page, and what Playwright failed to serve.
@@ -76,6 +78,8 @@ struct Samples {
     playwright: Vec<Vec<f64>>,
     /// URL → how many times a Playwright load saw it fail (`notFound: 'abort'`, or anything else).
     playwright_failed: BTreeMap<String, u64>,
+    /// The titles each side showed for each page, `[replay, playwright]`: a check that both loaded the page.
+    titles: Vec<[BTreeSet<String>; 2]>,
     /// Connections to the recorded site's port during each side's loads: (side, page, what each sent first).
     live: Vec<(Side, &'static str, Vec<String>)>,
 }
@@ -118,9 +122,11 @@ async fn main() -> Result<()> {
 
     // Playwright reads a bundle directory's HAR, whose bodies are files beside it, or the exported zip.
     let har = if bundle.is_dir() { bundle.join(trace_manifest::bundle::HAR_FILE) } else { bundle.clone() };
-    let mut args: Vec<&str> = OFFLINE_FLAGS.to_vec();
+    // chromiumoxide adds the dashes a flag lacks; Playwright passes arguments as they are.
+    let mut args: Vec<String> =
+        OFFLINE_FLAGS.iter().map(|flag| format!("--{}", flag.trim_start_matches('-'))).collect();
     if running_as_root() {
-        args.push("--no-sandbox");
+        args.push("--no-sandbox".to_owned());
     }
     let mut playwright = Playwright::start(&node_modules, &har, &chromium, &args).await?;
     let options = Options { chromium: chromium.clone(), ..Options::default() };
@@ -129,24 +135,22 @@ async fn main() -> Result<()> {
 
     let measured = measure(&replay, &mut playwright, &sentinel, &urls, rounds).await;
     let stats = replay.stats();
-    // `Replay::close` stops chromiumoxide's handler before asking the browser to close, then waits for a
-    // browser that was never told to exit: bounded here, the browser is killed when the close is dropped.
-    if tokio::time::timeout(Duration::from_secs(10), replay.close()).await.is_err() {
-        eprintln!("note: Replay::close did not return in 10 s; its browser was killed");
+    // Bounded: a close that hangs must not hang the benchmark (chromiumoxide kills the browser when the
+    // close is dropped), but it is said, since it is a bug of `trace-replay`.
+    if tokio::time::timeout(Duration::from_secs(30), replay.close()).await.is_err() {
+        eprintln!("note: Replay::close did not return in 30 s; its browser was killed");
     }
     playwright.close();
     let samples = measured?;
     report(&samples, rounds);
-    println!();
-    print!("trace-replay, over all loads: {stats}");
-    if samples.playwright_failed.is_empty() {
-        println!("routeFromHAR, over all loads: no request failed");
-    } else {
-        println!("routeFromHAR, over all loads: requests that failed (not in the HAR as asked for, aborted):");
-        for (url, times) in &samples.playwright_failed {
-            println!("  failed {url} ({times} times)");
+    for (path, [replay, playwright]) in PAGES.iter().zip(&samples.titles) {
+        if replay != playwright || replay.len() != 1 || replay.contains("") {
+            println!("note: {path} showed different titles: trace-replay {replay:?}, routeFromHAR {playwright:?}");
         }
     }
+    println!();
+    print!("trace-replay, over all loads: {stats}");
+    report_failed(&samples.playwright_failed);
     report_live(&sentinel, &samples.live);
     Ok(())
 }
@@ -179,6 +183,7 @@ async fn measure(
         replay: vec![Vec::new(); urls.len()],
         playwright: vec![Vec::new(); urls.len()],
         playwright_failed: BTreeMap::new(),
+        titles: vec![Default::default(); urls.len()],
         live: Vec::new(),
     };
     for round in 0..WARM_UP_ROUNDS + rounds {
@@ -189,7 +194,7 @@ async fn measure(
             for side in order {
                 let connections_before = sentinel.count();
                 tokio::time::sleep(QUIET).await;
-                let ms = match side {
+                let (ms, title) = match side {
                     Side::Replay => load_time(&page, url).await.with_context(|| format!("trace-replay: {url}"))?,
                     Side::Playwright => {
                         let load = playwright.load(url).await.with_context(|| format!("routeFromHAR: {url}"))?;
@@ -198,9 +203,10 @@ async fn measure(
                                 *samples.playwright_failed.entry(failed).or_default() += 1;
                             }
                         }
-                        load.ms
+                        (load.ms, load.title)
                     }
                 };
+                samples.titles[index][side as usize].insert(title);
                 if counted {
                     let times = if side == Side::Replay { &mut samples.replay } else { &mut samples.playwright };
                     times[index].push(ms);
@@ -220,8 +226,8 @@ async fn measure(
 }
 
 /// Loads `url` in the replayed tab and returns the time from navigation start to the end of the load
-/// event, in milliseconds, as the page's Navigation Timing entry gives it.
-async fn load_time(page: &Page, url: &str) -> Result<f64> {
+/// event, in milliseconds, as the page's Navigation Timing entry gives it, and the page's title.
+async fn load_time(page: &Page, url: &str) -> Result<(f64, String)> {
     page.bring_to_front().await?;
     page.goto(url).await?;
     // The entry of the document just loaded (not the one before it), once its load event has ended.
@@ -234,7 +240,8 @@ async fn load_time(page: &Page, url: &str) -> Result<f64> {
     while Instant::now() < deadline {
         let load_event_end: f64 = page.evaluate(expression.as_str()).await?.into_value()?;
         if load_event_end > 0.0 {
-            return Ok(load_event_end);
+            let title: String = page.evaluate("document.title").await?.into_value()?;
+            return Ok((load_event_end, title));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -269,6 +276,7 @@ fn install_playwright(prefix: &Path) -> Result<PathBuf> {
 /// One Playwright load, as `routefromhar.mjs` reports it.
 struct PlaywrightLoad {
     ms: f64,
+    title: String,
     failed: Vec<String>,
 }
 
@@ -280,7 +288,7 @@ struct Playwright {
 }
 
 impl Playwright {
-    async fn start(node_modules: &Path, har: &Path, chromium: &Path, args: &[&str]) -> Result<Playwright> {
+    async fn start(node_modules: &Path, har: &Path, chromium: &Path, args: &[String]) -> Result<Playwright> {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/replay_pageload/routefromhar.mjs");
         let config = json!({ "nodeModules": node_modules, "har": har, "chromium": chromium, "args": args });
         let mut child = Command::new("node")
@@ -316,7 +324,8 @@ impl Playwright {
         }
         let ms = answer["ms"].as_f64().with_context(|| format!("no load time in {answer}"))?;
         let failed = answer["failed"].as_array().into_iter().flatten().filter_map(|u| u.as_str().map(str::to_owned));
-        Ok(PlaywrightLoad { ms, failed: failed.collect() })
+        let title = answer["title"].as_str().unwrap_or_default().to_owned();
+        Ok(PlaywrightLoad { ms, title, failed: failed.collect() })
     }
 
     /// Asks the script to close its browser and waits for it to end (killing it if it does not).
@@ -443,6 +452,28 @@ fn report(samples: &Samples, rounds: usize) {
     for (name, ratio) in [("ratio of medians", of_medians), ("geometric mean of ratios", geometric_mean)] {
         let verdict = if ratio <= TARGET_RATIO { "met" } else { "NOT met" };
         println!("{name:<25} {ratio:.2}×   target ≤ {TARGET_RATIO:.1}×: {verdict}");
+    }
+}
+
+/// What routeFromHAR failed to serve, URLs that differ in their query only (cache busters) taken together.
+fn report_failed(failed: &BTreeMap<String, u64>) {
+    if failed.is_empty() {
+        println!("routeFromHAR, over all counted loads: no request failed");
+        return;
+    }
+    println!("routeFromHAR, over all counted loads: requests that failed (not in the HAR as asked for: aborted):");
+    let mut by_path: BTreeMap<&str, (u64, Vec<&str>)> = BTreeMap::new();
+    for (url, times) in failed {
+        let path = url.split_once('?').map_or(url.as_str(), |(path, _)| path);
+        let entry = by_path.entry(path).or_default();
+        entry.0 += times;
+        entry.1.push(url);
+    }
+    for (path, (times, urls)) in by_path {
+        match urls.as_slice() {
+            [url] => println!("  {times:>3} × {url}"),
+            _ => println!("  {times:>3} × {path}?… ({} different queries, e.g. {})", urls.len(), urls[0]),
+        }
     }
 }
 

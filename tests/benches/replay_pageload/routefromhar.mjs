@@ -7,7 +7,7 @@
 // Started as `node routefromhar.mjs CONFIG_JSON`, CONFIG_JSON = {nodeModules, har, chromium, args}, with
 // `playwright-core` installed under `nodeModules`. Speaks JSON lines: it prints {"ready": ...} once the
 // browser runs, then reads one command a line on stdin and answers each with one line on stdout:
-//   {"load": URL}  → {"ms": loadEventEnd, "requests": N, "failed": [URL, ...]}  or  {"error": MESSAGE}
+//   {"load": URL}  → {"ms": loadEventEnd, "title": T, "requests": N, "failed": [URL, ...]}  or  {"error": MESSAGE}
 //   {"close": true} → {"closed": true}, and exits.
 // Logs go to stderr only.
 
@@ -50,7 +50,7 @@ async function load(url) {
       const entry = performance.getEntriesByType("navigation")[0];
       return entry && entry.name === u ? entry.loadEventEnd : 0;
     }, url);
-    if (ms > 0) return { ms, requests, failed };
+    if (ms > 0) return { ms, title: await page.title(), requests, failed };
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`${url} did not finish loading in ${WAIT_MS} ms`);
