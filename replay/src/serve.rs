@@ -15,7 +15,9 @@ use chromiumoxide::cdp::browser_protocol::fetch::{
     ContinueRequestParams, EnableParams, EventRequestPaused, FailRequestParams, FulfillRequestParams, HeaderEntry,
     RequestPattern, RequestStage,
 };
-use chromiumoxide::cdp::browser_protocol::network::{CookieParam, CookieSameSite, ErrorReason, TimeSinceEpoch};
+use chromiumoxide::cdp::browser_protocol::network::{
+    CookieParam, CookieSameSite, ErrorReason, ResourceType, TimeSinceEpoch,
+};
 use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
 use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
 use chromiumoxide::{Browser, BrowserConfig, Page};
@@ -158,11 +160,15 @@ impl Replay {
                 browser.set_cookies(cookies).await.context("cannot restore the recorded cookies")?;
             }
         }
+        // Workers are targets the page scripts cannot be added to before they run (chromiumoxide resumes
+        // them at once), so the determinism script travels at the head of their own script instead.
+        let worker_prelude = options.determinism.then(|| Arc::new(init_scripts[0].clone()));
         tasks.push(tokio::spawn(answer_requests(
             browser.clone(),
             responder.clone(),
             paused,
             options.allow_network_fallback,
+            worker_prelude,
         )));
         tasks.push(tokio::spawn(prepare_new_pages(browser.clone(), init_scripts.clone(), created)));
         Ok(Replay {
@@ -226,12 +232,15 @@ async fn answer_requests(
     responder: Arc<Responder>,
     mut paused: chromiumoxide::listeners::EventStream<EventRequestPaused>,
     allow_network_fallback: bool,
+    worker_prelude: Option<Arc<String>>,
 ) {
     while let Some(event) = paused.next().await {
         let browser = browser.clone();
         let responder = responder.clone();
+        let worker_prelude = worker_prelude.clone();
         tokio::spawn(async move {
-            if let Err(error) = answer(&browser, &responder, &event, allow_network_fallback).await {
+            let prelude = worker_prelude.as_deref().map(String::as_str);
+            if let Err(error) = answer(&browser, &responder, &event, allow_network_fallback, prelude).await {
                 // A paused request left unanswered would hold its page forever: fail it instead.
                 tracing::warn!("cannot answer {}: {error:#}", event.request.url);
                 let _ = browser.execute(FailRequestParams::new(event.request_id.clone(), ErrorReason::Failed)).await;
@@ -240,7 +249,13 @@ async fn answer_requests(
     }
 }
 
-async fn answer(browser: &Browser, responder: &Responder, event: &EventRequestPaused, fallback: bool) -> Result<()> {
+async fn answer(
+    browser: &Browser,
+    responder: &Responder,
+    event: &EventRequestPaused,
+    fallback: bool,
+    worker_prelude: Option<&str>,
+) -> Result<()> {
     let request = &event.request;
     let body = request_body(event);
     let content_type = header(&request.headers, "content-type");
@@ -250,11 +265,21 @@ async fn answer(browser: &Browser, responder: &Responder, event: &EventRequestPa
             let response = responder.response(index)?;
             let headers: Vec<HeaderEntry> =
                 response.headers.into_iter().map(|(name, value)| HeaderEntry { name, value }).collect();
+            // DevTools reports a worker's script as "Other", with no `Sec-Fetch-Dest` at this stage: a
+            // script that is neither a page's `<script>` nor a fetch is a worker's (or its `importScripts`).
+            let is_javascript = headers.iter().any(|h| {
+                h.name.eq_ignore_ascii_case("content-type") && h.value.to_ascii_lowercase().contains("javascript")
+            });
+            let is_worker_script = event.resource_type == ResourceType::Other && is_javascript;
+            let body = match worker_prelude.filter(|_| is_worker_script && response.status == 200) {
+                Some(prelude) => [prelude.as_bytes(), b"\n", response.body.as_slice()].concat(),
+                None => response.body.to_vec(),
+            };
             let mut fulfill = FulfillRequestParams::builder()
                 .request_id(id)
                 .response_code(i64::from(response.status))
                 .response_headers(headers)
-                .body(base64::engine::general_purpose::STANDARD.encode(response.body.as_slice()));
+                .body(base64::engine::general_purpose::STANDARD.encode(body));
             if !response.status_text.is_empty() {
                 fulfill = fulfill.response_phrase(response.status_text);
             }

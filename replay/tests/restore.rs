@@ -64,6 +64,16 @@ const WIDGET_HTML: &str = r#"<!doctype html>
 </script>
 "#;
 
+/// A page whose dedicated worker reads the clock and random numbers and reports them.
+const WORKER_PAGE: &str = "http://shop.test/worker";
+const WORKER_PAGE_HTML: &str = r#"<!doctype html>
+<script>
+  new Worker("/clock-worker.js").onmessage = (event) => { document.documentElement.dataset.seen = event.data; };
+</script>
+"#;
+const CLOCK_WORKER_JS: &str =
+    "postMessage(JSON.stringify({ now: [Date.now(), Date.now()], random: [Math.random(), Math.random()] }));\n";
+
 /// When the recording started, in seconds since the Unix epoch, as cookie expiry is written.
 fn started_at_seconds() -> f64 {
     trace_manifest::time_fmt::millis_from_rfc3339(STARTED_AT).unwrap() / 1000.0
@@ -90,6 +100,8 @@ fn shop_bundle() -> ShopBundle {
         har_entry(SHOP, stored_body(&dir, SHOP_HTML.as_bytes(), "text/html")),
         har_entry(EMBED, stored_body(&dir, EMBED_HTML.as_bytes(), "text/html")),
         har_entry("http://widget.test/frame", stored_body(&dir, WIDGET_HTML.as_bytes(), "text/html")),
+        har_entry(WORKER_PAGE, stored_body(&dir, WORKER_PAGE_HTML.as_bytes(), "text/html")),
+        har_entry("http://shop.test/clock-worker.js", stored_body(&dir, CLOCK_WORKER_JS.as_bytes(), "text/javascript")),
     ];
     let storage = json!({ "snapshots": [
         {
@@ -258,4 +270,14 @@ async fn with_determinism_a_cross_site_iframe_starts_at_the_recording_too() {
     assert!(now[0] > started && now[0] <= started + 10.0, "the widget's clock starts at {started}: {now:?}");
     let (_, random_again) = clock_and_random(&shop.dir, EMBED, true).await;
     assert_eq!(random_again, random, "two replays draw the same random numbers in the widget");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_determinism_a_worker_starts_at_the_recording_too() {
+    let shop = shop_bundle();
+    let started = started_at_seconds() * 1000.0;
+    let (now, random) = clock_and_random(&shop.dir, WORKER_PAGE, true).await;
+    assert!(now[0] > started && now[0] <= started + 10.0, "the worker's clock starts at {started}: {now:?}");
+    let (_, random_again) = clock_and_random(&shop.dir, WORKER_PAGE, true).await;
+    assert_eq!(random_again, random, "two replays draw the same random numbers in the worker");
 }
