@@ -527,6 +527,8 @@ impl<'e> Builder<'e> {
                 self.tab(tab);
                 self.on_action(record.id, event.ts, tab, event.frame_id.is_none(), action);
             }
+            // The blank page a recorder opens a task's tab with is no step of the demonstration.
+            EventKind::Navigation(navigation) if navigation.main_frame && navigation.url == "about:blank" => {}
             EventKind::Navigation(navigation) if navigation.main_frame => {
                 self.tab(tab);
                 self.on_navigation(record.id, event.ts, tab, &navigation.url, navigation.cause);
@@ -1357,6 +1359,15 @@ mod tests {
         assert_eq!(click.url_before.as_deref(), Some("https://shop.test/"));
         assert_eq!(click.url_after.as_deref(), Some("https://shop.test/products"));
         assert_eq!(click.event_ids, [clicked, followed]);
+    }
+
+    #[test]
+    fn the_blank_page_a_task_starts_on_is_no_step() {
+        let mut rec = Recording::default();
+        let blank = Navigation { url: "about:blank".into(), cause: NavigationCause::Link, main_frame: true };
+        rec.add(Some(TAB), EventKind::Navigation(blank));
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        assert_eq!(calls(&rec.derive())[0], r#"navigate {"url":"https://shop.test/"}"#);
     }
 
     #[test]
