@@ -781,10 +781,19 @@ fn body_bytes(body: &Value) -> Vec<u8> {
 
 /// Fetches a finished response's body whole and sends it in chunks (when it could not be streamed).
 async fn send_body(target: Target, key: ExchangeKey) {
-    // Fails for responses without a body (a redirect, a 204) and for resources Chrome already evicted.
-    if let Ok(body) = command(&target, "Network.getResponseBody", json!({"requestId": key.1})).await {
-        send_whole_body(&key, &body_bytes(&body));
+    // Fails for responses without a body (a redirect, a 204) and for resources Chrome already evicted; on a
+    // loaded machine it also fails now and then for a body that is there a moment later, so it is asked
+    // for again, from the tab too when the exchange was reported by one of its children.
+    let mut last_error = String::new();
+    for (attempt, delay_ms) in [0.0, 100.0, 400.0].into_iter().enumerate() {
+        chrome::sleep(delay_ms).await;
+        let ask = if attempt == 2 { Target::tab(target.tab_id) } else { target.clone() };
+        match command(&ask, "Network.getResponseBody", json!({"requestId": key.1})).await {
+            Ok(body) => return send_whole_body(&key, &body_bytes(&body)),
+            Err(error) => last_error = error,
+        }
     }
+    crate::log(&format!("no body for request {} of tab {}: {last_error}", key.1, key.0));
 }
 
 /// Sends a body held whole, in chunks of the suggested size.
