@@ -3,7 +3,7 @@
 //!
 //! One headless Chromium runs the built extension with the real `trace-host`. A task is started from the
 //! popup as a person does ([`trace_e2e::demo::record`] does the same), so the tab the extension opens is
-//! recorded: `chrome.debugger` attached, documents paused at their headers for their body, a screenshot
+//! recorded: `chrome.debugger` attached, every response paused at its headers for its body, a screenshot
 //! and a DOM snapshot at each load, everything streamed to the host. A second tab, opened through DevTools
 //! before the task starts (so that no recorded tab is its opener), is not recorded: it is the baseline,
 //! and the benchmark checks in the bundle that only one tab was recorded. The recorder disables the cache
