@@ -603,10 +603,7 @@ async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
             json!({"maxPostDataSize": 1 << 20, "maxTotalBufferSize": 256 << 20, "maxResourceBufferSize": TAKE_WHOLE_LIMIT}),
         ),
         ("Network.setCacheDisabled", json!({"cacheDisabled": true})),
-        (
-            "Fetch.enable",
-            json!({"patterns": [{"urlPattern": "*", "requestStage": "Response"}]}),
-        ),
+        ("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})),
     ];
     if is_document {
         commands.extend([

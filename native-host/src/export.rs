@@ -8,9 +8,8 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rusqlite::Connection;
 use trace_manifest::archive::{Bundle, HashingWriter};
@@ -20,11 +19,8 @@ use trace_manifest::task::{TaskId, TaskStatus};
 use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
 
-use crate::db;
 use crate::finalize;
-use crate::ingest::reconcile_interrupted;
 use crate::paths::DataDir;
-use crate::task_lock::TaskLock;
 
 #[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
@@ -51,22 +47,7 @@ pub fn export(
     out: &Path,
     options: &ExportOptions,
 ) -> Result<ExportReport> {
-    reconcile_interrupted(conn, data)?;
-    let task = db::task(conn, task_id)?.with_context(|| format!("no task {task_id}; `trace-host tasks` lists them"))?;
-    match task.status {
-        TaskStatus::Recording => {
-            bail!("task {task_id} is still being recorded; stop it in the extension first")
-        }
-        TaskStatus::Discarded => bail!("task {task_id} was discarded; nothing is left to export"),
-        TaskStatus::Stopped | TaskStatus::Interrupted => {}
-    }
-    let dir = data.capture(task_id);
-    // A host finalizing the task at its stop, or recording it again, holds its lock.
-    let _lock = TaskLock::acquire(&dir, Duration::from_secs(5))?
-        .with_context(|| format!("task {task_id} is being written by trace-host; try again when it stops"))?;
-    if finalize::needs_finalizing(&task, &dir) {
-        finalize::finalize(conn, data, task_id)?;
-    }
+    let (task, dir, _lock) = finalize::locked_bundle(conn, data, task_id, "export")?;
     let mut source = Bundle::open(&dir)?;
     let mut manifest = source.manifest()?;
 

@@ -10,6 +10,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
@@ -23,8 +24,9 @@ use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
 
 use crate::db::{self, TaskRow};
-use crate::ingest::recover_staged_files;
+use crate::ingest::{reconcile_interrupted, recover_staged_files};
 use crate::paths::{DataDir, PARTS_DIR};
+use crate::task_lock::TaskLock;
 
 /// Writes the bundle of `task_id` into its capture directory and returns the directory.
 pub fn finalize(conn: &Connection, data: &DataDir, task_id: &TaskId) -> Result<PathBuf> {
@@ -145,4 +147,29 @@ pub fn write_generated(dir: &Path, name: &str, write: impl FnOnce(&mut dyn Write
     buffered.into_inner().map_err(|e| e.into_error())?;
     std::fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(FileEntry { path: name.to_owned(), size, sha256 })
+}
+
+/// A stopped task's bundle directory, finalized if it is not yet, held under the task's lock so that no host
+/// writes it while the caller reads it. `purpose` ("export", "process") words the refusals.
+pub fn locked_bundle(
+    conn: &Connection,
+    data: &DataDir,
+    task_id: &TaskId,
+    purpose: &str,
+) -> Result<(TaskRow, PathBuf, TaskLock)> {
+    reconcile_interrupted(conn, data)?;
+    let task = db::task(conn, task_id)?.with_context(|| format!("no task {task_id}; `trace-host tasks` lists them"))?;
+    match task.status {
+        TaskStatus::Recording => bail!("task {task_id} is still being recorded; stop it in the extension first"),
+        TaskStatus::Discarded => bail!("task {task_id} was discarded; nothing is left to {purpose}"),
+        TaskStatus::Stopped | TaskStatus::Interrupted => {}
+    }
+    let dir = data.capture(task_id);
+    // A host finalizing the task at its stop, or recording it again, holds its lock.
+    let lock = TaskLock::acquire(&dir, Duration::from_secs(5))?
+        .with_context(|| format!("task {task_id} is being written by trace-host; try again when it stops"))?;
+    if needs_finalizing(&task, &dir) {
+        finalize(conn, data, task_id)?;
+    }
+    Ok((task, dir, lock))
 }

@@ -15,7 +15,6 @@ pub mod evidence;
 pub mod ignore;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
@@ -24,14 +23,12 @@ use trace_manifest::bundle::{self, FileEntry};
 use trace_manifest::postprocess::{
     self, CHECKPOINTS_FILE, CREDENTIALS_FILE, Checkpoint, CredentialEntry, IGNORED_FILE, TRAJECTORY_FILE,
 };
-use trace_manifest::task::{TaskId, TaskStatus};
+use trace_manifest::task::TaskId;
 use trace_manifest::trajectory::{self, Trajectory};
 
 use crate::db;
 use crate::finalize;
-use crate::ingest::reconcile_interrupted;
 use crate::paths::DataDir;
-use crate::task_lock::TaskLock;
 
 pub use evidence::{Evidence, holds};
 
@@ -72,20 +69,7 @@ pub fn derive(bundle: &mut Bundle) -> Result<(Derived, Evidence)> {
 
 /// Processes a task of the data directory, finalizing its bundle first if need be.
 pub fn process_task(conn: &Connection, data: &DataDir, task_id: &TaskId) -> Result<ProcessReport> {
-    reconcile_interrupted(conn, data)?;
-    let task = db::task(conn, task_id)?.with_context(|| format!("no task {task_id}; `trace-host tasks` lists them"))?;
-    match task.status {
-        TaskStatus::Recording => bail!("task {task_id} is still being recorded; stop it in the extension first"),
-        TaskStatus::Discarded => bail!("task {task_id} was discarded; nothing is left to process"),
-        TaskStatus::Stopped | TaskStatus::Interrupted => {}
-    }
-    let dir = data.capture(task_id);
-    // A host finalizing the task at its stop, or recording it again, holds its lock.
-    let _lock = TaskLock::acquire(&dir, Duration::from_secs(5))?
-        .with_context(|| format!("task {task_id} is being written by trace-host; try again when it stops"))?;
-    if finalize::needs_finalizing(&task, &dir) {
-        finalize::finalize(conn, data, task_id)?;
-    }
+    let (_, dir, _lock) = finalize::locked_bundle(conn, data, task_id, "process")?;
     let (mut report, written) = process_dir(&dir)?;
     let transaction = conn.unchecked_transaction()?;
     for entry in &written {
