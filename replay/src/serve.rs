@@ -378,7 +378,8 @@ fn cookie_param(cookie: &trace_manifest::event::Cookie, shift_seconds: f64) -> C
     param
 }
 
-fn running_as_root() -> bool {
+/// Chromium refuses to run as root without `--no-sandbox`; every launch of it asks this.
+pub fn running_as_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
 }

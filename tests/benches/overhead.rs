@@ -31,10 +31,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
-use chromiumoxide::Page;
+use anyhow::{Context, Result, ensure};
 use chromiumoxide::cdp::browser_protocol::network::{EnableParams, SetCacheDisabledParams};
-use trace_e2e::browser::{Build, RecordingBrowser, click, type_into, wait_for_text};
+use trace_e2e::browser::{Build, RecordingBrowser, click, load_event_end, type_into, wait_for_text};
+use trace_e2e::demo;
 use trace_e2e::site::DemoSite;
 
 /// The shop's pages that need no login.
@@ -91,7 +91,7 @@ async fn measure(browser: &RecordingBrowser, site: &DemoSite, rounds: usize) -> 
     type_into(&popup, "#website", &site.url("/")).await?;
     click(&popup, "#start").await?;
     wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Recording")).await?;
-    let recorded = recorded_tab(browser, site).await?;
+    let recorded = demo::recorded_tab(browser, site).await?;
 
     let mut samples = Samples { off: vec![Vec::new(); PAGES.len()], on: vec![Vec::new(); PAGES.len()] };
     for round in 0..WARM_UP_ROUNDS + rounds {
@@ -100,7 +100,8 @@ async fn measure(browser: &RecordingBrowser, site: &DemoSite, rounds: usize) -> 
         for (index, path) in PAGES.iter().enumerate() {
             for tab in order {
                 let page = if tab == Tab::Baseline { &baseline } else { &recorded };
-                let ms = load_time(page, &site.url(path)).await.with_context(|| format!("loading {path}"))?;
+                let ms =
+                    load_event_end(page, &site.url(path), WAIT).await.with_context(|| format!("loading {path}"))?;
                 if round >= WARM_UP_ROUNDS {
                     let side = if tab == Tab::Baseline { &mut samples.off } else { &mut samples.on };
                     side[index].push(ms);
@@ -122,42 +123,6 @@ async fn measure(browser: &RecordingBrowser, site: &DemoSite, rounds: usize) -> 
     let tabs = recorded_tabs(&browser.data_dir).await?;
     ensure!(tabs.len() == 1, "the bundle has events of tabs {tabs:?}: the baseline tab was recorded too");
     Ok(samples)
-}
-
-/// Loads `url` in the front tab and returns the time from navigation start to the end of the load event,
-/// in milliseconds, as the page's Navigation Timing entry gives it.
-async fn load_time(page: &Page, url: &str) -> Result<f64> {
-    page.bring_to_front().await?;
-    page.goto(url).await?;
-    // The entry of the document just loaded (not the one before it), once its load event has ended.
-    let expression = format!(
-        "(() => {{ const entry = performance.getEntriesByType('navigation')[0]; \
-         return entry && entry.name === {url} ? entry.loadEventEnd : 0; }})()",
-        url = serde_json::to_string(url)?
-    );
-    let deadline = Instant::now() + WAIT;
-    while Instant::now() < deadline {
-        let load_event_end: f64 = page.evaluate(expression.as_str()).await?.into_value()?;
-        if load_event_end > 0.0 {
-            return Ok(load_event_end);
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    bail!("{url} did not finish loading in {WAIT:?}")
-}
-
-/// The tab the extension opened for the task: the one showing the website.
-async fn recorded_tab(browser: &RecordingBrowser, site: &DemoSite) -> Result<Page> {
-    let deadline = Instant::now() + WAIT;
-    while Instant::now() < deadline {
-        for page in browser.browser.pages().await? {
-            if page.url().await.ok().flatten().is_some_and(|url| url.starts_with(&site.url(""))) {
-                return Ok(page);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!("the extension did not open the website")
 }
 
 /// The tabs the finished bundle of the data directory has events of: the benchmark's task must have

@@ -48,11 +48,11 @@ use anyhow::{Context, Result, bail, ensure};
 use chromiumoxide::Page;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use trace_e2e::browser::Build;
+use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::demo;
 use trace_e2e::site::DemoSite;
 use trace_replay::archive::ReplayArchive;
-use trace_replay::serve::{OFFLINE_FLAGS, Options, Replay};
+use trace_replay::serve::{OFFLINE_FLAGS, Options, Replay, running_as_root};
 
 /// Pages the demonstration visited.
 const PAGES: [&str; 7] = ["/", "/login", "/search?q=mug", "/embed", "/strict", "/help", "/clock"];
@@ -226,26 +226,11 @@ async fn measure(
 }
 
 /// Loads `url` in the replayed tab and returns the time from navigation start to the end of the load
-/// event, in milliseconds, as the page's Navigation Timing entry gives it, and the page's title.
+/// event, in milliseconds, and the page's title.
 async fn load_time(page: &Page, url: &str) -> Result<(f64, String)> {
-    page.bring_to_front().await?;
-    page.goto(url).await?;
-    // The entry of the document just loaded (not the one before it), once its load event has ended.
-    let expression = format!(
-        "(() => {{ const entry = performance.getEntriesByType('navigation')[0]; \
-         return entry && entry.name === {url} ? entry.loadEventEnd : 0; }})()",
-        url = serde_json::to_string(url)?
-    );
-    let deadline = Instant::now() + WAIT;
-    while Instant::now() < deadline {
-        let load_event_end: f64 = page.evaluate(expression.as_str()).await?.into_value()?;
-        if load_event_end > 0.0 {
-            let title: String = page.evaluate("document.title").await?.into_value()?;
-            return Ok((load_event_end, title));
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    bail!("{url} did not finish loading in {WAIT:?}")
+    let load_event_end = load_event_end(page, url, WAIT).await?;
+    let title: String = page.evaluate("document.title").await?.into_value()?;
+    Ok((load_event_end, title))
 }
 
 /// `playwright-core` at [`PLAYWRIGHT_CORE`] in `prefix/node_modules`, installed there if it is not.
@@ -505,9 +490,4 @@ fn median(values: &[f64]) -> f64 {
     sorted.sort_by(f64::total_cmp);
     let middle = sorted.len() / 2;
     if sorted.len().is_multiple_of(2) { (sorted[middle - 1] + sorted[middle]) / 2.0 } else { sorted[middle] }
-}
-
-fn running_as_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
 }

@@ -78,7 +78,7 @@ impl RecordingBrowser {
             .args(trace_replay::serve::OFFLINE_FLAGS)
             .launch_timeout(Duration::from_secs(30))
             .surface_invalid_messages();
-        if is_root() {
+        if trace_replay::serve::running_as_root() {
             config = config.no_sandbox();
         }
         let config = config.build().map_err(anyhow::Error::msg)?;
@@ -222,8 +222,24 @@ pub async fn type_into(page: &Page, selector: &str, text: &str) -> Result<()> {
     Ok(())
 }
 
-fn is_root() -> bool {
-    std::env::var("USER").is_ok_and(|u| u == "root")
-        || std::fs::read_to_string("/proc/self/status")
-            .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+/// Loads `url` in `page`, brought to the front, and returns the time from navigation start to the end of
+/// the load event in milliseconds, as the page's Navigation Timing entry gives it (for benchmarks).
+pub async fn load_event_end(page: &Page, url: &str, timeout: Duration) -> Result<f64> {
+    page.bring_to_front().await?;
+    page.goto(url).await?;
+    // The entry of the document just loaded (not the one before it), once its load event has ended.
+    let expression = format!(
+        "(() => {{ const entry = performance.getEntriesByType('navigation')[0]; \
+         return entry && entry.name === {url} ? entry.loadEventEnd : 0; }})()",
+        url = serde_json::to_string(url)?
+    );
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        let load_event_end: f64 = page.evaluate(expression.as_str()).await?.into_value()?;
+        if load_event_end > 0.0 {
+            return Ok(load_event_end);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    bail!("{url} did not finish loading in {timeout:?}")
 }

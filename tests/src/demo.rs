@@ -98,8 +98,8 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
     Ok(Demonstration { bundle, served_before_stop })
 }
 
-/// The tab the extension opened for the task.
-async fn recorded_tab(browser: &RecordingBrowser, site: &DemoSite) -> Result<Page> {
+/// The tab the extension opened for the task: the one showing the website.
+pub async fn recorded_tab(browser: &RecordingBrowser, site: &DemoSite) -> Result<Page> {
     let deadline = Instant::now() + WAIT;
     while Instant::now() < deadline {
         for page in browser.browser.pages().await? {
