@@ -53,6 +53,10 @@ pub enum Command {
         /// Put every body inline in recording.har, for tools that read a single HAR file.
         #[arg(long)]
         embed_bodies: bool,
+        /// Replace every credential and session secret by a placeholder, for sharing; fails if the written
+        /// zip still holds any of them.
+        #[arg(long)]
+        redact: bool,
         #[arg(long)]
         json: bool,
     },
@@ -124,11 +128,14 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 db::tasks(&conn)?.into_iter().filter(|t| *all || t.status != TaskStatus::Discarded).collect();
             print_tasks(&tasks, *json)?;
         }
-        Command::Export { task, out, embed_bodies, json } => {
+        Command::Export { task, out, embed_bodies, redact, json } => {
             let data = data()?;
             let conn = db::open(&data.database())?;
-            let options =
-                ExportOptions { embed_bodies: *embed_bodies, progress: !json && std::io::stderr().is_terminal() };
+            let options = ExportOptions {
+                embed_bodies: *embed_bodies,
+                progress: !json && std::io::stderr().is_terminal(),
+                redact: *redact,
+            };
             let report = export::export(&conn, &data, task, out, &options)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -141,6 +148,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     report.files,
                     human_bytes(report.bytes)
                 );
+                if report.processed {
+                    println!("processed it first: trajectory, credentials, checkpoints and ignore list are included");
+                }
+                if let Some(redaction) = &report.redaction {
+                    println!("redacted: {}; the zip was searched and holds none of them", redaction.describe());
+                }
             }
         }
         Command::Validate { bundle, json } => return validate(bundle, *json),

@@ -3,7 +3,10 @@
 //! the files its `_file` fields name) all read it.
 //!
 //! The zip is written to a temporary name beside the target and renamed when complete: an interrupted
-//! export never leaves a zip that looks whole.
+//! export never leaves a zip that looks whole. A task not yet post-processed is processed first, so that an
+//! export carries its trajectory, credentials, checkpoints and ignore list. With `--redact`, the bundle is
+//! first redacted into a staging directory beside the target (see [`crate::redact`]), and the written zip
+//! is searched for every original secret before it gets its name.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -19,8 +22,9 @@ use trace_manifest::task::{TaskId, TaskStatus};
 use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
 
-use crate::finalize;
 use crate::paths::DataDir;
+use crate::redact::{self, RedactionSummary};
+use crate::{db, finalize, process};
 
 #[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
@@ -28,6 +32,8 @@ pub struct ExportOptions {
     pub embed_bodies: bool,
     /// Show a progress bar on a terminal.
     pub progress: bool,
+    /// Replace every secret by a placeholder, and prove the zip holds none.
+    pub redact: bool,
 }
 
 /// What was exported.
@@ -38,6 +44,18 @@ pub struct ExportReport {
     pub zip: PathBuf,
     pub files: usize,
     pub bytes: u64,
+    /// Whether the task was post-processed on the way (it had not been).
+    pub processed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<RedactionSummary>,
+}
+
+/// What [`export_bundle`] wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub files: usize,
+    pub bytes: u64,
+    pub redaction: Option<RedactionSummary>,
 }
 
 pub fn export(
@@ -48,23 +66,65 @@ pub fn export(
     options: &ExportOptions,
 ) -> Result<ExportReport> {
     let (task, dir, _lock) = finalize::locked_bundle(conn, data, task_id, "export")?;
+    // Processing is derived data: if it fails, the recording is still worth exporting as it is.
+    let processed = db::processed_at(conn, task_id)?.is_none()
+        && process::process_locked(conn, task_id, &dir)
+            .inspect_err(|error| tracing::warn!("exporting {task_id} without processing it: {error:#}"))
+            .is_ok();
     let mut source = Bundle::open(&dir)?;
-    let mut manifest = source.manifest()?;
-
-    let partial = partial_path(out);
-    let result = write_zip(&mut source, &mut manifest, &partial, options);
-    if let Err(error) = result {
-        let _ = std::fs::remove_file(&partial);
-        return Err(error);
-    }
-    std::fs::rename(&partial, out).with_context(|| format!("cannot write {}", out.display()))?;
+    let written = export_bundle(&mut source, out, options)?;
     Ok(ExportReport {
         task_id: task_id.clone(),
         status: task.status,
         zip: out.to_owned(),
-        files: manifest.files.len() + 1,
-        bytes: manifest.files.iter().map(|f| f.size).sum(),
+        files: written.files,
+        bytes: written.bytes,
+        processed,
+        redaction: written.redaction,
     })
+}
+
+/// Writes a bundle (directory or zip) as a zip at `out`, redacted when asked. Nothing appears at `out`
+/// unless the whole zip was written (and, redacted, searched).
+pub fn export_bundle(source: &mut Bundle, out: &Path, options: &ExportOptions) -> Result<Written> {
+    let partial = partial_path(out);
+    let result = if options.redact {
+        write_redacted_zip(source, &partial, options)
+    } else {
+        source.manifest().map_err(anyhow::Error::from).and_then(|mut manifest| {
+            write_zip(source, &mut manifest, &partial, options)?;
+            Ok((manifest, None))
+        })
+    };
+    let (manifest, redaction) = match result {
+        Ok(written) => written,
+        Err(error) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(error);
+        }
+    };
+    std::fs::rename(&partial, out).with_context(|| format!("cannot write {}", out.display()))?;
+    Ok(Written { files: manifest.files.len() + 1, bytes: manifest.files.iter().map(|f| f.size).sum(), redaction })
+}
+
+/// Redacts `source` into a staging directory beside `path` (removed afterwards), zips that, and searches
+/// the zip for the originals.
+fn write_redacted_zip(
+    source: &mut Bundle,
+    path: &Path,
+    options: &ExportOptions,
+) -> Result<(BundleManifest, Option<RedactionSummary>)> {
+    let beside = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let staging = tempfile::Builder::new()
+        .prefix(".trace-redacting-")
+        .tempdir_in(beside)
+        .with_context(|| format!("cannot create a staging directory in {}", beside.display()))?;
+    let redacted = redact::redact_bundle(source, staging.path())?;
+    let mut bundle = Bundle::open(staging.path())?;
+    let mut manifest = bundle.manifest()?;
+    write_zip(&mut bundle, &mut manifest, path, options)?;
+    redacted.verify_zip(path)?;
+    Ok((manifest, Some(redacted.summary)))
 }
 
 fn partial_path(out: &Path) -> PathBuf {

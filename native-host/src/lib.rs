@@ -27,4 +27,5 @@ pub mod messaging;
 pub mod native;
 pub mod paths;
 pub mod process;
+pub mod redact;
 pub mod task_lock;

@@ -70,7 +70,12 @@ pub fn derive(bundle: &mut Bundle) -> Result<(Derived, Evidence)> {
 /// Processes a task of the data directory, finalizing its bundle first if need be.
 pub fn process_task(conn: &Connection, data: &DataDir, task_id: &TaskId) -> Result<ProcessReport> {
     let (_, dir, _lock) = finalize::locked_bundle(conn, data, task_id, "process")?;
-    let (mut report, written) = process_dir(&dir)?;
+    process_locked(conn, task_id, &dir)
+}
+
+/// Processes the finalized bundle `dir` of a task whose lock the caller holds, and records it in `tasks.db`.
+pub fn process_locked(conn: &Connection, task_id: &TaskId, dir: &Path) -> Result<ProcessReport> {
+    let (mut report, written) = process_dir(dir)?;
     let transaction = conn.unchecked_transaction()?;
     for entry in &written {
         db::record_derived_file(&transaction, task_id, &entry.path, entry.size, &entry.sha256)?;

@@ -16,8 +16,14 @@ use crate::common::*;
 
 const PASSWORD: &str = "hunter2-Blue!";
 const SITE: &str = "http://127.0.0.1:8000";
+/// The session secrets the recording carries besides the password.
+const CSRF: &str = "9f2c41d07be84a61";
+const SESSION: &str = "s3ss10n-0a1b2c3d4e";
+const API_TOKEN: &str = "api-tok-5566778899";
 
-/// Records a login, a look at the products API, adding a mug to the cart, and a tracker beacon on each page.
+/// Records a login (its form's CSRF token in a hidden input and a cookie, a session cookie set on success),
+/// a look at the products API (with a bearer token), adding a mug to the cart, and a tracker beacon on each
+/// page.
 fn record_login_and_cart(scratch: &Scratch, id: &str) {
     let mut host = scratch.host();
     let mut task = TaskMessages::new(task_id(id));
@@ -29,6 +35,13 @@ fn record_login_and_cart(scratch: &Scratch, id: &str) {
         request(2.0, "1", "GET", &login, &[], None),
         response(3.0, "1", &login, 200, "text/html", &[]),
         finished(4.0, "1", 300),
+    ]));
+    let login_form = format!(
+        "<form id=login-form method=post><input type=hidden name=csrf value=\"{CSRF}\"><input id=username>\
+         <input id=password type=password></form>"
+    );
+    messages.extend(task.body("1", BodyPart::Response, login_form.as_bytes(), 1024));
+    messages.push(task.events(vec![
         typed_request(5.0, "2", "POST", &format!("{SITE}/collect?e=pageview&p=/login"), "Ping", None),
         response(6.0, "2", &format!("{SITE}/collect?e=pageview&p=/login"), 204, "text/plain", &[]),
         finished(7.0, "2", 0),
@@ -54,11 +67,25 @@ fn record_login_and_cart(scratch: &Scratch, id: &str) {
             "3",
             "POST",
             &login,
-            &[("Content-Type", "application/x-www-form-urlencoded")],
-            Some(&format!("csrf=9f2c41d07be84a61&username=ann&password={}", PASSWORD.replace('!', "%21"))),
+            &[("Content-Type", "application/x-www-form-urlencoded"), ("Cookie", &format!("csrf={CSRF}"))],
+            Some(&format!("csrf={CSRF}&username=ann&password={}", PASSWORD.replace('!', "%21"))),
         ),
-        response(1420.0, "3", &login, 303, "", &[("Location", "/account")]),
-        request(1421.0, "3", "GET", &account, &[], None),
+        response(
+            1420.0,
+            "3",
+            &login,
+            303,
+            "",
+            &[("Location", "/account"), ("Set-Cookie", &format!("session={SESSION}; HttpOnly; Path=/"))],
+        ),
+        request(
+            1421.0,
+            "3",
+            "GET",
+            &account,
+            &[("Cookie", &format!("session={SESSION}")), ("Authorization", &format!("Bearer {API_TOKEN}"))],
+            None,
+        ),
         response(1430.0, "3", &account, 200, "text/html", &[]),
         finished(1431.0, "3", 500),
         navigation_by(1432.0, &account, NavigationCause::FormSubmit),
@@ -233,4 +260,117 @@ fn process_refuses_what_is_not_a_bundle_directory() {
     let output = scratch.cli(&["process", scratch.path("missing/bundle").to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("not a bundle directory"));
+}
+
+/// Every entry of a zip, decompressed, by name.
+fn zip_entries(zip: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(zip).unwrap()).unwrap();
+    (0..archive.len())
+        .map(|index| {
+            let mut entry = archive.by_index(index).unwrap();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+            (entry.name().to_owned(), bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn a_redacted_export_holds_no_secret_and_replaces_each_one_consistently() {
+    let scratch = Scratch::new();
+    record_login_and_cart(&scratch, "share");
+    let zip = scratch.path("share.zip");
+    let report = scratch.cli_json(&["export", "share", "--out", zip.to_str().unwrap(), "--redact", "--json"]);
+    assert_eq!(report["processed"], true, "an unprocessed task is processed on the way: {report}");
+    assert_eq!(
+        report["redaction"]["secrets"],
+        serde_json::json!({"credential": 1, "cookie": 1, "header": 1, "body_field": 1}),
+        "{report}"
+    );
+
+    // A byte search of every entry, decompressed, finds no secret in any form it was recorded in.
+    let entries = zip_entries(&zip);
+    let secrets = [PASSWORD, "hunter2-Blue%21", CSRF, SESSION, API_TOKEN];
+    for (name, bytes) in &entries {
+        for secret in secrets {
+            assert!(!contains(bytes, secret.as_bytes()), "{name} still holds {secret}");
+        }
+    }
+    let validated = scratch.cli_json(&["validate", zip.to_str().unwrap(), "--json"]);
+    assert_eq!(validated["valid"], true, "{validated}");
+
+    // The derived files came along; the trajectory names the password by its placeholder, and the
+    // credential's value is now the stand-in that the redacted recording posted instead.
+    let credentials: Vec<CredentialEntry> = serde_json::from_slice(&entries["credentials.json"]).unwrap();
+    let stand_in = credentials[0].value.clone();
+    assert!(stand_in.starts_with("trace-redacted-credential-password-"), "{stand_in}");
+    assert_eq!(credentials[0].placeholder, "{{credentials.127.0.0.1.password}}");
+    assert!(contains(&entries["trajectory.json"], credentials[0].placeholder.as_bytes()));
+    for name in ["checkpoints.json", "ignored.json"] {
+        assert!(entries.contains_key(name), "{name} is exported");
+    }
+
+    // One secret, one placeholder: the posted CSRF token equals the hidden input and the cookie, the session
+    // cookie set equals the one sent, and the password posted is the credential's stand-in.
+    let har: serde_json::Value = serde_json::from_slice(&entries["recording.har"]).unwrap();
+    let har_entries = har["log"]["entries"].as_array().unwrap();
+    let login_post =
+        har_entries.iter().find(|e| e["request"]["method"] == "POST" && e["request"]["url"] == format!("{SITE}/login"));
+    let login_post = &login_post.expect("the login POST")["request"];
+    let posted: std::collections::HashMap<String, String> =
+        url::form_urlencoded::parse(login_post["postData"]["text"].as_str().unwrap().as_bytes()).into_owned().collect();
+    assert_eq!(posted["password"], stand_in);
+    assert_eq!(posted["username"], "ann", "what is no secret stays");
+    let header = |request: &serde_json::Value, name: &str| {
+        request["headers"].as_array().unwrap().iter().find(|h| h["name"] == name).unwrap()["value"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(header(login_post, "Cookie"), format!("csrf={}", posted["csrf"]));
+    let login_form =
+        entries.iter().find(|(name, bytes)| name.starts_with("resources/") && contains(bytes, b"login-form"));
+    let login_form = String::from_utf8(login_form.expect("the login page's body").1.clone()).unwrap();
+    assert!(login_form.contains(&format!("value=\"{}\"", posted["csrf"])), "{login_form}");
+    let account = har_entries.iter().find(|e| e["request"]["url"] == format!("{SITE}/account")).unwrap();
+    let session = header(&account["request"], "Cookie");
+    assert!(session.starts_with("session=trace-redacted-cookie-session-"), "{session}");
+    let redirect = har_entries.iter().find(|e| e["response"]["status"] == 303).unwrap();
+    assert!(header(&redirect["response"], "Set-Cookie").starts_with(&format!("{session};")));
+    assert!(header(&account["request"], "Authorization").starts_with("Bearer trace-redacted-header-authorization-"));
+
+    // The data directory keeps the recording as it was, and no staging directory is left behind.
+    let original = std::fs::read(scratch.capture("share").join("events.jsonl")).unwrap();
+    assert!(contains(&original, PASSWORD.as_bytes()));
+    let leftovers: Vec<_> = std::fs::read_dir(zip.parent().unwrap())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".trace-redacting") || name.ends_with(".partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_credential_too_short_to_redact_reliably_refuses_the_export_and_writes_nothing() {
+    let scratch = Scratch::new();
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("short"));
+    let login = format!("{SITE}/login");
+    let messages = vec![
+        task.start(task_start("short", TaskType::Action)),
+        task.events(vec![navigation(1.0, &login), action(100.0, ActionKind::Input, &login, "#pin", Some("123"), true)]),
+        task.stop(T0 + 1000.0, None),
+    ];
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+
+    let zip = scratch.path("short.zip");
+    let output = scratch.cli(&["export", "short", "--out", zip.to_str().unwrap(), "--redact"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("shorter than 4 characters") && stderr.contains("#pin"), "{stderr}");
+    assert!(!zip.exists() && !scratch.path("short.zip.partial").exists());
+    // Without redaction the same task exports: nothing was lost.
+    scratch.cli_json(&["export", "short", "--out", zip.to_str().unwrap(), "--json"]);
+    assert!(zip.exists());
 }

@@ -1,0 +1,327 @@
+//! Redaction for sharing: every secret of a bundle (see [`secrets`]) replaced by its placeholder in every
+//! file, in every encoding it appears in (as is, form- and percent-encoded, JSON- and HTML-escaped), and a
+//! search of the written zip that fails loudly if any original is left.
+//!
+//! The replacement is consistent: one secret has one placeholder everywhere, so that the login form's CSRF
+//! token still equals the `csrf` cookie, the password typed still equals the password posted, and the
+//! redacted bundle replays like the original. The stand-in for a typed credential is what `credentials.json`
+//! then holds: the value that signs in to the redacted environment.
+//!
+//! Bodies are content-addressed, so a body that changes moves to the name of its new hash, and the events,
+//! the HAR and the index follow it.
+
+pub mod secrets;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::Path;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use anyhow::{Context, Result, bail};
+use trace_manifest::archive::{Bundle, HashingWriter, parse_events, parse_manifest};
+use trace_manifest::bundle::{self, Counts, FileEntry, StorageFile};
+use trace_manifest::event::EventKind;
+use trace_manifest::har::Har;
+
+pub use secrets::{Secret, SecretKind, Secrets};
+
+/// What redaction did to a bundle.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RedactionSummary {
+    /// Distinct secrets, by kind.
+    pub secrets: BTreeMap<SecretKind, usize>,
+    /// Occurrences replaced, over all files.
+    pub replacements: usize,
+    /// Files in which something was replaced.
+    pub files_changed: usize,
+}
+
+impl RedactionSummary {
+    pub fn describe(&self) -> String {
+        let total: usize = self.secrets.values().sum();
+        let kinds: Vec<String> = self.secrets.iter().map(|(kind, n)| format!("{n} {}", kind.as_str())).collect();
+        format!(
+            "{total} secrets ({}) replaced in {} places across {} files",
+            if kinds.is_empty() { "none found".to_owned() } else { kinds.join(", ") },
+            self.replacements,
+            self.files_changed
+        )
+    }
+}
+
+/// Every encoded form of every secret, and what replaces it.
+pub struct Replacer {
+    automaton: AhoCorasick,
+    /// The same patterns with standard semantics, which streaming search needs.
+    finder: AhoCorasick,
+    /// Per pattern: the secret it is a form of.
+    secret_of_pattern: Vec<usize>,
+    /// Per pattern: the placeholder that replaces it.
+    replacement_of_pattern: Vec<String>,
+}
+
+impl Replacer {
+    pub fn new(secrets: &Secrets) -> Result<Replacer> {
+        let mut patterns = Vec::new();
+        let mut secret_of_pattern = Vec::new();
+        let mut replacement_of_pattern = Vec::new();
+        for (index, secret) in secrets.iter().enumerate() {
+            for form in encoded_forms(&secret.value) {
+                patterns.push(form);
+                secret_of_pattern.push(index);
+                // Placeholders are letters, digits and `-`: every encoding leaves them as they are.
+                replacement_of_pattern.push(secret.placeholder.clone());
+            }
+        }
+        // Leftmost-longest: a token inside a longer secret (a cookie header holding a session id) is replaced
+        // as part of the longer one.
+        let automaton = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&patterns)?;
+        let finder = AhoCorasick::new(&patterns)?;
+        Ok(Replacer { automaton, finder, secret_of_pattern, replacement_of_pattern })
+    }
+
+    /// `bytes` with every secret replaced, and how many were.
+    pub fn replace(&self, bytes: &[u8]) -> (Vec<u8>, usize) {
+        let mut count = 0;
+        let mut out = Vec::with_capacity(bytes.len());
+        self.automaton.replace_all_with_bytes(bytes, &mut out, |found, _, out| {
+            count += 1;
+            out.extend_from_slice(self.replacement_of_pattern[found.pattern().as_usize()].as_bytes());
+            true
+        });
+        (out, count)
+    }
+
+    /// The index of the first secret found in `reader`, if any.
+    pub fn find_in(&self, reader: impl Read) -> Result<Option<usize>> {
+        if self.secret_of_pattern.is_empty() {
+            return Ok(None);
+        }
+        match self.finder.stream_find_iter(reader).next() {
+            Some(found) => Ok(Some(self.secret_of_pattern[found?.pattern().as_usize()])),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The forms a secret takes in a bundle: as typed, form-encoded (`+` or `%20` for spaces) as in bodies and
+/// URLs, JSON-escaped as in `events.jsonl` and the HAR (also around the encoded forms), and HTML-escaped as
+/// in pages and DOM snapshots.
+fn encoded_forms(value: &str) -> Vec<String> {
+    let form: String = url::form_urlencoded::byte_serialize(value.as_bytes()).collect();
+    let percent = form.replace('+', "%20");
+    let html = value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    let html_apostrophe = html.replace('\'', "&#39;");
+    let mut forms = vec![value.to_owned(), form, percent, html, html_apostrophe];
+    let escaped: Vec<String> = forms.iter().map(|form| json_escaped(form)).collect();
+    forms.extend(escaped);
+    forms.sort();
+    forms.dedup();
+    forms
+}
+
+fn json_escaped(text: &str) -> String {
+    let quoted = serde_json::to_string(text).expect("a string always serializes");
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// A bundle redacted into a directory, with what it takes to check a zip made of it.
+pub struct Redacted {
+    pub summary: RedactionSummary,
+    secrets: Secrets,
+    replacer: Replacer,
+}
+
+impl Redacted {
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// Searches every entry of the zip at `path`, decompressed, and every entry's name, for every form of
+    /// every original secret. Names the first one found (by kind and name, never by value).
+    pub fn verify_zip(&self, path: &Path) -> Result<()> {
+        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+            .with_context(|| format!("{} is not a readable zip", path.display()))?;
+        for index in 0..zip.len() {
+            let entry = zip.by_index(index)?;
+            let name = entry.name().to_owned();
+            let found = match self.replacer.find_in(name.as_bytes())? {
+                Some(secret) => Some(secret),
+                None => self.replacer.find_in(entry).with_context(|| format!("cannot read {name} back"))?,
+            };
+            if let Some(secret) = found {
+                let secret = self.secrets.get(secret);
+                bail!(
+                    "{name} in the redacted zip still holds a secret (the {} {:?}); nothing was exported",
+                    secret.kind.as_str(),
+                    secret.name
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `source`, redacted, into the empty directory `dest` as a complete bundle (indexed, valid).
+///
+/// Fails, writing nothing useful, when the bundle is not one this program can read or a credential is too
+/// short to redact reliably.
+pub fn redact_bundle(source: &mut Bundle, dest: &Path) -> Result<Redacted> {
+    let manifest = source.manifest()?;
+    let events = source.events()?;
+    let har: Har = serde_json::from_slice(&source.read(bundle::HAR_FILE)?).context("recording.har does not parse")?;
+    let storage: StorageFile =
+        serde_json::from_slice(&source.read(bundle::STORAGE_FILE)?).context("storage.json does not parse")?;
+    let secrets = Secrets::find(source, &events, &har, &storage)?;
+    let replacer = Replacer::new(&secrets)?;
+    let mut summary = RedactionSummary { secrets: secrets.counts(), ..RedactionSummary::default() };
+    let mut redact = |bytes: Vec<u8>| {
+        let (bytes, count) = replacer.replace(&bytes);
+        summary.replacements += count;
+        summary.files_changed += usize::from(count > 0);
+        bytes
+    };
+
+    // Bodies first: where each one moves decides what the events and the HAR say.
+    let mut index = BTreeMap::new();
+    let mut moved = HashMap::new();
+    let resources_prefix = format!("{}/", bundle::RESOURCES_DIR);
+    for entry in manifest.files.iter().filter(|entry| entry.path.starts_with(&resources_prefix)) {
+        let bytes = redact(source.read(&entry.path)?);
+        let written = write_file(dest, &bundle::resource_path(&trace_manifest::archive::sha256_hex(&bytes)), &bytes)?;
+        moved.insert(entry.sha256.clone(), (written.sha256.clone(), written.size));
+        index.insert(written.path.clone(), written);
+    }
+    let mut counts = manifest.counts.clone();
+    for entry in manifest.files.iter().filter(|entry| !entry.path.starts_with(&resources_prefix)) {
+        let bytes = redact(source.read(&entry.path)?);
+        let bytes = match entry.path.as_str() {
+            bundle::EVENTS_FILE => {
+                let (bytes, new_counts) = move_event_bodies(&bytes, &moved)?;
+                counts = new_counts;
+                bytes
+            }
+            bundle::HAR_FILE => move_har_bodies(&bytes, &moved)?,
+            _ => bytes,
+        };
+        index.insert(entry.path.clone(), write_file(dest, &entry.path, &bytes)?);
+    }
+
+    // The task's description or answer may quote a secret too.
+    let mut redacted = parse_manifest(&redact(serde_json::to_vec(&manifest)?))?;
+    redacted.files = index.into_values().collect();
+    redacted.counts = counts;
+    write_file(dest, bundle::MANIFEST_FILE, &serde_json::to_vec_pretty(&redacted)?)?;
+    Ok(Redacted { summary, secrets, replacer })
+}
+
+/// `events.jsonl` with each body event pointing at where its body moved, and the counts of the new events.
+fn move_event_bodies(bytes: &[u8], moved: &HashMap<String, (String, u64)>) -> Result<(Vec<u8>, Counts)> {
+    let mut events = parse_events(bytes).context("events.jsonl does not parse after redaction")?;
+    let mut out = Vec::with_capacity(bytes.len());
+    for record in &mut events {
+        if let EventKind::Body(body) = &mut record.event.kind
+            && let Some((sha256, size)) = moved.get(&body.sha256)
+        {
+            body.sha256.clone_from(sha256);
+            body.size = *size;
+        }
+        serde_json::to_writer(&mut out, record)?;
+        out.push(b'\n');
+    }
+    Ok((out, Counts::of(&events)))
+}
+
+/// `recording.har` with each `_file` pointing at where its body moved, and the new sizes.
+fn move_har_bodies(bytes: &[u8], moved: &HashMap<String, (String, u64)>) -> Result<Vec<u8>> {
+    let mut har: Har = serde_json::from_slice(bytes).context("recording.har does not parse after redaction")?;
+    let resources_prefix = format!("{}/", bundle::RESOURCES_DIR);
+    let new_place = |file: &str| {
+        let old = file.strip_prefix(&resources_prefix)?;
+        moved.get(old).map(|(sha256, size)| (bundle::resource_path(sha256), *size))
+    };
+    for entry in &mut har.log.entries {
+        let content = &mut entry.response.content;
+        if let Some((file, size)) = content.file.as_deref().and_then(new_place) {
+            content.file = Some(file);
+            content.size = size as i64;
+        }
+        if let Some(post_data) = entry.request.post_data.as_mut()
+            && let Some((file, _)) = post_data.file.as_deref().and_then(new_place)
+        {
+            post_data.file = Some(file);
+        }
+    }
+    Ok(serde_json::to_vec_pretty(&har)?)
+}
+
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<FileEntry> {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut out = HashingWriter::new(BufWriter::new(file));
+    out.write_all(bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    let (buffered, size, sha256) = out.finish();
+    buffered.into_inner().map_err(|e| e.into_error())?;
+    Ok(FileEntry { path: name.to_owned(), size, sha256 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets(values: &[(SecretKind, &str, &str)]) -> Secrets {
+        let mut secrets = Secrets::default();
+        for (kind, name, value) in values {
+            secrets.add(*kind, name, value);
+        }
+        secrets
+    }
+
+    #[test]
+    fn every_encoded_form_of_a_secret_becomes_its_one_placeholder() {
+        let secrets = secrets(&[
+            (SecretKind::Credential, "password", "p&ss \"word\"!"),
+            (SecretKind::Cookie, "session", "abcdef123456"),
+        ]);
+        let replacer = Replacer::new(&secrets).unwrap();
+        let text = concat!(
+            "typed p&ss \"word\"! | form p%26ss+%22word%22%21 | url p%26ss%20%22word%22%21 | ",
+            "html p&amp;ss &quot;word&quot;! | json p&ss \\\"word\\\"! | cookie session=abcdef123456;"
+        );
+        let (out, count) = replacer.replace(text.as_bytes());
+        let out = String::from_utf8(out).unwrap();
+        let password = &secrets.get(0).placeholder;
+        assert_eq!(
+            out,
+            format!(
+                "typed {password} | form {password} | url {password} | html {password} | json {password} | \
+                 cookie session=trace-redacted-cookie-session-2;"
+            )
+        );
+        assert_eq!(count, 6);
+        assert_eq!(replacer.find_in(out.as_bytes()).unwrap(), None);
+        assert_eq!(replacer.find_in(&b"...abcdef123456..."[..]).unwrap(), Some(1));
+    }
+
+    #[test]
+    fn a_zip_that_still_holds_a_secret_is_refused_by_name_not_by_value() {
+        let secrets = secrets(&[(SecretKind::Header, "authorization", "tok-0123456789")]);
+        let redacted =
+            Redacted { summary: RedactionSummary::default(), replacer: Replacer::new(&secrets).unwrap(), secrets };
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
+        for (name, bytes) in [("events.jsonl", &b"{}"[..]), ("dom/000001.html", b"<p>Bearer tok-0123456789</p>")] {
+            zip.start_file(name, zip::write::SimpleFileOptions::default()).unwrap();
+            zip.write_all(bytes).unwrap();
+        }
+        zip.finish().unwrap();
+        let error = redacted.verify_zip(file.path()).unwrap_err().to_string();
+        assert!(error.contains("dom/000001.html") && error.contains("header \"authorization\""), "{error}");
+        assert!(!error.contains("tok-0123456789"), "{error}");
+    }
+}

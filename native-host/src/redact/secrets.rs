@@ -1,0 +1,487 @@
+//! Which values of a bundle are secrets. Two sources: what the person typed into credential fields (as
+//! [`trace_manifest::trajectory`] finds them), and the session secrets the recording carries: cookie values,
+//! `Authorization` and other token-bearing headers, secret-named URL parameters, form fields, JSON fields,
+//! hidden inputs and storage entries, and JSON Web Tokens wherever they appear in text.
+//!
+//! Finding is by structure and by name only, so it is predictable: a value is a secret because of where it
+//! is, never because it "looks random". Replacing the values everywhere is [`super`]'s job.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use anyhow::{Result, bail};
+use regex::Regex;
+use trace_manifest::archive::Bundle;
+use trace_manifest::bundle::StorageFile;
+use trace_manifest::event::EventRecord;
+use trace_manifest::har::Har;
+use trace_manifest::trajectory;
+
+/// Shorter values cannot be told apart from ordinary text: replacing them everywhere would damage the
+/// bundle, and searching for them would find them by chance.
+pub const MIN_SECRET_CHARS: usize = 4;
+/// Cookies whose name says nothing are secrets only from this length on: session ids and tokens are long,
+/// preferences (`lang=en`, `theme=dark`) are short and harmless.
+const MIN_UNNAMED_COOKIE_CHARS: usize = 8;
+/// Bodies larger than this are not parsed for secret fields (they are still searched and replaced).
+const MAX_PARSED_BODY_BYTES: u64 = 4 << 20;
+
+/// Where a secret was found, which names its placeholder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretKind {
+    /// Typed by the person into a credential field.
+    Credential,
+    Cookie,
+    Header,
+    UrlParameter,
+    /// A form field, JSON field or hidden input.
+    BodyField,
+    Storage,
+    Jwt,
+}
+
+impl SecretKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SecretKind::Credential => "credential",
+            SecretKind::Cookie => "cookie",
+            SecretKind::Header => "header",
+            SecretKind::UrlParameter => "url-parameter",
+            SecretKind::BodyField => "body-field",
+            SecretKind::Storage => "storage",
+            SecretKind::Jwt => "jwt",
+        }
+    }
+}
+
+/// One secret value and what stands in for it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret {
+    pub kind: SecretKind,
+    /// The cookie, header, parameter, field or storage key it was found under.
+    pub name: String,
+    pub value: String,
+    /// `trace-redacted-<kind>-<name>-<n>`: letters, digits and `-` only, so that it needs no escaping in a
+    /// URL, a header, a cookie, JSON or HTML, and every encoded form of the secret maps to it unchanged.
+    pub placeholder: String,
+}
+
+// By hand, so that logging a secret never prints it.
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Secret").field("kind", &self.kind).field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// The secrets of one bundle, each value once (named after where it was first found).
+#[derive(Debug, Default)]
+pub struct Secrets {
+    list: Vec<Secret>,
+    by_value: BTreeMap<String, usize>,
+}
+
+impl Secrets {
+    pub fn iter(&self) -> impl Iterator<Item = &Secret> {
+        self.list.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub fn get(&self, index: usize) -> &Secret {
+        &self.list[index]
+    }
+
+    /// How many secrets of each kind.
+    pub fn counts(&self) -> BTreeMap<SecretKind, usize> {
+        let mut counts = BTreeMap::new();
+        for secret in &self.list {
+            *counts.entry(secret.kind).or_default() += 1;
+        }
+        counts
+    }
+
+    /// The placeholder that replaced `value`, if it is a secret.
+    pub fn placeholder_of(&self, value: &str) -> Option<&str> {
+        self.by_value.get(value).map(|&index| self.list[index].placeholder.as_str())
+    }
+
+    /// Adds a secret unless it is too short, inert, or already known (under another name).
+    pub fn add(&mut self, kind: SecretKind, name: &str, value: &str) {
+        let value = value.trim();
+        if value.chars().count() < MIN_SECRET_CHARS || is_inert(value) || self.by_value.contains_key(value) {
+            return;
+        }
+        let placeholder = format!("trace-redacted-{}-{}-{}", kind.as_str(), slug(name), self.list.len() + 1);
+        self.by_value.insert(value.to_owned(), self.list.len());
+        self.list.push(Secret { kind, name: name.to_owned(), value: value.to_owned(), placeholder });
+    }
+
+    /// Finds the secrets of a bundle: the credentials typed (from `events`), then what the HAR, the storage
+    /// snapshots and the text bodies the HAR points to carry.
+    ///
+    /// Fails when a credential is too short to be redacted reliably: the export cannot promise its absence.
+    pub fn find(bundle: &mut Bundle, events: &[EventRecord], har: &Har, storage: &StorageFile) -> Result<Secrets> {
+        let mut secrets = Secrets::default();
+        let task_id = bundle.manifest()?.task.id;
+        for credential in trajectory::derive(task_id, events, None).credentials {
+            if credential.value.trim().chars().count() < MIN_SECRET_CHARS {
+                bail!(
+                    "the credential typed into {} on {} is shorter than {MIN_SECRET_CHARS} characters: it cannot be \
+                     told apart from ordinary text, so redaction cannot promise to remove it",
+                    credential.target.selector,
+                    credential.site
+                );
+            }
+            secrets.add(SecretKind::Credential, &credential.field, &credential.value);
+        }
+
+        for entry in &har.log.entries {
+            let request = &entry.request;
+            secrets.scan_url(&request.url);
+            for header in request.headers.iter().chain(&entry.response.headers) {
+                secrets.scan_header(&header.name, &header.value);
+            }
+            for cookie in request.cookies.iter().chain(&entry.response.cookies) {
+                secrets.scan_cookie(&cookie.name, &cookie.value);
+            }
+            if let Some(post_data) = &request.post_data {
+                for param in &post_data.params {
+                    secrets.scan_field(&param.name, &param.value);
+                }
+                let text = match (&post_data.text, &post_data.file) {
+                    (Some(text), _) => Some(text.clone()),
+                    (None, Some(file)) => read_text(bundle, file),
+                    (None, None) => None,
+                };
+                if let Some(text) = text {
+                    secrets.scan_body(&post_data.mime_type, &text);
+                }
+            }
+            let content = &entry.response.content;
+            if let Some(file) = &content.file
+                && is_parsed_text(&content.mime_type)
+                && let Some(text) = read_text(bundle, file)
+            {
+                secrets.scan_body(&content.mime_type, &text);
+            }
+        }
+
+        for snapshot in &storage.snapshots {
+            for cookie in &snapshot.snapshot.cookies {
+                secrets.scan_cookie(&cookie.name, &cookie.value);
+            }
+            let areas = snapshot.snapshot.local_storage.values().chain(snapshot.snapshot.session_storage.values());
+            for (key, value) in areas.flatten() {
+                secrets.scan_storage(key, value);
+            }
+        }
+        Ok(secrets)
+    }
+
+    fn scan_url(&mut self, url: &str) {
+        let Ok(parsed) = url::Url::parse(url) else { return };
+        if let Some(password) = parsed.password() {
+            self.add(SecretKind::UrlParameter, "password", &percent_decoded(password));
+        }
+        // OAuth's implicit flow puts tokens in the fragment, in query syntax.
+        let pairs = parsed.query_pairs().chain(url::form_urlencoded::parse(parsed.fragment().unwrap_or("").as_bytes()));
+        for (name, value) in pairs {
+            if is_secret_name(&name) {
+                self.add(SecretKind::UrlParameter, &name, &value);
+            }
+            self.jwts_in(&value);
+        }
+    }
+
+    fn scan_header(&mut self, name: &str, value: &str) {
+        let lower = name.to_ascii_lowercase();
+        if lower == "authorization" || lower == "proxy-authorization" {
+            // `Bearer <token>`, `Basic <base64>`: the credentials follow the scheme.
+            let credentials = value.split_once(' ').map_or(value, |(_, rest)| rest);
+            self.add(SecretKind::Header, &lower, credentials);
+        } else if lower == "cookie" || lower == "set-cookie" {
+            // The HAR's cookie lists hold the same pairs; these lines may hold more (several Set-Cookie).
+            for line in value.split('\n') {
+                let pairs: Vec<&str> = if lower == "cookie" { line.split(';').collect() } else { vec![line] };
+                for pair in pairs {
+                    let pair = pair.split(';').next().unwrap_or("");
+                    if let Some((cookie, value)) = pair.split_once('=') {
+                        self.scan_cookie(cookie.trim(), value.trim());
+                    }
+                }
+            }
+        } else if is_secret_name(&lower) && !matches!(lower.as_str(), "www-authenticate" | "proxy-authenticate") {
+            self.add(SecretKind::Header, &lower, value);
+        }
+        self.jwts_in(value);
+    }
+
+    fn scan_cookie(&mut self, name: &str, value: &str) {
+        let value = value.trim_matches('"');
+        if is_secret_name(name) || value.chars().count() >= MIN_UNNAMED_COOKIE_CHARS {
+            self.add(SecretKind::Cookie, name, value);
+        }
+        self.jwts_in(value);
+    }
+
+    fn scan_field(&mut self, name: &str, value: &str) {
+        if is_secret_name(name) {
+            self.add(SecretKind::BodyField, name, value);
+        }
+        self.jwts_in(value);
+    }
+
+    fn scan_storage(&mut self, key: &str, value: &str) {
+        if is_secret_name(key) {
+            self.add(SecretKind::Storage, key, value);
+        }
+        // Apps keep tokens inside JSON values (`{"auth":{"access_token":…}}`).
+        if let Ok(json) = serde_json::from_str::<serde_json::Value>(value) {
+            self.json_fields(&json, None, SecretKind::Storage);
+        }
+        self.jwts_in(value);
+    }
+
+    /// A request or response body: its form fields, JSON fields, hidden inputs and JWTs.
+    fn scan_body(&mut self, mime_type: &str, text: &str) {
+        let mime_type = mime_type.to_ascii_lowercase();
+        if mime_type.contains("x-www-form-urlencoded") {
+            for (name, value) in url::form_urlencoded::parse(text.as_bytes()) {
+                self.scan_field(&name, &value);
+            }
+        } else if mime_type.contains("json") {
+            if let Ok(json) = serde_json::from_str::<serde_json::Value>(text) {
+                self.json_fields(&json, None, SecretKind::BodyField);
+            }
+        } else if mime_type.contains("html") {
+            self.hidden_inputs(text);
+        }
+        self.jwts_in(text);
+    }
+
+    fn json_fields(&mut self, value: &serde_json::Value, key: Option<&str>, kind: SecretKind) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    self.json_fields(value, Some(key), kind);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    self.json_fields(item, key, kind);
+                }
+            }
+            serde_json::Value::String(text) if key.is_some_and(is_secret_name) => {
+                self.add(kind, key.unwrap_or(""), text)
+            }
+            serde_json::Value::Number(number) if key.is_some_and(is_secret_name) => {
+                self.add(kind, key.unwrap_or(""), &number.to_string())
+            }
+            _ => {}
+        }
+    }
+
+    /// `<input name="csrf" value="…">` and `<meta name="csrf-token" content="…">`: tokens a page hands to
+    /// its forms and scripts.
+    fn hidden_inputs(&mut self, html: &str) {
+        static TAG: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"(?is)<(?:input|meta)\b[^>]*>").expect("the pattern is valid"));
+        static ATTRIBUTE: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r#"(?is)\b(name|value|content)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))"#)
+                .expect("the pattern is valid")
+        });
+        for tag in TAG.find_iter(html) {
+            let (mut name, mut value) = (None, None);
+            for attribute in ATTRIBUTE.captures_iter(tag.as_str()) {
+                let text = attribute.get(2).or(attribute.get(3)).or(attribute.get(4)).map_or("", |m| m.as_str());
+                match attribute[1].to_ascii_lowercase().as_str() {
+                    "name" => name = Some(text),
+                    _ => value = Some(text),
+                }
+            }
+            if let (Some(name), Some(value)) = (name, value)
+                && is_secret_name(name)
+            {
+                self.add(SecretKind::BodyField, name, &html_unescaped(value));
+            }
+        }
+    }
+
+    fn jwts_in(&mut self, text: &str) {
+        static JWT: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*").expect("the pattern is valid")
+        });
+        for jwt in JWT.find_iter(text) {
+            self.add(SecretKind::Jwt, "token", jwt.as_str());
+        }
+    }
+}
+
+/// Does a cookie, header, parameter, field or key name say that its value is a secret? The name is split
+/// into words (at punctuation and lower-to-upper case changes) and each word compared.
+pub fn is_secret_name(name: &str) -> bool {
+    const CONTAINED: [&str; 12] = [
+        "password",
+        "passwd",
+        "token",
+        "secret",
+        "csrf",
+        "xsrf",
+        "session",
+        "sessid",
+        "apikey",
+        "jwt",
+        "bearer",
+        "credential",
+    ];
+    const WHOLE: [&str; 12] =
+        ["pass", "pwd", "passcode", "pin", "sid", "otp", "sig", "signature", "auth", "authorization", "cvv", "cvc"];
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() || (c.is_uppercase() && previous_lower) {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+    }
+    words.push(word);
+    let joined = name.to_ascii_lowercase().replace(['-', '_'], "");
+    ["apikey", "accesskey", "privatekey", "clientsecret"].iter().any(|compound| joined.contains(compound))
+        || words.iter().any(|word| CONTAINED.iter().any(|part| word.contains(part)) || WHOLE.contains(&word.as_str()))
+}
+
+/// Values that are never secrets whatever their name: booleans, empties and the like.
+fn is_inert(value: &str) -> bool {
+    matches!(value.to_ascii_lowercase().as_str(), "true" | "false" | "null" | "undefined" | "none" | "yes" | "no")
+}
+
+fn slug(name: &str) -> String {
+    let slug: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .take(32)
+        .collect::<String>()
+        .trim_matches('-')
+        .to_owned();
+    if slug.is_empty() { "value".to_owned() } else { slug }
+}
+
+fn is_parsed_text(mime_type: &str) -> bool {
+    let mime_type = mime_type.to_ascii_lowercase();
+    ["json", "html", "text/", "javascript", "xml", "x-www-form-urlencoded"].iter().any(|kind| mime_type.contains(kind))
+}
+
+fn read_text(bundle: &mut Bundle, file: &str) -> Option<String> {
+    let size = bundle.files().ok()?.get(file).copied()?;
+    if size > MAX_PARSED_BODY_BYTES {
+        return None;
+    }
+    String::from_utf8(bundle.read(file).ok()?).ok()
+}
+
+fn percent_decoded(text: &str) -> String {
+    url::form_urlencoded::parse(format!("x={text}").as_bytes()).next().map_or_else(String::new, |(_, v)| v.into_owned())
+}
+
+fn html_unescaped(text: &str) -> String {
+    text.replace("&quot;", "\"").replace("&#39;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names_are_told_by_their_words() {
+        for name in [
+            "password",
+            "user_password",
+            "csrf",
+            "csrfmiddlewaretoken",
+            "authenticity_token",
+            "X-CSRF-Token",
+            "sessionid",
+            "PHPSESSID",
+            "access_token",
+            "accessToken",
+            "api_key",
+            "X-Api-Key",
+            "client_secret",
+            "sid",
+            "pin",
+            "Authorization",
+        ] {
+            assert!(is_secret_name(name), "{name} names a secret");
+        }
+        for name in ["q", "author", "passenger", "compass", "page", "sort", "lang", "product", "shipping", "key"] {
+            assert!(!is_secret_name(name), "{name} names no secret");
+        }
+    }
+
+    #[test]
+    fn bodies_give_their_secret_fields_and_nothing_else() {
+        let mut secrets = Secrets::default();
+        secrets.scan_body("application/x-www-form-urlencoded", "q=mugs&password=hunter%262&csrf=abcdef0123&page=2");
+        secrets.scan_body(
+            "application/json",
+            r#"{"user":{"name":"ann","access_token":"at-123456"},"items":[{"refresh_token":"rt-654321"}]}"#,
+        );
+        secrets.scan_body(
+            "text/html",
+            r#"<form><input type=hidden name="authenticity_token" value="a&amp;b-token"><input name=q value="mug">
+               <input type=hidden name=csrf value=unquoted-token></form>
+               <meta name='csrf-token' content='meta-987654'>"#,
+        );
+        let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
+        assert_eq!(
+            values,
+            ["hunter&2", "abcdef0123", "rt-654321", "at-123456", "a&b-token", "unquoted-token", "meta-987654"]
+        );
+        assert_eq!(secrets.get(0).placeholder, "trace-redacted-body-field-password-1");
+    }
+
+    #[test]
+    fn headers_urls_and_cookies_give_their_tokens() {
+        let mut secrets = Secrets::default();
+        secrets.scan_header("Authorization", "Bearer tok-abcdef");
+        secrets.scan_header("Cookie", "lang=en; session=s3ss10n-id-value; _ga=GA1.1.99999.88888");
+        secrets.scan_header("Content-Type", "text/html");
+        secrets.scan_url("https://user:p%40ss-word@example.com/cb?state=xyz&code=123#access_token=frag-token-1&x=1");
+        secrets.scan_url("https://example.com/api?api_key=key-777777&q=shoes");
+        let found: Vec<(SecretKind, &str)> = secrets.iter().map(|s| (s.kind, s.value.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                (SecretKind::Header, "tok-abcdef"),
+                (SecretKind::Cookie, "s3ss10n-id-value"),
+                (SecretKind::Cookie, "GA1.1.99999.88888"),
+                (SecretKind::UrlParameter, "p@ss-word"),
+                (SecretKind::UrlParameter, "frag-token-1"),
+                (SecretKind::UrlParameter, "key-777777"),
+            ]
+        );
+        assert_eq!(secrets.placeholder_of("tok-abcdef"), Some("trace-redacted-header-authorization-1"));
+    }
+
+    #[test]
+    fn json_web_tokens_are_found_anywhere_and_short_or_inert_values_never() {
+        let mut secrets = Secrets::default();
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJl";
+        secrets.scan_storage("profile", &format!(r#"{{"name":"ann","note":"{jwt}","session":{{"id":"abc"}}}}"#));
+        secrets.scan_storage("auth_token", "true");
+        secrets.scan_cookie("session", "x1");
+        let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
+        assert_eq!(values, [jwt]);
+    }
+}
