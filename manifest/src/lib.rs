@@ -15,10 +15,12 @@
 //! - [`time_fmt`]: the one conversion between recorded timestamps and RFC 3339.
 //! - [`trajectory`]: the demonstration as browser-use-style tool calls, and the credentials typed in it.
 //! - [`postprocess`]: the files `trace-host process` adds: credentials, checkpoints, ignore list.
+//! - [`dataset`]: the dataset layouts `trace-host dataset` writes (TRACE's and WebArena-Infinity's).
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
 //! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate.
 
 pub mod bundle;
+pub mod dataset;
 pub mod event;
 pub mod har;
 pub mod postprocess;

@@ -6,6 +6,7 @@
 use schemars::{Schema, schema_for};
 
 use crate::bundle::{BundleManifest, StorageFile};
+use crate::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use crate::event::EventRecord;
 use crate::postprocess::{Checkpoint, CredentialEntry};
 use crate::trajectory::Trajectory;
@@ -22,6 +23,10 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("trajectory.schema.json", schema_for!(Trajectory)),
         ("credentials.schema.json", schema_for!(Vec<CredentialEntry>)),
         ("checkpoints.schema.json", schema_for!(Vec<Checkpoint>)),
+        ("dataset-task.schema.json", schema_for!(TaskLine)),
+        ("webarena-manifest.schema.json", schema_for!(Vec<WebArenaEntry>)),
+        ("webarena-result.schema.json", schema_for!(WebArenaResult)),
+        ("browser-use-history.schema.json", schema_for!(BrowserUseHistory)),
     ]
 }
 

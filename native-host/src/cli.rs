@@ -1,4 +1,4 @@
-//! The command line: `trace-host install | uninstall | tasks | export | validate | import | process`, plus the
+//! The command line: `trace-host install | uninstall | tasks | export | validate | import | dataset | process`, plus the
 //! native messaging mode that Chrome starts by passing the extension's origin as the only argument.
 //! Each command is glue from arguments to a library call and from its result to text or `--json`.
 
@@ -11,6 +11,7 @@ use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
 
+use crate::dataset::{self, DatasetFormat, DatasetOptions};
 use crate::db::{self, TaskRow};
 use crate::export::{self, ExportOptions};
 use crate::ingest::reconcile_interrupted;
@@ -72,6 +73,24 @@ pub enum Command {
         /// Refuse zips that expand to more than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = ZipLimits::default().max_total_bytes)]
         max_size: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a dataset folder from many recordings: each validated, exported (redacted) and described.
+    ///
+    /// Bundles that fail validation or redaction are reported and skipped.
+    Dataset {
+        /// Bundles (zips or directories), folders of bundles, or task ids of the data directory.
+        #[arg(value_name = "DIR_OR_TASKS", required = true)]
+        sources: Vec<String>,
+        /// The folder to write; it must not exist yet, or be empty.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        #[arg(long, value_enum, default_value = "trace")]
+        format: DatasetFormat,
+        /// Keep every secret in the bundles and in tasks.jsonl (for private use only).
+        #[arg(long)]
+        keep_secrets: bool,
         #[arg(long)]
         json: bool,
     },
@@ -174,6 +193,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 );
             }
         }
+        Command::Dataset { sources, out, format, keep_secrets, json } => {
+            return dataset(sources, out, *format, !keep_secrets, *json, cli.data.as_deref());
+        }
         Command::Process { target, json } => {
             let report = process(target, cli.data.as_deref())?;
             if *json {
@@ -211,6 +233,40 @@ fn process(target: &str, data_dir: Option<&Path>) -> Result<crate::process::Proc
     let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
     let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
     crate::process::process_path(path, conn.as_ref().zip(data.as_ref()))
+}
+
+fn dataset(
+    args: &[String],
+    out: &Path,
+    format: DatasetFormat,
+    redact: bool,
+    json: bool,
+    data_dir: Option<&Path>,
+) -> Result<Outcome> {
+    // The data directory is opened only when there is one: a folder of zips needs none.
+    let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
+    let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
+    let sources = dataset::sources(args, conn.as_ref())?;
+    let options = DatasetOptions { format, redact, progress: !json && std::io::stderr().is_terminal() };
+    let report = dataset::build(&sources, conn.as_ref().zip(data.as_ref()), out, &options)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "wrote a {} dataset of {} task(s) to {}{}",
+            match format {
+                DatasetFormat::Trace => "TRACE",
+                DatasetFormat::WebarenaInfinity => "WebArena-Infinity",
+            },
+            report.tasks.len(),
+            out.display(),
+            if redact { ", redacted" } else { ", with secrets kept" }
+        );
+        for skipped in &report.skipped {
+            println!("skipped {}: {}", skipped.source, skipped.reason);
+        }
+    }
+    Ok(if report.tasks.is_empty() { Outcome::Failure } else { Outcome::Success })
 }
 
 fn validate(path: &Path, json: bool) -> Result<Outcome> {

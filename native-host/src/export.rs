@@ -22,8 +22,10 @@ use trace_manifest::task::{TaskId, TaskStatus};
 use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
 
+use crate::db::TaskRow;
 use crate::paths::DataDir;
 use crate::redact::{self, RedactionSummary};
+use crate::task_lock::TaskLock;
 use crate::{db, finalize, process};
 
 #[derive(Debug, Clone, Default)]
@@ -65,12 +67,7 @@ pub fn export(
     out: &Path,
     options: &ExportOptions,
 ) -> Result<ExportReport> {
-    let (task, dir, _lock) = finalize::locked_bundle(conn, data, task_id, "export")?;
-    // Processing is derived data: if it fails, the recording is still worth exporting as it is.
-    let processed = db::processed_at(conn, task_id)?.is_none()
-        && process::process_locked(conn, task_id, &dir)
-            .inspect_err(|error| tracing::warn!("exporting {task_id} without processing it: {error:#}"))
-            .is_ok();
+    let (task, dir, _lock, processed) = processed_task_bundle(conn, data, task_id, "export")?;
     let mut source = Bundle::open(&dir)?;
     let written = export_bundle(&mut source, out, options)?;
     Ok(ExportReport {
@@ -82,6 +79,23 @@ pub fn export(
         processed,
         redaction: written.redaction,
     })
+}
+
+/// A stopped task's finalized bundle under its lock (see [`finalize::locked_bundle`]), post-processed first
+/// if it never was; the flag says whether it was just now. Processing is derived data: if it fails, the
+/// recording is still worth exporting as it is, and the failure is logged.
+pub fn processed_task_bundle(
+    conn: &Connection,
+    data: &DataDir,
+    task_id: &TaskId,
+    purpose: &str,
+) -> Result<(TaskRow, PathBuf, TaskLock, bool)> {
+    let (task, dir, lock) = finalize::locked_bundle(conn, data, task_id, purpose)?;
+    let processed = db::processed_at(conn, task_id)?.is_none()
+        && process::process_locked(conn, task_id, &dir)
+            .inspect_err(|error| tracing::warn!("{task_id} left unprocessed: {error:#}"))
+            .is_ok();
+    Ok((task, dir, lock, processed))
 }
 
 /// Writes a bundle (directory or zip) as a zip at `out`, redacted when asked. Nothing appears at `out`

@@ -17,6 +17,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod dataset;
 pub mod db;
 pub mod export;
 pub mod finalize;

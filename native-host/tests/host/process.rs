@@ -14,7 +14,7 @@ use trace_manifest::trajectory::Trajectory;
 
 use crate::common::*;
 
-const PASSWORD: &str = "hunter2-Blue!";
+pub const PASSWORD: &str = "hunter2-Blue!";
 const SITE: &str = "http://127.0.0.1:8000";
 /// The session secrets the recording carries besides the password.
 const CSRF: &str = "9f2c41d07be84a61";
@@ -24,7 +24,7 @@ const API_TOKEN: &str = "api-tok-5566778899";
 /// Records a login (its form's CSRF token in a hidden input and a cookie, a session cookie set on success),
 /// a look at the products API (with a bearer token), adding a mug to the cart, and a tracker beacon on each
 /// page.
-fn record_login_and_cart(scratch: &Scratch, id: &str) {
+pub fn record_login_and_cart(scratch: &Scratch, id: &str) {
     let mut host = scratch.host();
     let mut task = TaskMessages::new(task_id(id));
     let login = format!("{SITE}/login");
@@ -148,7 +148,7 @@ fn bundle_files(dir: &Path) -> Vec<String> {
     files
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|window| window == needle)
 }
 
@@ -263,7 +263,7 @@ fn process_refuses_what_is_not_a_bundle_directory() {
 }
 
 /// Every entry of a zip, decompressed, by name.
-fn zip_entries(zip: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+pub fn zip_entries(zip: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     let mut archive = zip::ZipArchive::new(std::fs::File::open(zip).unwrap()).unwrap();
     (0..archive.len())
         .map(|index| {

@@ -1,0 +1,282 @@
+//! `trace-host dataset`: many recordings made into one dataset folder, in TRACE's layout or in
+//! WebArena-Infinity's (both described in [`trace_manifest::dataset`]).
+//!
+//! Each bundle is validated, exported (redacted unless asked otherwise) to `bundles/<task_id>.zip`, and then
+//! everything the dataset says about the task (trajectory, credentials, checkpoints, ignore list, the
+//! browser-use history and its screenshots) is derived from that exported zip, so that the dataset can hold
+//! nothing the zip does not. A bundle that fails validation or redaction is reported and skipped; the rest
+//! of the dataset is still written. The index (`tasks.jsonl` or `manifest.json`) is written last, under a
+//! temporary name then renamed, so that an interrupted run never leaves an index that looks whole.
+
+mod webarena;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use rusqlite::Connection;
+use trace_manifest::archive::{self, Bundle};
+use trace_manifest::bundle;
+use trace_manifest::dataset::{self as format, TaskLine, WebArenaEntry};
+use trace_manifest::task::TaskId;
+
+use crate::export::{self, ExportOptions};
+use crate::paths::DataDir;
+use crate::process::{self, Derived, Evidence};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetFormat {
+    /// `tasks.jsonl` and the bundles.
+    Trace,
+    /// WebArena-Infinity's results layout: `manifest.json`, and per task a browser-use `history.json`,
+    /// `result.json` and `screenshots/step_N.png`.
+    WebarenaInfinity,
+}
+
+#[derive(Debug, Clone)]
+pub struct DatasetOptions {
+    pub format: DatasetFormat,
+    /// Redact every bundle (the default: a dataset is for sharing).
+    pub redact: bool,
+    pub progress: bool,
+}
+
+/// Where a task of the dataset comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A task of the data directory.
+    Task(TaskId),
+    /// A bundle directory or zip.
+    Bundle(PathBuf),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Task(task_id) => write!(f, "task {task_id}"),
+            Source::Bundle(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// A source left out of the dataset, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Skipped {
+    pub source: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DatasetReport {
+    pub out: PathBuf,
+    pub format: DatasetFormat,
+    pub redacted: bool,
+    pub tasks: Vec<TaskId>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Turns the command line's arguments into sources: a bundle (directory with `manifest.json`, or a zip), a
+/// folder of bundles (each zip and bundle directory directly inside it, in name order), or a task id of the
+/// data directory.
+pub fn sources(args: &[String], tasks: Option<&Connection>) -> Result<Vec<Source>> {
+    let mut sources = Vec::new();
+    for arg in args {
+        let path = Path::new(arg);
+        if is_bundle(path) {
+            sources.push(Source::Bundle(path.to_owned()));
+        } else if path.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+                .with_context(|| format!("cannot list {}", path.display()))?
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .filter(|path| is_bundle(path))
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                bail!("{} holds no bundle (no zip, no directory with a manifest.json)", path.display());
+            }
+            sources.extend(found.into_iter().map(Source::Bundle));
+        } else if let Ok(task_id) = arg.parse::<TaskId>()
+            && let Some(conn) = tasks
+            && crate::db::task(conn, &task_id)?.is_some()
+        {
+            sources.push(Source::Task(task_id));
+        } else {
+            bail!("{arg} is neither a bundle, a folder of bundles, nor a task of the data directory");
+        }
+    }
+    Ok(sources)
+}
+
+fn is_bundle(path: &Path) -> bool {
+    (path.is_dir() && path.join(bundle::MANIFEST_FILE).is_file())
+        || (path.is_file() && path.extension().is_some_and(|extension| extension.eq_ignore_ascii_case("zip")))
+}
+
+/// Builds the dataset in `out`, which must not exist or be empty.
+pub fn build(
+    sources: &[Source],
+    data: Option<(&Connection, &DataDir)>,
+    out: &Path,
+    options: &DatasetOptions,
+) -> Result<DatasetReport> {
+    if out.exists() && std::fs::read_dir(out)?.next().is_some() {
+        bail!("{} exists and is not empty; a dataset is written into a new folder", out.display());
+    }
+    std::fs::create_dir_all(out.join(format::BUNDLES_DIR))
+        .with_context(|| format!("cannot create {}", out.display()))?;
+    let progress = progress_bar(sources.len() as u64, options.progress);
+    let mut report = DatasetReport {
+        out: out.to_owned(),
+        format: options.format,
+        redacted: options.redact,
+        tasks: vec![],
+        skipped: vec![],
+    };
+    let mut lines = Vec::new();
+    let mut entries = Vec::new();
+    for source in sources {
+        progress.set_message(source.to_string());
+        match add(source, data, out, options, &report.tasks) {
+            Ok(added) => {
+                report.tasks.push(added.task_id.clone());
+                match options.format {
+                    DatasetFormat::Trace => lines.push(added.line),
+                    DatasetFormat::WebarenaInfinity => entries.push(added.webarena_entry(out)?),
+                }
+            }
+            Err(error) => {
+                progress.suspend(|| eprintln!("skipped {source}: {error:#}"));
+                report.skipped.push(Skipped { source: source.to_string(), reason: format!("{error:#}") });
+            }
+        }
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    match options.format {
+        DatasetFormat::Trace => write_index(out, format::TASKS_FILE, |file| {
+            for line in &lines {
+                serde_json::to_writer(&mut *file, line)?;
+                file.write_all(b"\n")?;
+            }
+            Ok(())
+        })?,
+        DatasetFormat::WebarenaInfinity => write_index(out, format::WEBARENA_MANIFEST_FILE, |file| {
+            serde_json::to_writer_pretty(&mut *file, &entries)?;
+            Ok(file.write_all(b"\n")?)
+        })?,
+    }
+    Ok(report)
+}
+
+/// A task added to the dataset: its line, and what the other layout needs besides.
+struct Added {
+    task_id: TaskId,
+    line: TaskLine,
+    zip: PathBuf,
+    derived: Derived,
+    evidence: Evidence,
+}
+
+impl Added {
+    fn webarena_entry(&self, out: &Path) -> Result<WebArenaEntry> {
+        webarena::write_task(self, out)
+    }
+}
+
+fn add(
+    source: &Source,
+    data: Option<(&Connection, &DataDir)>,
+    out: &Path,
+    options: &DatasetOptions,
+    already: &[TaskId],
+) -> Result<Added> {
+    // A task of the data directory is held under its lock, and processed first if it never was, as on export.
+    let (mut bundle, _lock) = match source {
+        Source::Task(task_id) => {
+            let (conn, data) = data.context("task ids need the data directory")?;
+            let (_, dir, lock, _) = export::processed_task_bundle(conn, data, task_id, "add to a dataset")?;
+            (Bundle::open(&dir)?, Some(lock))
+        }
+        Source::Bundle(path) => (Bundle::open(path).context("cannot open the bundle")?, None),
+    };
+    let validation = archive::validate(&mut bundle, &mut |_| {})?;
+    if let Some(problem) = validation.problems.first() {
+        let file = if problem.file.is_empty() { "bundle" } else { problem.file.as_str() };
+        bail!("invalid bundle ({} problem(s); {file}: {})", validation.problems.len(), problem.message);
+    }
+    let task_id = bundle.manifest()?.task.id;
+    if already.contains(&task_id) {
+        bail!("task {task_id} is already in the dataset, from an earlier source");
+    }
+
+    let zip = out.join(format::bundle_path(&task_id));
+    let export_options = ExportOptions { embed_bodies: false, progress: false, redact: options.redact };
+    export::export_bundle(&mut bundle, &zip, &export_options)?;
+    drop(bundle);
+
+    // From here on, only the exported zip is read: the dataset holds nothing the zip does not.
+    let result = describe(&zip, &task_id, options.redact);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&zip);
+    }
+    result
+}
+
+fn describe(zip: &Path, task_id: &TaskId, redacted: bool) -> Result<Added> {
+    let mut exported = Bundle::open(zip)?;
+    let manifest = exported.manifest()?;
+    let (derived, evidence) = process::derive(&mut exported)?;
+    let task = &manifest.task;
+    let line = TaskLine {
+        task_id: task_id.clone(),
+        task_description: task.description.clone(),
+        task_type: task.task_type,
+        website_url: task.website.clone(),
+        num_steps: derived.trajectory.tool_calls.len(),
+        duration_seconds: manifest.duration_seconds,
+        answer: task.answer.clone(),
+        tool_calls: derived.trajectory.tool_calls.clone(),
+        credentials: derived.credentials.clone(),
+        checkpoints: derived.checkpoints.clone(),
+        checkpoints_reasoning: derived
+            .checkpoints
+            .iter()
+            .map(|checkpoint| format!("{}: {}", checkpoint.id, checkpoint.reason))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ignored: derived.ignored.clone(),
+        bundle: format::bundle_path(task_id),
+        redacted,
+    };
+    Ok(Added { task_id: task_id.clone(), line, zip: zip.to_owned(), derived, evidence })
+}
+
+fn write_index(
+    out: &Path,
+    name: &str,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<()>,
+) -> Result<()> {
+    let path = out.join(name);
+    let temporary = out.join(format!(".{name}.tmp"));
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(&temporary).with_context(|| format!("cannot create {}", temporary.display()))?,
+    );
+    write(&mut file).with_context(|| format!("cannot write {}", path.display()))?;
+    file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    std::fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn progress_bar(total: u64, visible: bool) -> ProgressBar {
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} dataset [{bar:30}] {pos}/{len} bundles ({eta}) {wide_msg}")
+            .expect("the template is valid")
+            .progress_chars("=> "),
+    );
+    bar
+}
