@@ -209,10 +209,7 @@ impl PageTitles {
     /// The title `url` had when it last loaded before `ts` (or first loaded, if only later).
     fn at(&self, url: &str, ts: f64) -> String {
         let loads = || self.0.iter().filter(|(_, loaded, _)| loaded == url);
-        loads()
-            .rfind(|(at, _, _)| *at <= ts)
-            .or_else(|| loads().next())
-            .map_or_else(String::new, |l| l.2.clone())
+        loads().rfind(|(at, _, _)| *at <= ts).or_else(|| loads().next()).map_or_else(String::new, |l| l.2.clone())
     }
 }
 

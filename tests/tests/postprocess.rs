@@ -1,0 +1,242 @@
+//! End to end, through the command line a user runs: the demonstration of [`trace_e2e::demo`] is recorded
+//! in Chromium with the extension and the host, then `trace-host process` derives its trajectory,
+//! credentials, checkpoints and ignore list; `trace-host export --redact` makes a zip in which a byte search
+//! finds none of the session's secrets and which `trace-replay run --human` still re-runs offline; and
+//! `trace-host dataset` writes both dataset layouts, read back here through their types. Needs
+//! `cargo xtask dist`.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use trace_e2e::browser::Build;
+use trace_e2e::demo;
+use trace_e2e::site::{DEMO_PASSWORD, DemoSite};
+use trace_host::process::{Evidence, holds};
+use trace_manifest::archive::Bundle;
+use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
+use trace_manifest::postprocess::{Checkpoint, CredentialEntry};
+use trace_manifest::trajectory::{ToolAction, Trajectory};
+
+/// The demonstration as tool calls: name and what it acted on (frames first), with the site's port
+/// written as PORT, and the URL path before and after.
+const EXPECTED_TRAJECTORY: &[&str] = &[
+    "navigate / | - | - -> /",
+    "navigate /login | - | / -> /login",
+    "input \"ann\" | #username | /login -> /login",
+    "input \"{{credentials.127.0.0.1.password}}\" | #password | /login -> /login",
+    "click | #login-submit | /login -> /account",
+    "click | #signed-in-as | /account -> /account",
+    "select_dropdown \"Express (next day)\" | #shipping | /account -> /account",
+    "click | #gift-wrap | /account -> /account",
+    "click | #add-to-cart | /account -> /cart",
+    "navigate / | - | /cart -> /",
+    "scroll | - | / -> /",
+    "input \"mug\" | #search-input | / -> /",
+    "send_keys Enter | #search-input | / -> /search?q=mug",
+    "navigate /deals | - | /search?q=mug -> /search?q=mug",
+    "navigate /embed | - | /search?q=mug -> /embed",
+    "click | #widget >> #widget-button | /embed -> /embed",
+    "click | iframe[src^=\"http\\:\\/\\/localhost\\:PORT\"] >> #widget-button | /embed -> /embed",
+    "navigate /strict | - | /embed -> /strict",
+    "input \"copied under a strict policy\" | #strict-input | /strict -> /strict",
+    "click | #strict-button | /strict -> /strict",
+    "send_keys Escape | #strict-input | /strict -> /strict",
+    "navigate /clock | - | /strict -> /clock",
+    "navigate / | - | /clock -> /",
+    "click | #help-link | / -> /help",
+    "done \"\" | - | /help -> /help",
+];
+
+fn path_of(url: Option<&str>) -> String {
+    let Some(url) = url else { return "-".to_owned() };
+    let parsed = url::Url::parse(url).unwrap();
+    match parsed.query() {
+        Some(query) => format!("{}?{query}", parsed.path()),
+        None => parsed.path().to_owned(),
+    }
+}
+
+fn summary(trajectory: &Trajectory, port: u16) -> Vec<String> {
+    trajectory
+        .tool_calls
+        .iter()
+        .map(|call| {
+            let action = match &call.action {
+                ToolAction::Navigate { url } => format!("navigate {}", path_of(Some(url))),
+                ToolAction::Input { text } => format!("input {text:?}"),
+                ToolAction::SendKeys { keys } => format!("send_keys {keys}"),
+                ToolAction::SelectDropdown { option } => format!("select_dropdown {option:?}"),
+                ToolAction::Done { text, .. } => format!("done {text:?}"),
+                other => other.name().to_owned(),
+            };
+            let target = call.target.as_ref().map_or("-".to_owned(), |target| {
+                target.frame_path.iter().map(|frame| format!("{frame} >> ")).collect::<String>() + &target.selector
+            });
+            let before = path_of(call.url_before.as_deref());
+            let after = path_of(call.url_after.as_deref());
+            format!("{action} | {target} | {before} -> {after}").replace(&port.to_string(), "PORT")
+        })
+        .collect()
+}
+
+fn run(program: &Path, args: &[&str]) -> Output {
+    let output = Command::new(program).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{} {args:?} failed: {}\n{}",
+        program.display(),
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    output
+}
+
+fn json_of(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
+    let build = Build::from_workspace().unwrap();
+    let site = DemoSite::start(0).unwrap();
+    let port = site.port();
+    let data = tempfile::tempdir().unwrap();
+    let demonstration = demo::record(&build, &site, data.path()).await.unwrap();
+    site.stop();
+    let host = |args: &[&str]| {
+        let mut all = vec!["--data", data.path().to_str().unwrap()];
+        all.extend_from_slice(args);
+        run(&build.trace_host, &all)
+    };
+    let manifest: serde_json::Value = read_json(&demonstration.bundle.join("manifest.json"));
+    let task = manifest["task"]["id"].as_str().unwrap().to_owned();
+
+    // `process`: the expected trajectory, the password as a placeholder only.
+    let report = json_of(&host(&["process", &task, "--json"]));
+    assert_eq!(report["credentials"], 1, "{report}");
+    let bundle = &demonstration.bundle;
+    let trajectory: Trajectory = read_json(&bundle.join("trajectory.json"));
+    let actual = summary(&trajectory, port);
+    assert_eq!(actual, EXPECTED_TRAJECTORY, "actual:\n{}", actual.join("\n"));
+    assert!(!contains(&std::fs::read(bundle.join("trajectory.json")).unwrap(), DEMO_PASSWORD.as_bytes()));
+    let credentials: Vec<CredentialEntry> = read_json(&bundle.join("credentials.json"));
+    assert_eq!(credentials.len(), 1);
+    assert_eq!(
+        (credentials[0].value.as_str(), credentials[0].descriptor.selector.as_str()),
+        (DEMO_PASSWORD, "#password")
+    );
+
+    // Checkpoints: real progress (the login POST, the cart, the search results), each holding on the
+    // recording itself, in the order reached.
+    let checkpoints: Vec<Checkpoint> = read_json(&bundle.join("checkpoints.json"));
+    assert!(checkpoints.len() >= 2, "{checkpoints:#?}");
+    let evidence = Evidence::load(&mut Bundle::open(bundle).unwrap()).unwrap();
+    for checkpoint in &checkpoints {
+        assert!(!holds(&checkpoint.predicate, &evidence).is_empty(), "{checkpoint:?} does not hold");
+    }
+    let predicates = serde_json::to_string(&checkpoints).unwrap();
+    for reached in ["/login", "/cart", "/search?q=mug"] {
+        assert!(predicates.contains(&format!("127.0.0.1:{port}{reached}")), "{reached} is no checkpoint: {predicates}");
+    }
+
+    // The ignore list has the shop's tracker and not its API.
+    let ignored: Vec<String> = read_json(&bundle.join("ignored.json"));
+    assert!(ignored.iter().any(|pattern| pattern.contains("/collect")), "{ignored:?}");
+    assert!(!ignored.iter().any(|pattern| format!("127.0.0.1:{port}/api/products?_=1").contains(pattern.as_str())));
+
+    // The session's secrets, as recorded: the password, and the session and CSRF cookies' values.
+    let storage: serde_json::Value = read_json(&bundle.join("storage.json"));
+    let mut secrets: BTreeSet<String> = BTreeSet::from([DEMO_PASSWORD.to_owned()]);
+    for snapshot in storage["snapshots"].as_array().unwrap() {
+        for cookie in snapshot["cookies"].as_array().unwrap() {
+            secrets.insert(cookie["value"].as_str().unwrap().to_owned());
+        }
+    }
+    let har = std::fs::read_to_string(bundle.join("recording.har")).unwrap();
+    for name in ["session=", "csrf="] {
+        for (at, _) in har.match_indices(name) {
+            let value: String = har[at + name.len()..].chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+            if value.len() >= 16 {
+                secrets.insert(value);
+            }
+        }
+    }
+    assert!(secrets.len() >= 3, "the password, a session id and a CSRF token: {} found", secrets.len());
+
+    // `export --redact`: a byte search of every entry finds none of them, and the zip validates.
+    let zip = data.path().join("redacted.zip");
+    let export = json_of(&host(&["export", &task, "--out", zip.to_str().unwrap(), "--redact", "--json"]));
+    assert!(export["redaction"]["replacements"].as_u64().unwrap() > 0, "{export}");
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&zip).unwrap()).unwrap();
+    for index in 0..archive.len() {
+        let mut entry = archive.by_index(index).unwrap();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).unwrap();
+        for secret in &secrets {
+            assert!(!contains(&bytes, secret.as_bytes()), "{} holds a secret", entry.name());
+        }
+    }
+    let validated = json_of(&host(&["validate", zip.to_str().unwrap(), "--json"]));
+    assert_eq!(validated["valid"], true, "{validated}");
+
+    // The redacted environment still replays: the person's demonstration, re-run offline, signs in with the
+    // credential's stand-in and passes every step.
+    let replay = Command::new(build.trace_host.with_file_name("trace-replay"))
+        .args(["run", "--human", "--json", "--headless", "--chromium"])
+        .arg(&build.chromium)
+        .arg(&zip)
+        .output()
+        .unwrap();
+    let replayed = json_of(&replay);
+    assert_eq!(replayed["steps_failed"], 0, "{replayed:#}");
+    assert_eq!(replayed["steps_passed"], replayed["steps_total"], "{replayed:#}");
+    assert_eq!(replayed["misses"], serde_json::json!([]), "{replayed:#}");
+
+    // `dataset`, in both layouts, from the task of the data directory.
+    let trace_dir = data.path().join("dataset-trace");
+    host(&["dataset", &task, "--out", trace_dir.to_str().unwrap()]);
+    let text = std::fs::read_to_string(trace_dir.join("tasks.jsonl")).unwrap();
+    let lines: Vec<TaskLine> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(lines.len(), 1);
+    let line = &lines[0];
+    assert_eq!(line.task_description, demo::DESCRIPTION);
+    assert_eq!(
+        summary(&Trajectory { task_id: line.task_id.clone(), tool_calls: line.tool_calls.clone() }, port),
+        EXPECTED_TRAJECTORY
+    );
+    assert_eq!(line.num_steps, EXPECTED_TRAJECTORY.len());
+    assert_eq!(line.checkpoints.len(), checkpoints.len());
+    assert!(line.credentials[0].value.starts_with("trace-redacted-"), "redacted credentials");
+    assert!(!contains(text.as_bytes(), DEMO_PASSWORD.as_bytes()));
+
+    let webarena_dir = data.path().join("dataset-webarena");
+    host(&["dataset", &task, "--out", webarena_dir.to_str().unwrap(), "--format", "webarena-infinity"]);
+    let entries: Vec<WebArenaEntry> = read_json(&webarena_dir.join("manifest.json"));
+    assert_eq!(entries.len(), 1);
+    assert_eq!((entries[0].model.as_str(), entries[0].steps), ("human", EXPECTED_TRAJECTORY.len()));
+    assert_eq!(entries[0].difficulty, "hard");
+    let task_dir = webarena_dir.join(&task);
+    let history: BrowserUseHistory = read_json(&task_dir.join("history.json"));
+    assert_eq!(history.history.len(), EXPECTED_TRAJECTORY.len());
+    let result: WebArenaResult = read_json(&task_dir.join("result.json"));
+    assert!(result.success && result.checkpoints.values().all(|&reached| reached), "{result:?}");
+    // Every step whose state had a screenshot points at a real PNG beside it.
+    let screenshots: Vec<&String> =
+        history.history.iter().filter_map(|step| step.state.screenshot_path.as_ref()).collect();
+    assert!(screenshots.len() >= 10, "{screenshots:?}");
+    for screenshot in screenshots {
+        let bytes = std::fs::read(task_dir.join(screenshot)).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"), "{screenshot} is a PNG");
+    }
+}
