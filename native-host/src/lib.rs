@@ -11,6 +11,8 @@
 //! - [`finalize`]: writes a bundle directory (events, HAR, storage, manifest) from the database.
 //! - [`process`]: derives the trajectory, credentials, checkpoints and ignore list into a bundle.
 //! - [`export`], [`import`]: bundles as zip files, out and in.
+//! - [`redact`]: a bundle's secrets found and replaced for sharing, and the exported zip searched for them.
+//! - [`dataset`]: many bundles made into a dataset folder (TRACE's or WebArena-Infinity's layout).
 //! - [`install`]: registers the host with Chrome and Chromium.
 //! - [`cli`]: the commands people run; [`paths`]: where the data lives.
 //! - [`client`]: the extension's side of the protocol, for tests, the benchmark and the demo.

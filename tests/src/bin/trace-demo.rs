@@ -1,7 +1,8 @@
 //! `trace-demo`: the README's main job. Serves the demo shop, records the demonstration in Chromium with
-//! the built extension and `trace-host`, then exports the bundle, validates and inspects it, stops the shop
-//! and replays the exported zip offline, re-running the demonstration step by step with the real binaries
-//! (`cargo xtask demo` builds everything first).
+//! the built extension and `trace-host`, then exports the bundle redacted (processing it on the way:
+//! trajectory, credentials, checkpoints, ignore list), validates and inspects it, stops the shop and replays
+//! the redacted zip offline, re-running the demonstration step by step with the real binaries, and last
+//! makes a one-task dataset of it (`cargo xtask demo` builds everything first).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,10 +13,11 @@ use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::site::DemoSite;
 
-/// Record a demonstration on the demo shop, bundle it, export it, check it, and replay it offline.
+/// Record a demonstration on the demo shop, bundle it, export it redacted, check it, replay it offline, and
+/// make a dataset of it.
 #[derive(Debug, Parser)]
 struct Args {
-    /// Where to put the host's data directory and the exported zip.
+    /// Where to put the host's data directory, the exported zip and the dataset.
     #[arg(long, default_value = "target/demo")]
     out: PathBuf,
 }
@@ -25,8 +27,11 @@ async fn main() -> Result<()> {
     let args = Args::parse();
     let build = Build::from_workspace()?;
     let data = args.out.join("data");
-    if data.exists() {
-        std::fs::remove_dir_all(&data).with_context(|| format!("cannot clear {}", data.display()))?;
+    let dataset = args.out.join("dataset");
+    for previous in [&data, &dataset] {
+        if previous.exists() {
+            std::fs::remove_dir_all(previous).with_context(|| format!("cannot clear {}", previous.display()))?;
+        }
     }
     std::fs::create_dir_all(&data)?;
     let data = data.canonicalize()?;
@@ -38,7 +43,12 @@ async fn main() -> Result<()> {
 
     let task_id = recorded.bundle.file_name().context("a bundle directory has a name")?.to_string_lossy().into_owned();
     let zip = args.out.join(format!("{task_id}.zip"));
-    run(Command::new(&build.trace_host).arg("--data").arg(&data).args(["export", &task_id, "--out"]).arg(&zip))?;
+    let host = || {
+        let mut command = Command::new(&build.trace_host);
+        command.arg("--data").arg(&data);
+        command
+    };
+    run(host().args(["export", &task_id, "--redact", "--out"]).arg(&zip))?;
     run(Command::new(&build.trace_host).arg("validate").arg(&zip))?;
     run(Command::new(replay_binary(&build.trace_host)).arg("inspect").arg(&zip))?;
     site.stop();
@@ -48,7 +58,10 @@ async fn main() -> Result<()> {
         .arg(&build.chromium)
         .arg(&zip)
         .env("TRACE_LOG", "warn"))?;
-    println!("\ndone: the bundle is in {}, exported as {}", recorded.bundle.display(), zip.display());
+    println!();
+    run(host().args(["dataset", &task_id, "--out"]).arg(&dataset))?;
+    println!("\ndone: the bundle is in {}, exported redacted as {}", recorded.bundle.display(), zip.display());
+    println!("its trajectory, checkpoints and ignore list are in the zip; the dataset is in {}", dataset.display());
     println!("serve it to a browser of your own with: trace-replay serve {}", zip.display());
     Ok(())
 }
