@@ -147,7 +147,7 @@ pub fn build(
                 }
             }
             Err(error) => {
-                progress.suspend(|| eprintln!("skipped {source}: {error:#}"));
+                tracing::debug!("skipped {source}: {error:#}");
                 report.skipped.push(Skipped { source: source.to_string(), reason: format!("{error:#}") });
             }
         }
