@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::bundle::{self, BundleManifest, FileEntry};
 use crate::event::EventRecord;
 use crate::har::Har;
+pub use crate::report::Problem;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
@@ -291,14 +292,6 @@ impl<W: Write> Write for HashingWriter<W> {
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
-}
-
-/// One thing wrong with a bundle.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Problem {
-    /// The file concerned, or "" for the bundle as a whole.
-    pub file: String,
-    pub message: String,
 }
 
 /// What [`validate`] found.

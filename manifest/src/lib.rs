@@ -1,6 +1,8 @@
 //! `trace-manifest` is the one place where TRACE's capture format is defined: the events a recording is made
 //! of, the messages the extension and the native host exchange, the layout of a bundle and its
-//! `manifest.json`, and the HAR 1.2 model that a bundle's network log is written in.
+//! `manifest.json`, the HAR 1.2 model that a bundle's network log is written in, the files post-processing
+//! adds, datasets, and every `--json` report. Types, constants and schemas only: what is derived from a
+//! bundle is derived by `trace-analysis`.
 //!
 //! It knows nothing of Chrome, tokio, SQLite or the file system, and builds for `wasm32-unknown-unknown` so
 //! that the extension speaks exactly the types the host stores. Reading bundles from disk or zip files and
@@ -11,11 +13,12 @@
 //! - [`wire`]: extension ↔ host messages and their limits.
 //! - [`task`]: task identity and metadata (id, type, status, recorder).
 //! - [`bundle`]: the bundle's file layout and `manifest.json`.
-//! - [`har`]: the HAR 1.2 model and its construction from events.
+//! - [`har`]: the HAR 1.2 model.
 //! - [`time_fmt`]: the one conversion between recorded timestamps and RFC 3339.
-//! - [`trajectory`]: the demonstration as browser-use-style tool calls, and the credentials typed in it.
+//! - [`trajectory`]: `trajectory.json`, the demonstration as browser-use-style tool calls, and credentials.
 //! - [`postprocess`]: the files `trace-host process` adds: credentials, checkpoints, ignore list.
 //! - [`dataset`]: the dataset layouts `trace-host dataset` writes (TRACE's and WebArena-Infinity's).
+//! - [`report`]: what the command-line tools print with `--json`.
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
 //! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate.
 
@@ -24,6 +27,7 @@ pub mod dataset;
 pub mod event;
 pub mod har;
 pub mod postprocess;
+pub mod report;
 pub mod schema;
 pub mod task;
 pub mod time_fmt;

@@ -47,6 +47,17 @@ impl From<&Credential> for CredentialEntry {
     }
 }
 
+impl From<&CredentialEntry> for Credential {
+    fn from(entry: &CredentialEntry) -> Credential {
+        Credential {
+            site: entry.site.clone(),
+            field: entry.field.clone(),
+            target: entry.descriptor.clone(),
+            value: entry.value.clone(),
+        }
+    }
+}
+
 // By hand, so that logging an entry never prints the secret.
 impl std::fmt::Debug for CredentialEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

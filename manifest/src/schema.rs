@@ -9,6 +9,10 @@ use crate::bundle::{BundleManifest, StorageFile};
 use crate::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use crate::event::EventRecord;
 use crate::postprocess::{Checkpoint, CredentialEntry};
+use crate::report::{
+    BundleSummary, DatasetReport, ExportReport, FidelityReport, ImportReport, Installed, ProcessReport, TaskSummary,
+    ValidateReport,
+};
 use crate::trajectory::Trajectory;
 use crate::wire::{ClientMessage, HostMessage};
 
@@ -27,6 +31,15 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("webarena-manifest.schema.json", schema_for!(Vec<WebArenaEntry>)),
         ("webarena-result.schema.json", schema_for!(WebArenaResult)),
         ("browser-use-history.schema.json", schema_for!(BrowserUseHistory)),
+        ("report-tasks.schema.json", schema_for!(Vec<TaskSummary>)),
+        ("report-install.schema.json", schema_for!(Vec<Installed>)),
+        ("report-process.schema.json", schema_for!(ProcessReport)),
+        ("report-export.schema.json", schema_for!(ExportReport)),
+        ("report-validate.schema.json", schema_for!(ValidateReport)),
+        ("report-import.schema.json", schema_for!(ImportReport)),
+        ("report-dataset.schema.json", schema_for!(DatasetReport)),
+        ("report-inspect.schema.json", schema_for!(BundleSummary)),
+        ("report-fidelity.schema.json", schema_for!(FidelityReport)),
     ]
 }
 

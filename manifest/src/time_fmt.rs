@@ -19,6 +19,12 @@ pub fn rfc3339_from_millis(millis: f64) -> String {
     at.format(MILLIS_UTC).unwrap_or_else(|_| "1970-01-01T00:00:00.000Z".to_owned())
 }
 
+/// Now, in epoch milliseconds: the one clock of the native tools (the extension reads JavaScript's).
+#[cfg(feature = "native")]
+pub fn now_ms() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
 /// Parses RFC 3339 back to epoch milliseconds.
 pub fn millis_from_rfc3339(text: &str) -> Option<f64> {
     let at = OffsetDateTime::parse(text, &Rfc3339).ok()?;

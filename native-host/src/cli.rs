@@ -11,7 +11,9 @@ use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
 
-use crate::dataset::{self, DatasetFormat, DatasetOptions};
+use trace_manifest::report::DatasetFormat;
+
+use crate::dataset::{self, DatasetOptions};
 use crate::db::{self, TaskRow};
 use crate::export::{self, ExportOptions};
 use crate::ingest::reconcile_interrupted;
@@ -87,7 +89,7 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
         #[arg(long, value_enum, default_value = "trace")]
-        format: DatasetFormat,
+        format: FormatArg,
         /// Keep every secret in the bundles and in tasks.jsonl (for private use only).
         #[arg(long)]
         keep_secrets: bool,
@@ -171,7 +173,10 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     println!("processed it first: trajectory, credentials, checkpoints and ignore list are included");
                 }
                 if let Some(redaction) = &report.redaction {
-                    println!("redacted: {}; the zip was searched and holds none of them", redaction.describe());
+                    println!(
+                        "redacted: {}; the zip was searched and holds none of them",
+                        crate::redact::describe(redaction)
+                    );
                 }
             }
         }
@@ -194,7 +199,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             }
         }
         Command::Dataset { sources, out, format, keep_secrets, json } => {
-            return dataset(sources, out, *format, !keep_secrets, *json, cli.data.as_deref());
+            return dataset(sources, out, (*format).into(), !keep_secrets, *json, cli.data.as_deref());
         }
         Command::Process { target, json } => {
             let report = process(target, cli.data.as_deref())?;
@@ -218,7 +223,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
 }
 
 /// A task id names a task of the data directory; anything else, or an id no task has, is a bundle directory.
-fn process(target: &str, data_dir: Option<&Path>) -> Result<crate::process::ProcessReport> {
+fn process(target: &str, data_dir: Option<&Path>) -> Result<trace_manifest::report::ProcessReport> {
     let path = Path::new(target);
     let looks_like_path = target.contains(std::path::MAIN_SEPARATOR) || target.contains('/');
     if !looks_like_path && let Ok(task_id) = target.parse::<TaskId>() {
@@ -233,6 +238,25 @@ fn process(target: &str, data_dir: Option<&Path>) -> Result<crate::process::Proc
     let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
     let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
     crate::process::process_path(path, conn.as_ref().zip(data.as_ref()))
+}
+
+/// `--format`, as clap reads it; the format crate's [`DatasetFormat`] is what reports say.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FormatArg {
+    /// `tasks.jsonl` and the bundles.
+    Trace,
+    /// WebArena-Infinity's results layout: `manifest.json`, and per task a browser-use `history.json`,
+    /// `result.json` and `screenshots/step_N.png`.
+    WebarenaInfinity,
+}
+
+impl From<FormatArg> for DatasetFormat {
+    fn from(format: FormatArg) -> DatasetFormat {
+        match format {
+            FormatArg::Trace => DatasetFormat::Trace,
+            FormatArg::WebarenaInfinity => DatasetFormat::WebarenaInfinity,
+        }
+    }
 }
 
 fn dataset(

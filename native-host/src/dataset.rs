@@ -23,17 +23,11 @@ use trace_manifest::task::TaskId;
 
 use crate::export::{self, ExportOptions};
 use crate::paths::DataDir;
-use crate::process::{self, Derived, Evidence};
+use trace_analysis::evidence::Evidence;
+use trace_analysis::postprocess::PostProcessed;
+use trace_manifest::report::{DatasetFormat, DatasetReport, Skipped};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DatasetFormat {
-    /// `tasks.jsonl` and the bundles.
-    Trace,
-    /// WebArena-Infinity's results layout: `manifest.json`, and per task a browser-use `history.json`,
-    /// `result.json` and `screenshots/step_N.png`.
-    WebarenaInfinity,
-}
+use crate::process;
 
 #[derive(Debug, Clone)]
 pub struct DatasetOptions {
@@ -59,22 +53,6 @@ impl std::fmt::Display for Source {
             Source::Bundle(path) => write!(f, "{}", path.display()),
         }
     }
-}
-
-/// A source left out of the dataset, and why.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Skipped {
-    pub source: String,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct DatasetReport {
-    pub out: PathBuf,
-    pub format: DatasetFormat,
-    pub redacted: bool,
-    pub tasks: Vec<TaskId>,
-    pub skipped: Vec<Skipped>,
 }
 
 /// Turns the command line's arguments into sources: a bundle (directory with `manifest.json`, or a zip), a
@@ -175,7 +153,7 @@ struct Added {
     task_id: TaskId,
     line: TaskLine,
     zip: PathBuf,
-    derived: Derived,
+    derived: PostProcessed,
     evidence: Evidence,
 }
 

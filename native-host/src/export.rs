@@ -18,13 +18,15 @@ use rusqlite::Connection;
 use trace_manifest::archive::{Bundle, HashingWriter};
 use trace_manifest::bundle::{self, BundleManifest};
 use trace_manifest::har::Har;
-use trace_manifest::task::{TaskId, TaskStatus};
+use trace_manifest::task::TaskId;
 use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
 
 use crate::db::TaskRow;
 use crate::paths::DataDir;
-use crate::redact::{self, RedactionSummary};
+use trace_manifest::report::{ExportReport, RedactionSummary};
+
+use crate::redact;
 use crate::task_lock::TaskLock;
 use crate::{db, finalize, process};
 
@@ -36,20 +38,6 @@ pub struct ExportOptions {
     pub progress: bool,
     /// Replace every secret by a placeholder, and prove the zip holds none.
     pub redact: bool,
-}
-
-/// What was exported.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ExportReport {
-    pub task_id: TaskId,
-    pub status: TaskStatus,
-    pub zip: PathBuf,
-    pub files: usize,
-    pub bytes: u64,
-    /// Whether the task was post-processed on the way (it had not been).
-    pub processed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redaction: Option<RedactionSummary>,
 }
 
 /// What [`export_bundle`] wrote.

@@ -14,12 +14,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
+use trace_analysis::har;
 use trace_manifest::archive::HashingWriter;
 use trace_manifest::bundle::{
     self, BundleManifest, Counts, FileEntry, ProducerInfo, StorageFile, TaskInfo, TimedStorageSnapshot,
 };
 use trace_manifest::event::{EventKind, EventRecord};
-use trace_manifest::har::{self, Creator};
+use trace_manifest::har::Creator;
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
 

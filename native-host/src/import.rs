@@ -11,20 +11,12 @@ use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
 use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::bundle;
-use trace_manifest::task::{TaskId, TaskStart};
+use trace_manifest::report::ImportReport;
+use trace_manifest::task::TaskStart;
 use trace_manifest::time_fmt::millis_from_rfc3339;
 
 use crate::db;
 use crate::paths::DataDir;
-
-/// What was imported.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ImportReport {
-    pub task_id: TaskId,
-    pub files: usize,
-    pub bytes: u64,
-    pub events: usize,
-}
 
 pub fn import(conn: &Connection, data: &DataDir, zip_path: &Path, limits: ZipLimits) -> Result<ImportReport> {
     let mut source = Bundle::open_with_limits(zip_path, limits)

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::Context;
 use rusqlite::{Connection, TransactionBehavior};
@@ -25,6 +25,7 @@ use trace_manifest::event::{
     BodyPart, BodyStored, DomSnapshotStored, Event, EventKind, EventRecord, ImageFormat, ScreenshotStored,
 };
 use trace_manifest::task::{TaskId, TaskStart, TaskStatus, TaskType};
+use trace_manifest::time_fmt::now_ms;
 use trace_manifest::wire::{CLIENT_MESSAGE_TYPES, ClientBody, ClientMessage, ErrorCode, HostMessage, TaskProgress};
 
 use crate::db;
@@ -821,8 +822,4 @@ pub fn reconcile_interrupted(conn: &Connection, data: &DataDir) -> anyhow::Resul
         }
     }
     Ok(interrupted)
-}
-
-pub fn now_ms() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }

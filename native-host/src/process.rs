@@ -1,8 +1,8 @@
 //! `trace-host process`: derives from a finished bundle the files that make it a task environment, and
 //! writes them into it: `trajectory.json` (the demonstration as tool calls, with secrets as placeholders),
-//! `credentials.json` (the secrets), `checkpoints.json` (progress states with checkable predicates, see
-//! [`checkpoints`]) and `ignored.json` (requests replay may fail at once, see [`ignore`]). Their formats are
-//! [`trace_manifest::postprocess`]'s.
+//! `credentials.json` (the secrets), `checkpoints.json` (progress states with checkable predicates) and
+//! `ignored.json` (requests replay may fail at once). What they say is derived by
+//! [`trace_analysis::postprocess`]; their formats are [`trace_manifest::postprocess`]'s.
 //!
 //! Every file is written under a temporary name and renamed into place, then `manifest.json` is rewritten
 //! with them in its index, so that the bundle still validates. For a task of the data directory the files
@@ -10,61 +10,28 @@
 //! Processing again replaces them. The checkpoints are chosen by fixed rules; there is no model-based
 //! selection (`--llm`) yet.
 
-pub mod checkpoints;
-pub mod evidence;
-pub mod ignore;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
+use trace_analysis::evidence::Evidence;
+use trace_analysis::postprocess::PostProcessed;
 use trace_manifest::archive::{Bundle, parse_manifest};
 use trace_manifest::bundle::{self, FileEntry};
-use trace_manifest::postprocess::{
-    self, CHECKPOINTS_FILE, CREDENTIALS_FILE, Checkpoint, CredentialEntry, IGNORED_FILE, TRAJECTORY_FILE,
-};
+use trace_manifest::postprocess::{self, CHECKPOINTS_FILE, CREDENTIALS_FILE, IGNORED_FILE, TRAJECTORY_FILE};
+use trace_manifest::report::ProcessReport;
 use trace_manifest::task::TaskId;
-use trace_manifest::trajectory::{self, Trajectory};
 
 use crate::db;
 use crate::finalize;
 use crate::paths::DataDir;
 
-pub use evidence::{Evidence, holds};
-
-/// What processing wrote.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ProcessReport {
-    pub task_id: TaskId,
-    pub bundle: PathBuf,
-    pub tool_calls: usize,
-    pub credentials: usize,
-    pub checkpoints: usize,
-    pub ignored: usize,
-    /// The files written, relative to the bundle.
-    pub files: Vec<String>,
-    /// Whether the task is one of the data directory's, recorded as processed in `tasks.db`.
-    pub recorded: bool,
-}
-
-/// Everything derived from one bundle, before it is written.
-#[derive(Debug, Clone)]
-pub struct Derived {
-    pub trajectory: Trajectory,
-    pub credentials: Vec<CredentialEntry>,
-    pub checkpoints: Vec<Checkpoint>,
-    pub ignored: Vec<String>,
-}
-
 /// Derives the four files' content from a bundle (directory or zip), writing nothing.
-pub fn derive(bundle: &mut Bundle) -> Result<(Derived, Evidence)> {
+pub fn derive(bundle: &mut Bundle) -> Result<(PostProcessed, Evidence)> {
     let manifest = bundle.manifest()?;
     let evidence = Evidence::load(bundle)?;
-    let derived = trajectory::derive(manifest.task.id.clone(), &evidence.events, manifest.task.answer.as_deref());
-    let ignored = ignore::ignore_list(&evidence.exchanges);
-    let checkpoints = checkpoints::select(&evidence, &derived.trajectory, &derived.credentials, &ignored);
-    let credentials = derived.credentials.iter().map(CredentialEntry::from).collect();
-    Ok((Derived { trajectory: derived.trajectory, credentials, checkpoints, ignored }, evidence))
+    let derived = trace_analysis::postprocess::derive(&manifest.task, &evidence);
+    Ok((derived, evidence))
 }
 
 /// Processes a task of the data directory, finalizing its bundle first if need be.
@@ -80,7 +47,7 @@ pub fn process_locked(conn: &Connection, task_id: &TaskId, dir: &Path) -> Result
     for entry in &written {
         db::record_derived_file(&transaction, task_id, &entry.path, entry.size, &entry.sha256)?;
     }
-    db::set_processed(&transaction, task_id, now_millis())?;
+    db::set_processed(&transaction, task_id, trace_manifest::time_fmt::now_ms())?;
     transaction.commit()?;
     report.recorded = true;
     Ok(report)
@@ -139,67 +106,10 @@ fn process_dir(dir: &Path) -> Result<(ProcessReport, Vec<FileEntry>)> {
     Ok((report, written))
 }
 
-fn now_millis() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-}
-
 fn write_json(dir: &Path, name: &str, value: &impl serde::Serialize) -> Result<FileEntry> {
     finalize::write_generated(dir, name, |out| {
         serde_json::to_writer_pretty(&mut *out, value)?;
         out.write_all(b"\n")?;
         Ok(())
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use trace_manifest::postprocess::Predicate;
-
-    use super::*;
-
-    /// The events of the demo shop's scripted recording (the DOM snapshots are not committed: the whole
-    /// bundle is 1.7 MB, so the final-text checkpoint is covered by the host tests instead).
-    fn demo_evidence() -> Evidence {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifest/tests/fixtures/demo-events.jsonl");
-        let events = trace_manifest::archive::parse_events(&std::fs::read(path).unwrap()).unwrap();
-        Evidence { exchanges: evidence::exchanges(&events), events, pages: Vec::new() }
-    }
-
-    #[test]
-    fn the_demo_shop_ignores_its_tracker_and_checkpoints_its_login_cart_and_search() {
-        let evidence = demo_evidence();
-        let task_id: TaskId = "demo".parse().unwrap();
-        let derived = trajectory::derive(task_id, &evidence.events, None);
-        let ignored = ignore::ignore_list(&evidence.exchanges);
-        assert_eq!(ignored, ["127.0.0.1:46297/collect?"]);
-        assert!(!ignored.iter().any(|pattern| "127.0.0.1:46297/api/products?_=1".contains(pattern.as_str())));
-
-        let checkpoints = checkpoints::select(&evidence, &derived.trajectory, &derived.credentials, &ignored);
-        let predicates: Vec<&Predicate> = checkpoints.iter().map(|c| &c.predicate).collect();
-        let request = |url: &str, fields: &[(&str, &str)]| Predicate::Request {
-            method: "POST".into(),
-            url_pattern: url.into(),
-            body_fields: fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        };
-        let url = |pattern: &str| Predicate::Url { pattern: pattern.into() };
-        assert_eq!(
-            predicates,
-            [
-                &request("127.0.0.1:46297/login", &[("username", "ann")]),
-                &url("127.0.0.1:46297/account"),
-                &request(
-                    "127.0.0.1:46297/cart",
-                    &[("product", "blue-mug"), ("qty", "1"), ("shipping", "express"), ("gift_wrap", "yes")]
-                ),
-                &url("127.0.0.1:46297/cart"),
-                &url("127.0.0.1:46297/search?q=mug"),
-            ]
-        );
-        for checkpoint in &checkpoints {
-            assert!(holds(&checkpoint.predicate, &evidence).contains(&checkpoint.event_ids[0]), "{checkpoint:?}");
-            assert!(!serde_json::to_string(checkpoint).unwrap().contains("blue-mug-42"));
-        }
-        let steps: Vec<Option<usize>> = checkpoints.iter().map(|c| c.step).collect();
-        assert!(steps.windows(2).all(|pair| pair[0] <= pair[1]), "in the order reached: {steps:?}");
-    }
 }

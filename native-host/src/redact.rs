@@ -10,8 +10,6 @@
 //! Bodies are content-addressed, so a body that changes moves to the name of its new hash, and the events,
 //! the HAR and the index follow it.
 
-pub mod secrets;
-
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
@@ -24,30 +22,19 @@ use trace_manifest::bundle::{self, Counts, FileEntry, StorageFile};
 use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
 
-pub use secrets::{Secret, SecretKind, Secrets};
+use trace_analysis::secrets::{Secrets, encoded_forms};
+use trace_manifest::report::RedactionSummary;
 
-/// What redaction did to a bundle.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct RedactionSummary {
-    /// Distinct secrets, by kind.
-    pub secrets: BTreeMap<SecretKind, usize>,
-    /// Occurrences replaced, over all files.
-    pub replacements: usize,
-    /// Files in which something was replaced.
-    pub files_changed: usize,
-}
-
-impl RedactionSummary {
-    pub fn describe(&self) -> String {
-        let total: usize = self.secrets.values().sum();
-        let kinds: Vec<String> = self.secrets.iter().map(|(kind, n)| format!("{n} {}", kind.as_str())).collect();
-        format!(
-            "{total} secrets ({}) replaced in {} places across {} files",
-            if kinds.is_empty() { "none found".to_owned() } else { kinds.join(", ") },
-            self.replacements,
-            self.files_changed
-        )
-    }
+/// What redaction did, in a line for people.
+pub fn describe(summary: &RedactionSummary) -> String {
+    let total: usize = summary.secrets.values().sum();
+    let kinds: Vec<String> = summary.secrets.iter().map(|(kind, n)| format!("{n} {}", kind.as_str())).collect();
+    format!(
+        "{total} secrets ({}) replaced in {} places across {} files",
+        if kinds.is_empty() { "none found".to_owned() } else { kinds.join(", ") },
+        summary.replacements,
+        summary.files_changed
+    )
 }
 
 /// Every encoded form of every secret, and what replaces it.
@@ -103,27 +90,6 @@ impl Replacer {
             None => Ok(None),
         }
     }
-}
-
-/// The forms a secret takes in a bundle: as typed, form-encoded (`+` or `%20` for spaces) as in bodies and
-/// URLs, JSON-escaped as in `events.jsonl` and the HAR (also around the encoded forms), and HTML-escaped as
-/// in pages and DOM snapshots.
-fn encoded_forms(value: &str) -> Vec<String> {
-    let form: String = url::form_urlencoded::byte_serialize(value.as_bytes()).collect();
-    let percent = form.replace('+', "%20");
-    let html = value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
-    let html_apostrophe = html.replace('\'', "&#39;");
-    let mut forms = vec![value.to_owned(), form, percent, html, html_apostrophe];
-    let escaped: Vec<String> = forms.iter().map(|form| json_escaped(form)).collect();
-    forms.extend(escaped);
-    forms.sort();
-    forms.dedup();
-    forms
-}
-
-fn json_escaped(text: &str) -> String {
-    let quoted = serde_json::to_string(text).expect("a string always serializes");
-    quoted[1..quoted.len() - 1].to_owned()
 }
 
 /// A bundle redacted into a directory, with what it takes to check a zip made of it.
@@ -272,6 +238,8 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<FileEntry> {
 
 #[cfg(test)]
 mod tests {
+    use trace_analysis::secrets::SecretKind;
+
     use super::*;
 
     fn secrets(values: &[(SecretKind, &str, &str)]) -> Secrets {

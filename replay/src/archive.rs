@@ -10,16 +10,15 @@ use std::sync::Mutex;
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
+use trace_analysis::ignore::{ignore_pattern, parse_ignore_list};
 use trace_manifest::archive::{ArchiveError, Bundle};
 use trace_manifest::bundle::{self, BundleManifest, StorageFile};
 use trace_manifest::event::{StoragePhase, StorageSnapshot};
 use trace_manifest::har::{Entry, Har};
+use trace_manifest::postprocess::IGNORED_FILE;
 use trace_manifest::time_fmt::millis_from_rfc3339;
 
 use crate::matcher::RecordedRequest;
-
-/// The ignore list post-processing writes beside the HAR: a JSON array of scheme-less URL substrings.
-pub const IGNORED_FILE: &str = "ignored.json";
 
 /// One recorded request and what answered it.
 #[derive(Debug, Clone)]
@@ -102,7 +101,9 @@ impl ReplayArchive {
             None
         };
         let ignored = if bundle.contains(IGNORED_FILE) {
-            parse_ignore_list(&read(&mut bundle, IGNORED_FILE)?).context(IGNORED_FILE)?
+            parse_ignore_list(&read(&mut bundle, IGNORED_FILE)?)
+                .context("an ignore list is a JSON array of strings")
+                .context(IGNORED_FILE)?
         } else {
             Vec::new()
         };
@@ -154,7 +155,7 @@ impl ReplayArchive {
         self.ignored = ignored;
     }
 
-    /// The ignore-list entry that names `url`, if any (see [`ignore_pattern`]).
+    /// The ignore-list entry that names `url`, if any (by [`trace_analysis::urls`]'s rule).
     pub fn ignore_pattern(&self, url: &str) -> Option<&str> {
         ignore_pattern(&self.ignored, url)
     }
@@ -176,19 +177,6 @@ fn read(bundle: &mut Bundle, name: &str) -> Result<Vec<u8>> {
 /// directory (os error 2): No such file or directory (os error 2)").
 fn flatten(error: ArchiveError) -> anyhow::Error {
     anyhow::Error::msg(error.to_string())
-}
-
-/// The first entry of `ignored` that names `url`: entries are substrings of the URL without its scheme, so
-/// that one entry covers http and https alike. The first is the one replay reports a request under.
-pub fn ignore_pattern<'a>(ignored: &'a [String], url: &str) -> Option<&'a str> {
-    let without_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
-    ignored.iter().map(String::as_str).find(|pattern| without_scheme.contains(pattern))
-}
-
-/// Reads an ignore list: a JSON array of scheme-less URL substrings.
-pub fn parse_ignore_list(bytes: &[u8]) -> Result<Vec<String>> {
-    let list: Vec<String> = serde_json::from_slice(bytes).context("an ignore list is a JSON array of strings")?;
-    Ok(list.into_iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
 }
 
 fn exchange(entry: &Entry) -> Result<RecordedExchange> {

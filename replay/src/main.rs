@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use trace_replay::archive::{ReplayArchive, parse_ignore_list};
+use trace_analysis::ignore::parse_ignore_list;
+use trace_replay::archive::ReplayArchive;
 use trace_replay::run::{human_trajectory, run_human};
 use trace_replay::serve::{Options, Replay};
 
@@ -104,7 +105,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&summary)?);
             } else {
-                print!("{summary}");
+                print!("{}", trace_replay::inspect::text(&summary));
             }
             Ok(())
         }
@@ -112,7 +113,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut archive = ReplayArchive::open(&bundle)?;
             if let Some(file) = ignore_list {
                 let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-                archive.set_ignore_list(parse_ignore_list(&bytes).with_context(|| file.display().to_string())?);
+                let list = parse_ignore_list(&bytes).context("an ignore list is a JSON array of strings");
+                archive.set_ignore_list(list.with_context(|| file.display().to_string())?);
             }
             let options = Options {
                 chromium: browser.chromium,
@@ -154,7 +156,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                print!("{report}");
+                print!("{}", trace_replay::run::text(&report));
             }
             if !report.is_faithful() {
                 return Err(Unfaithful.into());

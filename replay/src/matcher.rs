@@ -5,17 +5,18 @@
 //! A request is tried at three levels, the first that answers wins:
 //!
 //! 1. **Exact**: same method, URL and body bytes.
-//! 2. **Canonical**: same method and [`canonical_url`], and same [`canonical_body`]. Canonical forms drop what
-//!    changes from one page load to the next without changing the answer: the URL fragment, volatile query
-//!    parameters (cache busters such as `_`, `t`, `ts`, `cb`; `utm_*`; the JSONP `callback`, see
-//!    [`is_volatile_name`]), and in bodies the order of form fields, of JSON object keys and of multipart
-//!    parts, the multipart boundary, and volatile form fields and JSON keys.
+//! 2. **Canonical**: same method, [`canonical_url`] and [`canonical_body`] (the canonical forms, which drop
+//!    what changes from one page load to the next without changing the answer, are
+//!    [`trace_analysis::canonical`]'s).
 //! 3. **Fuzzy**: among recorded requests with the same method, host (with port) and path, the one whose query
 //!    and body parameters are closest to the request's, scored parameter by parameter ([`fuzzy_score`]); a
 //!    best score under [`FUZZY_THRESHOLD`] is a miss.
 //!
 //! Repeated requests are answered in recorded order: every recorded request answers once before any answers
 //! twice, and when all the recorded requests a level found have answered, the last of them keeps answering.
+//!
+//! This module owns the levels, the queues and the fuzzy score; what a request's canonical form, endpoint
+//! and parameters are is [`trace_analysis::canonical`]'s.
 //!
 //! Lookups stay fast on large recordings: the exact and canonical levels are hash lookups, and the fuzzy level
 //! only scores the recorded requests of the request's (method, host, path), skipping those whose score cannot
@@ -25,11 +26,11 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
 
-use serde_json::Value;
+use trace_analysis::canonical::{self, Param};
+#[cfg(doc)]
+use trace_analysis::canonical::{canonical_body, canonical_url};
 use trace_manifest::event::header_value;
 use trace_manifest::har::HarRequest;
-use url::Url;
-use url::form_urlencoded;
 
 /// The lowest [`fuzzy_score`] that still answers a request. At 0.6 most of the request must agree with the
 /// recording: `q=mug` is answered by `q=mugs` (0.75), but a request with one parameter of two changed
@@ -40,23 +41,6 @@ pub const FUZZY_THRESHOLD: f64 = 0.6;
 /// Values longer than this (in characters) score 1 when equal and 0 otherwise instead of by edit distance,
 /// which costs the product of the lengths: long values are tokens and blobs, where near does not mean similar.
 pub const FUZZY_MAX_EDIT_CHARS: usize = 64;
-
-/// Query parameters, form fields, multipart parts and JSON keys whose value changes on every load without
-/// changing the answer. Compared without regard to ASCII case; `utm_*` is matched by prefix.
-pub const VOLATILE_NAMES: &[&str] =
-    &["_", "t", "ts", "cb", "cachebuster", "timestamp", "rand", "nocache", "callback", "jsonp"];
-
-/// Prefixes of volatile names (campaign tracking parameters).
-pub const VOLATILE_PREFIXES: &[&str] = &["utm_"];
-
-/// Whether a query parameter, form field, multipart part or JSON key named `name` is left out of canonical
-/// forms and fuzzy scores.
-pub fn is_volatile_name(name: &str) -> bool {
-    VOLATILE_NAMES.iter().any(|volatile| name.eq_ignore_ascii_case(volatile))
-        || VOLATILE_PREFIXES.iter().any(|prefix| {
-            name.len() >= prefix.len() && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-        })
-}
 
 /// One recorded request, as the matcher needs it. Its position in the `Vec` given to [`Matcher::new`] is the
 /// [`Matched::index`] that designates its response.
@@ -124,9 +108,9 @@ pub struct Matcher {
     /// `"METHOD url"` → the recorded bodies sent to it, each with its requests in recorded order. Bodies are
     /// compared in a short list rather than hashed into the key so that a lookup copies no body.
     exact: HashMap<String, Vec<ExactGroup>>,
-    /// The canonical key (method, canonical URL, canonical body; see `analyze`) → its requests in recorded order.
+    /// The canonical key ([`canonical::request`]) → its requests in recorded order.
     canonical: HashMap<Vec<u8>, Queue>,
-    /// [`bucket_key`] (method, host, path) → the candidates of the fuzzy level, in recorded order.
+    /// [`canonical::endpoint_key`] (method, host, path) → the candidates of the fuzzy level, in recorded order.
     buckets: HashMap<String, Vec<Candidate>>,
     /// Whether each recorded request has answered, shared by all levels so that a response answered at one
     /// level is not answered again at another while others wait.
@@ -166,44 +150,6 @@ struct Candidate {
     params: Vec<Param>,
 }
 
-/// Where a parameter comes from: a query parameter `q` and a body field `q` are different parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Place {
-    Query,
-    Body,
-}
-
-/// A decoded, non-volatile parameter. JSON leaves are named by their path (`items[0].id`); a body that is
-/// neither a form, JSON nor multipart is one parameter with an empty name.
-#[derive(Debug, Clone)]
-struct Param {
-    place: Place,
-    name: String,
-    value: String,
-    /// `value.chars().count()`, kept for the score's upper bound.
-    chars: usize,
-}
-
-impl Param {
-    fn new(place: Place, name: String, value: String) -> Param {
-        let chars = value.chars().count();
-        Param { place, name, value, chars }
-    }
-
-    fn order(&self, other: &Param) -> Ordering {
-        (self.place, &self.name).cmp(&(other.place, &other.name))
-    }
-}
-
-/// What the canonical and fuzzy levels need of a request, computed in one pass over its URL and body.
-struct Analysis {
-    canonical_key: Vec<u8>,
-    /// `None` when the URL does not parse: such a request can only match exactly or canonically.
-    bucket_key: Option<String>,
-    /// Sorted by (place, name); repeated names keep their order.
-    params: Vec<Param>,
-}
-
 impl Matcher {
     /// Indexes `recorded`; [`Matched::index`] is a position in it.
     pub fn new(recorded: Vec<RecordedRequest>) -> Matcher {
@@ -216,9 +162,9 @@ impl Matcher {
         for (index, request) in recorded.into_iter().enumerate() {
             let method = request.method.to_ascii_uppercase();
             let body = request.body.unwrap_or_default();
-            let analysis = analyze(&method, &request.url, &body, request.content_type.as_deref());
-            matcher.canonical.entry(analysis.canonical_key).or_default().indices.push(index);
-            if let Some(bucket_key) = analysis.bucket_key {
+            let analysis = canonical::request(&method, &request.url, &body, request.content_type.as_deref());
+            matcher.canonical.entry(analysis.key).or_default().indices.push(index);
+            if let Some(bucket_key) = analysis.endpoint {
                 matcher.buckets.entry(bucket_key).or_default().push(Candidate { index, params: analysis.params });
             }
             let groups = matcher.exact.entry(exact_key(&method, &request.url)).or_default();
@@ -247,12 +193,12 @@ impl Matcher {
             let index = group.queue.next(&self.answered);
             return Some(self.answer(index, MatchKind::Exact));
         }
-        let analysis = analyze(&method, url, body, content_type);
-        if let Some(queue) = self.canonical.get_mut(&analysis.canonical_key) {
+        let analysis = canonical::request(&method, url, body, content_type);
+        if let Some(queue) = self.canonical.get_mut(&analysis.key) {
             let index = queue.next(&self.answered);
             return Some(self.answer(index, MatchKind::Canonical));
         }
-        let candidates = self.buckets.get(analysis.bucket_key.as_deref()?)?;
+        let candidates = self.buckets.get(analysis.endpoint.as_deref()?)?;
         let (index, score) = best_candidate(candidates, &analysis.params, &self.answered)?;
         Some(self.answer(index, MatchKind::Fuzzy { score }))
     }
@@ -299,9 +245,13 @@ pub fn fuzzy_score(
     request_content_type: Option<&str>,
     recorded: &RecordedRequest,
 ) -> f64 {
-    let request = analyze("", request_url, request_body.unwrap_or_default(), request_content_type);
-    let recorded =
-        analyze("", &recorded.url, recorded.body.as_deref().unwrap_or_default(), recorded.content_type.as_deref());
+    let request = canonical::request("", request_url, request_body.unwrap_or_default(), request_content_type);
+    let recorded = canonical::request(
+        "",
+        &recorded.url,
+        recorded.body.as_deref().unwrap_or_default(),
+        recorded.content_type.as_deref(),
+    );
     fuzzy_score_of(&request.params, &recorded.params)
 }
 
@@ -361,313 +311,10 @@ fn exact_key(method: &str, url: &str) -> String {
     key
 }
 
-/// The URL with its fragment dropped, its volatile query parameters ([`is_volatile_name`]) removed and the
-/// others decoded, sorted by name (repeated names keep their order, which can carry meaning) and re-encoded
-/// one way. Host case and default ports are normalized by parsing; a URL that does not parse only loses its
-/// fragment.
-pub fn canonical_url(url: &str) -> String {
-    match Url::parse(url) {
-        Ok(parsed) => {
-            let params = query_params(&parsed);
-            canonical_parsed_url(parsed, &params)
-        }
-        Err(_) => without_fragment(url).to_owned(),
-    }
-}
-
-fn query_params(url: &Url) -> Vec<Param> {
-    let mut params: Vec<Param> = url
-        .query_pairs()
-        .filter(|(name, _)| !is_volatile_name(name))
-        .map(|(name, value)| Param::new(Place::Query, name.into_owned(), value.into_owned()))
-        .collect();
-    params.sort_by(Param::order);
-    params
-}
-
-fn canonical_parsed_url(mut url: Url, params: &[Param]) -> String {
-    url.set_fragment(None);
-    if params.is_empty() {
-        url.set_query(None);
-    } else {
-        let query = encode_pairs(params);
-        url.set_query(Some(&query));
-    }
-    url.into()
-}
-
-fn without_fragment(url: &str) -> &str {
-    url.split_once('#').map_or(url, |(before, _)| before)
-}
-
-fn encode_pairs(params: &[Param]) -> String {
-    let mut serializer = form_urlencoded::Serializer::new(String::new());
-    for param in params {
-        serializer.append_pair(&param.name, &param.value);
-    }
-    serializer.finish()
-}
-
-/// The body in a form where what does not change the answer is gone, by its content type:
-/// `application/x-www-form-urlencoded` fields decoded, volatile ones removed, sorted by name and re-encoded;
-/// JSON (`application/json`, `*+json`, or any other type whose body parses as a JSON object or array, since
-/// `fetch` sends strings as `text/plain`) with object keys sorted at every depth and volatile keys removed;
-/// `multipart/form-data` parts sorted by name, volatile ones removed, described without the boundary. Other
-/// bodies, and bodies that do not parse as their type says, are kept as they are.
-pub fn canonical_body(body: &[u8], content_type: Option<&str>) -> Vec<u8> {
-    analyze_body(body, content_type).0
-}
-
-fn analyze(method: &str, url: &str, body: &[u8], content_type: Option<&str>) -> Analysis {
-    let (canonical_body, body_params) = analyze_body(body, content_type);
-    let (canonical_url, bucket_key, mut params) = match Url::parse(url) {
-        Ok(parsed) => {
-            let params = query_params(&parsed);
-            let bucket_key = bucket_key(method, &parsed);
-            (canonical_parsed_url(parsed, &params), Some(bucket_key), params)
-        }
-        Err(_) => (without_fragment(url).to_owned(), None, Vec::new()),
-    };
-    // Query parameters sort before body ones, so appending keeps the order.
-    params.extend(body_params);
-    let mut canonical_key = Vec::with_capacity(method.len() + canonical_url.len() + canonical_body.len() + 2);
-    canonical_key.extend_from_slice(method.as_bytes());
-    canonical_key.push(b' ');
-    canonical_key.extend_from_slice(canonical_url.as_bytes());
-    canonical_key.push(b'\n');
-    canonical_key.extend_from_slice(&canonical_body);
-    Analysis { canonical_key, bucket_key, params }
-}
-
-/// Method, host with its port when not the default, and path: the requests the fuzzy level compares. The
-/// scheme is left out so that a request upgraded to `https` still finds its `http` recording.
-fn bucket_key(method: &str, url: &Url) -> String {
-    let host = url.host_str().unwrap_or_default();
-    match url.port() {
-        Some(port) => format!("{method} {host}:{port} {}", url.path()),
-        None => format!("{method} {host} {}", url.path()),
-    }
-}
-
-/// The canonical body and its parameters for the fuzzy score.
-fn analyze_body(body: &[u8], content_type: Option<&str>) -> (Vec<u8>, Vec<Param>) {
-    if body.is_empty() {
-        return (Vec::new(), Vec::new());
-    }
-    let content_type = content_type.unwrap_or_default();
-    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    let analyzed = match essence.as_str() {
-        "application/x-www-form-urlencoded" => Some(analyze_form(body)),
-        "multipart/form-data" => analyze_multipart(body, media_type_parameter(content_type, "boundary")),
-        "application/json" | "text/json" => analyze_json(body),
-        _ if essence.ends_with("+json") || looks_like_json(body) => analyze_json(body),
-        _ => None,
-    };
-    analyzed.unwrap_or_else(|| {
-        let value = String::from_utf8_lossy(body).into_owned();
-        (body.to_vec(), vec![Param::new(Place::Body, String::new(), value)])
-    })
-}
-
-fn media_type_parameter<'a>(content_type: &'a str, name: &str) -> Option<&'a str> {
-    content_type.split(';').skip(1).find_map(|parameter| {
-        let (key, value) = parameter.split_once('=')?;
-        key.trim().eq_ignore_ascii_case(name).then(|| value.trim().trim_matches('"'))
-    })
-}
-
-fn analyze_form(body: &[u8]) -> (Vec<u8>, Vec<Param>) {
-    let mut params: Vec<Param> = form_urlencoded::parse(body)
-        .filter(|(name, _)| !is_volatile_name(name))
-        .map(|(name, value)| Param::new(Place::Body, name.into_owned(), value.into_owned()))
-        .collect();
-    params.sort_by(Param::order);
-    (encode_pairs(&params).into_bytes(), params)
-}
-
-fn looks_like_json(body: &[u8]) -> bool {
-    matches!(body.iter().find(|byte| !byte.is_ascii_whitespace()), Some(b'{' | b'['))
-}
-
-fn analyze_json(body: &[u8]) -> Option<(Vec<u8>, Vec<Param>)> {
-    let value: Value = serde_json::from_slice(body).ok()?;
-    let mut canonical = String::with_capacity(body.len());
-    write_canonical_json(&value, &mut canonical);
-    let mut params = Vec::new();
-    flatten_json(&value, &mut String::new(), &mut params);
-    params.sort_by(Param::order);
-    Some((canonical.into_bytes(), params))
-}
-
-/// Compact JSON with object keys sorted and volatile keys removed at every depth. Sorting here rather than
-/// relying on `serde_json::Map` keeps the result right if another crate turns on `preserve_order`.
-fn write_canonical_json(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().filter(|(key, _)| !is_volatile_name(key)).collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (position, (key, item)) in entries.into_iter().enumerate() {
-                if position > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical_json(item, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (position, item) in items.iter().enumerate() {
-                if position > 0 {
-                    out.push(',');
-                }
-                write_canonical_json(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-/// One parameter per leaf, named by its path (`cart.items[0].id`); strings without their quotes.
-fn flatten_json(value: &Value, path: &mut String, params: &mut Vec<Param>) {
-    let restore = path.len();
-    match value {
-        Value::Object(map) if !map.is_empty() => {
-            for (key, item) in map.iter().filter(|(key, _)| !is_volatile_name(key)) {
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(key);
-                flatten_json(item, path, params);
-                path.truncate(restore);
-            }
-        }
-        Value::Array(items) if !items.is_empty() => {
-            for (position, item) in items.iter().enumerate() {
-                path.push_str(&format!("[{position}]"));
-                flatten_json(item, path, params);
-                path.truncate(restore);
-            }
-        }
-        Value::String(text) => params.push(Param::new(Place::Body, path.clone(), text.clone())),
-        other => params.push(Param::new(Place::Body, path.clone(), other.to_string())),
-    }
-}
-
-/// One part of a `multipart/form-data` body.
-struct Part<'a> {
-    name: String,
-    filename: Option<String>,
-    content_type: Option<String>,
-    content: &'a [u8],
-}
-
-/// `None` when the body is not multipart after all, so that it is kept as it is. Without a boundary in the
-/// content type, the boundary is read from the body's first line.
-fn analyze_multipart(body: &[u8], boundary: Option<&str>) -> Option<(Vec<u8>, Vec<Param>)> {
-    let boundary = match boundary {
-        Some(boundary) if !boundary.is_empty() => boundary.as_bytes(),
-        _ => {
-            let first_line = body.split(|&byte| byte == b'\n').next()?;
-            first_line.strip_suffix(b"\r").unwrap_or(first_line).strip_prefix(b"--")?
-        }
-    };
-    let mut parts = parse_multipart(body, boundary)?;
-    parts.retain(|part| !is_volatile_name(&part.name));
-    parts.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut canonical = Vec::with_capacity(body.len());
-    let mut params = Vec::with_capacity(parts.len());
-    for part in parts {
-        let header = format!(
-            "part name={:?} filename={:?} type={:?} length={}\n",
-            part.name,
-            part.filename,
-            part.content_type,
-            part.content.len()
-        );
-        canonical.extend_from_slice(header.as_bytes());
-        canonical.extend_from_slice(part.content);
-        canonical.push(b'\n');
-        params.push(Param::new(Place::Body, part.name, String::from_utf8_lossy(part.content).into_owned()));
-    }
-    Some((canonical, params))
-}
-
-fn parse_multipart<'a>(body: &'a [u8], boundary: &[u8]) -> Option<Vec<Part<'a>>> {
-    let mut delimiter = Vec::with_capacity(boundary.len() + 2);
-    delimiter.extend_from_slice(b"--");
-    delimiter.extend_from_slice(boundary);
-    let mut parts = Vec::new();
-    let mut closed = false;
-    // What comes before the first delimiter is a preamble, which carries nothing.
-    for section in split_on(body, &delimiter).into_iter().skip(1) {
-        if section.starts_with(b"--") {
-            closed = true;
-            break;
-        }
-        let section = strip_line_break_start(section);
-        // The line break before a delimiter belongs to the delimiter.
-        let section = section.strip_suffix(b"\r\n").or_else(|| section.strip_suffix(b"\n")).unwrap_or(section);
-        let (headers, content) = split_once_on(section, b"\r\n\r\n").or_else(|| split_once_on(section, b"\n\n"))?;
-        parts.push(parse_part_headers(headers, content));
-    }
-    (closed || !parts.is_empty()).then_some(parts)
-}
-
-fn parse_part_headers<'a>(headers: &[u8], content: &'a [u8]) -> Part<'a> {
-    let mut part = Part { name: String::new(), filename: None, content_type: None, content };
-    for line in String::from_utf8_lossy(headers).lines() {
-        let Some((header, value)) = line.split_once(':') else { continue };
-        let header = header.trim();
-        if header.eq_ignore_ascii_case("content-disposition") {
-            for parameter in value.split(';').skip(1) {
-                let Some((key, value)) = parameter.split_once('=') else { continue };
-                let value = value.trim().trim_matches('"').to_owned();
-                match key.trim().to_ascii_lowercase().as_str() {
-                    "name" => part.name = value,
-                    "filename" => part.filename = Some(value),
-                    _ => {}
-                }
-            }
-        } else if header.eq_ignore_ascii_case("content-type") {
-            part.content_type = Some(value.trim().to_owned());
-        }
-    }
-    part
-}
-
-fn strip_line_break_start(section: &[u8]) -> &[u8] {
-    section.strip_prefix(b"\r\n").or_else(|| section.strip_prefix(b"\n")).unwrap_or(section)
-}
-
-/// `haystack` split at each occurrence of `needle` (not empty).
-fn split_on<'a>(haystack: &'a [u8], needle: &[u8]) -> Vec<&'a [u8]> {
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    let mut at = 0;
-    while at + needle.len() <= haystack.len() {
-        if haystack[at] == needle[0] && haystack[at..].starts_with(needle) {
-            pieces.push(&haystack[start..at]);
-            at += needle.len();
-            start = at;
-        } else {
-            at += 1;
-        }
-    }
-    pieces.push(&haystack[start..]);
-    pieces
-}
-
-fn split_once_on<'a>(haystack: &'a [u8], needle: &[u8]) -> Option<(&'a [u8], &'a [u8])> {
-    let at = haystack.windows(needle.len()).position(|window| window == needle)?;
-    Some((&haystack[..at], &haystack[at + needle.len()..]))
-}
-
 #[cfg(test)]
 mod tests {
+    use trace_analysis::canonical::{canonical_body, canonical_url};
+
     use super::*;
 
     fn get(url: &str) -> RecordedRequest {

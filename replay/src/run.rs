@@ -4,9 +4,11 @@
 //! searched from the page, so its elements are reached by the recorded position within it); after each
 //! call the URL reached is compared with the recorded one and the screen with the recorded screenshot.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::serve::Replay;
 use anyhow::{Context, Result, bail};
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::input::{
@@ -15,112 +17,70 @@ use chromiumoxide::cdp::browser_protocol::input::{
 };
 use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
 use chromiumoxide::page::ScreenshotParams;
-use serde::Serialize;
 use serde_json::json;
+use trace_analysis::canonical::canonical_url;
+use trace_analysis::trajectory;
 use trace_manifest::archive::Bundle;
 use trace_manifest::event::ElementDescriptor;
-use trace_manifest::trajectory::{self, Credential, ToolAction, ToolCall};
-
-use crate::matcher::canonical_url;
-use crate::serve::Replay;
+use trace_manifest::postprocess::{CREDENTIALS_FILE, CredentialEntry, TRAJECTORY_FILE};
+use trace_manifest::report::{FidelityReport, LocatedBy, RequestCounts, StepFailure, StepOutcome};
+use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 
 /// How long a call's effect (a navigation, a new tab) may take to show.
 const EFFECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A person does not act the instant a page appears; neither does the re-run, so that pages settle.
 const SETTLE: Duration = Duration::from_millis(300);
 
-/// The fidelity report (`--json` prints it as one object).
-#[derive(Debug, Clone, Serialize)]
-pub struct FidelityReport {
-    pub steps_total: usize,
-    pub steps_passed: usize,
-    pub steps_failed: usize,
-    pub failures: Vec<StepFailure>,
-    pub requests: RequestCounts,
-    /// Requests nothing recorded answered.
-    pub misses: Vec<String>,
-    pub live_attempts: u64,
-    pub steps: Vec<StepOutcome>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct StepFailure {
-    pub step: usize,
-    pub name: String,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RequestCounts {
-    pub exact: u64,
-    pub canonical: u64,
-    pub fuzzy: u64,
-    pub ignored: u64,
-    pub missed: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct StepOutcome {
-    pub step: usize,
-    pub name: String,
-    pub passed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// How the element was found: `selector`, `xpath` or `position`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub located_by: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url_expected: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url_reached: Option<String>,
-    /// The share of pixels that differ from the recorded screenshot (0 to 1), when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub screenshot_difference: Option<f64>,
-}
-
-impl FidelityReport {
-    /// True when every step passed and nothing tried to reach the network.
-    pub fn is_faithful(&self) -> bool {
-        self.steps_failed == 0 && self.live_attempts == 0 && self.misses.is_empty()
-    }
-}
-
-impl std::fmt::Display for FidelityReport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for step in &self.steps {
-            let verdict = if step.passed { "ok  " } else { "FAIL" };
-            write!(f, "{verdict} {:>3} {:<16}", step.step, step.name)?;
-            if let Some(by) = step.located_by {
-                write!(f, " found by {by}")?;
-            }
-            if let Some(url) = &step.url_reached {
-                write!(f, " at {url}")?;
-            }
-            if let Some(difference) = step.screenshot_difference {
-                write!(f, " (screen differs by {:.1}%)", difference * 100.0)?;
-            }
-            if let Some(reason) = &step.reason {
-                write!(f, ": {reason}")?;
-            }
-            writeln!(f)?;
+/// The fidelity report as people read it: a line per step, then the totals.
+pub fn text(report: &FidelityReport) -> String {
+    let mut f = String::new();
+    for step in &report.steps {
+        let verdict = if step.passed { "ok  " } else { "FAIL" };
+        let _ = write!(f, "{verdict} {:>3} {:<16}", step.step, step.name);
+        if let Some(by) = step.located_by {
+            let _ = write!(f, " found by {}", by.as_str());
         }
-        let r = &self.requests;
-        writeln!(f, "steps: {} passed, {} failed, of {}", self.steps_passed, self.steps_failed, self.steps_total)?;
-        writeln!(
-            f,
-            "requests: {} exact, {} canonical, {} fuzzy, {} ignored, {} missed; live attempts: {}",
-            r.exact, r.canonical, r.fuzzy, r.ignored, r.missed, self.live_attempts
-        )?;
-        for miss in &self.misses {
-            writeln!(f, "  missed {miss}")?;
+        if let Some(url) = &step.url_reached {
+            let _ = write!(f, " at {url}");
         }
-        Ok(())
+        if let Some(difference) = step.screenshot_difference {
+            let _ = write!(f, " (screen differs by {:.1}%)", difference * 100.0);
+        }
+        if let Some(reason) = &step.reason {
+            let _ = write!(f, ": {reason}");
+        }
+        f.push('\n');
     }
+    let r = &report.requests;
+    let _ =
+        writeln!(f, "steps: {} passed, {} failed, of {}", report.steps_passed, report.steps_failed, report.steps_total);
+    let _ = writeln!(
+        f,
+        "requests: {} exact, {} canonical, {} fuzzy, {} ignored, {} missed; live attempts: {}",
+        r.exact, r.canonical, r.fuzzy, r.ignored, r.missed, report.live_attempts
+    );
+    for miss in &report.misses {
+        let _ = writeln!(f, "  missed {miss}");
+    }
+    f
 }
 
-/// The demonstration of the bundle at `path` as tool calls, with the credentials its placeholders name.
+/// The demonstration of the bundle at `path` as tool calls, with the credentials its placeholders name:
+/// what post-processing wrote (`trajectory.json` and `credentials.json`) when the bundle was processed, or
+/// else the same derivation from its events.
 pub fn human_trajectory(path: &Path) -> Result<(Vec<ToolCall>, Vec<Credential>)> {
     let mut bundle = Bundle::open(path).with_context(|| format!("cannot open the bundle {}", path.display()))?;
+    if bundle.contains(TRAJECTORY_FILE) {
+        let trajectory: Trajectory = serde_json::from_slice(&bundle.read(TRAJECTORY_FILE)?)
+            .with_context(|| format!("{TRAJECTORY_FILE} does not parse"))?;
+        let credentials: Vec<CredentialEntry> = if bundle.contains(CREDENTIALS_FILE) {
+            serde_json::from_slice(&bundle.read(CREDENTIALS_FILE)?)
+                .with_context(|| format!("{CREDENTIALS_FILE} does not parse"))?
+        } else {
+            Vec::new()
+        };
+        return Ok((trajectory.tool_calls, credentials.iter().map(Credential::from).collect()));
+    }
     let manifest = bundle.manifest()?;
     let events = bundle.events().context("the bundle's events")?;
     let derived = trajectory::derive(manifest.task.id.clone(), &events, manifest.task.answer.as_deref());
@@ -210,12 +170,12 @@ struct Runner<'a> {
 struct Located {
     x: f64,
     y: f64,
-    by: &'static str,
+    by: LocatedBy,
 }
 
 impl Runner<'_> {
     /// Carries out one call; returns how its element was found, if it has one.
-    async fn step(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<&'static str>> {
+    async fn step(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
         if let Some(tab) = call.tab {
             self.switch_to(tab as usize).await?;
         }
@@ -279,11 +239,11 @@ impl Runner<'_> {
                 if chosen != json!(true) {
                     bail!("the select has no option {option:?}");
                 }
-                Ok(Some("selector"))
+                Ok(Some(LocatedBy::Selector))
             }
             ToolAction::Submit {} => {
                 self.in_element(call, "(form) => form.requestSubmit()", json!(null)).await?;
-                Ok(Some("selector"))
+                Ok(Some(LocatedBy::Selector))
             }
             ToolAction::UploadFile { .. } => bail!("the recording holds no file contents to upload"),
             ToolAction::GoBack {} => {
@@ -384,7 +344,7 @@ impl Runner<'_> {
         let target = call.target.as_ref().context("the call names no element")?;
         let found = self.page()?.evaluate(locate_expression(target)).await?.into_value::<serde_json::Value>()?;
         if let (Some(x), Some(y)) = (found["x"].as_f64(), found["y"].as_f64()) {
-            let by = if found["by"] == "xpath" { "xpath" } else { "selector" };
+            let by = if found["by"] == "xpath" { LocatedBy::Xpath } else { LocatedBy::Selector };
             return Ok(Located { x, y, by });
         }
         if found["cross_origin"] == true
@@ -393,16 +353,16 @@ impl Runner<'_> {
             return Ok(Located {
                 x: left + bbox.x + bbox.width / 2.0,
                 y: top + bbox.y + bbox.height / 2.0,
-                by: "position",
+                by: LocatedBy::Position,
             });
         }
         bail!("{} is not on the page ({})", target.selector, found["error"].as_str().unwrap_or("not found"))
     }
 
     /// Focuses the call's element (for keys).
-    async fn focus(&self, call: &ToolCall) -> Result<&'static str> {
+    async fn focus(&self, call: &ToolCall) -> Result<LocatedBy> {
         match self.in_element(call, "(element) => element.focus()", json!(null)).await {
-            Ok(_) => Ok("selector"),
+            Ok(_) => Ok(LocatedBy::Selector),
             Err(_) => {
                 let located = self.locate(call).await?;
                 self.mouse_click(located.x, located.y, 1).await?;

@@ -10,10 +10,10 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use trace_analysis::evidence::{Evidence, holds};
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::site::{DEMO_PASSWORD, DemoSite};
-use trace_host::process::{Evidence, holds};
 use trace_manifest::archive::Bundle;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use trace_manifest::postprocess::{Checkpoint, CredentialEntry};

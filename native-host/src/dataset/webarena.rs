@@ -18,7 +18,6 @@ use trace_manifest::event::{ElementDescriptor, EventKind};
 use trace_manifest::trajectory::{ToolAction, ToolCall};
 
 use super::Added;
-use crate::process;
 
 pub(super) fn write_task(added: &Added, out: &Path) -> Result<WebArenaEntry> {
     let dir = out.join(added.task_id.as_str());
@@ -88,7 +87,9 @@ pub(super) fn write_task(added: &Added, out: &Path) -> Result<WebArenaEntry> {
         .derived
         .checkpoints
         .iter()
-        .map(|checkpoint| (checkpoint.id.clone(), !process::holds(&checkpoint.predicate, &added.evidence).is_empty()))
+        .map(|checkpoint| {
+            (checkpoint.id.clone(), !trace_analysis::evidence::holds(&checkpoint.predicate, &added.evidence).is_empty())
+        })
         .collect();
     let reached = checkpoints.values().filter(|&&reached| reached).count();
     let verifier_message =

@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use trace_analysis::evidence::{Evidence, holds};
 use trace_host::client::TaskMessages;
-use trace_host::process::{Evidence, holds};
 use trace_manifest::archive::Bundle;
 use trace_manifest::event::{ActionKind, BodyPart, NavigationCause};
 use trace_manifest::postprocess::{Checkpoint, CredentialEntry};

@@ -2,37 +2,18 @@
 //! hop, with the response's status and whether a body came back) and the visible text of its main-frame
 //! DOM snapshots. [`holds`] checks a checkpoint's predicate against it.
 
-use std::collections::HashMap;
-
-use anyhow::Result;
+#[cfg(feature = "native")]
 use trace_manifest::archive::Bundle;
-use trace_manifest::event::{BodyPart, EventKind, EventRecord};
+use trace_manifest::event::{EventKind, EventRecord};
 use trace_manifest::postprocess::Predicate;
 
+use crate::body::form_fields;
+pub use crate::exchange::Exchange;
+use crate::urls;
+
 /// Request bodies larger than this are not read for their form fields: forms are small, uploads are not.
+#[cfg(feature = "native")]
 const MAX_FORM_BODY_BYTES: u64 = 1 << 20;
-
-/// One request hop and what came back.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Exchange {
-    pub request_id: String,
-    pub request_event: u64,
-    pub response_event: Option<u64>,
-    pub method: String,
-    pub url: String,
-    pub resource_type: Option<String>,
-    /// The request's body as text, when it had one.
-    pub post_data: Option<String>,
-    pub status: Option<u16>,
-    /// The size of the recorded response body; `None` when no body was recorded.
-    pub response_body_size: Option<u64>,
-}
-
-impl Exchange {
-    pub fn succeeded(&self) -> bool {
-        self.status.is_some_and(|status| (200..400).contains(&status))
-    }
-}
 
 /// A main-frame DOM snapshot's visible text.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,13 +41,18 @@ pub struct Evidence {
 
 impl Evidence {
     /// Reads the events, the DOM snapshots and the text request bodies of a bundle.
-    pub fn load(bundle: &mut Bundle) -> Result<Evidence> {
+    #[cfg(feature = "native")]
+    pub fn load(bundle: &mut Bundle) -> anyhow::Result<Evidence> {
         let mut events = bundle.events()?;
         events.sort_by_key(|record| record.id);
-        let mut exchanges = exchanges(&events);
-        for (exchange, file) in request_body_files(&events, &exchanges) {
-            if let Ok(bytes) = bundle.read(&file) {
-                exchanges[exchange].post_data = String::from_utf8(bytes).ok();
+        let mut exchanges = crate::exchange::exchanges(&events);
+        for exchange in &mut exchanges {
+            if exchange.post_data.is_none()
+                && let Some((file, size)) = &exchange.request_body_file
+                && *size <= MAX_FORM_BODY_BYTES
+                && let Ok(bytes) = bundle.read(file)
+            {
+                exchange.post_data = String::from_utf8(bytes).ok();
             }
         }
         let mut pages = Vec::new();
@@ -84,73 +70,6 @@ impl Evidence {
     }
 }
 
-/// Pairs each request hop with its response. A redirect reuses the request id, so a response belongs to the
-/// latest request of its id.
-pub fn exchanges(events: &[EventRecord]) -> Vec<Exchange> {
-    let mut exchanges: Vec<Exchange> = Vec::new();
-    let mut latest: HashMap<&str, usize> = HashMap::new();
-    for record in events {
-        match &record.event.kind {
-            EventKind::Request(request) => {
-                latest.insert(&request.request_id, exchanges.len());
-                exchanges.push(Exchange {
-                    request_id: request.request_id.clone(),
-                    request_event: record.id,
-                    response_event: None,
-                    method: request.method.clone(),
-                    url: request.url.clone(),
-                    resource_type: request.resource_type.clone(),
-                    post_data: request.post_data.clone(),
-                    status: None,
-                    response_body_size: None,
-                });
-            }
-            EventKind::Response(response) => {
-                if let Some(&index) = latest.get(response.request_id.as_str()) {
-                    exchanges[index].status = Some(response.status);
-                    exchanges[index].response_event = Some(record.id);
-                }
-            }
-            EventKind::Body(body) if body.part == BodyPart::Response => {
-                if let Some(&index) = latest.get(body.request_id.as_str()) {
-                    exchanges[index].response_body_size = Some(body.size);
-                }
-            }
-            _ => {}
-        }
-    }
-    exchanges
-}
-
-/// Request bodies stored as files (those the recorder could not give as text in `post_data`), by the index
-/// of their exchange: the latest hop of their request id before the body event.
-fn request_body_files(events: &[EventRecord], exchanges: &[Exchange]) -> Vec<(usize, String)> {
-    let mut files = Vec::new();
-    let mut latest: HashMap<&str, usize> = HashMap::new();
-    let mut next = 0;
-    for record in events {
-        while next < exchanges.len() && exchanges[next].request_event < record.id {
-            latest.insert(&exchanges[next].request_id, next);
-            next += 1;
-        }
-        if let EventKind::Body(body) = &record.event.kind
-            && body.part == BodyPart::Request
-            && body.size <= MAX_FORM_BODY_BYTES
-            && let Some(&index) = latest.get(body.request_id.as_str())
-            && exchanges[index].post_data.is_none()
-        {
-            files.push((index, body.path()));
-        }
-    }
-    files
-}
-
-/// The URL without its scheme (and fragment): what URL patterns are substrings of.
-pub fn scheme_less(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    rest.split_once('#').map_or(rest, |(before, _)| before)
-}
-
 /// The event ids at which `predicate` holds in the recording: the successful request, the navigation, the
 /// snapshot. Empty when it never holds.
 pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
@@ -161,10 +80,12 @@ pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
             .filter(|exchange| {
                 exchange.method.eq_ignore_ascii_case(method)
                     && exchange.succeeded()
-                    && scheme_less(&exchange.url).contains(url_pattern.as_str())
+                    && urls::matches(url_pattern, &exchange.url)
                     && body_fields.iter().all(|(name, value)| {
                         exchange.post_data.as_deref().is_some_and(|body| {
-                            form_fields(body).iter().any(|(field, found)| field == name && found == value)
+                            form_fields(body, exchange.content_type.as_deref())
+                                .iter()
+                                .any(|(field, found)| field == name && found == value)
                         })
                     })
             })
@@ -176,7 +97,7 @@ pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
             .filter(|record| {
                 matches!(&record.event.kind, EventKind::Navigation(navigation)
                     if navigation.main_frame && record.event.frame_id.is_none()
-                        && scheme_less(&navigation.url).contains(pattern.as_str()))
+                        && urls::matches(pattern, &navigation.url))
             })
             .map(|record| record.id)
             .collect(),
@@ -185,29 +106,6 @@ pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
             evidence.pages.iter().filter(|page| page.text.contains(&wanted)).map(|page| page.event_id).collect()
         }
     }
-}
-
-/// The fields of a form (`a=1&b=2`) or JSON object body, as text; other bodies have none.
-pub fn form_fields(body: &str) -> Vec<(String, String)> {
-    let trimmed = body.trim_start();
-    if trimmed.starts_with('{') {
-        let Ok(serde_json::Value::Object(object)) = serde_json::from_str::<serde_json::Value>(trimmed) else {
-            return Vec::new();
-        };
-        return object
-            .into_iter()
-            .filter_map(|(name, value)| match value {
-                serde_json::Value::String(text) => Some((name, text)),
-                serde_json::Value::Number(number) => Some((name, number.to_string())),
-                serde_json::Value::Bool(flag) => Some((name, flag.to_string())),
-                _ => None,
-            })
-            .collect();
-    }
-    if body.contains('=') && !body.contains(char::is_whitespace) {
-        return url::form_urlencoded::parse(body.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-    }
-    Vec::new()
 }
 
 /// The visible text of an HTML document: headings and text runs outside `script`, `style`, `template`,
@@ -352,20 +250,5 @@ mod tests {
         let page = page_text(7, "http://shop/cart", "dom/000007.html", html);
         assert_eq!(page.headings, ["Your cart", "Total", "Cart & more"]);
         assert_eq!(page.text, "Your cart 1 item Total");
-    }
-
-    #[test]
-    fn form_and_json_bodies_have_fields() {
-        assert_eq!(form_fields("a=1&b=x+y"), [("a".into(), "1".into()), ("b".into(), "x y".into())]);
-        assert_eq!(
-            form_fields("{\"q\":\"mug\",\"n\":2,\"o\":{}}"),
-            [("n".into(), "2".into()), ("q".into(), "mug".into())]
-        );
-        assert!(form_fields("just text").is_empty());
-    }
-
-    #[test]
-    fn urls_are_compared_without_scheme_or_fragment() {
-        assert_eq!(scheme_less("https://shop.example/a?b=1#top"), "shop.example/a?b=1");
     }
 }

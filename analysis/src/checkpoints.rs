@@ -9,9 +9,8 @@
 //! 3. **The final state.** A distinctive text of the last main-frame DOM snapshot: its first heading that
 //!    no earlier snapshot shows, else its first such visible text run, else its first heading: `text`.
 //!
-//! Nothing secret enters a predicate: no credential value, no field whose name says token, password or
-//! the like, no value that looks like a token. Each checkpoint is kept only if [`holds`] finds it on the
-//! recording itself.
+//! Nothing secret enters a predicate: no credential value, no field whose name [`is_secret_name`] marks, no
+//! value that looks like a token. Each checkpoint is kept only if [`holds`] finds it on the recording itself.
 
 use std::collections::BTreeMap;
 
@@ -19,30 +18,13 @@ use trace_manifest::event::{EventKind, NavigationCause};
 use trace_manifest::postprocess::{Checkpoint, Predicate};
 use trace_manifest::trajectory::{Credential, ToolAction, Trajectory};
 
-use super::evidence::{Evidence, Exchange, PageText, form_fields, holds, scheme_less};
+use crate::body::form_fields;
+use crate::evidence::{Evidence, Exchange, PageText, holds};
+use crate::secrets::is_secret_name;
+use crate::urls::{self, scheme_less, without_query};
 
 /// Methods that read without changing anything.
 const SAFE_METHODS: &[&str] = &["GET", "HEAD", "OPTIONS"];
-/// Parts of field names that mark a secret or a per-session value, which a replay would not reproduce.
-const SECRET_FIELD_WORDS: &[&str] = &[
-    "pass",
-    "pwd",
-    "token",
-    "csrf",
-    "xsrf",
-    "nonce",
-    "secret",
-    "auth",
-    "session",
-    "sid",
-    "otp",
-    "cvv",
-    "cvc",
-    "card",
-    "signature",
-    "captcha",
-    "key",
-];
 /// Visible texts shorter or longer than this make poor final-state texts.
 const TEXT_CHARS: std::ops::RangeInclusive<usize> = 3..=80;
 
@@ -61,7 +43,7 @@ pub fn select(
     for exchange in &evidence.exchanges {
         if SAFE_METHODS.iter().any(|m| exchange.method.eq_ignore_ascii_case(m))
             || !exchange.succeeded()
-            || ignored.iter().any(|pattern| scheme_less(&exchange.url).contains(pattern.as_str()))
+            || ignored.iter().any(|pattern| urls::matches(pattern, &exchange.url))
             || matches!(exchange.resource_type.as_deref(), Some("Ping" | "CSPViolationReport"))
         {
             continue;
@@ -131,17 +113,12 @@ pub fn select(
     chosen
 }
 
-fn without_query(url: &str) -> &str {
-    url.split_once('?').map_or(url, |(before, _)| before)
-}
-
 /// The body fields a checkpoint may name: not secret by name, value or shape.
 fn safe_body_fields(exchange: &Exchange, mentions_secret: &dyn Fn(&str) -> bool) -> BTreeMap<String, String> {
     let Some(body) = exchange.post_data.as_deref() else { return BTreeMap::new() };
     let mut fields = BTreeMap::new();
-    for (name, value) in form_fields(body) {
-        let lower = name.to_ascii_lowercase();
-        if SECRET_FIELD_WORDS.iter().any(|word| lower.contains(word))
+    for (name, value) in form_fields(body, exchange.content_type.as_deref()) {
+        if is_secret_name(&name)
             || mentions_secret(&name)
             || mentions_secret(&value)
             || looks_like_token(&value)

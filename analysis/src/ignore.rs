@@ -10,7 +10,8 @@
 //! recorded answer. Documents, scripts, stylesheets, images, fonts and the site's API (`/api/` paths) are
 //! never listed by shape.
 
-use super::evidence::{Exchange, scheme_less};
+use crate::exchange::Exchange;
+use crate::urls::{self, scheme_less};
 
 /// Well-known tracker hosts and paths, as scheme-less URL substrings (what `ignored.json` holds).
 pub const KNOWN_TRACKERS: &[&str] = &[
@@ -90,6 +91,19 @@ pub fn ignore_list(exchanges: &[Exchange]) -> Vec<String> {
     list
 }
 
+/// The first entry of `ignored` that names `url` (by [`urls::matches`]): the one replay reports a request
+/// under.
+pub fn ignore_pattern<'a>(ignored: &'a [String], url: &str) -> Option<&'a str> {
+    ignored.iter().map(String::as_str).find(|pattern| urls::matches(pattern, url))
+}
+
+/// Reads an ignore list (`ignored.json`, or a file given to replay): a JSON array of scheme-less URL
+/// substrings; blank entries are dropped.
+pub fn parse_ignore_list(bytes: &[u8]) -> Result<Vec<String>, serde_json::Error> {
+    let list: Vec<String> = serde_json::from_slice(bytes)?;
+    Ok(list.into_iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+}
+
 fn is_type(exchange: &Exchange, resource_type: &str) -> bool {
     exchange.resource_type.as_deref() == Some(resource_type)
 }
@@ -138,6 +152,8 @@ mod tests {
             url: url.into(),
             resource_type: Some(resource_type.into()),
             post_data: None,
+            content_type: None,
+            request_body_file: None,
             status: Some(status),
             response_body_size: body,
         }
@@ -157,5 +173,14 @@ mod tests {
             exchange("POST", "http://shop.test/cart", "Fetch", 204, None),
         ];
         assert_eq!(ignore_list(&exchanges), ["shop.test/collect?", "google-analytics.com", "shop.test/v1/track"]);
+    }
+
+    #[test]
+    fn a_url_is_ignored_under_the_first_pattern_naming_it() {
+        let ignored = parse_ignore_list(br#"["shop.test/collect?", " ", "shop.test/"]"#).unwrap();
+        assert_eq!(ignored, ["shop.test/collect?", "shop.test/"]);
+        assert_eq!(ignore_pattern(&ignored, "https://shop.test/collect?e=1#x"), Some("shop.test/collect?"));
+        assert_eq!(ignore_pattern(&ignored, "http://cdn.test/app.js"), None);
+        assert!(parse_ignore_list(br#"{"not": "a list"}"#).is_err());
     }
 }

@@ -1,21 +1,23 @@
-//! Which values of a bundle are secrets. Two sources: what the person typed into credential fields (as
-//! [`trace_manifest::trajectory`] finds them), and the session secrets the recording carries: cookie values,
-//! `Authorization` and other token-bearing headers, secret-named URL parameters, form fields, JSON fields,
-//! hidden inputs and storage entries, and JSON Web Tokens wherever they appear in text.
+//! Which values of a bundle are secrets, and the forms a secret takes in it. The one list of secret names
+//! ([`is_secret_name`]) and the one list of encoded forms ([`encoded_forms`]) live here: the trajectory
+//! scrubs with them, checkpoints leave secret fields out by them, and redaction replaces and searches by
+//! them. (The in-page capture script keeps a copy of the names for the page, which a test compares.)
+//!
+//! Two sources of secrets: what the person typed into credential fields (as [`crate::trajectory`] finds
+//! them), and the session secrets the recording carries: cookie values, `Authorization` and other
+//! token-bearing headers, secret-named URL parameters, form fields, JSON fields, hidden inputs and storage
+//! entries, and JSON Web Tokens wherever they appear in text.
 //!
 //! Finding is by structure and by name only, so it is predictable: a value is a secret because of where it
-//! is, never because it "looks random". Replacing the values everywhere is [`super`]'s job.
+//! is, never because it "looks random". Replacing the values everywhere is the exporter's job.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use anyhow::{Result, bail};
 use regex::Regex;
-use trace_manifest::archive::Bundle;
-use trace_manifest::bundle::StorageFile;
-use trace_manifest::event::EventRecord;
-use trace_manifest::har::Har;
-use trace_manifest::trajectory;
+pub use trace_manifest::report::SecretKind;
+#[cfg(feature = "native")]
+use trace_manifest::{archive::Bundle, bundle::StorageFile, event::EventRecord, har::Har};
 
 /// Shorter values cannot be told apart from ordinary text: replacing them everywhere would damage the
 /// bundle, and searching for them would find them by chance.
@@ -25,35 +27,6 @@ pub const MIN_SECRET_CHARS: usize = 4;
 const MIN_UNNAMED_COOKIE_CHARS: usize = 8;
 /// Bodies larger than this are not parsed for secret fields (they are still searched and replaced).
 const MAX_PARSED_BODY_BYTES: u64 = 4 << 20;
-
-/// Where a secret was found, which names its placeholder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SecretKind {
-    /// Typed by the person into a credential field.
-    Credential,
-    Cookie,
-    Header,
-    UrlParameter,
-    /// A form field, JSON field or hidden input.
-    BodyField,
-    Storage,
-    Jwt,
-}
-
-impl SecretKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SecretKind::Credential => "credential",
-            SecretKind::Cookie => "cookie",
-            SecretKind::Header => "header",
-            SecretKind::UrlParameter => "url-parameter",
-            SecretKind::BodyField => "body-field",
-            SecretKind::Storage => "storage",
-            SecretKind::Jwt => "jwt",
-        }
-    }
-}
 
 /// One secret value and what stands in for it.
 #[derive(Clone, PartialEq, Eq)]
@@ -127,12 +100,18 @@ impl Secrets {
     /// snapshots and the text bodies the HAR points to carry.
     ///
     /// Fails when a credential is too short to be redacted reliably: the export cannot promise its absence.
-    pub fn find(bundle: &mut Bundle, events: &[EventRecord], har: &Har, storage: &StorageFile) -> Result<Secrets> {
+    #[cfg(feature = "native")]
+    pub fn find(
+        bundle: &mut Bundle,
+        events: &[EventRecord],
+        har: &Har,
+        storage: &StorageFile,
+    ) -> anyhow::Result<Secrets> {
         let mut secrets = Secrets::default();
         let task_id = bundle.manifest()?.task.id;
-        for credential in trajectory::derive(task_id, events, None).credentials {
+        for credential in crate::trajectory::derive(task_id, events, None).credentials {
             if credential.value.trim().chars().count() < MIN_SECRET_CHARS {
-                bail!(
+                anyhow::bail!(
                     "the credential typed into {} on {} is shorter than {MIN_SECRET_CHARS} characters: it cannot be \
                      told apart from ordinary text, so redaction cannot promise to remove it",
                     credential.target.selector,
@@ -185,7 +164,7 @@ impl Secrets {
         Ok(secrets)
     }
 
-    fn scan_url(&mut self, url: &str) {
+    pub fn scan_url(&mut self, url: &str) {
         let Ok(parsed) = url::Url::parse(url) else { return };
         if let Some(password) = parsed.password() {
             self.add(SecretKind::UrlParameter, "password", &percent_decoded(password));
@@ -200,7 +179,7 @@ impl Secrets {
         }
     }
 
-    fn scan_header(&mut self, name: &str, value: &str) {
+    pub fn scan_header(&mut self, name: &str, value: &str) {
         let lower = name.to_ascii_lowercase();
         if lower == "authorization" || lower == "proxy-authorization" {
             // `Bearer <token>`, `Basic <base64>`: the credentials follow the scheme.
@@ -223,7 +202,7 @@ impl Secrets {
         self.jwts_in(value);
     }
 
-    fn scan_cookie(&mut self, name: &str, value: &str) {
+    pub fn scan_cookie(&mut self, name: &str, value: &str) {
         let value = value.trim_matches('"');
         if is_secret_name(name) || value.chars().count() >= MIN_UNNAMED_COOKIE_CHARS {
             self.add(SecretKind::Cookie, name, value);
@@ -231,14 +210,14 @@ impl Secrets {
         self.jwts_in(value);
     }
 
-    fn scan_field(&mut self, name: &str, value: &str) {
+    pub fn scan_field(&mut self, name: &str, value: &str) {
         if is_secret_name(name) {
             self.add(SecretKind::BodyField, name, value);
         }
         self.jwts_in(value);
     }
 
-    fn scan_storage(&mut self, key: &str, value: &str) {
+    pub fn scan_storage(&mut self, key: &str, value: &str) {
         if is_secret_name(key) {
             self.add(SecretKind::Storage, key, value);
         }
@@ -250,7 +229,7 @@ impl Secrets {
     }
 
     /// A request or response body: its form fields, JSON fields, hidden inputs and JWTs.
-    fn scan_body(&mut self, mime_type: &str, text: &str) {
+    pub fn scan_body(&mut self, mime_type: &str, text: &str) {
         let mime_type = mime_type.to_ascii_lowercase();
         if mime_type.contains("x-www-form-urlencoded") {
             for (name, value) in url::form_urlencoded::parse(text.as_bytes()) {
@@ -327,7 +306,7 @@ impl Secrets {
 /// Does a cookie, header, parameter, field or key name say that its value is a secret? The name is split
 /// into words (at punctuation and lower-to-upper case changes) and each word compared.
 pub fn is_secret_name(name: &str) -> bool {
-    const CONTAINED: [&str; 12] = [
+    const CONTAINED: [&str; 14] = [
         "password",
         "passwd",
         "token",
@@ -340,9 +319,26 @@ pub fn is_secret_name(name: &str) -> bool {
         "jwt",
         "bearer",
         "credential",
+        // Per-session values a page hands to its forms: a replay or a stranger must not get them.
+        "nonce",
+        "captcha",
     ];
-    const WHOLE: [&str; 12] =
-        ["pass", "pwd", "passcode", "pin", "sid", "otp", "sig", "signature", "auth", "authorization", "cvv", "cvc"];
+    const WHOLE: [&str; 14] = [
+        "pass",
+        "pwd",
+        "passcode",
+        "pin",
+        "sid",
+        "otp",
+        "sig",
+        "signature",
+        "auth",
+        "authorization",
+        "cvv",
+        "cvc",
+        "card",
+        "ssn",
+    ];
     let mut words = Vec::new();
     let mut word = String::new();
     let mut previous_lower = false;
@@ -377,17 +373,51 @@ fn slug(name: &str) -> String {
     if slug.is_empty() { "value".to_owned() } else { slug }
 }
 
+#[cfg(feature = "native")]
 fn is_parsed_text(mime_type: &str) -> bool {
     let mime_type = mime_type.to_ascii_lowercase();
     ["json", "html", "text/", "javascript", "xml", "x-www-form-urlencoded"].iter().any(|kind| mime_type.contains(kind))
 }
 
+#[cfg(feature = "native")]
 fn read_text(bundle: &mut Bundle, file: &str) -> Option<String> {
     let size = bundle.files().ok()?.get(file).copied()?;
     if size > MAX_PARSED_BODY_BYTES {
         return None;
     }
     String::from_utf8(bundle.read(file).ok()?).ok()
+}
+
+/// The forms a secret takes in a bundle: as typed; form-encoded (`+` or `%20` for spaces) and strictly
+/// percent-encoded (RFC 3986 unreserved characters kept) as in bodies and URLs; JSON-escaped as in
+/// `events.jsonl` and the HAR (also around the encoded forms); and HTML-escaped as in pages and DOM
+/// snapshots. Sorted, each once.
+pub fn encoded_forms(value: &str) -> Vec<String> {
+    let form: String = url::form_urlencoded::byte_serialize(value.as_bytes()).collect();
+    let form_percent = form.replace('+', "%20");
+    let strict_percent: String = value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let html = value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    let html_apostrophe = html.replace('\'', "&#39;");
+    let mut forms = vec![value.to_owned(), form, form_percent, strict_percent, html, html_apostrophe];
+    let escaped: Vec<String> = forms.iter().map(|form| json_escaped(form)).collect();
+    forms.extend(escaped);
+    forms.sort();
+    forms.dedup();
+    forms
+}
+
+fn json_escaped(text: &str) -> String {
+    let quoted = serde_json::to_string(text).expect("a string always serializes");
+    quoted[1..quoted.len() - 1].to_owned()
 }
 
 fn percent_decoded(text: &str) -> String {

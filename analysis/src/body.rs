@@ -1,0 +1,216 @@
+//! The one parser of request bodies. Matching, checkpoints, the HAR and secret detection all read form,
+//! JSON and multipart bodies through [`parse`], so that they agree on what a body's fields are.
+//!
+//! A body is read as its `Content-Type` says: `application/x-www-form-urlencoded` as a form;
+//! `multipart/form-data` as parts (the boundary from the content type, else from the body's first line);
+//! `application/json`, `text/json` and `*+json` as JSON, and so is a body of any other type that parses as a
+//! JSON object or array (`fetch` sends strings as `text/plain`). A body with no content type at all that
+//! looks like a form (`a=1&b=2`, no white space) is a form. Anything else, and a body that does not parse as
+//! its type says, is [`ParsedBody::Other`].
+
+use serde_json::Value;
+
+/// A request body, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParsedBody<'a> {
+    /// Decoded fields in order; repeated names stay separate.
+    Form(Vec<(String, String)>),
+    Json(Value),
+    Multipart(Vec<Part<'a>>),
+    Other,
+}
+
+/// Parses `body` by its content type (see the module's rules).
+pub fn parse<'a>(body: &'a [u8], content_type: Option<&str>) -> ParsedBody<'a> {
+    if body.is_empty() {
+        return ParsedBody::Other;
+    }
+    let essence = content_type.unwrap_or_default().split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let parsed = match essence.as_str() {
+        "application/x-www-form-urlencoded" => Some(form(body)),
+        "multipart/form-data" => {
+            parse_multipart_body(body, content_type.and_then(|c| media_type_parameter(c, "boundary")))
+                .map(ParsedBody::Multipart)
+        }
+        "application/json" | "text/json" => json(body),
+        _ if essence.ends_with("+json") || looks_like_json(body) => json(body),
+        "" if looks_like_form(body) => Some(form(body)),
+        _ => None,
+    };
+    parsed.unwrap_or(ParsedBody::Other)
+}
+
+/// The top-level fields of a form or JSON object body, as text (strings, numbers and booleans; nested
+/// values have none): what a checkpoint's `body_fields` are compared with.
+pub fn form_fields(body: &str, content_type: Option<&str>) -> Vec<(String, String)> {
+    match parse(body.as_bytes(), content_type) {
+        ParsedBody::Form(fields) => fields,
+        ParsedBody::Json(Value::Object(object)) => object
+            .into_iter()
+            .filter_map(|(name, value)| match value {
+                Value::String(text) => Some((name, text)),
+                Value::Number(number) => Some((name, number.to_string())),
+                Value::Bool(flag) => Some((name, flag.to_string())),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn form(body: &[u8]) -> ParsedBody<'static> {
+    ParsedBody::Form(url::form_urlencoded::parse(body).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+}
+
+fn json(body: &[u8]) -> Option<ParsedBody<'static>> {
+    serde_json::from_slice(body).ok().map(ParsedBody::Json)
+}
+
+fn looks_like_form(body: &[u8]) -> bool {
+    body.contains(&b'=') && !body.iter().any(u8::is_ascii_whitespace)
+}
+
+pub fn looks_like_json(body: &[u8]) -> bool {
+    matches!(body.iter().find(|byte| !byte.is_ascii_whitespace()), Some(b'{' | b'['))
+}
+
+/// A parameter of a media type (`boundary` of `multipart/form-data; boundary=x`), unquoted.
+pub fn media_type_parameter<'a>(content_type: &'a str, name: &str) -> Option<&'a str> {
+    content_type.split(';').skip(1).find_map(|parameter| {
+        let (key, value) = parameter.split_once('=')?;
+        key.trim().eq_ignore_ascii_case(name).then(|| value.trim().trim_matches('"'))
+    })
+}
+
+/// `None` when the body is not multipart after all, so that it is kept as it is. Without a boundary in the
+/// content type, the boundary is read from the body's first line.
+fn parse_multipart_body<'a>(body: &'a [u8], boundary: Option<&str>) -> Option<Vec<Part<'a>>> {
+    let boundary = match boundary {
+        Some(boundary) if !boundary.is_empty() => boundary.as_bytes(),
+        _ => {
+            let first_line = body.split(|&byte| byte == b'\n').next()?;
+            first_line.strip_suffix(b"\r").unwrap_or(first_line).strip_prefix(b"--")?
+        }
+    };
+    parse_multipart(body, boundary)
+}
+
+/// One part of a `multipart/form-data` body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part<'a> {
+    pub name: String,
+    pub filename: Option<String>,
+    pub content_type: Option<String>,
+    pub content: &'a [u8],
+}
+
+fn parse_multipart<'a>(body: &'a [u8], boundary: &[u8]) -> Option<Vec<Part<'a>>> {
+    let mut delimiter = Vec::with_capacity(boundary.len() + 2);
+    delimiter.extend_from_slice(b"--");
+    delimiter.extend_from_slice(boundary);
+    let mut parts = Vec::new();
+    let mut closed = false;
+    // What comes before the first delimiter is a preamble, which carries nothing.
+    for section in split_on(body, &delimiter).into_iter().skip(1) {
+        if section.starts_with(b"--") {
+            closed = true;
+            break;
+        }
+        let section = strip_line_break_start(section);
+        // The line break before a delimiter belongs to the delimiter.
+        let section = section.strip_suffix(b"\r\n").or_else(|| section.strip_suffix(b"\n")).unwrap_or(section);
+        let (headers, content) = split_once_on(section, b"\r\n\r\n").or_else(|| split_once_on(section, b"\n\n"))?;
+        parts.push(parse_part_headers(headers, content));
+    }
+    (closed || !parts.is_empty()).then_some(parts)
+}
+
+fn parse_part_headers<'a>(headers: &[u8], content: &'a [u8]) -> Part<'a> {
+    let mut part = Part { name: String::new(), filename: None, content_type: None, content };
+    for line in String::from_utf8_lossy(headers).lines() {
+        let Some((header, value)) = line.split_once(':') else { continue };
+        let header = header.trim();
+        if header.eq_ignore_ascii_case("content-disposition") {
+            for parameter in value.split(';').skip(1) {
+                let Some((key, value)) = parameter.split_once('=') else { continue };
+                let value = value.trim().trim_matches('"').to_owned();
+                match key.trim().to_ascii_lowercase().as_str() {
+                    "name" => part.name = value,
+                    "filename" => part.filename = Some(value),
+                    _ => {}
+                }
+            }
+        } else if header.eq_ignore_ascii_case("content-type") {
+            part.content_type = Some(value.trim().to_owned());
+        }
+    }
+    part
+}
+
+fn strip_line_break_start(section: &[u8]) -> &[u8] {
+    section.strip_prefix(b"\r\n").or_else(|| section.strip_prefix(b"\n")).unwrap_or(section)
+}
+
+/// `haystack` split at each occurrence of `needle` (not empty).
+fn split_on<'a>(haystack: &'a [u8], needle: &[u8]) -> Vec<&'a [u8]> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut at = 0;
+    while at + needle.len() <= haystack.len() {
+        if haystack[at] == needle[0] && haystack[at..].starts_with(needle) {
+            pieces.push(&haystack[start..at]);
+            at += needle.len();
+            start = at;
+        } else {
+            at += 1;
+        }
+    }
+    pieces.push(&haystack[start..]);
+    pieces
+}
+
+fn split_once_on<'a>(haystack: &'a [u8], needle: &[u8]) -> Option<(&'a [u8], &'a [u8])> {
+    let at = haystack.windows(needle.len()).position(|window| window == needle)?;
+    Some((&haystack[..at], &haystack[at + needle.len()..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(body: &str, content_type: Option<&str>) -> Vec<(String, String)> {
+        form_fields(body, content_type)
+    }
+
+    #[test]
+    fn form_and_json_bodies_have_fields_by_type_or_by_shape() {
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        assert_eq!(fields("a=1&b=x+y", None), pairs(&[("a", "1"), ("b", "x y")]));
+        assert_eq!(
+            fields("a=1&b=x+y", Some("application/x-www-form-urlencoded; charset=UTF-8")),
+            pairs(&[("a", "1"), ("b", "x y")])
+        );
+        assert_eq!(fields("{\"q\":\"mug\",\"n\":2,\"o\":{}}", None), pairs(&[("n", "2"), ("q", "mug")]));
+        assert_eq!(fields("{\"q\":\"mug\"}", Some("text/plain;charset=UTF-8")), pairs(&[("q", "mug")]));
+        assert!(fields("just text", None).is_empty());
+        // A type that says text is taken at its word unless the body is JSON.
+        assert!(fields("a=1", Some("text/plain")).is_empty());
+        assert!(fields("{not json", Some("application/json")).is_empty());
+    }
+
+    #[test]
+    fn multipart_parts_are_read_with_or_without_the_boundary_in_the_type() {
+        let body = b"--XyZ\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nMug\r\n--XyZ\r\n\
+                     Content-Disposition: form-data; name=\"photo\"; filename=\"m.png\"\r\nContent-Type: image/png\r\n\r\n\x89PNG\r\n--XyZ--\r\n";
+        for content_type in ["multipart/form-data; boundary=XyZ", "multipart/form-data"] {
+            let ParsedBody::Multipart(parts) = parse(body, Some(content_type)) else {
+                panic!("{content_type}: not multipart")
+            };
+            let summary: Vec<_> = parts.iter().map(|p| (p.name.as_str(), p.filename.as_deref(), p.content)).collect();
+            assert_eq!(summary, [("title", None, &b"Mug"[..]), ("photo", Some("m.png"), &b"\x89PNG"[..])]);
+        }
+        assert_eq!(parse(b"no parts here", Some("multipart/form-data; boundary=XyZ")), ParsedBody::Other);
+    }
+}

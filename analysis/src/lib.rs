@@ -1,0 +1,36 @@
+//! `trace-analysis` owns every derivation over a recorded bundle: pure functions from what the recorder
+//! wrote (events, bodies, DOM snapshots, storage) to what TRACE says about it (the trajectory, the HAR, the
+//! exchanges, checkpoints and whether they hold, the ignore list, the secrets, canonical forms, the bundle's
+//! summary). Post-processing, export, replay and every later tool call these functions and never derive the
+//! same thing another way, so that the same bundle gives the same answers wherever it is asked.
+//!
+//! It does no I/O beyond reading a bundle through `trace-manifest`'s reader (feature `native`), keeps no
+//! clock and no randomness, and without `native` builds for `wasm32-unknown-unknown` so that the extension
+//! can use it too. The types it produces that cross a process or file boundary are `trace-manifest`'s.
+//!
+//! # Layout
+//! - [`exchange`]: the one pairing of requests with their responses, failures and bodies.
+//! - [`har`]: the HAR 1.2 log of a recording.
+//! - [`trajectory`]: the demonstration as browser-use-style tool calls, and the credentials typed in it.
+//! - [`evidence`]: what a recording shows (exchanges, page text) and whether a checkpoint predicate holds.
+//! - [`checkpoints`]: which states mark progress, by fixed rules.
+//! - [`ignore`]: which requests replay may fail at once, and reading and applying an ignore list.
+//! - [`postprocess`]: the four files `trace-host process` writes, derived together.
+//! - [`secrets`]: which names and values are secret, and the forms a secret takes.
+//! - [`urls`]: the URL rule patterns are written in (scheme-less substrings).
+//! - [`body`]: the one parser of form, JSON and multipart bodies.
+//! - [`canonical`]: canonical URLs, bodies and endpoint keys, which replay matches on.
+//! - [`summary`]: a bundle's summary (task, pages, hosts, what the ignore list removes).
+
+pub mod body;
+pub mod canonical;
+pub mod checkpoints;
+pub mod evidence;
+pub mod exchange;
+pub mod har;
+pub mod ignore;
+pub mod postprocess;
+pub mod secrets;
+pub mod summary;
+pub mod trajectory;
+pub mod urls;

@@ -1,0 +1,1606 @@
+//! The demonstration as a trajectory of high-level tool calls (`trajectory.json`), derived from a recording's
+//! events by pure functions: post-processing writes it, and replay reads it, or runs the very same derivation
+//! for a bundle never processed, so the two cannot disagree. It owns the rules that turn low-level events
+//! into the calls an agent would make, named as browser-use names its actions, and the extraction of the
+//! secrets typed along the way, which never enter the trajectory.
+//!
+//! [`derive`] reads the events in `id` order (the order the host committed them; their `ts` may disagree
+//! slightly, since navigation times come from the browser and request times from DevTools) and applies:
+//!
+//! - **Navigations.** A main-frame navigation with cause `link`, `form_submit`, `redirect` or `other` within
+//!   [`EFFECT_WINDOW_MS`] of the latest call on the same tab (a click, a submit, a key, a choice) is that
+//!   call's effect: it sets the call's `url_after`. After a `navigate`, `go_back` or `go_forward` only a
+//!   client `redirect` is an effect. A navigation that is no call's effect becomes a call: `typed` (and
+//!   unexplained `link`, `form_submit` or `other`, and the recording's first navigation whatever its cause)
+//!   becomes `navigate{url}`, with the URL that was asked for when the browser's document request was
+//!   redirected by the server (Chrome reports the URL it ended at); `reload` becomes `navigate` to the same
+//!   URL, since browser-use has no reload; `back_forward` becomes as many `go_back` or `go_forward` calls as
+//!   the tab's history says it moved, or `navigate` when that history does not know the URL. A `redirect`
+//!   that is no call's effect is the page's own doing and no call. `back_forward` and `reload` are a
+//!   click's effect only within [`QUICK_EFFECT_WINDOW_MS`] (a "Back" button in the page).
+//! - **Typing.** An `input` is `input{text}` with the field's whole value; consecutive inputs to the same
+//!   field merge, and the click that focused the field just before is part of the call (browser-use's
+//!   `input` clicks the field itself).
+//! - **Clicks.** A `submit` within [`QUICK_EFFECT_WINDOW_MS`] of a click or key on the same tab is part of it
+//!   (a standalone one stays a `submit` call, which browser-use lacks: replay submits the form). A `change`
+//!   of a checkbox or radio button right after a click on it (or on a `<label>`) is part of the click;
+//!   without one it becomes a click. A `double_click` absorbs the two clicks before it on the same element
+//!   and is `click{count: 2}`, so that tools knowing only `click` still see a click.
+//! - **Choices.** A `change` on a `<select>` is `select_dropdown{option}` (the option labels, `, `-joined),
+//!   absorbing a click on the select just before; on a file input `upload_file{files}`; on a text field it
+//!   is part of the input before it, or an `input` of its own.
+//! - **Keys.** A `key_press` is `send_keys{keys}`, the modifiers and the key joined by `+` (`Control+a`);
+//!   an Enter that submits a form stays a `send_keys` call and absorbs the submit and its navigation.
+//! - **Scrolling.** `scroll{down, delta_x, delta_y}` in CSS pixels; consecutive scrolls of one container
+//!   add up. `pages` stays empty: the recording has no viewport height to divide by.
+//! - **Tabs.** A tab created by a click (its opener is the clicked tab) within the effect window is the
+//!   click's effect, together with its first navigation and the reload the recorder does to attach to it;
+//!   the person is then on the new tab unless Control or Meta was held. `activated` becomes `switch{tab}`
+//!   when it changes the tab the person is on; `removed` becomes `close{tab}` (unless the page closed
+//!   itself within [`QUICK_EFFECT_WINDOW_MS`] of a click in it: then it is the click's). An action in another tab than
+//!   the current one without an activation in between gets a `switch` first (with no event ids), and a
+//!   recording that starts on an already open page gets a `navigate` to it first (likewise). Tabs are
+//!   numbered 0, 1, … in the order they first appear.
+//! - **Snapshots.** A call's `screenshot` and `dom_snapshot` are the first main-frame ones of the tab the
+//!   call left the person on, after its last event and before the next call, preferring reason `action`
+//!   to `load`. The recorder throttles captures, so calls in a quick burst may have none. A `switch` and
+//!   the final `done` take the latest capture of their tab (switching changes nothing on the page).
+//! - **Credentials.** An input (or choice) whose action has `credential: true` carries the placeholder
+//!   `{{credentials.<site>.<field>}}` (site: the host of the page the field is in; field: its `name`, else
+//!   `id`, sanitized) instead of its value, and the value goes to [`Derived::credentials`]. As a second
+//!   line of defence every secret of four or more characters is replaced by its placeholder wherever it
+//!   appears in the trajectory (raw or URL-encoded, such as in the URL a GET form led to).
+//! - **The answer.** The trajectory ends with `done{text, success: true}`, `text` being the task's answer
+//!   (empty for action tasks).
+
+use std::collections::HashMap;
+
+use trace_manifest::event::{Action, ActionKind, ElementDescriptor, EventKind, EventRecord, NavigationCause, TabOp};
+use trace_manifest::task::TaskId;
+
+use crate::secrets;
+pub use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory, credential_placeholder};
+
+/// How long after a person's action a navigation or a new tab is still taken for its effect.
+pub const EFFECT_WINDOW_MS: f64 = 5_000.0;
+/// How long after a click a `submit`, a checkbox's `change`, a history move or a reload is still its effect:
+/// the browser does those at once, while a person needs longer to do the same by hand.
+pub const QUICK_EFFECT_WINDOW_MS: f64 = 1_000.0;
+/// How far back a document request may have started to explain a navigation's server redirect.
+const REDIRECT_LOOKBACK_MS: f64 = 10_000.0;
+
+/// What [`derive`] produces: the trajectory, and the secrets it refers to by placeholder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Derived {
+    pub trajectory: Trajectory,
+    pub credentials: Vec<Credential>,
+}
+
+/// Derives the trajectory of a recording from its events (any order; they are read by `id`). `answer` is the
+/// task's answer for information-retrieval tasks, the text of the final `done`.
+pub fn derive(task_id: TaskId, events: &[EventRecord], answer: Option<&str>) -> Derived {
+    let mut ordered: Vec<&EventRecord> = events.iter().collect();
+    ordered.sort_by_key(|record| record.id);
+    let mut builder = Builder::new(&ordered);
+    for record in &ordered {
+        builder.on_event(record);
+    }
+    builder.finish(task_id, answer)
+}
+
+/// The keys of a key press as `send_keys` takes them: modifiers, then the key, joined by `+`.
+pub fn keys_of(action: &Action) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for modifier in &action.modifiers {
+        if !parts.contains(&modifier.as_str()) && action.key.as_deref() != Some(modifier) {
+            parts.push(modifier);
+        }
+    }
+    parts.push(action.key.as_deref().unwrap_or_default());
+    parts.join("+")
+}
+
+/// The same element for the purpose of merging actions: same selector in the same frame.
+fn same_element(a: &ElementDescriptor, b: &ElementDescriptor) -> bool {
+    a.selector == b.selector && a.frame_path == b.frame_path
+}
+
+fn same_target(a: Option<&ElementDescriptor>, b: Option<&ElementDescriptor>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => same_element(a, b),
+        _ => false,
+    }
+}
+
+enum FieldKind {
+    Select,
+    Toggle,
+    File,
+    Text,
+}
+
+fn field_kind(target: &ElementDescriptor) -> FieldKind {
+    match (target.tag.as_str(), target.input_type.as_deref()) {
+        ("select", _) => FieldKind::Select,
+        (_, Some("checkbox" | "radio")) => FieldKind::Toggle,
+        (_, Some("file")) => FieldKind::File,
+        _ => FieldKind::Text,
+    }
+}
+
+fn without_fragment(url: &str) -> &str {
+    url.split_once('#').map_or(url, |(before, _)| before)
+}
+
+/// Letters, digits, `_` and `-`; anything else becomes `_`.
+fn sanitize_field(raw: &str) -> String {
+    let field: String =
+        raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    if field.is_empty() { "field".to_owned() } else { field }
+}
+
+fn site_of(page_url: &str) -> String {
+    url::Url::parse(page_url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// A secret typed into a field, until the derivation is over and it gets its placeholder.
+#[derive(Debug, Clone)]
+struct Secret {
+    site: String,
+    field: String,
+    target: ElementDescriptor,
+    value: String,
+    /// Values the field held before, merged away: scrubbed too, should they have reached a URL.
+    earlier_values: Vec<String>,
+}
+
+impl Secret {
+    fn of(action: &Action, target: &ElementDescriptor, value: &str) -> Secret {
+        let raw_field = target.name.as_deref().or(target.id.as_deref()).unwrap_or_default();
+        Secret {
+            site: site_of(&action.url),
+            field: sanitize_field(raw_field),
+            target: target.clone(),
+            value: value.to_owned(),
+            earlier_values: Vec::new(),
+        }
+    }
+
+    fn replaced_by(self, mut newer: Secret) -> Secret {
+        newer.earlier_values = self.earlier_values;
+        newer.earlier_values.push(self.value);
+        newer
+    }
+}
+
+/// A call being built, with what the rules need to know about it.
+#[derive(Debug)]
+struct PendingCall {
+    call: ToolCall,
+    /// The tab it happened in.
+    tab_id: Option<i64>,
+    /// The tab it left the person on (a new tab for a click that opened one).
+    result_tab: Option<i64>,
+    /// The id where its evidence starts, ending the previous call's snapshot window.
+    first_event_id: u64,
+    /// The time of its latest action, from which effects are timed.
+    last_person_ts: f64,
+    navigated: bool,
+    opened_tab: Option<i64>,
+    absorbed_change: bool,
+    modifiers: Vec<String>,
+    secret: Option<Secret>,
+    closed: bool,
+}
+
+impl PendingCall {
+    fn absorb(&mut self, id: u64) {
+        self.call.event_ids.push(id);
+    }
+
+    fn absorb_action(&mut self, id: u64, ts: f64) {
+        self.absorb(id);
+        self.last_person_ts = self.last_person_ts.max(ts);
+    }
+
+    fn last_event_id(&self) -> Option<u64> {
+        self.call.event_ids.iter().copied().max()
+    }
+
+    /// A call made in the page, whose effects navigations and new tabs can be.
+    fn is_in_page(&self) -> bool {
+        matches!(
+            self.call.action,
+            ToolAction::Click { .. }
+                | ToolAction::Input { .. }
+                | ToolAction::SendKeys { .. }
+                | ToolAction::Scroll { .. }
+                | ToolAction::SelectDropdown { .. }
+                | ToolAction::UploadFile { .. }
+                | ToolAction::Submit {}
+        )
+    }
+
+    fn is_single_click_on(&self, tab: i64, target: &ElementDescriptor) -> bool {
+        matches!(self.call.action, ToolAction::Click { count: 1 })
+            && self.tab_id == Some(tab)
+            && !self.navigated
+            && self.opened_tab.is_none()
+            && self.call.target.as_ref().is_some_and(|own| same_element(own, target))
+    }
+
+    fn is_on(&self, tab: i64, name: &str, target: &ElementDescriptor) -> bool {
+        self.tab_id == Some(tab)
+            && self.call.action.name() == name
+            && self.call.target.as_ref().is_some_and(|own| same_element(own, target))
+    }
+}
+
+#[derive(Debug, Default)]
+struct TabState {
+    ordinal: u32,
+    url: Option<String>,
+    /// The tab's session history as far as the recording saw it, and where in it the tab is.
+    history: Vec<String>,
+    index: usize,
+    main_navigations: u32,
+    created_in_recording: bool,
+    opened_by_call: bool,
+    acted_in: bool,
+}
+
+impl TabState {
+    /// A new document: it replaces the current history entry (a client redirect) or is pushed after it.
+    fn commit(&mut self, url: &str, replace: bool) {
+        if replace && !self.history.is_empty() {
+            self.history[self.index] = url.to_owned();
+        } else {
+            self.history.truncate(if self.history.is_empty() { 0 } else { self.index + 1 });
+            self.history.push(url.to_owned());
+            self.index = self.history.len() - 1;
+        }
+        self.url = Some(url.to_owned());
+    }
+
+    /// Where a back/forward navigation to `url` went: negative steps back, positive forward.
+    fn history_steps_to(&self, url: &str) -> Option<i64> {
+        let wanted = without_fragment(url);
+        let back = (0..self.index).rev().find(|&i| without_fragment(&self.history[i]) == wanted);
+        let forward = (self.index + 1..self.history.len()).find(|&i| without_fragment(&self.history[i]) == wanted);
+        match (back, forward) {
+            (Some(back), Some(forward)) if forward - self.index < self.index - back => {
+                Some(forward as i64 - self.index as i64)
+            }
+            (Some(back), _) => Some(back as i64 - self.index as i64),
+            (None, Some(forward)) => Some(forward as i64 - self.index as i64),
+            (None, None) => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct DocumentChain<'e> {
+    tab_id: i64,
+    first_ts: f64,
+    first_is_get: bool,
+    hops: Vec<&'e str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CaptureKind {
+    Screenshot,
+    Dom,
+}
+
+#[derive(Debug)]
+struct Capture<'e> {
+    id: u64,
+    tab_id: Option<i64>,
+    kind: CaptureKind,
+    reason: &'e str,
+    file: &'e str,
+}
+
+struct Builder<'e> {
+    calls: Vec<PendingCall>,
+    tabs: HashMap<i64, TabState>,
+    current_tab: Option<i64>,
+    /// Main-frame document requests, by tab and request id, with their redirect hops.
+    documents: HashMap<(i64, &'e str), DocumentChain<'e>>,
+    /// Main-frame screenshots and DOM snapshots, in id order.
+    captures: Vec<Capture<'e>>,
+    last_ts: f64,
+}
+
+impl<'e> Builder<'e> {
+    fn new(events: &[&'e EventRecord]) -> Builder<'e> {
+        let mut documents: HashMap<(i64, &str), DocumentChain> = HashMap::new();
+        let mut captures = Vec::new();
+        for record in events {
+            let event = &record.event;
+            match &event.kind {
+                EventKind::Request(request)
+                    if request.resource_type.as_deref() == Some("Document") && event.frame_id.is_none() =>
+                {
+                    let Some(tab_id) = event.tab_id else { continue };
+                    documents
+                        .entry((tab_id, request.request_id.as_str()))
+                        .or_insert_with(|| DocumentChain {
+                            tab_id,
+                            first_ts: event.ts,
+                            first_is_get: request.method.eq_ignore_ascii_case("GET"),
+                            hops: Vec::new(),
+                        })
+                        .hops
+                        .push(&request.url);
+                }
+                EventKind::Screenshot(shot) => captures.push(Capture {
+                    id: record.id,
+                    tab_id: event.tab_id,
+                    kind: CaptureKind::Screenshot,
+                    reason: &shot.reason,
+                    file: &shot.file,
+                }),
+                EventKind::DomSnapshot(dom) if event.frame_id.is_none() => captures.push(Capture {
+                    id: record.id,
+                    tab_id: event.tab_id,
+                    kind: CaptureKind::Dom,
+                    reason: &dom.reason,
+                    file: &dom.file,
+                }),
+                _ => {}
+            }
+        }
+        Builder { calls: Vec::new(), tabs: HashMap::new(), current_tab: None, documents, captures, last_ts: 0.0 }
+    }
+
+    fn on_event(&mut self, record: &EventRecord) {
+        let event = &record.event;
+        self.last_ts = self.last_ts.max(event.ts);
+        let Some(tab) = event.tab_id else { return };
+        match &event.kind {
+            EventKind::Action(action) => {
+                self.tab(tab);
+                self.on_action(record.id, event.ts, tab, event.frame_id.is_none(), action);
+            }
+            // The blank page a recorder opens a task's tab with is no step of the demonstration.
+            EventKind::Navigation(navigation) if navigation.main_frame && navigation.url == "about:blank" => {}
+            EventKind::Navigation(navigation) if navigation.main_frame => {
+                self.tab(tab);
+                self.on_navigation(record.id, event.ts, tab, &navigation.url, navigation.cause);
+            }
+            EventKind::Navigation(navigation) => {
+                // An iframe that a click navigated: evidence of the click, no call of its own.
+                if matches!(navigation.cause, NavigationCause::Link | NavigationCause::FormSubmit)
+                    && let Some(last) = self.calls.last_mut()
+                    && last.tab_id == Some(tab)
+                    && last.is_in_page()
+                    && event.ts - last.last_person_ts <= EFFECT_WINDOW_MS
+                {
+                    last.absorb(record.id);
+                }
+            }
+            EventKind::Tab(tab_event) => {
+                self.tab(tab);
+                match tab_event.op {
+                    TabOp::Created => self.on_tab_created(record.id, event.ts, tab, tab_event),
+                    TabOp::Activated => self.on_tab_activated(record.id, event.ts, tab),
+                    TabOp::Removed => self.on_tab_removed(record.id, event.ts, tab),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The tab's state, numbering it on first sight.
+    fn tab(&mut self, tab: i64) -> &mut TabState {
+        let next = self.tabs.len() as u32;
+        self.tabs.entry(tab).or_insert_with(|| TabState { ordinal: next, ..TabState::default() })
+    }
+
+    fn url_of(&self, tab: Option<i64>) -> Option<String> {
+        tab.and_then(|tab| self.tabs.get(&tab)).and_then(|state| state.url.clone())
+    }
+
+    fn ordinal(&mut self, tab: i64) -> u32 {
+        self.tab(tab).ordinal
+    }
+
+    /// Ends the latest call: its `url_after` is where its tab is now.
+    fn close_last(&mut self) {
+        let Some(last) = self.calls.last_mut() else { return };
+        if last.closed {
+            return;
+        }
+        last.closed = true;
+        if let Some(url) = last.result_tab.and_then(|tab| self.tabs.get(&tab)).and_then(|state| state.url.clone()) {
+            last.call.url_after = Some(url);
+        }
+    }
+
+    fn push(
+        &mut self,
+        action: ToolAction,
+        target: Option<ElementDescriptor>,
+        tab: Option<i64>,
+        first_event_id: u64,
+        event_ids: Vec<u64>,
+        ts: f64,
+    ) -> &mut PendingCall {
+        self.close_last();
+        let ordinal = tab.map(|tab| self.ordinal(tab));
+        let url_before = self.url_of(tab);
+        self.calls.push(PendingCall {
+            call: ToolCall {
+                action,
+                target,
+                tab: ordinal,
+                url_before: url_before.clone(),
+                url_after: url_before,
+                dom_snapshot: None,
+                screenshot: None,
+                event_ids,
+                ts,
+            },
+            tab_id: tab,
+            result_tab: tab,
+            first_event_id,
+            last_person_ts: ts,
+            navigated: false,
+            opened_tab: None,
+            absorbed_change: false,
+            modifiers: Vec::new(),
+            secret: None,
+            closed: false,
+        });
+        self.calls.last_mut().expect("just pushed")
+    }
+
+    /// The person does something in `tab`: if they were on another tab, they switched to it first.
+    fn enter_tab(&mut self, tab: i64, id: u64, ts: f64) {
+        match self.current_tab {
+            Some(current) if current == tab => {}
+            Some(current) => {
+                let ordinal = self.ordinal(tab);
+                let switched = self.push(ToolAction::Switch { tab: ordinal }, None, Some(current), id, Vec::new(), ts);
+                switched.result_tab = Some(tab);
+                self.current_tab = Some(tab);
+            }
+            None => self.arrive_at(tab),
+        }
+    }
+
+    /// The person is on `tab` without having chosen it (the recording starts, or the browser picked a tab
+    /// after a close).
+    fn arrive_at(&mut self, tab: i64) {
+        self.current_tab = Some(tab);
+        if let Some(last) = self.calls.last_mut()
+            && matches!(last.call.action, ToolAction::Close { .. })
+            && last.result_tab.is_none()
+        {
+            last.result_tab = Some(tab);
+        }
+    }
+
+    fn on_action(&mut self, id: u64, ts: f64, tab: i64, main_frame: bool, action: &Action) {
+        self.tab(tab).acted_in = true;
+        if main_frame && self.tab(tab).url.is_none() {
+            // A tab recorded from an open page: its URL is known from the first action.
+            let url = action.url.clone();
+            self.tab(tab).commit(&url, false);
+        }
+        if self.calls.is_empty() {
+            // Replay has to start where the person started.
+            if let Some(url) = self.url_of(Some(tab)) {
+                self.arrive_at(tab);
+                self.push(ToolAction::Navigate { url }, None, Some(tab), id, Vec::new(), ts).call.url_before = None;
+            }
+        }
+        let target = action.target.clone();
+        match action.action {
+            ActionKind::Click => {
+                self.enter_tab(tab, id, ts);
+                let call = self.push(ToolAction::Click { count: 1 }, target, Some(tab), id, vec![id], ts);
+                call.modifiers = action.modifiers.clone();
+            }
+            ActionKind::DoubleClick => self.on_double_click(id, ts, tab, action),
+            ActionKind::Input => {
+                let value = action.value.clone().unwrap_or_default();
+                self.on_typed(id, ts, tab, action, value);
+            }
+            ActionKind::KeyPress => {
+                self.enter_tab(tab, id, ts);
+                let keys = keys_of(action);
+                self.push(ToolAction::SendKeys { keys }, target, Some(tab), id, vec![id], ts);
+            }
+            ActionKind::Scroll => self.on_scroll(id, ts, tab, action),
+            ActionKind::Submit => {
+                if let Some(last) = self.calls.last_mut()
+                    && last.tab_id == Some(tab)
+                    && matches!(last.call.action, ToolAction::Click { .. } | ToolAction::SendKeys { .. })
+                    && ts - last.last_person_ts <= QUICK_EFFECT_WINDOW_MS
+                {
+                    last.absorb_action(id, ts);
+                } else {
+                    self.enter_tab(tab, id, ts);
+                    self.push(ToolAction::Submit {}, target, Some(tab), id, vec![id], ts);
+                }
+            }
+            ActionKind::Change => self.on_change(id, ts, tab, action),
+        }
+    }
+
+    fn on_double_click(&mut self, id: u64, ts: f64, tab: i64, action: &Action) {
+        let Some(target) = &action.target else {
+            self.enter_tab(tab, id, ts);
+            self.push(ToolAction::Click { count: 2 }, None, Some(tab), id, vec![id], ts);
+            return;
+        };
+        let n = self.calls.len();
+        let clicked_before = |calls: &[PendingCall], back: usize| {
+            n >= back && calls[n - back].is_single_click_on(tab, target) && !calls[n - back].absorbed_change
+        };
+        if clicked_before(&self.calls, 1) {
+            if clicked_before(&self.calls, 2) {
+                let second = self.calls.pop().expect("checked");
+                self.calls.last_mut().expect("checked").call.event_ids.extend(second.call.event_ids);
+            }
+            let call = self.calls.last_mut().expect("checked");
+            call.call.action = ToolAction::Click { count: 2 };
+            call.call.target = Some(target.clone());
+            // The first click was closed when the second came: the double click goes on with it.
+            call.closed = false;
+            call.absorb_action(id, ts);
+        } else {
+            self.enter_tab(tab, id, ts);
+            self.push(ToolAction::Click { count: 2 }, Some(target.clone()), Some(tab), id, vec![id], ts);
+        }
+    }
+
+    /// Typing into a text field (an `input`, or the `change` of a field no `input` reported).
+    fn on_typed(&mut self, id: u64, ts: f64, tab: i64, action: &Action, value: String) {
+        let Some(target) = action.target.clone() else {
+            // Typing needs a field; without one the keys are all there is to replay.
+            self.enter_tab(tab, id, ts);
+            self.push(ToolAction::Input { text: value }, None, Some(tab), id, vec![id], ts);
+            return;
+        };
+        let secret = (action.credential && !value.is_empty()).then(|| Secret::of(action, &target, &value));
+        let last = self.calls.last_mut();
+        if let Some(last) = last
+            && (last.is_on(tab, "input", &target) || last.is_single_click_on(tab, &target))
+        {
+            last.call.action = ToolAction::Input { text: value.clone() };
+            last.call.target = Some(target);
+            last.absorb_action(id, ts);
+            last.secret = match (last.secret.take(), secret) {
+                (Some(earlier), Some(newer)) => Some(earlier.replaced_by(newer)),
+                (None, newer) => newer,
+                // A field once secret stays secret, whatever a later report says.
+                (Some(earlier), None) if !value.is_empty() => {
+                    Some(earlier.clone().replaced_by(Secret { value, ..earlier }))
+                }
+                (Some(_), None) => None,
+            };
+            return;
+        }
+        self.enter_tab(tab, id, ts);
+        let call = self.push(ToolAction::Input { text: value }, Some(target), Some(tab), id, vec![id], ts);
+        call.secret = secret;
+    }
+
+    fn on_scroll(&mut self, id: u64, ts: f64, tab: i64, action: &Action) {
+        let (dx, dy) = (action.delta_x.unwrap_or(0.0), action.delta_y.unwrap_or(0.0));
+        if let Some(last) = self.calls.last_mut()
+            && last.tab_id == Some(tab)
+            && same_target(last.call.target.as_ref(), action.target.as_ref())
+            && let ToolAction::Scroll { delta_x, delta_y, down, .. } = &mut last.call.action
+        {
+            *delta_x += dx;
+            *delta_y += dy;
+            *down = *delta_y >= 0.0;
+            last.absorb_action(id, ts);
+            return;
+        }
+        self.enter_tab(tab, id, ts);
+        let scroll = ToolAction::Scroll { down: dy >= 0.0, pages: None, delta_x: dx, delta_y: dy };
+        self.push(scroll, action.target.clone(), Some(tab), id, vec![id], ts);
+    }
+
+    fn on_change(&mut self, id: u64, ts: f64, tab: i64, action: &Action) {
+        let value = action.value.clone().unwrap_or_default();
+        let Some(target) = action.target.clone() else {
+            if let Some(last) = self.calls.last_mut().filter(|last| last.tab_id == Some(tab)) {
+                last.absorb(id);
+            }
+            return;
+        };
+        match field_kind(&target) {
+            FieldKind::Select => {
+                let secret = (action.credential && !value.is_empty()).then(|| Secret::of(action, &target, &value));
+                let choice = ToolAction::SelectDropdown { option: value };
+                if let Some(last) = self.calls.last_mut()
+                    && (last.is_single_click_on(tab, &target) || last.is_on(tab, "select_dropdown", &target))
+                {
+                    last.call.action = choice;
+                    last.absorb_action(id, ts);
+                    last.secret = secret;
+                } else {
+                    self.enter_tab(tab, id, ts);
+                    self.push(choice, Some(target), Some(tab), id, vec![id], ts).secret = secret;
+                }
+            }
+            FieldKind::Toggle => {
+                if let Some(last) = self.calls.last_mut()
+                    && last.tab_id == Some(tab)
+                    && matches!(last.call.action, ToolAction::Click { .. })
+                    && !last.absorbed_change
+                    && ts - last.last_person_ts <= QUICK_EFFECT_WINDOW_MS
+                    && last
+                        .call
+                        .target
+                        .as_ref()
+                        .is_some_and(|clicked| same_element(clicked, &target) || clicked.tag == "label")
+                {
+                    last.absorbed_change = true;
+                    last.absorb(id);
+                } else {
+                    // Toggled by no recorded click (the keyboard): a click sets it the same way.
+                    self.enter_tab(tab, id, ts);
+                    self.push(ToolAction::Click { count: 1 }, Some(target), Some(tab), id, vec![id], ts)
+                        .absorbed_change = true;
+                }
+            }
+            FieldKind::File => {
+                let files = value.split(", ").filter(|name| !name.is_empty()).map(str::to_owned).collect();
+                let upload = ToolAction::UploadFile { files };
+                if let Some(last) = self.calls.last_mut()
+                    && (last.is_single_click_on(tab, &target) || last.is_on(tab, "upload_file", &target))
+                {
+                    last.call.action = upload;
+                    last.absorb_action(id, ts);
+                } else {
+                    self.enter_tab(tab, id, ts);
+                    self.push(upload, Some(target), Some(tab), id, vec![id], ts);
+                }
+            }
+            FieldKind::Text => self.on_typed(id, ts, tab, action, value),
+        }
+    }
+
+    /// The call whose effect a main-frame navigation of `tab` with `cause` at `ts` is, if any.
+    fn effect_owner(&self, tab: i64, ts: f64, cause: NavigationCause) -> Option<usize> {
+        let index = self.calls.len().checked_sub(1)?;
+        let last = &self.calls[index];
+        if last.result_tab != Some(tab) {
+            return None;
+        }
+        let elapsed = ts - last.last_person_ts;
+        let owned = match cause {
+            NavigationCause::Redirect | NavigationCause::Script => {
+                (last.is_in_page()
+                    || matches!(
+                        last.call.action,
+                        ToolAction::Navigate { .. } | ToolAction::GoBack {} | ToolAction::GoForward {}
+                    ))
+                    && elapsed <= EFFECT_WINDOW_MS
+            }
+            NavigationCause::Link | NavigationCause::FormSubmit | NavigationCause::Other => {
+                last.is_in_page() && elapsed <= EFFECT_WINDOW_MS
+            }
+            NavigationCause::BackForward | NavigationCause::Reload => {
+                matches!(last.call.action, ToolAction::Click { .. })
+                    && !last.navigated
+                    && elapsed <= QUICK_EFFECT_WINDOW_MS
+            }
+            NavigationCause::Typed => false,
+        };
+        owned.then_some(index)
+    }
+
+    fn on_navigation(&mut self, id: u64, ts: f64, tab: i64, url: &str, cause: NavigationCause) {
+        let opener = self.calls.iter().rposition(|call| call.opened_tab == Some(tab));
+        let state = self.tab(tab);
+        // The recorder reloads a tab it starts recording, since its first request left unrecorded.
+        let recorder_reload = cause == NavigationCause::Reload
+            && state.created_in_recording
+            && state.main_navigations == 1
+            && !state.acted_in
+            && state.url.as_deref() == Some(url);
+        if recorder_reload {
+            if let Some(opener) = opener {
+                self.calls[opener].absorb(id);
+            }
+            return;
+        }
+        if state.opened_by_call && state.main_navigations == 0 {
+            state.main_navigations += 1;
+            state.commit(url, false);
+            if let Some(opener) = opener {
+                let call = &mut self.calls[opener];
+                call.absorb(id);
+                call.navigated = true;
+                call.call.url_after = Some(url.to_owned());
+            }
+            return;
+        }
+        let first_of_tab = state.main_navigations == 0 && state.url.is_none();
+        state.main_navigations += 1;
+        if first_of_tab && state.created_in_recording {
+            // A tab that a page opened by itself (no recorded action did): where it went is no call; the
+            // person acting in it later gets a switch to it.
+            state.commit(url, false);
+            return;
+        }
+
+        if let Some(owner) = self.effect_owner(tab, ts, cause) {
+            let state = self.tabs.get_mut(&tab).expect("seen");
+            match cause {
+                NavigationCause::BackForward => match state.history_steps_to(url) {
+                    Some(steps) => {
+                        state.index = (state.index as i64 + steps) as usize;
+                        state.url = Some(url.to_owned());
+                    }
+                    None => state.commit(url, false),
+                },
+                NavigationCause::Reload => state.url = Some(url.to_owned()),
+                NavigationCause::Redirect | NavigationCause::Script => state.commit(url, true),
+                _ => state.commit(url, false),
+            }
+            let call = &mut self.calls[owner];
+            call.absorb(id);
+            call.navigated = true;
+            call.call.url_after = Some(url.to_owned());
+            return;
+        }
+
+        let page_did_it = matches!(cause, NavigationCause::Redirect | NavigationCause::Script);
+        if page_did_it && !self.calls.is_empty() && !first_of_tab {
+            self.tab(tab).commit(url, true);
+            return;
+        }
+        self.enter_tab(tab, id, ts);
+        if cause == NavigationCause::BackForward
+            && let Some(steps) = self.tabs[&tab].history_steps_to(url)
+            && steps != 0
+        {
+            for _ in 0..steps.unsigned_abs() {
+                let (action, step) =
+                    if steps < 0 { (ToolAction::GoBack {}, -1) } else { (ToolAction::GoForward {}, 1) };
+                self.push(action, None, Some(tab), id, vec![id], ts);
+                let state = self.tabs.get_mut(&tab).expect("seen");
+                state.index = (state.index as i64 + step) as usize;
+                state.url = Some(state.history[state.index].clone());
+            }
+            // The history may hold the URL without its fragment, or before a redirect: the tab is at `url`.
+            self.tab(tab).url = Some(url.to_owned());
+            self.calls.last_mut().expect("pushed").navigated = true;
+            return;
+        }
+        let asked_for = self.url_asked_for(tab, url, ts).unwrap_or_else(|| url.to_owned());
+        self.push(ToolAction::Navigate { url: asked_for }, None, Some(tab), id, vec![id], ts).navigated = true;
+        let state = self.tab(tab);
+        if cause == NavigationCause::Reload && state.url.as_deref() == Some(url) {
+            return;
+        }
+        state.commit(url, false);
+    }
+
+    /// The URL a navigation that ended at `url` asked for: the first hop of its document request, when the
+    /// server redirected it (Chrome reports where it ended). Only GET requests: a POST cannot be retyped.
+    fn url_asked_for(&self, tab: i64, url: &str, ts: f64) -> Option<String> {
+        let chain = self
+            .documents
+            .values()
+            .filter(|chain| {
+                chain.tab_id == tab
+                    && chain.first_ts <= ts + 1.0
+                    && ts - chain.first_ts <= REDIRECT_LOOKBACK_MS
+                    && chain.hops.last().is_some_and(|last| without_fragment(last) == without_fragment(url))
+            })
+            .max_by(|a, b| a.first_ts.total_cmp(&b.first_ts))?;
+        (chain.hops.len() > 1 && chain.first_is_get).then(|| chain.hops[0].to_owned())
+    }
+
+    fn on_tab_created(&mut self, id: u64, ts: f64, tab: i64, created: &trace_manifest::event::TabEvent) {
+        let state = self.tab(tab);
+        state.created_in_recording = true;
+        let Some(opener) = created.opener_tab_id else { return };
+        let Some(last) = self.calls.last_mut() else { return };
+        let opened_by_last = last.is_in_page()
+            && (last.tab_id == Some(opener) || last.result_tab == Some(opener))
+            && last.opened_tab.is_none()
+            && ts - last.last_person_ts <= EFFECT_WINDOW_MS;
+        if !opened_by_last {
+            return;
+        }
+        last.absorb(id);
+        last.opened_tab = Some(tab);
+        // Control or Meta opens a link in the background; otherwise Chrome shows the new tab.
+        let background = last.modifiers.iter().any(|m| m == "Control" || m == "Meta");
+        if !background {
+            last.result_tab = Some(tab);
+            last.call.url_after = created.url.clone();
+            self.current_tab = Some(tab);
+        }
+        self.tab(tab).opened_by_call = true;
+    }
+
+    fn on_tab_activated(&mut self, id: u64, ts: f64, tab: i64) {
+        match self.current_tab {
+            Some(current) if current == tab => {
+                // Chrome showing the tab a click opened: part of that click.
+                if let Some(last) = self.calls.last_mut().filter(|last| last.opened_tab == Some(tab)) {
+                    last.absorb(id);
+                }
+            }
+            Some(current) => {
+                let ordinal = self.ordinal(tab);
+                let switched = self.push(ToolAction::Switch { tab: ordinal }, None, Some(current), id, vec![id], ts);
+                switched.result_tab = Some(tab);
+                self.current_tab = Some(tab);
+            }
+            None => {
+                self.arrive_at(tab);
+                if let Some(last) =
+                    self.calls.last_mut().filter(|last| matches!(last.call.action, ToolAction::Close { .. }))
+                {
+                    last.absorb(id);
+                }
+            }
+        }
+    }
+
+    fn on_tab_removed(&mut self, id: u64, ts: f64, tab: i64) {
+        // A page closing itself right after a click in it (a popup's "Done").
+        if let Some(last) = self.calls.last_mut()
+            && last.tab_id == Some(tab)
+            && matches!(last.call.action, ToolAction::Click { .. })
+            && ts - last.last_person_ts <= QUICK_EFFECT_WINDOW_MS
+        {
+            last.absorb(id);
+            last.result_tab = None;
+        } else {
+            let ordinal = self.ordinal(tab);
+            let closed = self.push(ToolAction::Close { tab: ordinal }, None, Some(tab), id, vec![id], ts);
+            closed.call.url_after = None;
+            closed.result_tab = None;
+        }
+        if self.current_tab == Some(tab) {
+            self.current_tab = None;
+        } else if let Some(last) = self.calls.last_mut().filter(|last| last.result_tab.is_none()) {
+            // A background tab closed: the person stays where they were.
+            last.result_tab = self.current_tab;
+        }
+    }
+
+    fn finish(mut self, task_id: TaskId, answer: Option<&str>) -> Derived {
+        self.close_last();
+        let done_tab = self.current_tab;
+        let done_ordinal = done_tab.map(|tab| self.ordinal(tab));
+        let final_url = self.url_of(done_tab);
+        let last_ts = self.last_ts;
+
+        let ends: Vec<u64> = self.calls.iter().skip(1).map(|call| call.first_event_id).chain([u64::MAX]).collect();
+        for (call, end) in self.calls.iter_mut().zip(ends) {
+            // A switch changes nothing on the page, and a call the derivation added has no events of its own:
+            // both show the tab as it last was.
+            let as_it_was = matches!(call.call.action, ToolAction::Switch { .. }) || call.call.event_ids.is_empty();
+            let (screenshot, dom) = if as_it_was {
+                (
+                    latest_capture(&self.captures, call.result_tab, CaptureKind::Screenshot, end),
+                    latest_capture(&self.captures, call.result_tab, CaptureKind::Dom, end),
+                )
+            } else {
+                let start = call.last_event_id().unwrap_or(call.first_event_id);
+                (
+                    capture_after(&self.captures, call.result_tab, CaptureKind::Screenshot, start, end),
+                    capture_after(&self.captures, call.result_tab, CaptureKind::Dom, start, end),
+                )
+            };
+            call.call.screenshot = screenshot;
+            call.call.dom_snapshot = dom;
+        }
+
+        let (credentials, scrubs) = register_secrets(&mut self.calls);
+        let mut tool_calls: Vec<ToolCall> = self.calls.into_iter().map(|pending| pending.call).collect();
+        tool_calls.push(ToolCall {
+            action: ToolAction::Done { text: answer.unwrap_or_default().to_owned(), success: true },
+            target: None,
+            tab: done_ordinal,
+            url_before: final_url.clone(),
+            url_after: final_url,
+            dom_snapshot: latest_capture(&self.captures, done_tab, CaptureKind::Dom, u64::MAX),
+            screenshot: latest_capture(&self.captures, done_tab, CaptureKind::Screenshot, u64::MAX),
+            event_ids: Vec::new(),
+            ts: last_ts,
+        });
+        if !scrubs.is_empty() {
+            for call in &mut tool_calls {
+                scrub(call, &scrubs);
+            }
+        }
+        Derived { trajectory: Trajectory { task_id, tool_calls }, credentials }
+    }
+}
+
+/// The first capture of `tab` in the ids (start, end), preferring one taken after an action.
+fn capture_after(captures: &[Capture], tab: Option<i64>, kind: CaptureKind, start: u64, end: u64) -> Option<String> {
+    let tab = tab?;
+    let mut window =
+        captures.iter().filter(|c| c.kind == kind && c.tab_id == Some(tab) && c.id > start && c.id < end).peekable();
+    let first = window.peek().map(|c| c.file.to_owned());
+    window.find(|c| c.reason == "action").map(|c| c.file.to_owned()).or(first)
+}
+
+/// The latest capture of `tab` before `end`.
+fn latest_capture(captures: &[Capture], tab: Option<i64>, kind: CaptureKind, end: u64) -> Option<String> {
+    let tab = tab?;
+    captures.iter().rev().find(|c| c.kind == kind && c.tab_id == Some(tab) && c.id < end).map(|c| c.file.to_owned())
+}
+
+/// Gives every secret its placeholder (the same one for the same value in the same field, a numbered one
+/// for a different value), puts the placeholder in its call, and returns the credentials and the strings
+/// to scrub from the whole trajectory, longest first.
+fn register_secrets(calls: &mut [PendingCall]) -> (Vec<Credential>, Vec<(String, String)>) {
+    let mut credentials: Vec<Credential> = Vec::new();
+    let mut scrubs: Vec<(String, String)> = Vec::new();
+    for call in calls.iter_mut() {
+        let Some(secret) = call.secret.take() else { continue };
+        let existing = credentials.iter().find(|c| {
+            c.site == secret.site
+                && (c.field == secret.field || c.field.starts_with(&format!("{}_", secret.field)))
+                && c.value == secret.value
+        });
+        let placeholder = match existing {
+            Some(credential) => credential.placeholder(),
+            None => {
+                let taken = |field: &str| credentials.iter().any(|c| c.site == secret.site && c.field == field);
+                let mut field = secret.field.clone();
+                let mut n = 2;
+                while taken(&field) {
+                    field = format!("{}_{n}", secret.field);
+                    n += 1;
+                }
+                let credential = Credential {
+                    site: secret.site.clone(),
+                    field,
+                    target: secret.target.clone(),
+                    value: secret.value.clone(),
+                };
+                let placeholder = credential.placeholder();
+                credentials.push(credential);
+                placeholder
+            }
+        };
+        match &mut call.call.action {
+            ToolAction::Input { text } => *text = placeholder.clone(),
+            ToolAction::SelectDropdown { option } => *option = placeholder.clone(),
+            _ => {}
+        }
+        for value in secret.earlier_values.iter().chain([&secret.value]) {
+            if value.chars().count() >= secrets::MIN_SECRET_CHARS {
+                for form in secrets::encoded_forms(value) {
+                    scrubs.push((form, placeholder.clone()));
+                }
+            }
+        }
+    }
+    scrubs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+    scrubs.dedup();
+    (credentials, scrubs)
+}
+
+/// A secret as it may appear: raw, form-encoded (a GET form's query) and percent-encoded.
+/// Replaces every secret in every string of the call.
+fn scrub(call: &mut ToolCall, scrubs: &[(String, String)]) {
+    fn walk(value: &mut serde_json::Value, scrubs: &[(String, String)]) -> bool {
+        match value {
+            serde_json::Value::String(text) => {
+                let mut changed = false;
+                for (secret, placeholder) in scrubs {
+                    if text.contains(secret.as_str()) {
+                        *text = text.replace(secret.as_str(), placeholder);
+                        changed = true;
+                    }
+                }
+                changed
+            }
+            serde_json::Value::Array(items) => {
+                items.iter_mut().fold(false, |changed, item| walk(item, scrubs) | changed)
+            }
+            serde_json::Value::Object(map) => {
+                map.values_mut().fold(false, |changed, item| walk(item, scrubs) | changed)
+            }
+            _ => false,
+        }
+    }
+    let Ok(mut value) = serde_json::to_value(&*call) else { return };
+    if walk(&mut value, scrubs)
+        && let Ok(scrubbed) = serde_json::from_value(value)
+    {
+        *call = scrubbed;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_manifest::event::{
+        DomSnapshotStored, Event, ImageFormat, Navigation, Request, ScreenshotStored, TabEvent,
+    };
+
+    const TAB: i64 = 1;
+    const OTHER_TAB: i64 = 2;
+    const SITE: &str = "https://shop.test";
+
+    /// A recording built event by event, 100 ms apart unless told otherwise.
+    #[derive(Default)]
+    struct Recording {
+        events: Vec<EventRecord>,
+        now: f64,
+    }
+
+    impl Recording {
+        fn add(&mut self, tab: Option<i64>, kind: EventKind) -> u64 {
+            self.now += 100.0;
+            let id = self.events.len() as u64;
+            self.events.push(EventRecord { id, event: Event { ts: self.now, tab_id: tab, frame_id: None, kind } });
+            id
+        }
+
+        fn wait(&mut self, ms: f64) -> &mut Recording {
+            self.now += ms;
+            self
+        }
+
+        fn navigation(&mut self, tab: i64, path: &str, cause: NavigationCause) -> u64 {
+            let url = format!("{SITE}{path}");
+            self.add(Some(tab), EventKind::Navigation(Navigation { url, cause, main_frame: true }))
+        }
+
+        fn action(&mut self, tab: i64, action: Action) -> u64 {
+            self.add(Some(tab), EventKind::Action(action))
+        }
+
+        fn tab(&mut self, tab: i64, op: TabOp, opener: Option<i64>) -> u64 {
+            self.add(Some(tab), EventKind::Tab(TabEvent { op, opener_tab_id: opener, url: None }))
+        }
+
+        fn document_request(&mut self, tab: i64, request_id: &str, path: &str) -> u64 {
+            let request = Request {
+                request_id: request_id.to_owned(),
+                url: format!("{SITE}{path}"),
+                method: "GET".to_owned(),
+                headers: Vec::new(),
+                post_data: None,
+                resource_type: Some("Document".to_owned()),
+            };
+            self.add(Some(tab), EventKind::Request(request))
+        }
+
+        /// A screenshot and a DOM snapshot, as the recorder takes them.
+        fn capture(&mut self, tab: i64, reason: &str) -> (String, String) {
+            let shot = format!("screenshots/{:06}.png", self.events.len());
+            let kind = ScreenshotStored { file: shot.clone(), format: ImageFormat::Png, reason: reason.to_owned() };
+            self.add(Some(tab), EventKind::Screenshot(kind));
+            let dom = format!("dom/{:06}.html", self.events.len());
+            let kind = DomSnapshotStored {
+                url: SITE.to_owned(),
+                reason: reason.to_owned(),
+                file: dom.clone(),
+                accessibility_file: None,
+            };
+            self.add(Some(tab), EventKind::DomSnapshot(kind));
+            (shot, dom)
+        }
+
+        fn derive(&self) -> Derived {
+            derive("t".parse().unwrap(), &self.events, None)
+        }
+    }
+
+    fn element(selector: &str, tag: &str, input_type: Option<&str>) -> ElementDescriptor {
+        ElementDescriptor {
+            selector: selector.to_owned(),
+            xpath: format!("//*[@id='{}']", selector.trim_start_matches('#')),
+            tag: tag.to_owned(),
+            id: Some(selector.trim_start_matches('#').to_owned()),
+            input_type: input_type.map(str::to_owned),
+            ..ElementDescriptor::default()
+        }
+    }
+
+    fn action(kind: ActionKind, target: Option<ElementDescriptor>) -> Action {
+        Action {
+            action: kind,
+            target,
+            url: format!("{SITE}/"),
+            value: None,
+            key: None,
+            modifiers: Vec::new(),
+            x: None,
+            y: None,
+            delta_x: None,
+            delta_y: None,
+            credential: false,
+        }
+    }
+
+    fn click(selector: &str) -> Action {
+        action(ActionKind::Click, Some(element(selector, "button", None)))
+    }
+
+    fn typing(selector: &str, value: &str) -> Action {
+        Action {
+            value: Some(value.to_owned()),
+            ..action(ActionKind::Input, Some(element(selector, "input", Some("text"))))
+        }
+    }
+
+    fn key(key: &str, modifiers: &[&str]) -> Action {
+        Action {
+            key: Some(key.to_owned()),
+            modifiers: modifiers.iter().map(|m| m.to_string()).collect(),
+            ..action(ActionKind::KeyPress, None)
+        }
+    }
+
+    fn change(target: ElementDescriptor, value: &str) -> Action {
+        Action { value: Some(value.to_owned()), ..action(ActionKind::Change, Some(target)) }
+    }
+
+    /// The calls without the final `done`, as "name params target".
+    fn calls(derived: &Derived) -> Vec<String> {
+        let calls = &derived.trajectory.tool_calls;
+        assert_eq!(calls.last().map(|c| c.action.name()), Some("done"));
+        calls[..calls.len() - 1]
+            .iter()
+            .map(|call| {
+                let params = serde_json::to_value(&call.action).unwrap()["params"].to_string();
+                let target = call.target.as_ref().map_or(String::new(), |t| format!(" {}", t.selector));
+                format!("{} {params}{target}", call.action.name())
+            })
+            .collect()
+    }
+
+    fn call(derived: &Derived, index: usize) -> &ToolCall {
+        &derived.trajectory.tool_calls[index]
+    }
+
+    #[test]
+    fn a_typed_navigation_is_navigate_and_the_link_a_click_followed_is_its_url_after() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let clicked = rec.action(TAB, click("#products"));
+        let followed = rec.navigation(TAB, "/products", NavigationCause::Link);
+        let derived = rec.derive();
+        assert_eq!(calls(&derived), [r#"navigate {"url":"https://shop.test/"}"#, r#"click {} #products"#]);
+        let click = call(&derived, 1);
+        assert_eq!(click.url_before.as_deref(), Some("https://shop.test/"));
+        assert_eq!(click.url_after.as_deref(), Some("https://shop.test/products"));
+        assert_eq!(click.event_ids, [clicked, followed]);
+    }
+
+    #[test]
+    fn the_blank_page_a_task_starts_on_is_no_step() {
+        let mut rec = Recording::default();
+        let blank = Navigation { url: "about:blank".into(), cause: NavigationCause::Link, main_frame: true };
+        rec.add(Some(TAB), EventKind::Navigation(blank));
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        assert_eq!(calls(&rec.derive())[0], r#"navigate {"url":"https://shop.test/"}"#);
+    }
+
+    #[test]
+    fn a_navigation_long_after_a_click_or_typed_is_a_navigate_of_its_own() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        rec.action(TAB, click("#nothing"));
+        rec.wait(EFFECT_WINDOW_MS).navigation(TAB, "/late", NavigationCause::Link);
+        rec.action(TAB, click("#again"));
+        rec.navigation(TAB, "/typed", NavigationCause::Typed);
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [
+                r#"navigate {"url":"https://shop.test/"}"#,
+                r#"click {} #nothing"#,
+                r#"navigate {"url":"https://shop.test/late"}"#,
+                r#"click {} #again"#,
+                r#"navigate {"url":"https://shop.test/typed"}"#,
+            ]
+        );
+        assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/"));
+    }
+
+    #[test]
+    fn a_server_redirected_typed_url_navigates_to_what_was_typed_and_ends_where_it_went() {
+        let mut rec = Recording::default();
+        rec.document_request(TAB, "A", "/deals");
+        let typed = rec.navigation(TAB, "/sale", NavigationCause::Typed);
+        // The redirect's hop is committed after the navigation, as the recorder holds hops until complete.
+        rec.document_request(TAB, "A", "/sale");
+        let derived = rec.derive();
+        assert_eq!(calls(&derived), [r#"navigate {"url":"https://shop.test/deals"}"#]);
+        assert_eq!(call(&derived, 0).url_after.as_deref(), Some("https://shop.test/sale"));
+        assert_eq!(call(&derived, 0).event_ids, [typed]);
+    }
+
+    #[test]
+    fn a_client_redirect_moves_the_url_after_and_is_otherwise_no_call() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/old", NavigationCause::Typed);
+        let redirected = rec.navigation(TAB, "/new", NavigationCause::Redirect);
+        rec.wait(EFFECT_WINDOW_MS).navigation(TAB, "/refreshed", NavigationCause::Redirect);
+        let derived = rec.derive();
+        assert_eq!(calls(&derived), [r#"navigate {"url":"https://shop.test/old"}"#]);
+        assert!(call(&derived, 0).event_ids.contains(&redirected));
+        // The page's own later redirect is where the person ended up.
+        assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/refreshed"));
+    }
+
+    #[test]
+    fn typing_runs_in_one_field_merge_and_take_the_click_that_focused_it() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let focus = rec.action(TAB, click("#q"));
+        let first = rec.action(TAB, typing("#q", "blu"));
+        let second = rec.action(TAB, typing("#q", "blue mug"));
+        rec.action(TAB, typing("#other", "x"));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [
+                r#"navigate {"url":"https://shop.test/"}"#,
+                r#"input {"text":"blue mug"} #q"#,
+                r#"input {"text":"x"} #other"#
+            ]
+        );
+        assert_eq!(call(&derived, 1).event_ids, [focus, first, second]);
+    }
+
+    #[test]
+    fn a_secret_is_a_placeholder_in_the_trajectory_and_a_credential_beside_it() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/login", NavigationCause::Typed);
+        let mut password = typing("#pw", "hunter22");
+        password.credential = true;
+        password.target.as_mut().unwrap().name = Some("user[password]".to_owned());
+        rec.action(TAB, password.clone());
+        rec.action(TAB, key("Enter", &[]));
+        // A GET form puts the secret in the URL: it is scrubbed there too.
+        rec.navigation(TAB, "/login?user%5Bpassword%5D=hunter22", NavigationCause::FormSubmit);
+        // The same field later gets another secret: a second credential, with its own placeholder.
+        rec.action(TAB, Action { value: Some("hunter23".to_owned()), ..password });
+        let derived = rec.derive();
+
+        let first = "{{credentials.shop.test.user_password_}}";
+        let second = "{{credentials.shop.test.user_password__2}}";
+        assert_eq!(call(&derived, 1).action, ToolAction::Input { text: first.to_owned() });
+        assert_eq!(
+            call(&derived, 2).url_after.as_deref(),
+            Some(&*format!("https://shop.test/login?user%5Bpassword%5D={first}"))
+        );
+        assert_eq!(call(&derived, 3).action, ToolAction::Input { text: second.to_owned() });
+        let json = serde_json::to_string(&derived.trajectory).unwrap();
+        assert!(!json.contains("hunter2"), "{json}");
+
+        let extracted: Vec<(&str, &str, &str)> =
+            derived.credentials.iter().map(|c| (c.site.as_str(), c.field.as_str(), c.value.as_str())).collect();
+        assert_eq!(
+            extracted,
+            [("shop.test", "user_password_", "hunter22"), ("shop.test", "user_password__2", "hunter23")]
+        );
+        assert_eq!(derived.credentials[0].placeholder(), first);
+        assert!(!format!("{derived:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn a_submit_is_part_of_the_click_or_enter_before_it_and_stays_a_call_alone() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let form = element("#search", "form", None);
+        let clicked = rec.action(TAB, click("#go"));
+        let submitted = rec.action(TAB, action(ActionKind::Submit, Some(form.clone())));
+        rec.action(TAB, typing("#q", "mug"));
+        let enter = rec.action(TAB, key("Enter", &[]));
+        let submitted_by_enter = rec.action(TAB, action(ActionKind::Submit, Some(form.clone())));
+        rec.wait(QUICK_EFFECT_WINDOW_MS).action(TAB, action(ActionKind::Submit, Some(form)));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [
+                r#"navigate {"url":"https://shop.test/"}"#,
+                r#"click {} #go"#,
+                r#"input {"text":"mug"} #q"#,
+                r#"send_keys {"keys":"Enter"}"#,
+                r#"submit {} #search"#,
+            ]
+        );
+        assert_eq!(call(&derived, 1).event_ids, [clicked, submitted]);
+        assert_eq!(call(&derived, 3).event_ids, [enter, submitted_by_enter]);
+    }
+
+    #[test]
+    fn a_checkbox_change_is_part_of_its_click_or_its_labels_and_a_click_without_one() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let checkbox = element("#wrap", "input", Some("checkbox"));
+        let clicked = rec.action(TAB, action(ActionKind::Click, Some(checkbox.clone())));
+        let changed = rec.action(TAB, change(checkbox.clone(), "true"));
+        rec.action(TAB, action(ActionKind::Click, Some(element("#wrap-label", "label", None))));
+        rec.action(TAB, change(checkbox.clone(), "false"));
+        let by_keyboard = rec.action(TAB, change(checkbox, "true"));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [
+                r#"navigate {"url":"https://shop.test/"}"#,
+                r#"click {} #wrap"#,
+                r#"click {} #wrap-label"#,
+                r#"click {} #wrap"#
+            ]
+        );
+        assert_eq!(call(&derived, 1).event_ids, [clicked, changed]);
+        assert_eq!(call(&derived, 3).event_ids, [by_keyboard]);
+    }
+
+    #[test]
+    fn a_select_change_is_select_dropdown_with_the_click_that_opened_it() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let select = element("#ship", "select", None);
+        let opened = rec.action(TAB, action(ActionKind::Click, Some(select.clone())));
+        let chosen = rec.action(TAB, change(select.clone(), "Express (next day)"));
+        rec.action(TAB, click("#elsewhere"));
+        rec.action(TAB, change(select, "Standard"));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [
+                r#"navigate {"url":"https://shop.test/"}"#,
+                r#"select_dropdown {"option":"Express (next day)"} #ship"#,
+                r#"click {} #elsewhere"#,
+                r#"select_dropdown {"option":"Standard"} #ship"#,
+            ]
+        );
+        assert_eq!(call(&derived, 1).event_ids, [opened, chosen]);
+    }
+
+    #[test]
+    fn a_double_click_takes_its_two_clicks_and_is_a_click_counted_twice() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let ids = [
+            rec.action(TAB, click("#word")),
+            rec.action(TAB, click("#word")),
+            rec.action(TAB, action(ActionKind::DoubleClick, Some(element("#word", "button", None)))),
+        ];
+        rec.action(TAB, click("#word"));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [r#"navigate {"url":"https://shop.test/"}"#, r#"click {"count":2} #word"#, r#"click {} #word"#]
+        );
+        assert_eq!(call(&derived, 1).event_ids, ids);
+    }
+
+    #[test]
+    fn key_presses_are_send_keys_with_their_modifiers() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        rec.action(TAB, key("a", &["Control"]));
+        rec.action(TAB, key("Tab", &["Shift"]));
+        rec.action(TAB, key("Escape", &[]));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived)[1..],
+            [
+                r#"send_keys {"keys":"Control+a"}"#,
+                r#"send_keys {"keys":"Shift+Tab"}"#,
+                r#"send_keys {"keys":"Escape"}"#
+            ]
+        );
+    }
+
+    #[test]
+    fn back_and_forward_are_told_apart_by_the_tabs_history() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/a", NavigationCause::Typed);
+        rec.navigation(TAB, "/b", NavigationCause::Typed);
+        rec.navigation(TAB, "/c", NavigationCause::Typed);
+        rec.navigation(TAB, "/b", NavigationCause::BackForward);
+        rec.navigation(TAB, "/c", NavigationCause::BackForward);
+        // Two entries back at once (the back button's menu): two go_back calls.
+        rec.navigation(TAB, "/a", NavigationCause::BackForward);
+        // A URL the history never saw: only a navigate gets there for sure.
+        rec.navigation(TAB, "/elsewhere", NavigationCause::BackForward);
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived)[3..],
+            [
+                "go_back {}",
+                "go_forward {}",
+                "go_back {}",
+                "go_back {}",
+                r#"navigate {"url":"https://shop.test/elsewhere"}"#
+            ]
+        );
+        assert_eq!(call(&derived, 3).url_after.as_deref(), Some("https://shop.test/b"));
+        assert_eq!(call(&derived, 6).url_before.as_deref(), Some("https://shop.test/b"));
+        assert_eq!(call(&derived, 6).url_after.as_deref(), Some("https://shop.test/a"));
+    }
+
+    #[test]
+    fn a_reload_is_a_navigate_to_the_same_url_unless_a_click_did_it() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        rec.wait(2_000.0).navigation(TAB, "/", NavigationCause::Reload);
+        rec.wait(2_000.0).action(TAB, click("#refresh"));
+        let reloaded_by_page = rec.navigation(TAB, "/", NavigationCause::Reload);
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [
+                r#"navigate {"url":"https://shop.test/"}"#,
+                r#"navigate {"url":"https://shop.test/"}"#,
+                "click {} #refresh"
+            ]
+        );
+        assert!(call(&derived, 2).event_ids.contains(&reloaded_by_page));
+    }
+
+    #[test]
+    fn activating_another_tab_is_a_switch_and_removing_one_a_close() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        rec.action(TAB, click("#open"));
+        rec.tab(OTHER_TAB, TabOp::Created, Some(TAB));
+        rec.navigation(OTHER_TAB, "/help", NavigationCause::Link);
+        let shown = rec.tab(OTHER_TAB, TabOp::Activated, None);
+        let back = rec.wait(1_000.0).tab(TAB, TabOp::Activated, None);
+        rec.tab(TAB, TabOp::Activated, None);
+        let closed = rec.tab(OTHER_TAB, TabOp::Removed, None);
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [r#"navigate {"url":"https://shop.test/"}"#, "click {} #open", r#"switch {"tab":0}"#, r#"close {"tab":1}"#]
+        );
+        assert!(call(&derived, 1).event_ids.contains(&shown), "Chrome showing the new tab is the click's effect");
+        assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/help"));
+        assert_eq!(call(&derived, 2).event_ids, [back]);
+        assert_eq!(call(&derived, 2).url_before.as_deref(), Some("https://shop.test/help"));
+        assert_eq!(call(&derived, 2).url_after.as_deref(), Some("https://shop.test/"));
+        assert_eq!(call(&derived, 3).event_ids, [closed]);
+        assert_eq!(call(&derived, 4).tab, Some(0), "done happens where the person is");
+    }
+
+    #[test]
+    fn a_tab_a_click_opened_takes_its_first_load_and_the_recorders_reload() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let clicked = rec.action(TAB, click("#help"));
+        let created = rec.tab(OTHER_TAB, TabOp::Created, Some(TAB));
+        let loaded = rec.navigation(OTHER_TAB, "/help", NavigationCause::Link);
+        let reloaded = rec.navigation(OTHER_TAB, "/help", NavigationCause::Reload);
+        let (shot, dom) = rec.capture(OTHER_TAB, "load");
+        rec.action(OTHER_TAB, click("#faq"));
+        let derived = rec.derive();
+        assert_eq!(calls(&derived), [r#"navigate {"url":"https://shop.test/"}"#, "click {} #help", "click {} #faq"]);
+        let opening = call(&derived, 1);
+        assert_eq!(opening.event_ids, [clicked, created, loaded, reloaded]);
+        assert_eq!(opening.url_after.as_deref(), Some("https://shop.test/help"));
+        assert_eq!((opening.screenshot.as_ref(), opening.dom_snapshot.as_ref()), (Some(&shot), Some(&dom)));
+        assert_eq!(call(&derived, 2).tab, Some(1));
+    }
+
+    #[test]
+    fn a_tab_opened_in_the_background_is_switched_to_when_the_person_acts_there() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        rec.action(TAB, Action { modifiers: vec!["Control".to_owned()], ..click("#help") });
+        rec.tab(OTHER_TAB, TabOp::Created, Some(TAB));
+        rec.navigation(OTHER_TAB, "/help", NavigationCause::Link);
+        rec.action(TAB, click("#stay"));
+        rec.action(OTHER_TAB, click("#faq"));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [
+                r#"navigate {"url":"https://shop.test/"}"#,
+                "click {} #help",
+                "click {} #stay",
+                r#"switch {"tab":1}"#,
+                "click {} #faq",
+            ]
+        );
+        assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/"));
+        assert!(call(&derived, 3).event_ids.is_empty(), "a switch the derivation added has no events");
+        assert_eq!(call(&derived, 3).url_after.as_deref(), Some("https://shop.test/help"));
+    }
+
+    #[test]
+    fn scrolls_carry_their_pixels_and_a_burst_on_one_container_adds_up() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let scroll = |dy: f64| Action { delta_x: Some(0.0), delta_y: Some(dy), ..action(ActionKind::Scroll, None) };
+        rec.action(TAB, scroll(300.0));
+        rec.action(TAB, scroll(200.0));
+        rec.action(TAB, Action { target: Some(element("#list", "div", None)), ..scroll(-50.0) });
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived)[1..],
+            [
+                r#"scroll {"delta_x":0.0,"delta_y":500.0,"down":true}"#,
+                r#"scroll {"delta_x":0.0,"delta_y":-50.0,"down":false} #list"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_calls_captures_are_the_first_after_it_preferring_action_ones_and_none_past_the_next_call() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let (load_shot, load_dom) = rec.capture(TAB, "load");
+        let (action_shot, action_dom) = rec.capture(TAB, "action");
+        rec.action(TAB, click("#a"));
+        rec.action(TAB, click("#b"));
+        let (late_shot, late_dom) = rec.capture(TAB, "action");
+        rec.capture(OTHER_TAB, "load");
+        let derived = rec.derive();
+        let files = |i: usize| (call(&derived, i).screenshot.clone(), call(&derived, i).dom_snapshot.clone());
+        assert_eq!(files(0), (Some(action_shot), Some(action_dom)));
+        assert_eq!(files(1), (None, None), "the capture after #b shows #b's effect too");
+        assert_eq!(files(2), (Some(late_shot.clone()), Some(late_dom.clone())));
+        assert_eq!(files(3), (Some(late_shot), Some(late_dom)), "done shows the final page");
+        assert_ne!(load_shot, load_dom);
+    }
+
+    #[test]
+    fn a_recording_of_an_open_page_starts_with_a_navigate_to_it() {
+        let mut rec = Recording::default();
+        let (shot, _) = rec.capture(TAB, "load");
+        rec.action(TAB, click("#a"));
+        let derived = rec.derive();
+        assert_eq!(calls(&derived), [r#"navigate {"url":"https://shop.test/"}"#, "click {} #a"]);
+        assert!(call(&derived, 0).event_ids.is_empty());
+        assert_eq!(call(&derived, 0).screenshot, Some(shot));
+    }
+
+    #[test]
+    fn done_ends_every_trajectory_with_the_answer() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let derived = derive("t".parse().unwrap(), &rec.events, Some("42 mugs"));
+        let done = derived.trajectory.tool_calls.last().unwrap();
+        assert_eq!(done.action, ToolAction::Done { text: "42 mugs".to_owned(), success: true });
+        assert_eq!(done.url_after.as_deref(), Some("https://shop.test/"));
+        let empty = derive("t".parse().unwrap(), &[], None);
+        assert_eq!(empty.trajectory.tool_calls.len(), 1);
+        assert_eq!(empty.trajectory.tool_calls[0].action, ToolAction::Done { text: String::new(), success: true });
+    }
+
+    #[test]
+    fn tool_calls_are_name_and_params_and_read_back() {
+        let call = ToolCall {
+            action: ToolAction::GoBack {},
+            target: None,
+            tab: Some(0),
+            url_before: None,
+            url_after: None,
+            dom_snapshot: None,
+            screenshot: None,
+            event_ids: vec![3],
+            ts: 1.0,
+        };
+        let json = serde_json::to_string(&call).unwrap();
+        assert_eq!(json, r#"{"name":"go_back","params":{},"tab":0,"event_ids":[3],"ts":1.0}"#);
+        assert_eq!(serde_json::from_str::<ToolCall>(&json).unwrap(), call);
+        let click: ToolCall = serde_json::from_str(r#"{"name":"click","params":{},"ts":2}"#).unwrap();
+        assert_eq!(click.action, ToolAction::Click { count: 1 });
+    }
+}

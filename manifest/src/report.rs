@@ -1,0 +1,275 @@
+//! What the command-line tools print with `--json`: one type per report, so that scripts and tests read
+//! a contract with a schema (`docs/schema/`) rather than whatever keys a command happened to write.
+//!
+//! `trace-host`: [`TaskSummary`] (`tasks`), [`Installed`] (`install`, `uninstall`), [`ExportReport`]
+//! (`export`, with [`RedactionSummary`]), [`ValidateReport`] (`validate`), [`ImportReport`] (`import`),
+//! [`DatasetReport`] (`dataset`), [`ProcessReport`] (`process`). `trace-replay`: [`BundleSummary`]
+//! (`inspect`) and [`FidelityReport`] (`run --human`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::BundleManifest;
+use crate::task::{TaskId, TaskStatus, TaskType};
+
+/// `trace-host tasks --json`: one line of the task list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskSummary {
+    pub id: TaskId,
+    pub status: TaskStatus,
+    pub task_type: TaskType,
+    /// Who asked for the task (`popup`, a campaign's id, ...).
+    pub source: String,
+    pub description: String,
+    pub website: String,
+    /// RFC 3339.
+    pub started_at: String,
+    /// RFC 3339; absent while recording.
+    pub ended_at: Option<String>,
+    pub duration_seconds: Option<f64>,
+    pub events: u64,
+    pub bytes: u64,
+    /// Recorded elsewhere and brought in with `trace-host import`.
+    pub imported: bool,
+}
+
+/// `trace-host install --json` and `uninstall --json`: one native messaging host manifest written or removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Installed {
+    /// Which browser (or "custom profile") the manifest is for.
+    pub browser: String,
+    pub manifest: PathBuf,
+}
+
+/// `trace-host process --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProcessReport {
+    pub task_id: TaskId,
+    pub bundle: PathBuf,
+    pub tool_calls: usize,
+    pub credentials: usize,
+    pub checkpoints: usize,
+    pub ignored: usize,
+    /// The files written, relative to the bundle.
+    pub files: Vec<String>,
+    /// Whether the task is one of the data directory's, recorded as processed in `tasks.db`.
+    pub recorded: bool,
+}
+
+/// `trace-host export --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExportReport {
+    pub task_id: TaskId,
+    pub status: TaskStatus,
+    pub zip: PathBuf,
+    pub files: usize,
+    pub bytes: u64,
+    /// Whether the task was post-processed on the way (it had not been).
+    pub processed: bool,
+    /// Present for `--redact`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<RedactionSummary>,
+}
+
+/// What redaction did to a bundle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RedactionSummary {
+    /// Distinct secrets, by kind.
+    pub secrets: BTreeMap<SecretKind, usize>,
+    /// Occurrences replaced, over all files.
+    pub replacements: usize,
+    /// Files in which something was replaced.
+    pub files_changed: usize,
+}
+
+/// Where a secret was found, which names its placeholder (`trace-redacted-<kind>-<name>-<n>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretKind {
+    /// Typed by the person into a credential field.
+    Credential,
+    Cookie,
+    Header,
+    UrlParameter,
+    /// A form field, JSON field or hidden input.
+    BodyField,
+    Storage,
+    Jwt,
+}
+
+impl SecretKind {
+    /// The kind as placeholders and messages write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SecretKind::Credential => "credential",
+            SecretKind::Cookie => "cookie",
+            SecretKind::Header => "header",
+            SecretKind::UrlParameter => "url-parameter",
+            SecretKind::BodyField => "body-field",
+            SecretKind::Storage => "storage",
+            SecretKind::Jwt => "jwt",
+        }
+    }
+}
+
+/// `trace-host validate --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ValidateReport {
+    pub bundle: PathBuf,
+    pub valid: bool,
+    pub files_checked: usize,
+    pub bytes_checked: u64,
+    pub problems: Vec<Problem>,
+}
+
+/// One thing wrong with a bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Problem {
+    /// The file concerned, or "" for the bundle as a whole.
+    pub file: String,
+    pub message: String,
+}
+
+/// `trace-host import --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ImportReport {
+    pub task_id: TaskId,
+    pub files: usize,
+    pub bytes: u64,
+    pub events: usize,
+}
+
+/// `trace-host dataset --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DatasetReport {
+    pub out: PathBuf,
+    pub format: DatasetFormat,
+    pub redacted: bool,
+    pub tasks: Vec<TaskId>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// The layout a dataset is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetFormat {
+    /// `tasks.jsonl` and the bundles.
+    Trace,
+    /// WebArena-Infinity's results layout: `manifest.json`, and per task a browser-use `history.json`,
+    /// `result.json` and `screenshots/step_N.png`.
+    WebarenaInfinity,
+}
+
+/// A source left out of a dataset, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Skipped {
+    pub source: String,
+    pub reason: String,
+}
+
+/// `trace-replay inspect --json`: what a bundle holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BundleSummary {
+    pub manifest: BundleManifest,
+    /// The title of each page of the recording, in order.
+    pub pages: Vec<String>,
+    /// Each host (with its port, if any) and its requests, the busiest first.
+    pub hosts: Vec<HostSummary>,
+    /// Each entry of the ignore list, in its order, with the recorded requests replay fails because of it.
+    pub ignored: Vec<IgnoredSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HostSummary {
+    pub host: String,
+    pub requests: u64,
+    pub body_bytes: u64,
+}
+
+/// One ignore-list entry and the recorded requests it removes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct IgnoredSummary {
+    pub pattern: String,
+    pub requests: u64,
+    pub body_bytes: u64,
+}
+
+/// `trace-replay run --human --json`: how faithfully the demonstration re-ran in the replayed site.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FidelityReport {
+    pub steps_total: usize,
+    pub steps_passed: usize,
+    pub steps_failed: usize,
+    pub failures: Vec<StepFailure>,
+    pub requests: RequestCounts,
+    /// Requests nothing recorded answered.
+    pub misses: Vec<String>,
+    pub live_attempts: u64,
+    pub steps: Vec<StepOutcome>,
+}
+
+impl FidelityReport {
+    /// True when every step passed and nothing tried to reach the network.
+    pub fn is_faithful(&self) -> bool {
+        self.steps_failed == 0 && self.live_attempts == 0 && self.misses.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepFailure {
+    pub step: usize,
+    pub name: String,
+    pub reason: String,
+}
+
+/// How replay answered the requests of a run, by level.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RequestCounts {
+    pub exact: u64,
+    pub canonical: u64,
+    pub fuzzy: u64,
+    pub ignored: u64,
+    pub missed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepOutcome {
+    pub step: usize,
+    pub name: String,
+    pub passed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How the element was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub located_by: Option<LocatedBy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_expected: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_reached: Option<String>,
+    /// The share of pixels that differ from the recorded screenshot (0 to 1), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot_difference: Option<f64>,
+}
+
+/// How a re-run found a step's element: by the recorded selector, by its XPath, or at its recorded position
+/// (inside cross-origin iframes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LocatedBy {
+    Selector,
+    Xpath,
+    Position,
+}
+
+impl LocatedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocatedBy::Selector => "selector",
+            LocatedBy::Xpath => "xpath",
+            LocatedBy::Position => "position",
+        }
+    }
+}
