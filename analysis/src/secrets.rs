@@ -25,6 +25,8 @@ pub const MIN_SECRET_CHARS: usize = 4;
 /// Cookies whose name says nothing are secrets only from this length on: session ids and tokens are long,
 /// preferences (`lang=en`, `theme=dark`) are short and harmless.
 const MIN_UNNAMED_COOKIE_CHARS: usize = 8;
+/// How every placeholder starts.
+pub const PLACEHOLDER_PREFIX: &str = "trace-redacted-";
 /// Bodies larger than this are not parsed for secret fields (they are still searched and replaced).
 const MAX_PARSED_BODY_BYTES: u64 = 4 << 20;
 
@@ -86,12 +88,19 @@ impl Secrets {
     }
 
     /// Adds a secret unless it is too short, inert, or already known (under another name).
+    ///
+    /// A placeholder is no secret: a bundle redacted once is redacted again (as `trace-host dataset` does
+    /// with the redacted zips it is given) without its stand-ins being taken for secrets.
     pub fn add(&mut self, kind: SecretKind, name: &str, value: &str) {
         let value = value.trim();
-        if value.chars().count() < MIN_SECRET_CHARS || is_inert(value) || self.by_value.contains_key(value) {
+        if value.chars().count() < MIN_SECRET_CHARS
+            || is_inert(value)
+            || value.starts_with(PLACEHOLDER_PREFIX)
+            || self.by_value.contains_key(value)
+        {
             return;
         }
-        let placeholder = format!("trace-redacted-{}-{}-{}", kind.as_str(), slug(name), self.list.len() + 1);
+        let placeholder = format!("{PLACEHOLDER_PREFIX}{}-{}-{}", kind.as_str(), slug(name), self.list.len() + 1);
         self.by_value.insert(value.to_owned(), self.list.len());
         self.list.push(Secret { kind, name: name.to_owned(), value: value.to_owned(), placeholder });
     }
@@ -303,42 +312,53 @@ impl Secrets {
     }
 }
 
+/// Words that make a name secret wherever they appear inside one of its words (`user_password`,
+/// `csrfmiddlewaretoken`, `PHPSESSID`).
+pub const SECRET_NAME_CONTAINED: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "token",
+    "secret",
+    "csrf",
+    "xsrf",
+    "session",
+    "sessid",
+    "apikey",
+    "jwt",
+    "bearer",
+    "credential",
+    // Per-session values a page hands to its forms: a replay or a stranger must not get them.
+    "nonce",
+    "captcha",
+];
+/// Words that make a name secret only as a whole word (`pin` but not `spinner`, `auth` but not `author`).
+pub const SECRET_NAME_WHOLE: &[&str] = &[
+    "pass",
+    "pwd",
+    "passcode",
+    "pin",
+    "sid",
+    "otp",
+    "sig",
+    "signature",
+    "auth",
+    "authorization",
+    "cvv",
+    "cvc",
+    "csc",
+    "card",
+    "ssn",
+];
+/// Secret compounds, found in the name with `-` and `_` removed (`X-Api-Key`, `one_time_code`).
+pub const SECRET_NAME_COMPOUNDS: &[&str] = &["apikey", "accesskey", "privatekey", "clientsecret", "onetime"];
+
 /// Does a cookie, header, parameter, field or key name say that its value is a secret? The name is split
-/// into words (at punctuation and lower-to-upper case changes) and each word compared.
+/// into words (at punctuation and lower-to-upper case changes), each word compared with
+/// [`SECRET_NAME_CONTAINED`] and [`SECRET_NAME_WHOLE`], and the name without `-` and `_` searched for
+/// [`SECRET_NAME_COMPOUNDS`]. The in-page capture script (`extension/page/capture.js`) applies the same rule
+/// with the same lists to the fields the person types into; a test keeps the two the same.
 pub fn is_secret_name(name: &str) -> bool {
-    const CONTAINED: [&str; 14] = [
-        "password",
-        "passwd",
-        "token",
-        "secret",
-        "csrf",
-        "xsrf",
-        "session",
-        "sessid",
-        "apikey",
-        "jwt",
-        "bearer",
-        "credential",
-        // Per-session values a page hands to its forms: a replay or a stranger must not get them.
-        "nonce",
-        "captcha",
-    ];
-    const WHOLE: [&str; 14] = [
-        "pass",
-        "pwd",
-        "passcode",
-        "pin",
-        "sid",
-        "otp",
-        "sig",
-        "signature",
-        "auth",
-        "authorization",
-        "cvv",
-        "cvc",
-        "card",
-        "ssn",
-    ];
     let mut words = Vec::new();
     let mut word = String::new();
     let mut previous_lower = false;
@@ -353,8 +373,10 @@ pub fn is_secret_name(name: &str) -> bool {
     }
     words.push(word);
     let joined = name.to_ascii_lowercase().replace(['-', '_'], "");
-    ["apikey", "accesskey", "privatekey", "clientsecret"].iter().any(|compound| joined.contains(compound))
-        || words.iter().any(|word| CONTAINED.iter().any(|part| word.contains(part)) || WHOLE.contains(&word.as_str()))
+    SECRET_NAME_COMPOUNDS.iter().any(|compound| joined.contains(compound))
+        || words.iter().any(|word| {
+            SECRET_NAME_CONTAINED.iter().any(|part| word.contains(part)) || SECRET_NAME_WHOLE.contains(&word.as_str())
+        })
 }
 
 /// Values that are never secrets whatever their name: booleans, empties and the like.
@@ -451,12 +473,75 @@ mod tests {
             "sid",
             "pin",
             "Authorization",
+            "one_time_code",
+            "passphrase",
+            "card_csc",
         ] {
             assert!(is_secret_name(name), "{name} names a secret");
         }
         for name in ["q", "author", "passenger", "compass", "page", "sort", "lang", "product", "shipping", "key"] {
             assert!(!is_secret_name(name), "{name} names no secret");
         }
+    }
+
+    /// The in-page script flags the fields a person types a secret into by the same lists and the same rule:
+    /// the lists it holds are these, and run by Node on the script's own code, it agrees with
+    /// [`is_secret_name`] name by name.
+    #[test]
+    fn the_capture_script_names_secrets_as_this_module_does() {
+        let script = include_str!("../../extension/page/capture.js");
+        let list = |name: &str| -> Vec<String> {
+            let start = script.find(&format!("const {name} = [")).unwrap_or_else(|| panic!("capture.js has no {name}"));
+            let rest = &script[start..];
+            let array = &rest[rest.find('[').unwrap()..=rest.find(']').unwrap()];
+            serde_json::from_str(array).unwrap_or_else(|e| panic!("{name} in capture.js: {e}: {array}"))
+        };
+        assert_eq!(list("SECRET_NAME_CONTAINED"), SECRET_NAME_CONTAINED);
+        assert_eq!(list("SECRET_NAME_WHOLE"), SECRET_NAME_WHOLE);
+        assert_eq!(list("SECRET_NAME_COMPOUNDS"), SECRET_NAME_COMPOUNDS);
+
+        // The rule itself, run on the script's own function.
+        let start = script.find("const isSecretName = ").expect("capture.js has isSecretName");
+        let end = start + script[start..].find("\n  };\n").expect("isSecretName ends") + "\n  };\n".len();
+        let names = [
+            "password",
+            "user_password",
+            "csrfmiddlewaretoken",
+            "X-CSRF-Token",
+            "PHPSESSID",
+            "accessToken",
+            "api_key",
+            "X-Api-Key",
+            "one_time_code",
+            "pin",
+            "spinner",
+            "author",
+            "passenger",
+            "keyword",
+            "q",
+            "cardNumber",
+            "newPassword",
+            "otp",
+            "sig",
+            "signature_v2",
+        ];
+        let program = format!(
+            "const SECRET_NAME_CONTAINED = {};\nconst SECRET_NAME_WHOLE = {};\nconst SECRET_NAME_COMPOUNDS = {};\n{}\n\
+             console.log(JSON.stringify({}.map(isSecretName)));",
+            serde_json::to_string(SECRET_NAME_CONTAINED).unwrap(),
+            serde_json::to_string(SECRET_NAME_WHOLE).unwrap(),
+            serde_json::to_string(SECRET_NAME_COMPOUNDS).unwrap(),
+            &script[start..end],
+            serde_json::to_string(&names).unwrap(),
+        );
+        let output = std::process::Command::new("node")
+            .args(["-e", &program])
+            .output()
+            .expect("the capture script's test needs Node (.ci/install installs it)");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let in_page: Vec<bool> = serde_json::from_slice(&output.stdout).unwrap();
+        let here: Vec<bool> = names.iter().map(|name| is_secret_name(name)).collect();
+        assert_eq!(in_page, here, "for {names:?}");
     }
 
     #[test]
@@ -511,6 +596,9 @@ mod tests {
         secrets.scan_storage("profile", &format!(r#"{{"name":"ann","note":"{jwt}","session":{{"id":"abc"}}}}"#));
         secrets.scan_storage("auth_token", "true");
         secrets.scan_cookie("session", "x1");
+        // A bundle redacted before holds placeholders where its secrets were: they are not secrets again.
+        secrets.scan_cookie("session", "trace-redacted-cookie-session-2");
+        secrets.add(SecretKind::Credential, "password", "trace-redacted-credential-password-1");
         let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
         assert_eq!(values, [jwt]);
     }

@@ -153,12 +153,40 @@
 
   // Secrets: password fields, fields whose autocomplete hint names a secret, and fields named like one.
   // Flagging too much costs a redacted value; flagging too little leaks a secret, so the names are broad.
+  // The names are the host's own (trace-analysis `secrets::is_secret_name`): the same three lists and the
+  // same rule, which a test of that crate compares with this copy.
   const SECRET_AUTOCOMPLETE = /\b(current-password|new-password|one-time-code|cc-number|cc-csc|cc-exp(-month|-year)?)\b/;
-  const SECRET_NAME = /passw|passwd|passcode|pin\b|otp|one.?time|secret|token|api.?key|cvc|cvv|csc|ssn/i;
+  const SECRET_NAME_CONTAINED = ["password", "passwd", "passphrase", "token", "secret", "csrf", "xsrf", "session", "sessid", "apikey", "jwt", "bearer", "credential", "nonce", "captcha"];
+  const SECRET_NAME_WHOLE = ["pass", "pwd", "passcode", "pin", "sid", "otp", "sig", "signature", "auth", "authorization", "cvv", "cvc", "csc", "card", "ssn"];
+  const SECRET_NAME_COMPOUNDS = ["apikey", "accesskey", "privatekey", "clientsecret", "onetime"];
+  // Words split at punctuation and at lower-to-upper case changes; a word containing a CONTAINED entry, or
+  // equal to a WHOLE one, or the name without "-" and "_" containing a compound, makes the name secret.
+  const isSecretName = (name) => {
+    const words = [];
+    let word = "";
+    let previousLower = false;
+    for (const c of name) {
+      const alphanumeric = /[\p{L}\p{N}]/u.test(c);
+      const upper = c !== c.toLowerCase();
+      if (!alphanumeric || (upper && previousLower)) {
+        words.push(word);
+        word = "";
+      }
+      if (alphanumeric) word += c.toLowerCase();
+      previousLower = (c !== c.toUpperCase() && !upper) || /[0-9]/.test(c);
+    }
+    words.push(word);
+    const joined = name.toLowerCase().replace(/[-_]/g, "");
+    return (
+      SECRET_NAME_COMPOUNDS.some((compound) => joined.includes(compound)) ||
+      words.some((w) => SECRET_NAME_CONTAINED.some((part) => w.includes(part)) || SECRET_NAME_WHOLE.includes(w))
+    );
+  };
   const isCredential = (element) =>
     element.type === "password" ||
     SECRET_AUTOCOMPLETE.test((element.getAttribute("autocomplete") || "").toLowerCase()) ||
-    SECRET_NAME.test(`${element.getAttribute("name") || ""} ${element.id || ""}`);
+    isSecretName(element.getAttribute("name") || "") ||
+    isSecretName(element.id || "");
 
   // ---- Reporting actions -----------------------------------------------------------------------------
 

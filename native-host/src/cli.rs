@@ -11,7 +11,7 @@ use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
 
-use trace_manifest::report::DatasetFormat;
+use trace_manifest::report::{DatasetFormat, TaskSummary, ValidateReport};
 
 use crate::dataset::{self, DatasetOptions};
 use crate::db::{self, TaskRow};
@@ -24,6 +24,15 @@ use crate::paths::DataDir;
 ///
 /// Chrome starts it with the extension's origin (chrome-extension://ID/) as its argument; it then speaks
 /// native messaging on stdin and stdout. Run by hand, it manages recorded tasks.
+
+/// `println!` that returns the write's error instead of panicking: a reader that goes away
+/// (`trace-host tasks --json | head -1`) closes the pipe, and `main` takes that for success.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 #[derive(Debug, Parser)]
 #[command(name = "trace-host", version)]
 pub struct Cli {
@@ -137,7 +146,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Uninstall(InstallArgs { browser, user_data_dir, json }) => {
             let removed = install::uninstall(*browser, user_data_dir.as_deref())?;
             if removed.is_empty() && !json {
-                println!("nothing to remove: {} was not registered", trace_manifest::HOST_NAME);
+                outln!("nothing to remove: {} was not registered", trace_manifest::HOST_NAME)?;
             }
             print_list(*json, &removed, |item| format!("removed {}", item.manifest.display()))?;
         }
@@ -159,24 +168,24 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             };
             let report = export::export(&conn, &data, task, out, &options)?;
             if *json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                println!(
+                outln!(
                     "exported {} task {} to {} ({} files, {})",
                     report.status.as_str(),
                     report.task_id,
                     report.zip.display(),
                     report.files,
                     human_bytes(report.bytes)
-                );
+                )?;
                 if report.processed {
-                    println!("processed it first: trajectory, credentials, checkpoints and ignore list are included");
+                    outln!("processed it first: trajectory, credentials, checkpoints and ignore list are included")?;
                 }
                 if let Some(redaction) = &report.redaction {
-                    println!(
+                    outln!(
                         "redacted: {}; the zip was searched and holds none of them",
                         crate::redact::describe(redaction)
-                    );
+                    )?;
                 }
             }
         }
@@ -187,15 +196,15 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             let limits = ZipLimits { max_total_bytes: *max_size, ..ZipLimits::default() };
             let report = crate::import::import(&conn, &data, zip, limits)?;
             if *json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                println!(
+                outln!(
                     "imported task {} ({} events, {} files, {})",
                     report.task_id,
                     report.events,
                     report.files,
                     human_bytes(report.bytes)
-                );
+                )?;
             }
         }
         Command::Dataset { sources, out, format, keep_secrets, json } => {
@@ -204,9 +213,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Process { target, json } => {
             let report = process(target, cli.data.as_deref())?;
             if *json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                println!(
+                outln!(
                     "processed {} in {}: {} tool calls, {} credentials, {} checkpoints, {} ignored patterns",
                     report.task_id,
                     report.bundle.display(),
@@ -214,8 +223,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     report.credentials,
                     report.checkpoints,
                     report.ignored
-                );
-                println!("wrote {}", report.files.join(", "));
+                )?;
+                outln!("wrote {}", report.files.join(", "))?;
             }
         }
     }
@@ -274,9 +283,9 @@ fn dataset(
     let options = DatasetOptions { format, redact, progress: !json && std::io::stderr().is_terminal() };
     let report = dataset::build(&sources, conn.as_ref().zip(data.as_ref()), out, &options)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        println!(
+        outln!(
             "wrote a {} dataset of {} task(s) to {}{}",
             match format {
                 DatasetFormat::Trace => "TRACE",
@@ -285,9 +294,9 @@ fn dataset(
             report.tasks.len(),
             out.display(),
             if redact { ", redacted" } else { ", with secrets kept" }
-        );
+        )?;
         for skipped in &report.skipped {
-            println!("skipped {}: {}", skipped.source, skipped.reason);
+            outln!("skipped {}: {}", skipped.source, skipped.reason)?;
         }
     }
     Ok(if report.tasks.is_empty() { Outcome::Failure } else { Outcome::Success })
@@ -297,28 +306,28 @@ fn validate(path: &Path, json: bool) -> Result<Outcome> {
     let mut bundle = Bundle::open(path).with_context(|| format!("cannot open the bundle {}", path.display()))?;
     let report = archive::validate(&mut bundle, &mut |_| {})?;
     if json {
-        println!(
+        outln!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "bundle": path,
-                "valid": report.is_valid(),
-                "files_checked": report.files_checked,
-                "bytes_checked": report.bytes_checked,
-                "problems": report.problems,
-            }))?
-        );
+            serde_json::to_string_pretty(&ValidateReport {
+                bundle: path.to_owned(),
+                valid: report.is_valid(),
+                files_checked: report.files_checked,
+                bytes_checked: report.bytes_checked,
+                problems: report.problems.clone(),
+            })?
+        )?;
     } else if report.is_valid() {
-        println!(
+        outln!(
             "{}: valid ({} indexed files, {})",
             path.display(),
             report.files_checked,
             human_bytes(report.bytes_checked)
-        );
+        )?;
     } else {
-        println!("{}: {} problem(s)", path.display(), report.problems.len());
+        outln!("{}: {} problem(s)", path.display(), report.problems.len())?;
         for problem in &report.problems {
             let file = if problem.file.is_empty() { "bundle" } else { &problem.file };
-            println!("  {file}: {}", problem.message);
+            outln!("  {file}: {}", problem.message)?;
         }
     }
     Ok(if report.is_valid() { Outcome::Success } else { Outcome::Failure })
@@ -326,10 +335,10 @@ fn validate(path: &Path, json: bool) -> Result<Outcome> {
 
 fn print_list<T: serde::Serialize>(json: bool, items: &[T], line: impl Fn(&T) -> String) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(items)?);
+        outln!("{}", serde_json::to_string_pretty(items)?)?;
     } else {
         for item in items {
-            println!("{}", line(item));
+            outln!("{}", line(item))?;
         }
     }
     Ok(())
@@ -337,30 +346,28 @@ fn print_list<T: serde::Serialize>(json: bool, items: &[T], line: impl Fn(&T) ->
 
 fn print_tasks(tasks: &[TaskRow], json: bool) -> Result<()> {
     if json {
-        let rows: Vec<serde_json::Value> = tasks
+        let rows: Vec<TaskSummary> = tasks
             .iter()
-            .map(|t| {
-                serde_json::json!({
-                    "id": t.id,
-                    "status": t.status,
-                    "task_type": t.task_type,
-                    "source": t.source,
-                    "description": t.description,
-                    "website": t.website,
-                    "started_at": rfc3339_from_millis(t.started_at),
-                    "ended_at": t.ended_at.map(rfc3339_from_millis),
-                    "duration_seconds": duration_seconds(t),
-                    "events": t.event_count,
-                    "bytes": t.byte_count,
-                    "imported": t.imported,
-                })
+            .map(|t| TaskSummary {
+                id: t.id.clone(),
+                status: t.status,
+                task_type: t.task_type,
+                source: t.source.clone(),
+                description: t.description.clone(),
+                website: t.website.clone(),
+                started_at: rfc3339_from_millis(t.started_at),
+                ended_at: t.ended_at.map(rfc3339_from_millis),
+                duration_seconds: duration_seconds(t),
+                events: t.event_count,
+                bytes: t.byte_count,
+                imported: t.imported,
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(());
     }
     if tasks.is_empty() {
-        println!("no tasks yet: record one with the TRACE extension, or `trace-host import FILE.zip`");
+        outln!("no tasks yet: record one with the TRACE extension, or `trace-host import FILE.zip`")?;
         return Ok(());
     }
     let header = ["ID", "STATUS", "STARTED", "DURATION", "EVENTS", "BYTES", "SITE", "DESCRIPTION"].map(String::from);
@@ -387,7 +394,7 @@ fn print_tasks(tasks: &[TaskRow], json: bool) -> Result<()> {
     }
     for row in std::iter::once(&header).chain(&rows) {
         let cells: Vec<String> = row.iter().zip(widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
-        println!("{}", cells.join("  ").trim_end());
+        outln!("{}", cells.join("  ").trim_end())?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+pub use trace_manifest::report::Installed;
 use trace_manifest::{EXTENSION_ID, HOST_NAME};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -13,13 +14,6 @@ pub enum Browser {
     Chrome,
     Chromium,
     All,
-}
-
-/// One host manifest written or removed.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Installed {
-    pub browser: String,
-    pub manifest: PathBuf,
 }
 
 /// The host manifest for the given `trace-host` executable.

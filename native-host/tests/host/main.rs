@@ -1,6 +1,7 @@
 //! Integration tests of the real `trace-host` binary, started as Chrome starts it (origin argument, framed
 //! stdin and stdout) and as people run it (the command line). Each test has its own data directory.
 
+mod cli;
 mod common;
 mod dataset;
 mod durability;
