@@ -20,11 +20,6 @@ use crate::ingest::reconcile_interrupted;
 use crate::install::{self, Browser};
 use crate::paths::DataDir;
 
-/// TRACE's native host: stores what the TRACE extension records and builds capture bundles.
-///
-/// Chrome starts it with the extension's origin (chrome-extension://ID/) as its argument; it then speaks
-/// native messaging on stdin and stdout. Run by hand, it manages recorded tasks.
-
 /// `println!` that returns the write's error instead of panicking: a reader that goes away
 /// (`trace-host tasks --json | head -1`) closes the pipe, and `main` takes that for success.
 macro_rules! outln {
@@ -33,6 +28,10 @@ macro_rules! outln {
     };
 }
 
+/// TRACE's native host: stores what the TRACE extension records and builds capture bundles.
+///
+/// Chrome starts it with the extension's origin (chrome-extension://ID/) as its argument; it then speaks
+/// native messaging on stdin and stdout. Run by hand, it manages recorded tasks.
 #[derive(Debug, Parser)]
 #[command(name = "trace-host", version)]
 pub struct Cli {

@@ -10,7 +10,6 @@
 
 mod webarena;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -231,19 +230,8 @@ fn describe(zip: &Path, task_id: &TaskId, redacted: bool) -> Result<Added> {
     Ok(Added { task_id: task_id.clone(), line, zip: zip.to_owned(), derived, evidence })
 }
 
-fn write_index(
-    out: &Path,
-    name: &str,
-    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<()>,
-) -> Result<()> {
-    let path = out.join(name);
-    let temporary = out.join(format!(".{name}.tmp"));
-    let mut file = std::io::BufWriter::new(
-        std::fs::File::create(&temporary).with_context(|| format!("cannot create {}", temporary.display()))?,
-    );
-    write(&mut file).with_context(|| format!("cannot write {}", path.display()))?;
-    file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    std::fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))
+fn write_index(out: &Path, name: &str, write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {
+    crate::atomic::write(&out.join(name), write).map(drop)
 }
 
 fn progress_bar(total: u64, visible: bool) -> ProgressBar {

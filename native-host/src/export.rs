@@ -2,12 +2,13 @@
 //! `trace-host validate`, `trace-replay` and Playwright's `routeFromHAR` (which reads the zip's `.har` and
 //! the files its `_file` fields name) all read it.
 //!
-//! The zip is written to a temporary name beside the target and renamed when complete: an interrupted
-//! export never leaves a zip that looks whole. A task not yet post-processed is processed first, so that an
+//! The zip is written as [`crate::atomic`] writes every file (a partial name beside the target, renamed
+//! when complete): an interrupted export never leaves a zip that looks whole. A task not yet post-processed is processed first, so that an
 //! export carries its trajectory, credentials, checkpoints and ignore list. With `--redact`, the bundle is
 //! first redacted into a staging directory beside the target (see [`crate::redact`]), and the written zip
 //! is searched for every original secret before it gets its name.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -15,17 +16,19 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rusqlite::Connection;
+use serde::ser::{Error as _, SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
 use trace_manifest::archive::{Bundle, HashingWriter};
 use trace_manifest::bundle::{self, BundleManifest};
-use trace_manifest::har::Har;
+use trace_manifest::har::{Entry, Har, Log};
+use trace_manifest::report::{ExportReport, RedactionSummary};
 use trace_manifest::task::TaskId;
 use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
 
+use crate::atomic::AtomicFile;
 use crate::db::TaskRow;
 use crate::paths::DataDir;
-use trace_manifest::report::{ExportReport, RedactionSummary};
-
 use crate::redact;
 use crate::task_lock::TaskLock;
 use crate::{db, finalize, process};
@@ -89,23 +92,15 @@ pub fn processed_task_bundle(
 /// Writes a bundle (directory or zip) as a zip at `out`, redacted when asked. Nothing appears at `out`
 /// unless the whole zip was written (and, redacted, searched).
 pub fn export_bundle(source: &mut Bundle, out: &Path, options: &ExportOptions) -> Result<Written> {
-    let partial = partial_path(out);
-    let result = if options.redact {
-        write_redacted_zip(source, &partial, options)
+    let mut zip = AtomicFile::create(out)?;
+    let (manifest, redaction) = if options.redact {
+        write_redacted_zip(source, &mut zip, options)?
     } else {
-        source.manifest().map_err(anyhow::Error::from).and_then(|mut manifest| {
-            write_zip(source, &mut manifest, &partial, options)?;
-            Ok((manifest, None))
-        })
+        let mut manifest = source.manifest()?;
+        write_zip(source, &mut manifest, zip.file(), options)?;
+        (manifest, None)
     };
-    let (manifest, redaction) = match result {
-        Ok(written) => written,
-        Err(error) => {
-            let _ = std::fs::remove_file(&partial);
-            return Err(error);
-        }
-    };
-    std::fs::rename(&partial, out).with_context(|| format!("cannot write {}", out.display()))?;
+    zip.commit()?;
     Ok(Written { files: manifest.files.len() + 1, bytes: manifest.files.iter().map(|f| f.size).sum(), redaction })
 }
 
@@ -113,9 +108,10 @@ pub fn export_bundle(source: &mut Bundle, out: &Path, options: &ExportOptions) -
 /// the zip for the originals.
 fn write_redacted_zip(
     source: &mut Bundle,
-    path: &Path,
+    zip: &mut AtomicFile,
     options: &ExportOptions,
 ) -> Result<(BundleManifest, Option<RedactionSummary>)> {
+    let path = zip.partial_path().to_owned();
     let beside = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let staging = tempfile::Builder::new()
         .prefix(".trace-redacting-")
@@ -124,19 +120,17 @@ fn write_redacted_zip(
     let redacted = redact::redact_bundle(source, staging.path())?;
     let mut bundle = Bundle::open(staging.path())?;
     let mut manifest = bundle.manifest()?;
-    write_zip(&mut bundle, &mut manifest, path, options)?;
-    redacted.verify_zip(path)?;
+    write_zip(&mut bundle, &mut manifest, zip.file(), options)?;
+    redacted.verify_zip(&path)?;
     Ok((manifest, Some(redacted.summary)))
 }
 
-fn partial_path(out: &Path) -> PathBuf {
-    let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(".partial");
-    out.with_file_name(name)
-}
-
-fn write_zip(source: &mut Bundle, manifest: &mut BundleManifest, path: &Path, options: &ExportOptions) -> Result<()> {
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+fn write_zip(
+    source: &mut Bundle,
+    manifest: &mut BundleManifest,
+    file: &mut File,
+    options: &ExportOptions,
+) -> Result<()> {
     let mut zip = zip::ZipWriter::new(BufWriter::new(file));
     let total: u64 = manifest.files.iter().map(|f| f.size).sum();
     let progress = progress_bar(total, options.progress);
@@ -158,8 +152,7 @@ fn write_zip(source: &mut Bundle, manifest: &mut BundleManifest, path: &Path, op
     }
     zip.start_file(bundle::MANIFEST_FILE, file_options(bundle::MANIFEST_FILE))?;
     serde_json::to_writer_pretty(&mut zip, &manifest)?;
-    let out = zip.finish()?;
-    out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    zip.finish()?.flush()?;
     progress.finish_and_clear();
     Ok(())
 }
@@ -189,38 +182,75 @@ fn progress_bar(total: u64, visible: bool) -> ProgressBar {
     bar
 }
 
-/// Writes the HAR with each entry's body inline, one entry at a time, so that memory holds one body at
-/// most rather than all of them.
+/// Writes the HAR with each entry's body inline, serialized from the HAR model (so that no field of it is
+/// ever left out), one entry at a time, so that memory holds one body at most rather than all of them.
 fn write_har_with_bodies(source: &mut Bundle, har: &Har, out: &mut dyn Write) -> Result<()> {
-    let log = &har.log;
-    write!(out, "{{\"log\":{{\"version\":{},\"creator\":", serde_json::to_string(&log.version)?)?;
-    serde_json::to_writer(&mut *out, &log.creator)?;
-    if let Some(browser) = &log.browser {
-        out.write_all(b",\"browser\":")?;
-        serde_json::to_writer(&mut *out, browser)?;
-    }
-    out.write_all(b",\"pages\":")?;
-    serde_json::to_writer(&mut *out, &log.pages)?;
-    out.write_all(b",\"entries\":[")?;
-    for (index, entry) in log.entries.iter().enumerate() {
-        let mut entry = entry.clone();
-        if let Some(file) = entry.response.content.file.clone() {
-            entry.response.content.set_inline(&source.read(&file)?);
-        }
-        if let Some(post_data) = entry.request.post_data.as_mut()
-            && let Some(file) = post_data.file.clone()
-        {
-            // HAR's postData has no encoding field: inline a text body, keep a binary one as `_file`.
-            if let Ok(text) = String::from_utf8(source.read(&file)?) {
-                post_data.text = Some(text);
-                post_data.file = None;
-            }
-        }
-        if index > 0 {
-            out.write_all(b",")?;
-        }
-        serde_json::to_writer(&mut *out, &entry)?;
-    }
-    out.write_all(b"]}}")?;
+    let bundle = RefCell::new(source);
+    let embedded = EmbeddedHar { har, bundle: &bundle };
+    serde_json::to_writer(out, &embedded)?;
     Ok(())
+}
+
+/// A HAR whose entries read their bodies from the bundle as they are serialized.
+struct EmbeddedHar<'a, 'b> {
+    har: &'a Har,
+    bundle: &'a RefCell<&'b mut Bundle>,
+}
+
+struct EmbeddedLog<'a, 'b>(&'a EmbeddedHar<'a, 'b>);
+
+struct EmbeddedEntries<'a, 'b>(&'a EmbeddedHar<'a, 'b>);
+
+impl Serialize for EmbeddedHar<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut har = serializer.serialize_map(Some(1))?;
+        har.serialize_entry("log", &EmbeddedLog(self))?;
+        har.end()
+    }
+}
+
+impl Serialize for EmbeddedLog<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Every field of the log as its type serializes it, but the entries, which come with their bodies.
+        let log = Log { entries: Vec::new(), ..self.0.har.log.clone() };
+        let serde_json::Value::Object(fields) = serde_json::to_value(&log).map_err(S::Error::custom)? else {
+            return Err(S::Error::custom("a HAR log serializes as an object"));
+        };
+        let mut map = serializer.serialize_map(Some(fields.len()))?;
+        for (name, value) in fields.iter().filter(|(name, _)| name.as_str() != "entries") {
+            map.serialize_entry(name, value)?;
+        }
+        map.serialize_entry("entries", &EmbeddedEntries(self.0))?;
+        map.end()
+    }
+}
+
+impl Serialize for EmbeddedEntries<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let entries = &self.0.har.log.entries;
+        let mut seq = serializer.serialize_seq(Some(entries.len()))?;
+        for entry in entries {
+            let entry = with_body(&mut self.0.bundle.borrow_mut(), entry).map_err(S::Error::custom)?;
+            seq.serialize_element(&entry)?;
+        }
+        seq.end()
+    }
+}
+
+/// `entry` with its response body inline, and its request body too when that is text.
+fn with_body(source: &mut Bundle, entry: &Entry) -> Result<Entry> {
+    let mut entry = entry.clone();
+    if let Some(file) = entry.response.content.file.clone() {
+        entry.response.content.set_inline(&source.read(&file)?);
+    }
+    if let Some(post_data) = entry.request.post_data.as_mut()
+        && let Some(file) = post_data.file.clone()
+    {
+        // HAR's postData has no encoding field: inline a text body, keep a binary one as `_file`.
+        if let Ok(text) = String::from_utf8(source.read(&file)?) {
+            post_data.text = Some(text);
+            post_data.file = None;
+        }
+    }
+    Ok(entry)
 }

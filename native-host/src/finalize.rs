@@ -7,15 +7,14 @@
 //! fsynced: they are derived from `tasks.db` and written again whenever the manifest is missing or does
 //! not parse (an fsync here would also wait for every body the task wrote, which doubled the time to stop).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
 use trace_analysis::har;
-use trace_manifest::archive::HashingWriter;
+
 use trace_manifest::bundle::{
     self, BundleManifest, Counts, FileEntry, ProducerInfo, StorageFile, TaskInfo, TimedStorageSnapshot,
 };
@@ -24,6 +23,7 @@ use trace_manifest::har::Creator;
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
 
+use crate::atomic;
 use crate::db::{self, TaskRow};
 use crate::ingest::{reconcile_interrupted, recover_staged_files};
 use crate::paths::{DataDir, PARTS_DIR};
@@ -139,14 +139,7 @@ fn browser_creator(task: &TaskRow) -> Option<Creator> {
 /// Writes one generated file of the bundle directory `dir` through a temporary name, returning its index
 /// entry.
 pub fn write_generated(dir: &Path, name: &str, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<FileEntry> {
-    let path = dir.join(name);
-    let temporary = dir.join(format!(".{name}.tmp"));
-    let file = File::create(&temporary).with_context(|| format!("cannot create {}", temporary.display()))?;
-    let mut out = HashingWriter::new(BufWriter::new(file));
-    write(&mut out).with_context(|| format!("cannot write {}", path.display()))?;
-    let (buffered, size, sha256) = out.finish();
-    buffered.into_inner().map_err(|e| e.into_error())?;
-    std::fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    let (size, sha256) = atomic::write(&dir.join(name), write)?;
     Ok(FileEntry { path: name.to_owned(), size, sha256 })
 }
 

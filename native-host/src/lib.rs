@@ -15,8 +15,10 @@
 //! - [`dataset`]: many bundles made into a dataset folder (TRACE's or WebArena-Infinity's layout).
 //! - [`install`]: registers the host with Chrome and Chromium.
 //! - [`cli`]: the commands people run; [`paths`]: where the data lives.
+//! - [`atomic`]: the one way a file others read is written (partial name, synced, renamed).
 //! - [`client`]: the extension's side of the protocol, for tests, the benchmark and the demo.
 
+pub mod atomic;
 pub mod cli;
 pub mod client;
 pub mod dataset;

@@ -107,9 +107,6 @@ fn process_dir(dir: &Path) -> Result<(ProcessReport, Vec<FileEntry>)> {
 }
 
 fn write_json(dir: &Path, name: &str, value: &impl serde::Serialize) -> Result<FileEntry> {
-    finalize::write_generated(dir, name, |out| {
-        serde_json::to_writer_pretty(&mut *out, value)?;
-        out.write_all(b"\n")?;
-        Ok(())
-    })
+    let (size, sha256) = crate::atomic::write_json(&dir.join(name), value)?;
+    Ok(FileEntry { path: name.to_owned(), size, sha256 })
 }

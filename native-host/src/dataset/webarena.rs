@@ -18,6 +18,7 @@ use trace_manifest::event::{ElementDescriptor, EventKind};
 use trace_manifest::trajectory::{ToolAction, ToolCall};
 
 use super::Added;
+use crate::atomic;
 
 pub(super) fn write_task(added: &Added, out: &Path) -> Result<WebArenaEntry> {
     let dir = out.join(added.task_id.as_str());
@@ -105,8 +106,8 @@ pub(super) fn write_task(added: &Added, out: &Path) -> Result<WebArenaEntry> {
         verifier_message: verifier_message.clone(),
         checkpoints,
     };
-    write_json(&dir.join(format::HISTORY_FILE), &BrowserUseHistory { history })?;
-    write_json(&dir.join(format::RESULT_FILE), &result)?;
+    atomic::write_json(&dir.join(format::HISTORY_FILE), &BrowserUseHistory { history })?;
+    atomic::write_json(&dir.join(format::RESULT_FILE), &result)?;
     Ok(WebArenaEntry {
         model: format::HUMAN_MODEL.to_owned(),
         environment: manifest.task.website.clone(),
@@ -212,10 +213,4 @@ impl PageTitles {
         let loads = || self.0.iter().filter(|(_, loaded, _)| loaded == url);
         loads().rfind(|(at, _, _)| *at <= ts).or_else(|| loads().next()).map_or_else(String::new, |l| l.2.clone())
     }
-}
-
-fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value)?;
-    bytes.push(b'\n');
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -369,7 +369,7 @@ fn a_credential_too_short_to_redact_reliably_refuses_the_export_and_writes_nothi
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("shorter than 4 characters") && stderr.contains("#pin"), "{stderr}");
-    assert!(!zip.exists() && !scratch.path("short.zip.partial").exists());
+    assert!(!zip.exists() && !scratch.path(".short.zip.partial").exists());
     // Without redaction the same task exports: nothing was lost.
     scratch.cli_json(&["export", "short", "--out", zip.to_str().unwrap(), "--json"]);
     assert!(zip.exists());
