@@ -28,6 +28,7 @@ const MIN_UNNAMED_COOKIE_CHARS: usize = 8;
 /// How every placeholder starts.
 pub const PLACEHOLDER_PREFIX: &str = "trace-redacted-";
 /// Bodies larger than this are not parsed for secret fields (they are still searched and replaced).
+#[cfg(feature = "native")]
 const MAX_PARSED_BODY_BYTES: u64 = 4 << 20;
 
 /// One secret value and what stands in for it.

@@ -4,7 +4,8 @@
 //!   `wasm-bindgen --target web`, plus the static files of `extension/static/`).
 //! - `demo`: `dist`, then the README's main job: record a demonstration of the demo shop in Chromium with
 //!   the extension and the host, export the bundle, validate and inspect it.
-//! - `test`: `dist` (the end-to-end tests drive the release build), then `cargo test --workspace`.
+//! - `test`: `dist` (the end-to-end tests drive the release build), a check that `trace-manifest` and
+//!   `trace-analysis` build for wasm32, then `cargo test --workspace`.
 //!
 //! Kept cheap to compile: no dependency beyond anyhow.
 
@@ -23,6 +24,8 @@ fn main() -> Result<()> {
         }
         Some("test") => {
             dist()?;
+            // The format and the derivations build for the browser too (the extension's target).
+            run(cargo().args(["check", "-p", "trace-manifest", "-p", "trace-analysis", "--target", WASM_TARGET]))?;
             run(cargo().args(["test", "--workspace"]))
         }
         _ => {
@@ -34,6 +37,8 @@ fn main() -> Result<()> {
         }
     }
 }
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
@@ -66,7 +71,7 @@ fn dist() -> Result<()> {
 
 fn build_extension() -> Result<()> {
     let root = root();
-    run(cargo().args(["build", "--release", "-p", "trace-extension", "--target", "wasm32-unknown-unknown"]))
+    run(cargo().args(["build", "--release", "-p", "trace-extension", "--target", WASM_TARGET]))
         .context("building the extension needs the wasm32 target: rustup target add wasm32-unknown-unknown")?;
     let wanted = locked_version(&root, "wasm-bindgen")?;
     let found = Command::new("wasm-bindgen").arg("--version").output().ok().filter(|o| o.status.success());
