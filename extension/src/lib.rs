@@ -1,9 +1,10 @@
 //! The TRACE recorder: a Chrome MV3 extension in Rust, compiled to WebAssembly.
 //!
 //! # Layout
-//! - [`network`], [`outbox`], [`actions`]: browser-independent logic, tested with plain `cargo test`:
-//!   DevTools network events to TRACE events, the buffer of messages awaiting the host's acknowledgement,
-//!   and the checking and coalescing of the actions the in-page script reports.
+//! - [`network`], [`outbox`], [`actions`], [`bodies`]: browser-independent logic, tested with plain
+//!   `cargo test`: DevTools network events to TRACE events, the buffer of messages awaiting the host's
+//!   acknowledgement, the checking and coalescing of the actions the in-page script reports, and response
+//!   bodies on their way to the host (taken, streamed or fetched whole).
 //! - [`chrome`], [`debugger`]: bindings to the `chrome.*` APIs used, and DevTools targets and commands.
 //! - [`host_link`]: the service worker's native messaging port to `trace-host`.
 //! - [`recording`]: the recording in progress; [`snapshots`]: screenshots, DOM and storage captures.
@@ -14,6 +15,7 @@
 //! forbidden (see [`actions`]).
 
 pub mod actions;
+pub mod bodies;
 pub mod chrome;
 pub mod debugger;
 pub mod host_link;

@@ -19,11 +19,12 @@ use trace_manifest::event::{
     BodyPart, ConsoleMessage, Event, EventKind, Navigation, NavigationCause, StoragePhase, TabEvent, TabOp,
 };
 use trace_manifest::task::{RecorderInfo, TaskId, TaskStart, TaskType};
-use trace_manifest::wire::{ClientBody, HostMessage, SUGGESTED_CHUNK_BYTES};
+use trace_manifest::wire::{ClientBody, HostMessage};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::actions::{self, PageReport, TypingCoalescer};
+use crate::bodies::{Bodies, Chunk, ExchangeKey, Finished};
 use crate::chrome::{self, to_js};
 use crate::debugger::{self, Target, command, describe};
 use crate::network::NetworkTranslator;
@@ -57,48 +58,19 @@ pub struct Progress {
     pub refused: u64,
 }
 
-/// An exchange of a tab: a request id with the tab it belongs to. One tab's targets (its iframes in other
-/// processes, its workers) share its request ids, and may report one exchange between them: the request
-/// of a cross-process iframe's document in the tab, its response in the iframe's target.
-type ExchangeKey = (i64, String);
-
 struct Recording {
     outbox: Outbox,
     task_type: TaskType,
     tabs: BTreeSet<i64>,
     translators: HashMap<i64, NetworkTranslator>,
-    /// Response bodies being streamed.
-    streams: HashMap<ExchangeKey, BodyStream>,
-    /// Response bodies taken while their response was paused, waiting for their exchange to complete.
-    captured: HashMap<ExchangeKey, Vec<u8>>,
-    /// Exchanges whose body is too large to take whole: they are streamed.
-    large: BTreeSet<ExchangeKey>,
+    /// Response bodies on their way to the host.
+    bodies: Bodies,
     /// The frame of each execution context of the in-page script's world.
     script_contexts: HashMap<(Target, i64), String>,
     /// Tabs the recorder is reloading itself (see [`on_tab_created`]): their reload is not the person's.
     reloading: BTreeSet<i64>,
     typing: TypingCoalescer,
-    next_body: u64,
     progress: Progress,
-}
-
-/// One response body on its way to the host. Chrome sends what arrived before streaming was switched on
-/// in the command's answer, and the rest in `dataReceived` events that may overtake that answer: those
-/// wait in `early` until it comes, so that chunks leave in order.
-struct BodyStream {
-    body_id: String,
-    next_index: u64,
-    started: bool,
-    early: Vec<String>,
-    finished: bool,
-}
-
-impl Recording {
-    /// The id of a new body of this task: unique within it, as the host requires.
-    fn new_body_id(&mut self, tab_id: i64) -> String {
-        self.next_body += 1;
-        format!("{tab_id}-{}", self.next_body)
-    }
 }
 
 thread_local! {
@@ -149,13 +121,10 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
             task_type: request.task_type,
             tabs: BTreeSet::new(),
             translators: HashMap::new(),
-            streams: HashMap::new(),
-            captured: HashMap::new(),
-            large: BTreeSet::new(),
+            bodies: Bodies::default(),
             script_contexts: HashMap::new(),
             reloading: BTreeSet::new(),
             typing: TypingCoalescer::default(),
-            next_body: 0,
             progress: Progress {
                 task_id: task_id.to_string(),
                 task_type: request.task_type.as_str().to_owned(),
@@ -340,44 +309,23 @@ fn on_network_event(target: Target, method: &str, params: &Value) {
                             .and_then(|v| v.trim().parse::<u64>().ok())
                             .is_some_and(|n| n > TAKE_WHOLE_LIMIT)
                 });
-            let is_large = ACTIVE.with(|a| {
-                let mut active = a.borrow_mut();
-                let recording = active.as_mut()?;
-                if announced_large {
-                    recording.large.insert(key.clone());
-                }
-                Some(recording.large.contains(&key))
-            }) == Some(true);
+            let is_large = with_bodies(|bodies| bodies.response_received(&key, announced_large)).unwrap_or(false);
             if is_large {
                 wasm_bindgen_futures::spawn_local(start_body_stream(target, key));
             }
         }
         "Network.dataReceived" => {
             if let Some(data) = params["data"].as_str() {
-                stream_data(&key, data.to_owned());
+                send_chunks(with_bodies(|bodies| bodies.data_received(&key, data.to_owned())).flatten());
             }
         }
-        "Network.loadingFinished" => {
-            let captured = ACTIVE.with(|a| {
-                let mut active = a.borrow_mut();
-                let recording = active.as_mut()?;
-                recording.large.remove(&key);
-                recording.captured.remove(&key)
-            });
-            match captured {
-                Some(bytes) => send_whole_body(&key, &bytes),
-                None if finish_body_stream(&key) => {}
-                None => wasm_bindgen_futures::spawn_local(send_body(target, key)),
-            }
-        }
+        "Network.loadingFinished" => match with_bodies(|bodies| bodies.loading_finished(&key)) {
+            Some(Finished::Send(chunks)) => send_chunks(chunks),
+            Some(Finished::Fetch) => wasm_bindgen_futures::spawn_local(send_body(target, key)),
+            None => {}
+        },
         "Network.loadingFailed" => {
-            ACTIVE.with(|a| {
-                if let Some(recording) = a.borrow_mut().as_mut() {
-                    recording.streams.remove(&key);
-                    recording.captured.remove(&key);
-                    recording.large.remove(&key);
-                }
-            });
+            with_bodies(|bodies| bodies.loading_failed(&key));
         }
         _ => {}
     }
@@ -638,103 +586,42 @@ async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
 /// Switches on streaming of a response's body. Where Chrome refuses (some resource types, or the body
 /// is already complete), the body is fetched whole when loading finishes.
 async fn start_body_stream(target: Target, key: ExchangeKey) {
-    let registered = ACTIVE.with(|a| {
-        let mut active = a.borrow_mut();
-        let recording = active.as_mut()?;
-        let body_id = recording.new_body_id(key.0);
-        let stream = BodyStream { body_id, next_index: 0, started: false, early: Vec::new(), finished: false };
-        recording.streams.insert(key.clone(), stream);
-        Some(())
-    });
-    if registered.is_none() {
+    if with_bodies(|bodies| bodies.stream_requested(key.clone())).is_none() {
         return;
     }
     match command(&target, "Network.streamResourceContent", json!({"requestId": key.1})).await {
         Ok(result) => {
             let buffered = result["bufferedData"].as_str().unwrap_or_default().to_owned();
-            let (early, finished) = ACTIVE.with(|a| {
-                let mut active = a.borrow_mut();
-                let stream = active.as_mut().and_then(|r| r.streams.get_mut(&key));
-                stream.map_or((Vec::new(), false), |s| {
-                    s.started = true;
-                    (std::mem::take(&mut s.early), s.finished)
-                })
-            });
-            for data in std::iter::once(buffered).chain(early) {
-                send_chunk(&key, data, false);
-            }
-            if finished {
-                send_chunk(&key, String::new(), true);
-            }
+            send_chunks(with_bodies(|bodies| bodies.stream_started(&key, buffered)).unwrap_or_default());
         }
         Err(_) => {
-            let finished = ACTIVE
-                .with(|a| a.borrow_mut().as_mut().and_then(|r| r.streams.remove(&key)).is_some_and(|s| s.finished));
-            if finished {
+            if with_bodies(|bodies| bodies.stream_refused(&key)) == Some(true) {
                 send_body(target, key).await;
             }
         }
     }
 }
 
-/// Data of a streamed body (`Network.dataReceived` carries it once streaming is on), base64 as Chrome
-/// sends it: forwarded as it is, never decoded or held whole.
-fn stream_data(key: &ExchangeKey, data: String) {
-    let started = ACTIVE.with(|a| {
-        let mut active = a.borrow_mut();
-        let stream = active.as_mut().and_then(|r| r.streams.get_mut(key))?;
-        if !stream.started {
-            stream.early.push(data.clone());
-        }
-        Some(stream.started)
-    });
-    if started == Some(true) {
-        send_chunk(key, data, false);
-    }
+/// Runs `update` on the recording's bodies; `None` when no task is being recorded.
+fn with_bodies<T>(update: impl FnOnce(&mut Bodies) -> T) -> Option<T> {
+    ACTIVE.with(|a| a.borrow_mut().as_mut().map(|recording| update(&mut recording.bodies)))
 }
 
-/// Ends a streamed body; false if the body was not being streamed (it is then fetched whole).
-fn finish_body_stream(key: &ExchangeKey) -> bool {
-    let started = ACTIVE.with(|a| {
-        let mut active = a.borrow_mut();
-        let stream = active.as_mut().and_then(|r| r.streams.get_mut(key))?;
-        stream.finished = true;
-        Some(stream.started)
-    });
-    match started {
-        Some(true) => {
-            send_chunk(key, String::new(), true);
-            true
-        }
-        Some(false) => true, // the stream's start sends the end, or fetches the body whole
-        None => false,
+/// Sends body chunks to the host, counting their bytes for the popup.
+fn send_chunks(chunks: impl IntoIterator<Item = Chunk>) {
+    let Some(task_id) = active_task_id() else { return };
+    for chunk in chunks {
+        ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.progress.bytes += chunk.bytes));
+        send(ClientBody::BodyChunk {
+            task_id: task_id.clone(),
+            body_id: chunk.body_id,
+            request_id: chunk.request_id,
+            part: BodyPart::Response,
+            index: chunk.index,
+            data: chunk.data,
+            last: chunk.last,
+        });
     }
-}
-
-fn send_chunk(key: &ExchangeKey, data: String, last: bool) {
-    let chunk = ACTIVE.with(|a| {
-        let mut active = a.borrow_mut();
-        let recording = active.as_mut()?;
-        let stream = recording.streams.get_mut(key)?;
-        let index = stream.next_index;
-        stream.next_index += 1;
-        recording.progress.bytes += (data.len() as u64) * 3 / 4;
-        let body_id = stream.body_id.clone();
-        if last {
-            recording.streams.remove(key);
-        }
-        Some((body_id, index))
-    });
-    let (Some((body_id, index)), Some(task_id)) = (chunk, active_task_id()) else { return };
-    send(ClientBody::BodyChunk {
-        task_id,
-        body_id,
-        request_id: key.1.clone(),
-        part: BodyPart::Response,
-        index,
-        data,
-        last,
-    });
 }
 
 /// Bodies up to this size are taken whole while their response is paused; larger ones are streamed.
@@ -756,10 +643,10 @@ async fn take_paused_body(target: Target, params: Value) {
     {
         let key = (target.tab_id, network_id);
         if length.is_some_and(|n| n > TAKE_WHOLE_LIMIT) {
-            ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.large.insert(key)));
+            with_bodies(|bodies| bodies.mark_large(key));
         } else if let Ok(body) = command(&target, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await {
             let bytes = body_bytes(&body);
-            ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.captured.insert(key, bytes)));
+            with_bodies(|bodies| bodies.captured(key, bytes));
         }
     }
     if command(&target, "Fetch.continueResponse", json!({"requestId": fetch_id})).await.is_err() {
@@ -786,36 +673,13 @@ async fn send_body(target: Target, key: ExchangeKey) {
         chrome::sleep(delay_ms).await;
         let ask = if attempt == 2 { Target::tab(target.tab_id) } else { target.clone() };
         match command(&ask, "Network.getResponseBody", json!({"requestId": key.1})).await {
-            Ok(body) => return send_whole_body(&key, &body_bytes(&body)),
+            Ok(body) => {
+                return send_chunks(with_bodies(|bodies| bodies.whole(&key, &body_bytes(&body))).unwrap_or_default());
+            }
             Err(error) => last_error = error,
         }
     }
     crate::log(&format!("no body for request {} of tab {}: {last_error}", key.1, key.0));
-}
-
-/// Sends a body held whole, in chunks of the suggested size.
-fn send_whole_body(key: &ExchangeKey, bytes: &[u8]) {
-    let Some(task_id) = active_task_id() else { return };
-    let body_id = ACTIVE.with(|a| {
-        let mut active = a.borrow_mut();
-        let recording = active.as_mut()?;
-        recording.progress.bytes += bytes.len() as u64;
-        Some(recording.new_body_id(key.0))
-    });
-    let Some(body_id) = body_id else { return };
-    let chunks: Vec<&[u8]> = if bytes.is_empty() { vec![&[]] } else { bytes.chunks(SUGGESTED_CHUNK_BYTES).collect() };
-    let count = chunks.len();
-    for (index, chunk) in chunks.into_iter().enumerate() {
-        send(ClientBody::BodyChunk {
-            task_id: task_id.clone(),
-            body_id: body_id.clone(),
-            request_id: key.1.clone(),
-            part: BodyPart::Response,
-            index: index as u64,
-            data: base64::engine::general_purpose::STANDARD.encode(chunk),
-            last: index + 1 == count,
-        });
-    }
 }
 
 pub(crate) fn event(tab_id: i64, kind: EventKind) -> Event {

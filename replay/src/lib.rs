@@ -1,6 +1,7 @@
 //! `trace-replay`: serves a captured bundle to Chromium offline and re-runs the recorded trajectory.
 //!
 //! # Layout
+//! - [`chromium`]: the one Chromium launcher (path, offline flags, sandbox, profile, connection).
 //! - [`archive`]: a bundle opened for replay: exchanges, bodies, storage, ignore list, seed.
 //! - [`matcher`]: which recorded request answers a replayed request (exact, canonical, fuzzy). Pure.
 //! - [`responder`]: the decision for each request (answer, ignored, miss), counted and logged. No browser.
@@ -10,6 +11,7 @@
 //! - [`inspect`]: a bundle's summary (task, pages, hosts with request counts and bytes).
 
 pub mod archive;
+pub mod chromium;
 pub mod inspect;
 pub mod matcher;
 pub mod page_scripts;

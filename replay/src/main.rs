@@ -73,9 +73,9 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct BrowserArgs {
-    /// The Chromium to drive.
-    #[arg(long, value_name = "PATH", default_value = "/usr/bin/chromium")]
-    chromium: PathBuf,
+    /// The Chromium to drive [default: $TRACE_CHROMIUM, else Debian's].
+    #[arg(long, value_name = "PATH")]
+    chromium: Option<PathBuf>,
     /// Without a window (the default when there is no display).
     #[arg(long)]
     headless: bool,

@@ -8,7 +8,6 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
-use serde::Serialize;
 
 use crate::archive::ReplayArchive;
 use crate::matcher::{MatchKind, Matcher};
@@ -27,7 +26,7 @@ pub enum Decision {
 }
 
 /// Counts of decisions, for the summary and the fidelity report.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
     pub exact: u64,
     pub canonical: u64,

@@ -1,4 +1,4 @@
-//! The replayed browser: Debian's Chromium launched through chromiumoxide, with every request of every
+//! The replayed browser: Chromium (launched by [`crate::chromium`]), with every request of every
 //! target (tabs, popups, iframes in any process, workers) paused by the `Fetch` domain of the browser
 //! session itself, and answered by the [`Responder`]. Nothing reaches the network unless the user allows
 //! a fallback for misses. Before a page's own scripts run, it gets the determinism script and the recorded
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use base64::Engine as _;
 use chromiumoxide::cdp::browser_protocol::browser::CloseParams;
 use chromiumoxide::cdp::browser_protocol::fetch::{
@@ -20,30 +20,22 @@ use chromiumoxide::cdp::browser_protocol::network::{
 };
 use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
 use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
-use chromiumoxide::{Browser, BrowserConfig, Page};
+use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
 use tokio::task::JoinHandle;
 
 use crate::archive::ReplayArchive;
+use crate::chromium::{self, Chromium, Launch};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
 
-/// Flags that keep Chromium off the network on its own account (updates, sync, metrics, QUIC probes).
-/// Written without their leading dashes, as chromiumoxide's `BrowserConfigBuilder::args` adds them.
-pub const OFFLINE_FLAGS: [&str; 6] = [
-    "disable-background-networking",
-    "disable-component-update",
-    "no-first-run",
-    "disable-sync",
-    "disable-quic",
-    "disable-gpu",
-];
 /// Where connections go when the network is off: the discard port of loopback, where nothing listens.
 const NOWHERE_PROXY: &str = "http://127.0.0.1:9";
 
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub chromium: PathBuf,
+    /// The Chromium to drive; [`chromium::resolve`]d (`TRACE_CHROMIUM`, then Debian's) when `None`.
+    pub chromium: Option<PathBuf>,
     pub headless: bool,
     /// The DevTools port agents attach to; a free one when `None`.
     pub cdp_port: Option<u16>,
@@ -55,13 +47,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options {
-            chromium: PathBuf::from("/usr/bin/chromium"),
-            headless: true,
-            cdp_port: None,
-            allow_network_fallback: false,
-            determinism: true,
-        }
+        Options { chromium: None, headless: true, cdp_port: None, allow_network_fallback: false, determinism: true }
     }
 }
 
@@ -75,19 +61,15 @@ pub struct Replay {
     /// Answer requests and prepare new pages.
     tasks: Vec<JoinHandle<()>>,
     endpoint: String,
-    _profile: tempfile::TempDir,
+    _profile: Option<tempfile::TempDir>,
 }
 
 impl Replay {
     /// Launches Chromium serving `archive`. Fails with the reason if Chromium is missing or cannot start,
     /// or the DevTools port is taken.
     pub async fn launch(archive: ReplayArchive, options: &Options) -> Result<Replay> {
-        if !options.chromium.is_file() {
-            bail!(
-                "Chromium is not at {}: install it (Debian: apt-get install chromium) or pass --chromium PATH",
-                options.chromium.display()
-            );
-        }
+        // Refused before anything else is set up, with what to do about it.
+        chromium::find(options.chromium.as_deref())?;
         if let Some(port) = options.cdp_port {
             std::net::TcpListener::bind(("127.0.0.1", port))
                 .with_context(|| format!("the DevTools port {port} is in use; choose another with --cdp-port"))?;
@@ -103,45 +85,29 @@ impl Replay {
         }
         let init_scripts = Arc::new(init_scripts);
 
-        let profile = tempfile::tempdir().context("cannot create a browser profile directory")?;
-        let mut config = BrowserConfig::builder()
-            .chrome_executable(&options.chromium)
-            .user_data_dir(profile.path())
-            .args(OFFLINE_FLAGS)
-            .launch_timeout(Duration::from_secs(30));
-        config = if options.headless { config.new_headless_mode() } else { config.with_head() };
+        let flag = |name: &str, value: Option<&str>| (name.to_owned(), value.map(str::to_owned));
         // Every frame of a tab in the tab's process, cross-site iframes included, so that the page scripts
         // (determinism, storage) reach them as they reach the tab: a replay is a local copy of one site's
         // pages, not a browser to defend against them.
-        config =
-            config.arg("disable-site-isolation-trials").arg(("disable-features", "IsolateOrigins,site-per-process"));
+        let mut args = vec![
+            flag("disable-site-isolation-trials", None),
+            flag("disable-features", Some("IsolateOrigins,site-per-process")),
+        ];
         if !options.allow_network_fallback {
             // Requests are answered before they reach the network, but Chromium also opens connections
             // ahead of requests (preconnects). A proxy that does not exist, loopback included, sends
             // those nowhere.
-            config = config.arg(("proxy-server", NOWHERE_PROXY)).arg(("proxy-bypass-list", "<-loopback>"));
+            args.push(flag("proxy-server", Some(NOWHERE_PROXY)));
+            args.push(flag("proxy-bypass-list", Some("<-loopback>")));
         }
-        if let Some(port) = options.cdp_port {
-            config = config.port(port);
-        }
-        if running_as_root() {
-            config = config.no_sandbox();
-        }
-        let config = config.build().map_err(anyhow::Error::msg)?;
-        let (browser, mut handler) = Browser::launch(config)
-            .await
-            .with_context(|| format!("cannot start Chromium ({})", options.chromium.display()))?;
-        let handler = tokio::spawn(async move {
-            let mut unparsed = 0_u64;
-            while let Some(event) = handler.next().await {
-                if event.is_err() {
-                    unparsed += 1;
-                }
-            }
-            if unparsed > 0 {
-                tracing::debug!("chromiumoxide could not parse {unparsed} DevTools messages");
-            }
-        });
+        let launch = Launch {
+            chromium: options.chromium.clone(),
+            headless: options.headless,
+            args,
+            port: options.cdp_port,
+            ..Launch::default()
+        };
+        let Chromium { browser, handler, profile } = chromium::launch(&launch).await?;
         let mut tasks = Vec::new();
         let browser = Arc::new(browser);
         let endpoint = browser.websocket_address().clone();
@@ -154,7 +120,7 @@ impl Replay {
         if let Some(storage) = &archive.start_storage {
             // A cookie keeps the lifetime it had left when the recording started: one that would have
             // expired since (a month-long login replayed a year later) is not lost.
-            let shift_seconds = ((now_ms() - archive.started_at_ms) / 1000.0).max(0.0);
+            let shift_seconds = ((trace_manifest::time_fmt::now_ms() - archive.started_at_ms) / 1000.0).max(0.0);
             let cookies: Vec<CookieParam> = storage.cookies.iter().map(|c| cookie_param(c, shift_seconds)).collect();
             if !cookies.is_empty() {
                 browser.set_cookies(cookies).await.context("cannot restore the recorded cookies")?;
@@ -358,10 +324,6 @@ fn header(headers: &chromiumoxide::cdp::browser_protocol::network::Headers, name
     headers.inner().as_object()?.iter().find(|(key, _)| key.eq_ignore_ascii_case(name))?.1.as_str().map(str::to_owned)
 }
 
-fn now_ms() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-}
-
 fn cookie_param(cookie: &trace_manifest::event::Cookie, shift_seconds: f64) -> CookieParam {
     let mut param = CookieParam::new(cookie.name.clone(), cookie.value.clone());
     param.domain = Some(cookie.domain.clone());
@@ -376,10 +338,4 @@ fn cookie_param(cookie: &trace_manifest::event::Cookie, shift_seconds: f64) -> C
         _ => None,
     });
     param
-}
-
-/// Chromium refuses to run as root without `--no-sandbox`; every launch of it asks this.
-pub fn running_as_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
 }

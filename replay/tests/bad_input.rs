@@ -388,6 +388,20 @@ fn a_missing_chromium_is_named_with_how_to_get_one() {
     let outcome =
         trace_replay(&["serve", path_str(&bundle), "--headless", "--chromium", "/nonexistent/chromium"], None);
     outcome.assert_refused(&["Chromium is not at /nonexistent/chromium", "--chromium"]);
+
+    // TRACE_CHROMIUM names it when --chromium does not, for serve and run alike.
+    for command in ["serve", "run"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_trace-replay"))
+            .args([command, path_str(&bundle), "--headless"])
+            .args((command == "run").then_some("--human"))
+            .env("TRACE_CHROMIUM", "/nonexistent/from-the-environment")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{command}: {stderr}");
+        assert!(stderr.contains("Chromium is not at /nonexistent/from-the-environment"), "{command}: {stderr}");
+    }
 }
 
 #[test]

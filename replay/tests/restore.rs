@@ -20,7 +20,6 @@ use trace_replay::serve::{Options, Replay};
 mod common;
 use common::{STARTED_AT, har, har_entry, stored_body, write_bundle};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
 /// Generous: other tests drive Chromium on the same two cores.
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -141,7 +140,7 @@ fn shop_bundle() -> ShopBundle {
 }
 
 async fn launch(bundle: &Path, determinism: bool) -> Replay {
-    let options = Options { chromium: CHROMIUM.into(), determinism, ..Options::default() };
+    let options = Options { determinism, ..Options::default() };
     Replay::launch(ReplayArchive::open(bundle).unwrap(), &options).await.unwrap()
 }
 

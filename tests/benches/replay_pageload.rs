@@ -1,14 +1,14 @@
 //! Replay page-load benchmark: how fast the demo shop's pages load when `trace-replay` serves a recorded
 //! bundle, against Playwright's `routeFromHAR` serving the same capture (the bundle's `recording.har`, or
-//! the exported zip), in the same Chromium (Debian's `/usr/bin/chromium`), both offline.
+//! the exported zip), in the same Chromium (`TRACE_CHROMIUM`, else Debian's), both offline.
 //!
 //! The demonstration of [`trace_e2e::demo`] is recorded first (as `cargo xtask demo` does; the bundle is
 //! left in `target/bench-replay-pageload/`), or an existing bundle is taken from `TRACE_BENCH_BUNDLE`. The
 //! demo shop is then stopped, and a sentinel listens on its old port and keeps what each connection to it
 //! sent first, attributed to the side that was loading: nothing is live, and any connection is one side
 //! reaching for the live site (a request, or a connection Chromium opens ahead of one). Two browsers
-//! start, both headless with the same extra flags ([`trace_replay::serve::OFFLINE_FLAGS`], plus
-//! `--no-sandbox` as root): `trace-replay`'s ([`Replay::launch`], with its defaults: the determinism
+//! start, both headless with the same extra flags ([`trace_replay::chromium::command_line_flags`]: the
+//! offline flags, plus `--no-sandbox` as root): `trace-replay`'s ([`Replay::launch`], with its defaults: the determinism
 //! script and the recorded storage included, since that is what its users get), driven from here through
 //! chromiumoxide; and Playwright's (npm `playwright-core` with `executablePath`, a context with
 //! `routeFromHAR(har, {notFound: 'abort'})`), driven by `replay_pageload/routefromhar.mjs`, which this
@@ -52,7 +52,8 @@ use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::demo;
 use trace_e2e::site::DemoSite;
 use trace_replay::archive::ReplayArchive;
-use trace_replay::serve::{OFFLINE_FLAGS, Options, Replay, running_as_root};
+use trace_replay::chromium;
+use trace_replay::serve::{Options, Replay};
 
 /// Pages the demonstration visited.
 const PAGES: [&str; 7] = ["/", "/login", "/search?q=mug", "/embed", "/strict", "/help", "/clock"];
@@ -96,8 +97,7 @@ async fn main() -> Result<()> {
 
     let (bundle, chromium) = match std::env::var_os("TRACE_BENCH_BUNDLE") {
         Some(bundle) => {
-            let chromium =
-                std::env::var_os("TRACE_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+            let chromium = chromium::find(None)?;
             // `cargo bench` runs benchmarks in the package's directory: a relative path is the workspace's.
             let bundle = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(bundle);
             let bundle = bundle.canonicalize().with_context(|| format!("TRACE_BENCH_BUNDLE: {}", bundle.display()))?;
@@ -122,14 +122,9 @@ async fn main() -> Result<()> {
 
     // Playwright reads a bundle directory's HAR, whose bodies are files beside it, or the exported zip.
     let har = if bundle.is_dir() { bundle.join(trace_manifest::bundle::HAR_FILE) } else { bundle.clone() };
-    // chromiumoxide adds the dashes a flag lacks; Playwright passes arguments as they are.
-    let mut args: Vec<String> =
-        OFFLINE_FLAGS.iter().map(|flag| format!("--{}", flag.trim_start_matches('-'))).collect();
-    if running_as_root() {
-        args.push("--no-sandbox".to_owned());
-    }
+    let args = chromium::command_line_flags();
     let mut playwright = Playwright::start(&node_modules, &har, &chromium, &args).await?;
-    let options = Options { chromium: chromium.clone(), ..Options::default() };
+    let options = Options { chromium: Some(chromium.clone()), ..Options::default() };
     let replay = Replay::launch(archive, &options).await?;
     println!("chromium: {}; flags for both: {}", chromium.display(), args.join(" "));
 

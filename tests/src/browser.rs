@@ -2,7 +2,11 @@
 //!
 //! Each launch gets its own profile, into which `trace-host install --user-data-dir` registers the host,
 //! and its own data directory (passed to the host through the browser's environment, which Chrome hands
-//! to the native hosts it starts). Chromium is started with the flags that keep it off the network.
+//! to the native hosts it starts). Chromium is launched by `trace_replay::chromium`, as replay launches it.
+//!
+//! The end-to-end tests need the release build (`cargo xtask dist`): under plain `cargo test`, where it may
+//! be missing, [`Build::for_tests`] says so in one line and the test skips; `cargo xtask test` sets
+//! `TRACE_E2E_REQUIRED`, under which a missing build or Chromium fails the test instead.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,8 +16,8 @@ use anyhow::{Context, Result, bail, ensure};
 use chromiumoxide::cdp::browser_protocol::input::{DispatchMouseEventParams, DispatchMouseEventType};
 use chromiumoxide::layout::Point;
 use chromiumoxide::types::ClickOptions;
-use chromiumoxide::{Browser, BrowserConfig, Page};
-use futures::StreamExt;
+use chromiumoxide::{Browser, Page};
+use trace_replay::chromium::{self, Chromium, Launch};
 
 /// Where the built pieces are: `cargo xtask dist` puts them under `target/`.
 #[derive(Debug, Clone)]
@@ -24,27 +28,40 @@ pub struct Build {
 }
 
 impl Build {
-    /// The pieces `cargo xtask dist` built in this workspace (`TRACE_CHROMIUM` overrides Chromium's path).
+    /// The pieces `cargo xtask dist` built in this workspace, and the Chromium `TRACE_CHROMIUM` names (else
+    /// Debian's).
     pub fn from_workspace() -> Result<Build> {
         let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
         let build = Build {
             trace_host: target.join("release/trace-host"),
             extension: target.join("extension"),
-            chromium: std::env::var_os("TRACE_CHROMIUM")
-                .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from),
+            chromium: chromium::find(None).context("the end-to-end tests need Chromium (.ci/install installs it)")?,
         };
         ensure!(
             build.trace_host.exists() && build.extension.join("manifest.json").exists(),
             "the end-to-end tests need the release build: run `cargo xtask dist` first"
         );
-        ensure!(
-            build.chromium.exists(),
-            "no Chromium at {} (set TRACE_CHROMIUM, or run .ci/install)",
-            build.chromium.display()
-        );
         Ok(build)
     }
+
+    /// [`Build::from_workspace`] for a test: `None`, said in one line, when the build or Chromium is missing,
+    /// unless `TRACE_E2E_REQUIRED` is set, which makes it fail the test.
+    pub fn for_tests(test: &str) -> Option<Build> {
+        match Build::from_workspace() {
+            Ok(build) => Some(build),
+            Err(error) if std::env::var_os(REQUIRED_ENV).is_some_and(|v| !v.is_empty()) => {
+                panic!("{test}: {error:#} ({REQUIRED_ENV} is set)")
+            }
+            Err(error) => {
+                eprintln!("skipped {test}: {error:#}");
+                None
+            }
+        }
+    }
 }
+
+/// Set by `cargo xtask test`: the end-to-end tests must run, not skip.
+pub const REQUIRED_ENV: &str = "TRACE_E2E_REQUIRED";
 
 /// A running Chromium with the extension loaded and the host registered.
 pub struct RecordingBrowser {
@@ -66,36 +83,15 @@ impl RecordingBrowser {
                 .status()?;
             ensure!(status.success(), "trace-host install failed");
         }
-        let extension = build.extension.canonicalize()?.display().to_string();
-        let mut config = BrowserConfig::builder()
-            .chrome_executable(&build.chromium)
-            .user_data_dir(profile.path())
-            .extension(extension.clone())
-            .new_headless_mode()
-            .env("TRACE_DATA", data_dir.display().to_string())
-            // chromiumoxide adds the leading dashes of every flag.
-            .arg(("disable-extensions-except", extension.as_str()))
-            .args(trace_replay::serve::OFFLINE_FLAGS)
-            .launch_timeout(Duration::from_secs(30))
-            .surface_invalid_messages();
-        if trace_replay::serve::running_as_root() {
-            config = config.no_sandbox();
-        }
-        let config = config.build().map_err(anyhow::Error::msg)?;
-        let (browser, mut events) = Browser::launch(config).await.context("cannot launch Chromium")?;
-        // chromiumoxide cannot parse some events of a newer Chromium; say how many, once, rather than drop
-        // them silently or print each.
-        let handler = tokio::spawn(async move {
-            let mut unparsed = 0;
-            while let Some(event) = events.next().await {
-                if event.is_err() {
-                    unparsed += 1;
-                }
-            }
-            if unparsed > 0 {
-                eprintln!("note: chromiumoxide could not parse {unparsed} DevTools messages of this Chromium");
-            }
-        });
+        let launch = Launch {
+            chromium: Some(build.chromium.clone()),
+            headless: true,
+            extension: Some(build.extension.clone()),
+            env: vec![("TRACE_DATA".to_owned(), data_dir.display().to_string())],
+            user_data_dir: Some(profile.path().to_owned()),
+            ..Launch::default()
+        };
+        let Chromium { browser, handler, .. } = chromium::launch(&launch).await.context("cannot launch Chromium")?;
         Ok(RecordingBrowser { browser, handler, data_dir: data_dir.to_owned(), _profile: profile })
     }
 

@@ -108,7 +108,9 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
-    let build = Build::from_workspace().unwrap();
+    let Some(build) = Build::for_tests("a_recording_becomes_a_redacted_replayable_environment_and_a_dataset") else {
+        return;
+    };
     let site = DemoSite::start(0).unwrap();
     let port = site.port();
     let data = tempfile::tempdir().unwrap();

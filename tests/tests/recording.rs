@@ -17,7 +17,7 @@ static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_popup_says_plainly_when_the_host_is_not_installed() {
     let _one = ONE_BROWSER.lock().await;
-    let build = Build::from_workspace().unwrap();
+    let Some(build) = Build::for_tests("the_popup_says_plainly_when_the_host_is_not_installed") else { return };
     let data = tempfile::tempdir().unwrap();
     let browser = RecordingBrowser::launch(&build, data.path(), false).await.unwrap();
     let popup = browser.popup().await.unwrap();
@@ -29,7 +29,7 @@ async fn the_popup_says_plainly_when_the_host_is_not_installed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demonstration_on_the_demo_site_becomes_a_complete_bundle() {
     let _one = ONE_BROWSER.lock().await;
-    let build = Build::from_workspace().unwrap();
+    let Some(build) = Build::for_tests("a_demonstration_on_the_demo_site_becomes_a_complete_bundle") else { return };
     let site = DemoSite::start(0).unwrap();
     // TRACE_E2E_KEEP=1 keeps the data directory, to look at what was recorded.
     let data = tempfile::tempdir().unwrap();

@@ -60,7 +60,7 @@ impl Drop for Sentinel {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_demonstration_replays_offline_as_it_was() {
-    let build = Build::from_workspace().unwrap();
+    let Some(build) = Build::for_tests("a_recorded_demonstration_replays_offline_as_it_was") else { return };
     let site = DemoSite::start(0).unwrap();
     let url = |path: &str| site.url(path);
     let data = tempfile::tempdir().unwrap();
@@ -70,7 +70,7 @@ async fn a_recorded_demonstration_replays_offline_as_it_was() {
     site.stop();
     let sentinel = Sentinel::start(port);
 
-    let options = Options { chromium: build.chromium.clone(), ..Options::default() };
+    let options = Options { chromium: Some(build.chromium.clone()), ..Options::default() };
     let replay = Replay::launch(ReplayArchive::open(&demonstration.bundle).unwrap(), &options).await.unwrap();
     assert!(replay.cdp_endpoint().starts_with("ws://127.0.0.1:"), "{}", replay.cdp_endpoint());
 
