@@ -7,10 +7,14 @@
 //! chromiumoxide cannot parse some DevTools messages of a newer Chromium (a new enum value in an event
 //! nobody here listens to). They are counted, by method, and said once when the browser is gone: at warn
 //! when one was a message TRACE depends on (a command's response, a `Fetch` or `Target` event), else at
-//! debug, so that a clean run prints no warning while a lost request still shows.
+//! debug, so that a clean run prints no warning while a lost request still shows. A connection that breaks
+//! is said at warn too, unless the browser was being closed ([`Chromium::closing`]), when it always does.
+//! chromiumoxide's own log lines for these are noise beside that, and [`quiet_chromiumoxide`] turns them off.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -62,11 +66,14 @@ pub struct Chromium {
     pub browser: Browser,
     pub handler: JoinHandle<()>,
     pub profile: Option<tempfile::TempDir>,
+    /// Set before closing the browser on purpose: the connection's end is then no news.
+    pub closing: Arc<AtomicBool>,
 }
 
 impl Chromium {
     /// Closes the browser and waits for it to exit.
     pub async fn close(mut self) -> Result<()> {
+        self.closing.store(true, Ordering::SeqCst);
         self.browser.close().await?;
         let _ = self.browser.wait().await;
         let _ = tokio::time::timeout(Duration::from_secs(10), self.handler).await;
@@ -157,16 +164,29 @@ pub async fn launch(launch: &Launch) -> Result<Chromium> {
     let config = config.build().map_err(anyhow::Error::msg)?;
     let (browser, mut events) =
         Browser::launch(config).await.with_context(|| format!("cannot start Chromium ({})", chromium.display()))?;
+    let closing = Arc::new(AtomicBool::new(false));
+    let closed_on_purpose = closing.clone();
     let handler = tokio::spawn(async move {
         let mut unparsed = Unparsed::default();
         while let Some(event) = events.next().await {
-            if let Err(CdpError::InvalidMessage(message, _)) = event {
-                unparsed.count(&message);
+            match event {
+                Ok(()) => {}
+                Err(CdpError::InvalidMessage(message, _)) => unparsed.count(&message),
+                Err(error) if closed_on_purpose.load(Ordering::SeqCst) => {
+                    tracing::debug!("the closed browser's connection ended: {error}");
+                }
+                Err(error) => tracing::warn!("the connection to Chromium broke: {error}"),
             }
         }
         unparsed.report();
     });
-    Ok(Chromium { browser, handler, profile })
+    Ok(Chromium { browser, handler, profile, closing })
+}
+
+/// `filter` (a `tracing` directive list, as `TRACE_LOG` gives it) with chromiumoxide's own lines turned
+/// off, unless it names chromiumoxide itself: this module reports what of them matters (see above).
+pub fn quiet_chromiumoxide(filter: &str) -> String {
+    if filter.contains("chromiumoxide") { filter.to_owned() } else { format!("{filter},chromiumoxide=off") }
 }
 
 /// Chromium refuses to run as root without `--no-sandbox`.

@@ -83,7 +83,9 @@ struct BrowserArgs {
 
 fn main() -> ExitCode {
     // Replay decisions are logged at info: a user reads them to see why a page differs (TRACE_LOG filters).
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TRACE_LOG").unwrap_or_else(|_| "info".into());
+    let filter = std::env::var("TRACE_LOG").unwrap_or_else(|_| "info".to_owned());
+    let filter = tracing_subscriber::EnvFilter::try_new(trace_replay::chromium::quiet_chromiumoxide(&filter))
+        .unwrap_or_else(|_| "info".into());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -61,6 +62,8 @@ pub struct Replay {
     /// Answer requests and prepare new pages.
     tasks: Vec<JoinHandle<()>>,
     endpoint: String,
+    /// Set as the browser is closed on purpose (see [`chromium::Chromium::closing`]).
+    closing: Arc<AtomicBool>,
     _profile: Option<tempfile::TempDir>,
 }
 
@@ -107,7 +110,7 @@ impl Replay {
             port: options.cdp_port,
             ..Launch::default()
         };
-        let Chromium { browser, handler, profile } = chromium::launch(&launch).await?;
+        let Chromium { browser, handler, profile, closing } = chromium::launch(&launch).await?;
         let mut tasks = Vec::new();
         let browser = Arc::new(browser);
         let endpoint = browser.websocket_address().clone();
@@ -144,6 +147,7 @@ impl Replay {
             handler: Some(handler),
             tasks,
             endpoint,
+            closing,
             _profile: profile,
         })
     }
@@ -180,10 +184,27 @@ impl Replay {
             let _ = task.await;
         }
         if let Some(browser) = self.browser.take() {
+            self.closing.store(true, Ordering::SeqCst);
             // Requests still being answered hold the browser too, so it is closed by command rather than
             // by `Browser::close`, which needs it alone; the handler must run until the answer comes.
             let _ = tokio::time::timeout(Duration::from_secs(10), browser.execute(CloseParams::default())).await;
-            drop(browser);
+            // Then, once those answers are done with it, the process is waited for, so that it is not
+            // left for chromiumoxide to kill.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+            let mut browser = browser;
+            loop {
+                match Arc::try_unwrap(browser) {
+                    Ok(mut alone) => {
+                        let _ = tokio::time::timeout(Duration::from_secs(10), alone.wait()).await;
+                        break;
+                    }
+                    Err(shared) if tokio::time::Instant::now() < deadline => {
+                        browser = shared;
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    Err(_) => break,
+                }
+            }
         }
         if let Some(handler) = self.handler.take() {
             let _ = tokio::time::timeout(Duration::from_secs(10), handler).await;

@@ -82,7 +82,7 @@ async fn measure(browser: &RecordingBrowser, site: &DemoSite, rounds: usize) -> 
     let popup = browser.popup().await?;
     // Before the task starts: Chrome gives a tab opened through DevTools the active tab as its opener, and
     // the recorder follows tabs that a recorded tab opens.
-    let baseline = browser.browser.new_page("about:blank").await.context("cannot open the baseline tab")?;
+    let baseline = browser.browser().new_page("about:blank").await.context("cannot open the baseline tab")?;
     baseline.execute(EnableParams::default()).await?;
     baseline.execute(SetCacheDisabledParams::new(true)).await?;
     popup.bring_to_front().await?;

@@ -65,8 +65,7 @@ pub const REQUIRED_ENV: &str = "TRACE_E2E_REQUIRED";
 
 /// A running Chromium with the extension loaded and the host registered.
 pub struct RecordingBrowser {
-    pub browser: Browser,
-    handler: tokio::task::JoinHandle<()>,
+    chromium: Chromium,
     pub data_dir: PathBuf,
     _profile: tempfile::TempDir,
 }
@@ -91,22 +90,23 @@ impl RecordingBrowser {
             user_data_dir: Some(profile.path().to_owned()),
             ..Launch::default()
         };
-        let Chromium { browser, handler, .. } = chromium::launch(&launch).await.context("cannot launch Chromium")?;
-        Ok(RecordingBrowser { browser, handler, data_dir: data_dir.to_owned(), _profile: profile })
+        let chromium = chromium::launch(&launch).await.context("cannot launch Chromium")?;
+        Ok(RecordingBrowser { chromium, data_dir: data_dir.to_owned(), _profile: profile })
+    }
+
+    pub fn browser(&self) -> &Browser {
+        &self.chromium.browser
     }
 
     /// Opens the extension's popup page in a tab.
     pub async fn popup(&self) -> Result<Page> {
         let url = format!("chrome-extension://{}/popup.html", trace_manifest::EXTENSION_ID);
-        let page = self.browser.new_page(url).await.context("cannot open the popup")?;
+        let page = self.browser().new_page(url).await.context("cannot open the popup")?;
         Ok(page)
     }
 
-    pub async fn close(mut self) -> Result<()> {
-        self.browser.close().await?;
-        let _ = self.browser.wait().await;
-        self.handler.abort();
-        Ok(())
+    pub async fn close(self) -> Result<()> {
+        self.chromium.close().await
     }
 }
 

@@ -102,7 +102,7 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
 pub async fn recorded_tab(browser: &RecordingBrowser, site: &DemoSite) -> Result<Page> {
     let deadline = Instant::now() + WAIT;
     while Instant::now() < deadline {
-        for page in browser.browser.pages().await? {
+        for page in browser.browser().pages().await? {
             if page.url().await.ok().flatten().is_some_and(|url| url.starts_with(&site.url(""))) {
                 return Ok(page);
             }
