@@ -10,7 +10,8 @@ use std::sync::Mutex;
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
-use trace_analysis::ignore::{ignore_pattern, parse_ignore_list};
+use trace_analysis::exchange;
+use trace_analysis::ignore::{self, ignore_pattern, parse_ignore_list};
 use trace_manifest::archive::{ArchiveError, Bundle};
 use trace_manifest::bundle::{self, BundleManifest, StorageFile};
 use trace_manifest::event::{StoragePhase, StorageSnapshot};
@@ -100,12 +101,15 @@ impl ReplayArchive {
         } else {
             None
         };
+        // What post-processing wrote, or, for a bundle never processed, the same derivation.
         let ignored = if bundle.contains(IGNORED_FILE) {
             parse_ignore_list(&read(&mut bundle, IGNORED_FILE)?)
                 .context("an ignore list is a JSON array of strings")
                 .context(IGNORED_FILE)?
         } else {
-            Vec::new()
+            let mut events = bundle.events().map_err(flatten).context("events.jsonl")?;
+            events.sort_by_key(|record| record.id);
+            ignore::ignore_list(&exchange::exchanges(&events))
         };
         let started_at_ms = millis_from_rfc3339(&manifest.started_at)
             .with_context(|| format!("manifest.json: started_at {:?} is not a time", manifest.started_at))?;
