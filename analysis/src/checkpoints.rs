@@ -19,7 +19,8 @@ use trace_manifest::postprocess::{Checkpoint, Predicate};
 use trace_manifest::trajectory::{Credential, ToolAction, Trajectory};
 
 use crate::body::form_fields;
-use crate::evidence::{Evidence, Exchange, PageText, holds};
+use crate::evidence::{Evidence, PageText, holds};
+use crate::exchange::Exchange;
 use crate::secrets::is_secret_name;
 use crate::urls::{self, scheme_less, without_query};
 

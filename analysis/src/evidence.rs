@@ -8,7 +8,7 @@ use trace_manifest::event::{EventKind, EventRecord};
 use trace_manifest::postprocess::Predicate;
 
 use crate::body::form_fields;
-pub use crate::exchange::Exchange;
+use crate::exchange::Exchange;
 use crate::urls;
 
 /// Request bodies larger than this are not read for their form fields: forms are small, uploads are not.

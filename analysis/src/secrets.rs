@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
-pub use trace_manifest::report::SecretKind;
+use trace_manifest::report::SecretKind;
 #[cfg(feature = "native")]
 use trace_manifest::{archive::Bundle, bundle::StorageFile, event::EventRecord, har::Har};
 

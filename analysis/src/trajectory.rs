@@ -59,7 +59,7 @@ use trace_manifest::event::{Action, ActionKind, ElementDescriptor, EventKind, Ev
 use trace_manifest::task::TaskId;
 
 use crate::secrets;
-pub use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory, credential_placeholder};
+use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 
 /// How long after a person's action a navigation or a new tab is still taken for its effect.
 pub const EFFECT_WINDOW_MS: f64 = 5_000.0;

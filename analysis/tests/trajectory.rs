@@ -1,8 +1,9 @@
 //! The trajectory of the real demo recording (`fixtures/demo-events.jsonl`, the `events.jsonl` of a bundle
 //! that `cargo xtask demo` recorded), compared against a summary checked by hand against the events.
 
-use trace_analysis::trajectory::{ToolAction, ToolCall, Trajectory, derive};
+use trace_analysis::trajectory::derive;
 use trace_manifest::event::EventRecord;
+use trace_manifest::trajectory::{ToolAction, ToolCall, Trajectory};
 
 const DEMO_PASSWORD: &str = "blue-mug-42";
 

@@ -238,7 +238,7 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<FileEntry> {
 
 #[cfg(test)]
 mod tests {
-    use trace_analysis::secrets::SecretKind;
+    use trace_manifest::report::SecretKind;
 
     use super::*;
 
