@@ -12,6 +12,7 @@ use trace_manifest::har::{
 };
 use trace_manifest::time_fmt::rfc3339_from_millis;
 
+use crate::body::{self, ParsedBody};
 use crate::exchange::{self, Hop};
 
 /// Builds the HAR of a recording from its events, in event order.
@@ -129,12 +130,9 @@ fn new_entry(request: &Request, pageref: Option<String>, ts: f64) -> Entry {
     let cookies = header_value(&request.headers, "cookie").map(parse_cookie_header).unwrap_or_default();
     let post_data = request.post_data.as_ref().map(|text| {
         let mime_type = header_value(&request.headers, "content-type").unwrap_or_default().to_owned();
-        let params = if mime_type.starts_with("application/x-www-form-urlencoded") {
-            url::form_urlencoded::parse(text.as_bytes())
-                .map(|(name, value)| NameValue { name: name.into_owned(), value: value.into_owned() })
-                .collect()
-        } else {
-            Vec::new()
+        let params = match body::parse(text.as_bytes(), Some(&mime_type)) {
+            ParsedBody::Form(fields) => fields.into_iter().map(|(name, value)| NameValue { name, value }).collect(),
+            _ => Vec::new(),
         };
         PostData { mime_type, text: Some(text.clone()), params, file: None }
     });

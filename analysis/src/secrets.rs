@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+use crate::body::{self, ParsedBody};
 use trace_manifest::report::SecretKind;
 #[cfg(feature = "native")]
 use trace_manifest::{archive::Bundle, bundle::StorageFile, event::EventRecord, har::Har};
@@ -240,17 +242,22 @@ impl Secrets {
 
     /// A request or response body: its form fields, JSON fields, hidden inputs and JWTs.
     pub fn scan_body(&mut self, mime_type: &str, text: &str) {
-        let mime_type = mime_type.to_ascii_lowercase();
-        if mime_type.contains("x-www-form-urlencoded") {
-            for (name, value) in url::form_urlencoded::parse(text.as_bytes()) {
-                self.scan_field(&name, &value);
+        match body::parse(text.as_bytes(), Some(mime_type)) {
+            ParsedBody::Form(fields) => {
+                for (name, value) in fields {
+                    self.scan_field(&name, &value);
+                }
             }
-        } else if mime_type.contains("json") {
-            if let Ok(json) = serde_json::from_str::<serde_json::Value>(text) {
-                self.json_fields(&json, None, SecretKind::BodyField);
+            ParsedBody::Json(json) => self.json_fields(&json, None, SecretKind::BodyField),
+            ParsedBody::Multipart(parts) => {
+                for part in parts {
+                    if let Ok(value) = std::str::from_utf8(part.content) {
+                        self.scan_field(&part.name, value);
+                    }
+                }
             }
-        } else if mime_type.contains("html") {
-            self.hidden_inputs(text);
+            ParsedBody::Other if mime_type.to_ascii_lowercase().contains("html") => self.hidden_inputs(text),
+            ParsedBody::Other => {}
         }
         self.jwts_in(text);
     }
@@ -565,6 +572,19 @@ mod tests {
             ["hunter&2", "abcdef0123", "rt-654321", "at-123456", "a&b-token", "unquoted-token", "meta-987654"]
         );
         assert_eq!(secrets.get(0).placeholder, "trace-redacted-body-field-password-1");
+    }
+
+    #[test]
+    fn bodies_are_read_as_the_body_parser_reads_them_whatever_their_type_says() {
+        let mut secrets = Secrets::default();
+        // `fetch` sends a JSON string as text/plain.
+        secrets.scan_body("text/plain;charset=UTF-8", r#"{"query":"mugs","api_token":"tok-in-plain-text"}"#);
+        secrets.scan_body(
+            "multipart/form-data; boundary=XyZ",
+            "--XyZ\r\nContent-Disposition: form-data; name=\"csrf_token\"\r\n\r\nmultipart-csrf\r\n--XyZ--\r\n",
+        );
+        let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
+        assert_eq!(values, ["tok-in-plain-text", "multipart-csrf"]);
     }
 
     #[test]
