@@ -1,6 +1,7 @@
 //! Reading bundles on disk, as a directory or as a zip, without trusting them: every path a bundle names
-//! is checked to stay inside it, zip entries are checked against symlinks and size bombs before anything
-//! is extracted, and [`validate`] checks a bundle against its own index.
+//! is checked to stay inside it; a directory holding a link or anything but regular files and folders
+//! (dot-named ones included), and a zip holding a link, two entries of one name or a size bomb, are refused
+//! on opening, before anything is read; and [`validate`] checks a bundle against its own index.
 //!
 //! Used by `trace-host validate` and `import`, and by `trace-replay` to open what it serves.
 
@@ -24,8 +25,12 @@ pub enum ArchiveError {
     NotZip { path: PathBuf, source: zip::result::ZipError },
     #[error("unsafe path {0:?} in bundle: paths must be relative and stay inside the bundle")]
     UnsafePath(String),
-    #[error("zip entry {0:?} is a symbolic link; bundles may not contain links")]
+    #[error("{0:?} is a symbolic link; bundles may not contain links")]
     Symlink(String),
+    #[error("{0:?} is neither a regular file nor a folder; bundles hold only files")]
+    NotRegular(String),
+    #[error("zip holds two entries named {0:?}; readers would disagree on which is the file")]
+    DuplicateEntry(String),
     #[error("zip has {count} entries, more than the limit of {limit}")]
     TooManyEntries { count: usize, limit: usize },
     #[error("zip entry {name:?} expands to {size} bytes, more than the limit of {limit}")]
@@ -80,9 +85,15 @@ impl Bundle {
         let io_error = |source| ArchiveError::Io { path: path.to_owned(), source };
         let metadata = std::fs::metadata(path).map_err(io_error)?;
         if metadata.is_dir() {
+            check_dir(path, path)?;
             return Ok(Bundle::Dir(path.to_owned()));
         }
-        let file = File::open(path).map_err(io_error)?;
+        let mut file = File::open(path).map_err(io_error)?;
+        // The zip crate keeps one entry per name, so two entries of one name are looked for in the central
+        // directory itself.
+        if let Some(name) = duplicate_entry_name(&mut file).map_err(io_error)? {
+            return Err(ArchiveError::DuplicateEntry(name));
+        }
         let mut archive =
             zip::ZipArchive::new(file).map_err(|source| ArchiveError::NotZip { path: path.to_owned(), source })?;
         let entries = check_zip_entries(&mut archive, limits)?;
@@ -236,6 +247,81 @@ fn check_zip_entries(archive: &mut zip::ZipArchive<File>, limits: ZipLimits) -> 
         entries.insert(name, (index, size));
     }
     Ok(entries)
+}
+
+/// The first name that two entries of a zip's central directory share, if any. Reads only the end of
+/// central directory record (and its zip64 form) and the central directory; a file that is not a zip, or
+/// whose records do not parse, has none here (opening it as a zip then says what is wrong).
+fn duplicate_entry_name(file: &mut File) -> io::Result<Option<String>> {
+    use std::io::{Seek, SeekFrom};
+    let u16_at = |b: &[u8], at: usize| b.get(at..at + 2).map(|s| u16::from_le_bytes([s[0], s[1]]) as u64);
+    let u32_at = |b: &[u8], at: usize| b.get(at..at + 4).map(|s| u32::from_le_bytes(s.try_into().unwrap()) as u64);
+    let u64_at = |b: &[u8], at: usize| b.get(at..at + 8).map(|s| u64::from_le_bytes(s.try_into().unwrap()));
+
+    let length = file.seek(SeekFrom::End(0))?;
+    // The record is 22 bytes, followed by a comment of at most 65,535.
+    let tail_length = length.min(22 + 65_535);
+    let mut tail = vec![0; tail_length as usize];
+    file.seek(SeekFrom::Start(length - tail_length))?;
+    file.read_exact(&mut tail)?;
+    let Some(end) = (0..tail.len().saturating_sub(21)).rev().find(|&at| tail[at..].starts_with(b"PK\x05\x06")) else {
+        return Ok(None);
+    };
+    let (mut count, mut offset) = (u16_at(&tail, end + 10), u32_at(&tail, end + 16));
+    // Zip64: the locator just before the record points at the zip64 record with the real numbers.
+    if (count == Some(0xFFFF) || offset == Some(0xFFFF_FFFF))
+        && end >= 20
+        && tail[end - 20..].starts_with(b"PK\x06\x07")
+    {
+        let mut record = [0u8; 56];
+        file.seek(SeekFrom::Start(u64_at(&tail, end - 20 + 8).unwrap_or(0)))?;
+        if file.read_exact(&mut record).is_ok() && record.starts_with(b"PK\x06\x06") {
+            (count, offset) = (u64_at(&record, 32), u64_at(&record, 48));
+        }
+    }
+    let (Some(count), Some(offset)) = (count, offset) else { return Ok(None) };
+    if offset >= length {
+        return Ok(None);
+    }
+    let mut directory = Vec::new();
+    file.seek(SeekFrom::Start(offset))?;
+    file.take(length - offset).read_to_end(&mut directory)?;
+    let mut names = BTreeSet::new();
+    let mut at = 0;
+    for _ in 0..count {
+        if !directory[at.min(directory.len())..].starts_with(b"PK\x01\x02") {
+            return Ok(None);
+        }
+        let lengths = (u16_at(&directory, at + 28), u16_at(&directory, at + 30), u16_at(&directory, at + 32));
+        let (Some(name_length), Some(extra), Some(comment)) = lengths else { return Ok(None) };
+        let Some(name) = directory.get(at + 46..at + 46 + name_length as usize) else { return Ok(None) };
+        let name = String::from_utf8_lossy(name).into_owned();
+        if !names.insert(name.clone()) {
+            return Ok(Some(name));
+        }
+        at += 46 + (name_length + extra + comment) as usize;
+    }
+    Ok(None)
+}
+
+/// Refuses a directory bundle holding a link or anything but regular files and folders, anywhere in it:
+/// a link would let a reader (replay serving a body) or a writer (processing) reach outside the bundle.
+fn check_dir(root: &Path, dir: &Path) -> Result<()> {
+    let io_error = |source| ArchiveError::Io { path: dir.to_owned(), source };
+    for entry in std::fs::read_dir(dir).map_err(io_error)? {
+        let entry = entry.map_err(io_error)?;
+        let path = entry.path();
+        let relative = || path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+        let file_type = entry.file_type().map_err(io_error)?;
+        if file_type.is_symlink() {
+            return Err(ArchiveError::Symlink(relative()));
+        } else if file_type.is_dir() {
+            check_dir(root, &path)?;
+        } else if !file_type.is_file() {
+            return Err(ArchiveError::NotRegular(relative()));
+        }
+    }
+    Ok(())
 }
 
 fn walk_dir(root: &Path, dir: &Path, files: &mut BTreeMap<String, u64>) -> Result<()> {
@@ -451,6 +537,52 @@ mod tests {
         let many = zip_with(&[("a", b"1"), ("b", b"2"), ("c", b"3")]);
         let error = open_error(&many, ZipLimits { max_entries: 2, ..ZipLimits::default() });
         assert!(error.contains("3 entries"), "{error}");
+    }
+
+    #[test]
+    fn a_zip_with_two_entries_of_one_name_is_refused() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
+        // The zip crate writes no duplicate name, so the second entry gets one of the same length, which is
+        // then made the same in the bytes.
+        for (name, bytes) in [("manifest.json", b"first".as_slice()), ("manifest.jsoN", b"second")] {
+            zip.start_file(name, SimpleFileOptions::default().large_file(true)).unwrap();
+            zip.write_all(bytes).unwrap();
+        }
+        zip.finish().unwrap();
+        let mut bytes = std::fs::read(file.path()).unwrap();
+        // Both local headers and both central directory entries: make the second name equal the first.
+        let mut renamed = 0;
+        for at in 0..bytes.len().saturating_sub(13) {
+            if &bytes[at..at + 13] == b"manifest.jsoN" {
+                bytes[at + 12] = b'n';
+                renamed += 1;
+            }
+        }
+        assert_eq!(renamed, 2, "the second entry's local and central names");
+        std::fs::write(file.path(), &bytes).unwrap();
+        let error = open_error(&file, ZipLimits::default());
+        assert!(error.contains("two entries named \"manifest.json\""), "{error}");
+    }
+
+    #[test]
+    fn a_directory_holding_a_link_anywhere_is_refused() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), b"outside the bundle").unwrap();
+        for link in ["resources/abc", ".hidden-link", "dom/.x"] {
+            let bundle = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(bundle.path().join("resources")).unwrap();
+            std::fs::create_dir_all(bundle.path().join("dom")).unwrap();
+            std::fs::write(bundle.path().join("manifest.json"), b"{}").unwrap();
+            std::os::unix::fs::symlink(outside.path().join("secret"), bundle.path().join(link)).unwrap();
+            let error = Bundle::open(bundle.path()).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(error.contains(&format!("{link:?} is a symbolic link")), "{link}: {error}");
+        }
+        let fifo = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mkfifo").arg(fifo.path().join("events.jsonl")).status().unwrap();
+        assert!(status.success());
+        let error = Bundle::open(fifo.path()).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("neither a regular file nor a folder"), "{error}");
     }
 
     #[test]

@@ -21,7 +21,20 @@ pub struct AtomicFile {
 impl AtomicFile {
     pub fn create(path: &Path) -> Result<AtomicFile> {
         let partial = partial_path(path);
-        let file = File::create(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
+        // Never through what is there already: a partial file a crash left, or a link planted in a bundle to
+        // make the write land outside it, is removed (a link itself, not what it points at), and the new
+        // file is created only if nothing took its place meanwhile.
+        match std::fs::remove_file(&partial) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                return Err(error).with_context(|| format!("cannot replace {}", partial.display()));
+            }
+            _ => {}
+        }
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&partial)
+            .with_context(|| format!("cannot create {}", partial.display()))?;
         Ok(AtomicFile { file: Some(file), partial, path: path.to_owned() })
     }
 
@@ -99,5 +112,19 @@ mod tests {
         assert_eq!(size, std::fs::metadata(&path).unwrap().len());
         assert_eq!(sha256, trace_manifest::archive::sha256_hex(&std::fs::read(&path).unwrap()));
         assert_eq!(partial_path(&path), dir.path().join(".index.json.partial"));
+    }
+
+    #[test]
+    fn a_link_planted_where_the_partial_file_goes_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, b"untouched").unwrap();
+        let path = dir.path().join("trajectory.json");
+        std::os::unix::fs::symlink(&victim, partial_path(&path)).unwrap();
+        write_json(&path, &["derived"]).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[\n  \"derived\"\n]\n");
+        assert!(!std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
     }
 }

@@ -255,6 +255,24 @@ fn inspect_summarizes_the_minimal_bundle_with_what_its_ignore_list_removes() {
 }
 
 #[test]
+fn a_bundle_folder_holding_a_link_is_refused_before_anything_is_served() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), b"a file outside the bundle").unwrap();
+    // A body replaced by a link to a file outside (as `unzip` restores one), and a dot-named link.
+    for (link, replaces) in [(page_body_path(), true), (".cache".to_owned(), false)] {
+        let (_scratch, bundle) = minimal_bundle();
+        if replaces {
+            std::fs::remove_file(bundle.join(&link)).unwrap();
+        }
+        std::os::unix::fs::symlink(outside.path().join("secret"), bundle.join(&link)).unwrap();
+        let needles = [format!("{link:?} is a symbolic link")];
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        inspect(&bundle).assert_refused(&needles);
+        assert_serve_refused(&bundle, &[], &needles);
+    }
+}
+
+#[test]
 fn a_nonexistent_path_is_refused_by_name() {
     let scratch = tempfile::tempdir().unwrap();
     let missing = scratch.path().join("no-such-bundle");

@@ -5,6 +5,7 @@ mod cli;
 mod common;
 mod dataset;
 mod durability;
+mod hostile;
 mod malformed;
 mod process;
 mod session;
