@@ -363,6 +363,8 @@ impl<'e> Builder<'e> {
         self.last_ts = self.last_ts.max(event.ts);
         let Some(tab) = event.tab_id else { return };
         match &event.kind {
+            // What the page did by itself is not the person's: no call, no credential.
+            EventKind::Action(action) if action.page_made => {}
             EventKind::Action(action) => {
                 self.tab(tab);
                 self.on_action(record.id, event.ts, tab, event.frame_id.is_none(), action);
@@ -1128,6 +1130,7 @@ mod tests {
             delta_x: None,
             delta_y: None,
             credential: false,
+            page_made: false,
         }
     }
 
@@ -1261,6 +1264,30 @@ mod tests {
             ]
         );
         assert_eq!(call(&derived, 1).event_ids, [focus, first, second]);
+    }
+
+    #[test]
+    fn what_the_page_did_by_itself_is_neither_a_call_nor_a_credential() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/login", NavigationCause::Typed);
+        // The page's script inserts a word into the password field and submits the form itself.
+        let mut forged = typing("#pw", "account");
+        forged.credential = true;
+        forged.page_made = true;
+        rec.action(TAB, forged);
+        rec.action(
+            TAB,
+            Action { page_made: true, ..action(ActionKind::Submit, Some(element("#login", "form", None))) },
+        );
+        rec.action(
+            TAB,
+            Action { page_made: true, delta_y: Some(400.0), delta_x: Some(0.0), ..action(ActionKind::Scroll, None) },
+        );
+        // The person then types into the search field.
+        rec.action(TAB, typing("#q", "mug"));
+        let derived = rec.derive();
+        assert_eq!(calls(&derived), [r#"navigate {"url":"https://shop.test/login"}"#, r#"input {"text":"mug"} #q"#]);
+        assert!(derived.credentials.is_empty(), "{:?}", derived.credentials);
     }
 
     #[test]

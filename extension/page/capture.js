@@ -201,8 +201,35 @@
       .filter(([, pressed]) => pressed)
       .map(([name]) => name);
 
+  // ---- Whose action it is ----------------------------------------------------------------------------
+
+  // Trusted events are not all the person's: `execCommand('insertText')` fires a trusted input, and
+  // `form.requestSubmit()` a trusted submit. A change is the person's only when a gesture of theirs (a
+  // trusted key, pointer, wheel, touch, paste, drop or composition event) on the element, inside it, on its
+  // label or in its form came shortly before; otherwise it is reported as the page's own (`page_made`).
+  const GESTURE_TYPES = ["keydown", "pointerdown", "mousedown", "click", "wheel", "touchstart", "touchmove", "paste", "drop", "compositionend"];
+  // Typing, pasting and clicking change a field at once; a select or file input waits for a native popup
+  // or dialog, whose events the page never sees, so the gesture that opened it may be long past.
+  const GESTURE_WINDOW_MS = 2000;
+  const DIALOG_GESTURE_WINDOW_MS = 120000;
+  let lastGesture = { time: 0, target: null };
+  for (const type of GESTURE_TYPES) {
+    window.addEventListener(type, (event) => {
+      if (event.isTrusted) lastGesture = { time: Date.now(), target: targetOf(event) };
+    }, { capture: true, passive: true });
+  }
+  const related = (gestured, element) =>
+    gestured === element ||
+    element.contains(gestured) ||
+    gestured.contains(element) ||
+    gestured.closest("label")?.control === element ||
+    Boolean(element.form && (gestured.form === element.form || element.form.contains(gestured))) ||
+    (element.localName === "form" && element.contains(gestured));
+  const byPerson = (element, windowMs = GESTURE_WINDOW_MS) =>
+    Boolean(element && lastGesture.target && Date.now() - lastGesture.time <= windowMs && related(lastGesture.target, element));
+
   let pendingScroll = null;
-  const report = (action, element, extra = {}) => {
+  const report = (action, element, extra = {}, pageMade = false) => {
     if (action !== "scroll") flushScroll();
     flushMutations();
     emit({
@@ -212,7 +239,8 @@
         action,
         target: element ? describe(element) : undefined,
         url: location.href,
-        credential: Boolean(extra.value !== undefined && element && isField(element) && isCredential(element)),
+        credential: Boolean(!pageMade && extra.value !== undefined && element && isField(element) && isCredential(element)),
+        page_made: pageMade,
         ...extra,
       },
     });
@@ -254,21 +282,25 @@
   listen("input", (event) => {
     const field = targetOf(event);
     if (!field || !isField(field) || ["checkbox", "radio", "file"].includes(field.type) || field.localName === "select") return;
-    report("input", field, { value: valueOf(field) });
+    report("input", field, { value: valueOf(field) }, !byPerson(field));
   });
   listen("change", (event) => {
     const field = targetOf(event);
     if (!field) return;
     if (field.localName === "select") {
       const chosen = [...field.selectedOptions].map((option) => clip(option.label || option.text) || option.value);
-      report("change", field, { value: chosen.join(", ") });
+      report("change", field, { value: chosen.join(", ") }, !byPerson(field, DIALOG_GESTURE_WINDOW_MS));
     } else if (field.type === "checkbox" || field.type === "radio") {
-      report("change", field, { value: String(field.checked) });
+      report("change", field, { value: String(field.checked) }, !byPerson(field));
     } else if (field.type === "file") {
-      report("change", field, { value: [...field.files].map((file) => file.name).join(", ") });
+      const files = [...field.files].map((file) => file.name).join(", ");
+      report("change", field, { value: files }, !byPerson(field, DIALOG_GESTURE_WINDOW_MS));
     }
   });
-  listen("submit", (event) => report("submit", targetOf(event)));
+  listen("submit", (event) => {
+    const form = targetOf(event);
+    report("submit", form, {}, !byPerson(form));
+  });
 
   const MEANINGFUL_KEYS = new Set(["Enter", "Tab", "Escape", "Backspace", "Delete", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "PageUp", "PageDown", "Home", "End"]);
   const MODIFIER_KEYS = new Set(["Alt", "Control", "Meta", "Shift", "AltGraph", "CapsLock"]);
@@ -288,9 +320,12 @@
   // Scrolls with no wheel, key, pointer or touch input shortly before are the page's own, not the person's.
   const SCROLL_SETTLE_MS = 300;
   const USER_SCROLL_WINDOW_MS = 1000;
+  // Only the person's own input counts: a synthetic wheel (`dispatchEvent`) is not trusted.
   let lastUserInput = 0;
-  for (const type of ["wheel", "keydown", "pointerdown", "touchstart"]) {
-    window.addEventListener(type, () => (lastUserInput = Date.now()), { capture: true, passive: true });
+  for (const type of ["wheel", "keydown", "pointerdown", "touchstart", "touchmove"]) {
+    window.addEventListener(type, (event) => {
+      if (event.isTrusted) lastUserInput = Date.now();
+    }, { capture: true, passive: true });
   }
   const positionOf = (container) =>
     container === document ? [window.scrollX, window.scrollY] : [container.scrollLeft, container.scrollTop];

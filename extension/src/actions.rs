@@ -84,7 +84,12 @@ fn same_field(a: &Event, b: &Event) -> bool {
         }
         _ => None,
     };
-    a.tab_id == b.tab_id && a.frame_id == b.frame_id && target(a).is_some() && target(a) == target(b)
+    let page_made = |event: &Event| matches!(&event.kind, EventKind::Action(action) if action.page_made);
+    a.tab_id == b.tab_id
+        && a.frame_id == b.frame_id
+        && target(a).is_some()
+        && target(a) == target(b)
+        && page_made(a) == page_made(b)
 }
 
 #[cfg(test)]
@@ -130,6 +135,20 @@ mod tests {
         let events = typing.push(action_event(&report("click", "#login", None)));
         assert_eq!(events.iter().map(value_of).collect::<Vec<_>>(), [Some("b"), None]);
         assert!(typing.flush().is_none());
+    }
+
+    #[test]
+    fn what_the_page_typed_is_not_merged_into_the_persons_typing() {
+        let mut typing = TypingCoalescer::default();
+        assert!(typing.push(action_event(&report("input", "#q", Some("mug")))).is_empty());
+        let mut forged = action_event(&report("input", "#q", Some("mug account")));
+        if let EventKind::Action(action) = &mut forged.kind {
+            action.page_made = true;
+        }
+        let released = typing.push(forged);
+        assert_eq!(released.iter().map(value_of).collect::<Vec<_>>(), [Some("mug")]);
+        let held = typing.flush().unwrap();
+        assert!(matches!(&held.kind, EventKind::Action(action) if action.page_made));
     }
 
     #[test]

@@ -278,6 +278,12 @@ pub struct Action {
     /// The value is a secret (password, one-time code, card number, ...): redacted on export.
     #[serde(default)]
     pub credential: bool,
+    /// The page's own doing: an input, change, submit or scroll that no trusted gesture of the person (a
+    /// key, pointer, wheel, touch, paste or drop on the element or its form shortly before) caused, such
+    /// as `execCommand('insertText')` or `form.requestSubmit()` from a script. Kept in the recording, left
+    /// out of the trajectory and of the credentials.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub page_made: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

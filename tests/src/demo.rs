@@ -32,16 +32,7 @@ pub struct Demonstration {
 /// Records the demonstration on `site`, with the host keeping its data in `data_dir`.
 pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<Demonstration> {
     let browser = RecordingBrowser::launch(build, data_dir, true).await?;
-    let popup = browser.popup().await?;
-    wait_for_text(&popup, "#status", WAIT, |t| t.contains("Host connected")).await?;
-    type_into(&popup, "#description", DESCRIPTION).await?;
-    type_into(&popup, "#website", &site.url("/")).await?;
-    click(&popup, "#start").await?;
-    wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Recording")).await?;
-
-    let shop = recorded_tab(&browser, site).await?;
-    shop.wait_for_navigation().await?;
-    settle().await;
+    let (popup, shop) = start_task(&browser, site, DESCRIPTION, &site.url("/")).await?;
     visit(&shop, &site.url("/login")).await?;
     type_into(&shop, "#username", DEMO_USER).await?;
     type_into(&shop, "#password", DEMO_PASSWORD).await?;
@@ -90,12 +81,37 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
 
     // Chrome may still ask for a favicon after the stop; what was served until now must be recorded.
     let served_before_stop = site.served();
-    popup.bring_to_front().await?;
-    click(&popup, "#stop").await?;
-    wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Host connected")).await?;
-    browser.close().await?;
-    let bundle = stopped_bundle(data_dir).await?;
+    let bundle = stop_task(&popup, browser, data_dir).await?;
     Ok(Demonstration { bundle, served_before_stop })
+}
+
+/// Starts a task from the popup, as a person does: its description and website typed in, Start pressed.
+/// Returns the popup and the task's tab, once the website has loaded there.
+pub async fn start_task(
+    browser: &RecordingBrowser,
+    site: &DemoSite,
+    description: &str,
+    website: &str,
+) -> Result<(Page, Page)> {
+    let popup = browser.popup().await?;
+    wait_for_text(&popup, "#status", WAIT, |t| t.contains("Host connected")).await?;
+    type_into(&popup, "#description", description).await?;
+    type_into(&popup, "#website", website).await?;
+    click(&popup, "#start").await?;
+    wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Recording")).await?;
+    let tab = recorded_tab(browser, site).await?;
+    tab.wait_for_navigation().await?;
+    settle().await;
+    Ok((popup, tab))
+}
+
+/// Stops the task from the popup, closes the browser, and returns the bundle the host finished.
+pub async fn stop_task(popup: &Page, browser: RecordingBrowser, data_dir: &Path) -> Result<PathBuf> {
+    popup.bring_to_front().await?;
+    click(popup, "#stop").await?;
+    wait_for_text(popup, "#status", WAIT, |t| t.starts_with("Host connected")).await?;
+    browser.close().await?;
+    stopped_bundle(data_dir).await
 }
 
 /// The tab the extension opened for the task: the one showing the website.

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use trace_e2e::browser::{Build, RecordingBrowser, wait_for_text};
+use trace_e2e::browser::{Build, RecordingBrowser, settle, type_into, wait_for_text};
 use trace_e2e::demo;
 use trace_e2e::site::DemoSite;
 
@@ -208,4 +208,69 @@ fn assert_actions_in_order_with_descriptors(events: &[serde_json::Value], strict
     let buttons_named =
         actions.iter().any(|a| a["target"]["accessible_name"] == "Sign in" && a["target"]["role"] == "button");
     assert!(buttons_named, "the sign-in button is described by its role and accessible name");
+}
+
+/// Issue #11: a page that types into its own password field, submits its own form and scrolls itself after
+/// a synthetic wheel does not act for the person: its input and submit are recorded as the page's own
+/// (`page_made`), its scroll not at all, and none of them, nor the word it typed, enters the trajectory or
+/// the credentials. The person's own typing right after does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_page_does_by_itself_is_not_the_persons_action() {
+    let _one = ONE_BROWSER.lock().await;
+    let Some(build) = Build::for_tests("what_a_page_does_by_itself_is_not_the_persons_action") else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) =
+        demo::start_task(&browser, &site, "Search on the forging page", &site.url("/forge")).await.unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while page.evaluate("document.body.dataset.forged").await.unwrap().into_value::<String>().ok().as_deref()
+        != Some("done")
+    {
+        assert!(std::time::Instant::now() < deadline, "the page never forged its actions");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    type_into(&page, "#forge-search", "mug").await.unwrap();
+    settle().await;
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+
+    let actions: Vec<serde_json::Value> = std::fs::read_to_string(bundle.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["type"] == "action")
+        .collect();
+    let summary: Vec<String> = actions
+        .iter()
+        .map(|a| format!("{} {} page_made={}", a["action"], a["value"], a["page_made"].as_bool().unwrap_or(false)))
+        .collect();
+    let page_made = |kind: &str| actions.iter().any(|a| a["action"] == kind && a["page_made"] == true);
+    assert!(page_made("input") && page_made("submit"), "the forged input and submit, as the page's: {summary:#?}");
+    assert!(!actions.iter().any(|a| a["action"] == "scroll"), "the page's own scroll: {summary:#?}");
+    assert!(
+        actions.iter().any(|a| a["action"] == "input" && a["value"] == "mug" && a["page_made"].is_null()),
+        "the person's typing, as theirs: {summary:#?}"
+    );
+
+    let output = std::process::Command::new(&build.trace_host)
+        .arg("--data")
+        .arg(data.path())
+        .arg("process")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let trajectory = std::fs::read_to_string(bundle.join("trajectory.json")).unwrap();
+    let trajectory: serde_json::Value = serde_json::from_str(&trajectory).unwrap();
+    let calls: Vec<String> = trajectory["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| format!("{} {}", call["name"].as_str().unwrap(), call["params"]))
+        .collect();
+    let names: Vec<&str> = calls.iter().map(|call| call.split(' ').next().unwrap()).collect();
+    assert_eq!(names, ["navigate", "input", "done"], "{calls:#?}");
+    assert!(calls[1].contains("\"mug\""), "{calls:#?}");
+    let credentials = std::fs::read_to_string(bundle.join("credentials.json")).unwrap();
+    assert_eq!(credentials.trim(), "[]", "the word the page typed is no credential");
 }

@@ -210,6 +210,7 @@ pub fn action(ts: f64, kind: ActionKind, url: &str, selector: &str, value: Optio
             delta_x: None,
             delta_y: None,
             credential,
+            page_made: false,
         }),
     )
 }

@@ -111,6 +111,7 @@ fn record_shop(scratch: &Scratch, id: &str) -> (trace_host::client::HostClient, 
                 delta_x: None,
                 delta_y: None,
                 credential: false,
+                page_made: false,
             }),
         ),
         request(

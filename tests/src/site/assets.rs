@@ -29,6 +29,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("strict.js", JAVASCRIPT, include_bytes!("static/strict.js")),
     ("strict-worker.js", JAVASCRIPT, include_bytes!("static/strict-worker.js")),
     ("clock.js", JAVASCRIPT, include_bytes!("static/clock.js")),
+    ("forge.js", JAVASCRIPT, include_bytes!("static/forge.js")),
 ];
 
 /// `GET /static/{file}`.

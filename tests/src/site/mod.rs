@@ -116,6 +116,7 @@ pub fn router(state: SiteState) -> Router {
         .route("/help", get(pages::help))
         .route("/strict", get(pages::strict))
         .route("/clock", get(pages::clock))
+        .route("/forge", get(pages::forge))
         .route("/collect", any(tracker::collect))
         .route("/static/{file}", get(assets::asset))
         .fallback(pages::not_found)

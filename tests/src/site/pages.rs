@@ -1,5 +1,5 @@
 //! The shop's pages that hold no state: the home page, help, the embedded widget, the strict-CSP page, the
-//! clock, the deals redirect and the 404 page.
+//! clock, the deals redirect, the page that forges a person's actions, and the 404 page.
 
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -119,6 +119,15 @@ pub(super) async fn clock() -> Response {
     let body = "<h1>The clock</h1>\n<p>Now: <output id=\"now\"></output></p>\n\
                 <p>Random: <output id=\"random\"></output></p>";
     respond(StatusCode::OK, Some("Clock"), &["/static/clock.js"], body)
+}
+
+/// `GET /forge`: a page whose script (`forge.js`) types into its password field, submits its form and
+/// scrolls itself, as if it were the person; and a search field for the person's own typing.
+pub(super) async fn forge() -> Response {
+    let body = "<h1>Forged actions</h1>\n<form id=\"forge-form\" action=\"/forge\">\
+                <input id=\"forge-password\" name=\"password\" type=\"password\"></form>\n\
+                <p><input id=\"forge-search\" name=\"q\"></p>\n<div style=\"height: 3000px\"></div>";
+    respond(StatusCode::OK, Some("Forged actions"), &["/static/forge.js"], body)
 }
 
 /// Anything else.
