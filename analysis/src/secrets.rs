@@ -418,31 +418,110 @@ fn read_text(bundle: &mut Bundle, file: &str) -> Option<String> {
     String::from_utf8(bundle.read(file).ok()?).ok()
 }
 
-/// The forms a secret takes in a bundle: as typed; form-encoded (`+` or `%20` for spaces) and strictly
-/// percent-encoded (RFC 3986 unreserved characters kept) as in bodies and URLs; JSON-escaped as in
-/// `events.jsonl` and the HAR (also around the encoded forms); and HTML-escaped as in pages and DOM
-/// snapshots. Sorted, each once.
-pub fn encoded_forms(value: &str) -> Vec<String> {
-    let form: String = url::form_urlencoded::byte_serialize(value.as_bytes()).collect();
-    let form_percent = form.replace('+', "%20");
-    let strict_percent: String = value
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
+/// One form a secret takes in a bundle, and the same form of what stands in for it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EncodedForm {
+    pub form: String,
+    pub stand_in: String,
+}
+
+/// Base64 and hex forms shorter than this are not looked for: they would turn up by chance in the bundle's
+/// other encoded data.
+const MIN_BINARY_FORM_CHARS: usize = 8;
+
+/// The forms `value` may take in a bundle, each with the same form of `stand_in`, longest first:
+/// - as typed, JSON-escaped (as in `events.jsonl` and the HAR, and with `<`, `>` and `&` as `\u` escapes,
+///   as some servers write them) and HTML-escaped (as in pages and DOM snapshots);
+/// - percent-encoded as forms write it (`+` for a space), as `encodeURIComponent` writes it (`!'()*~`
+///   bare), and strictly (only RFC 3986's unreserved characters bare), each with upper- and lower-case hex;
+///   and JSON-escaped around those;
+/// - inside base64 and base64url, at each of the three alignments a secret can have inside a longer
+///   encoded text (a `user:password` pair, a JSON document): the characters that depend on the secret
+///   alone. Their stand-in has the same length, so that the text around still decodes;
+/// - as hex, lower and upper case.
+///
+/// `stand_in` is a placeholder of letters, digits, `-`, `.`, `{` and `}`, which the textual encodings leave
+/// as it is.
+pub fn encoded_forms(value: &str, stand_in: &str) -> Vec<EncodedForm> {
+    let text = |form: String| EncodedForm { form, stand_in: stand_in.to_owned() };
+    let mut forms: Vec<EncodedForm> = Vec::new();
+    let mut textual = vec![value.to_owned()];
+    for keep in [FORM_BARE, URI_COMPONENT_BARE, UNRESERVED_BARE] {
+        for upper in [true, false] {
+            let encoded = percent_encoded(value, keep, upper);
+            if keep == FORM_BARE {
+                textual.push(encoded.replace("%20", "+"));
             }
+            textual.push(encoded);
+        }
+    }
+    let html = value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    textual.extend([html.replace('\'', "&#39;"), html.replace('\'', "&#x27;"), html]);
+    let escaped: Vec<String> = textual
+        .iter()
+        .flat_map(|form| {
+            let json = json_escaped(form);
+            let unicode = json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026");
+            [json, unicode]
         })
         .collect();
-    let html = value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
-    let html_apostrophe = html.replace('\'', "&#39;");
-    let mut forms = vec![value.to_owned(), form, form_percent, strict_percent, html, html_apostrophe];
-    let escaped: Vec<String> = forms.iter().map(|form| json_escaped(form)).collect();
-    forms.extend(escaped);
-    forms.sort();
-    forms.dedup();
+    textual.extend(escaped);
+    forms.extend(textual.into_iter().map(text));
+
+    let (secret, filler) = (value.as_bytes(), stand_in.as_bytes().repeat(value.len() / stand_in.len().max(1) + 2));
+    for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
+        for alignment in 0..3 {
+            let form = base64_core(engine, secret, alignment);
+            if form.len() >= MIN_BINARY_FORM_CHARS {
+                let mut stand_in = base64_core(engine, &filler, alignment);
+                stand_in.truncate(form.len());
+                forms.push(EncodedForm { form, stand_in });
+            }
+        }
+    }
+    if secret.len() * 2 >= MIN_BINARY_FORM_CHARS {
+        let hex = |bytes: &[u8], upper: bool| -> String {
+            bytes.iter().map(|b| if upper { format!("{b:02X}") } else { format!("{b:02x}") }).collect()
+        };
+        for upper in [false, true] {
+            forms.push(EncodedForm { form: hex(secret, upper), stand_in: hex(stand_in.as_bytes(), upper) });
+        }
+    }
+    forms.sort_by(|a, b| b.form.len().cmp(&a.form.len()).then_with(|| a.cmp(b)));
+    forms.dedup_by(|a, b| a.form == b.form);
     forms
+}
+
+/// What `application/x-www-form-urlencoded` leaves bare (besides letters and digits; a space is `+`).
+const FORM_BARE: &str = "*-._";
+/// What `encodeURIComponent` leaves bare.
+const URI_COMPONENT_BARE: &str = "!'()*-._~";
+/// RFC 3986's unreserved characters.
+const UNRESERVED_BARE: &str = "-._~";
+
+fn percent_encoded(value: &str, bare: &str, upper: bool) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b if b.is_ascii_alphanumeric() || bare.as_bytes().contains(&b) => (b as char).to_string(),
+            b if upper => format!("%{b:02X}"),
+            b => format!("%{b:02x}"),
+        })
+        .collect()
+}
+
+/// The base64 characters that encode `bytes` alone when they start `alignment` bytes into a 3-byte group:
+/// the characters shared with the bytes before and after are left out.
+fn base64_core(engine: &base64::engine::GeneralPurpose, bytes: &[u8], alignment: usize) -> String {
+    use base64::Engine as _;
+    let mut padded = vec![0u8; alignment];
+    padded.extend_from_slice(bytes);
+    let encoded = engine.encode(&padded);
+    // Characters of 6 bits: the first that holds no bit of the padding, and the last whose bits are all
+    // the secret's.
+    let start = (alignment * 8).div_ceil(6);
+    let end = (padded.len() * 8) / 6;
+    encoded.get(start..end).map_or_else(String::new, str::to_owned)
 }
 
 fn json_escaped(text: &str) -> String {
@@ -585,6 +664,43 @@ mod tests {
         );
         let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
         assert_eq!(values, ["tok-in-plain-text", "multipart-csrf"]);
+    }
+
+    #[test]
+    fn a_secret_is_found_in_every_encoding_a_page_may_use() {
+        use base64::Engine as _;
+        let secret = "hunter2@Blue!(x)";
+        let forms = encoded_forms(secret, "trace-redacted-credential-password-1");
+        let found_in = |text: &str| forms.iter().any(|encoded| text.contains(&encoded.form));
+        let standard = base64::engine::general_purpose::STANDARD;
+        let url_safe = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let mut texts = vec![
+            secret.to_owned(),
+            "hunter2%40Blue!(x)".to_owned(), // encodeURIComponent
+            "hunter2%40Blue%21%28x%29".to_owned(),
+            "hunter2%40blue".to_owned(), // not the secret: a prefix in another case
+            "\"hunter2@Blue!(x)\"".to_owned(),
+            "hunter2@Blue!(x)".bytes().map(|b| format!("{b:02x}")).collect(),
+        ];
+        // Inside base64 at every alignment: a `user:password` pair, and a JSON document.
+        for prefix in ["", "a", "an", "ann:", "{\"pass\":\""] {
+            texts.push(standard.encode(format!("{prefix}{secret}\"}}")));
+            texts.push(url_safe.encode(format!("{prefix}{secret}")));
+        }
+        for text in &texts {
+            let expected = !text.ends_with("%40blue");
+            assert_eq!(found_in(text), expected, "{text}");
+        }
+        // Stand-ins of base64 forms keep the length, so that the text around still decodes.
+        for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
+            for alignment in 0..3 {
+                let core = base64_core(engine, secret.as_bytes(), alignment);
+                let encoded = forms.iter().find(|encoded| encoded.form == core).expect("every alignment's form");
+                assert_eq!(encoded.stand_in.len(), core.len(), "{encoded:?}");
+            }
+        }
+        // A secret too short for a base64 form to be told from chance has none.
+        assert!(encoded_forms("abcd", "x").iter().all(|encoded| encoded.form.len() < 8 || encoded.form == "61626364"));
     }
 
     #[test]

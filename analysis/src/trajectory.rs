@@ -986,8 +986,8 @@ fn register_secrets(calls: &mut [PendingCall]) -> (Vec<Credential>, Vec<(String,
         }
         for value in secret.earlier_values.iter().chain([&secret.value]) {
             if value.chars().count() >= secrets::MIN_SECRET_CHARS {
-                for form in secrets::encoded_forms(value) {
-                    scrubs.push((form, placeholder.clone()));
+                for encoded in secrets::encoded_forms(value, &placeholder) {
+                    scrubs.push((encoded.form, encoded.stand_in));
                 }
             }
         }

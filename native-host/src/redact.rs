@@ -54,11 +54,10 @@ impl Replacer {
         let mut secret_of_pattern = Vec::new();
         let mut replacement_of_pattern = Vec::new();
         for (index, secret) in secrets.iter().enumerate() {
-            for form in encoded_forms(&secret.value) {
-                patterns.push(form);
+            for encoded in encoded_forms(&secret.value, &secret.placeholder) {
+                patterns.push(encoded.form);
                 secret_of_pattern.push(index);
-                // Placeholders are letters, digits and `-`: every encoding leaves them as they are.
-                replacement_of_pattern.push(secret.placeholder.clone());
+                replacement_of_pattern.push(encoded.stand_in);
             }
         }
         // Leftmost-longest: a token inside a longer secret (a cookie header holding a session id) is replaced

@@ -374,3 +374,53 @@ fn a_credential_too_short_to_redact_reliably_refuses_the_export_and_writes_nothi
     scratch.cli_json(&["export", "short", "--out", zip.to_str().unwrap(), "--json"]);
     assert!(zip.exists());
 }
+
+/// Issue #11: a login page that sends its form through script keeps the typed password in the encodings
+/// scripts use: `encodeURIComponent` in a URL (`%40` for `@`, `!` and `(` bare) and base64 of `user:password`
+/// inside a JSON body sent as `text/plain`. The redacted export holds none of them, and still validates.
+#[test]
+fn a_password_sent_through_script_is_redacted_in_every_encoding() {
+    use base64::Engine as _;
+    const TYPED: &str = "s3cret@Pass!(1)";
+    let scratch = Scratch::new();
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("scripted"));
+    let login = format!("{SITE}/login");
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("ann:{TYPED}"));
+    let uri_component = TYPED.replace('@', "%40");
+    let check = format!("{SITE}/api/check?p={uri_component}");
+    let messages = vec![
+        task.start(task_start("scripted", TaskType::Action)),
+        task.events(vec![
+            navigation(1.0, &login),
+            action(100.0, ActionKind::Click, &login, "#password", None, false),
+            action(200.0, ActionKind::Input, &login, "#password", Some(TYPED), true),
+            request(
+                300.0,
+                "1",
+                "POST",
+                &format!("{SITE}/api/login"),
+                &[("Content-Type", "text/plain;charset=UTF-8")],
+                Some(&format!(r#"{{"auth":"{basic}"}}"#)),
+            ),
+            response(310.0, "1", &format!("{SITE}/api/login"), 204, "", &[]),
+            finished(311.0, "1", 0),
+            typed_request(400.0, "2", "GET", &check, "Fetch", None),
+            response(410.0, "2", &check, 200, "application/json", &[]),
+            finished(411.0, "2", 2),
+        ]),
+        task.stop(T0 + 1000.0, None),
+    ];
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+
+    let zip = scratch.path("scripted.zip");
+    scratch.cli_json(&["export", "scripted", "--out", zip.to_str().unwrap(), "--redact", "--json"]);
+    for (entry, bytes) in zip_entries(&zip) {
+        for leaked in [TYPED, &uri_component, &basic, &basic[8..basic.len() - 4]] {
+            assert!(!contains(&bytes, leaked.as_bytes()), "{entry} still holds {leaked:?}");
+        }
+    }
+    let validated = scratch.cli_json(&["validate", zip.to_str().unwrap(), "--json"]);
+    assert_eq!(validated["valid"], true, "{validated}");
+}
