@@ -4,12 +4,15 @@
 //! them. (The in-page capture script keeps a copy of the names for the page, which a test compares.)
 //!
 //! Two sources of secrets: what the person typed into credential fields (as [`crate::trajectory`] finds
-//! them), and the session secrets the recording carries: cookie values, `Authorization` and other
-//! token-bearing headers, secret-named URL parameters, form fields, JSON fields, hidden inputs and storage
-//! entries, and JSON Web Tokens wherever they appear in text.
+//! them), and the session secrets the recording carries: every cookie value but plain words,
+//! `Authorization` and other token-bearing headers, secret-named URL parameters, form fields, JSON fields,
+//! hidden inputs and storage entries, and secrets told by their shape ([`SECRET_SHAPES`]: JSON Web Tokens,
+//! keys of common services) wherever they appear in text.
 //!
-//! Finding is by structure and by name only, so it is predictable: a value is a secret because of where it
-//! is, never because it "looks random". Replacing the values everywhere is the exporter's job.
+//! Finding is by structure, by name and by known shapes only, so it is predictable: a value is a secret
+//! because of where it is or what format it has, never because it "looks random". Replacing the values
+//! everywhere is the exporter's job; [`values_to_check`] chooses, by other means, what its final search
+//! of the written zip looks for.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -24,9 +27,6 @@ use trace_manifest::{archive::Bundle, bundle::StorageFile, event::EventRecord, h
 /// Shorter values cannot be told apart from ordinary text: replacing them everywhere would damage the
 /// bundle, and searching for them would find them by chance.
 pub const MIN_SECRET_CHARS: usize = 4;
-/// Cookies whose name says nothing are secrets only from this length on: session ids and tokens are long,
-/// preferences (`lang=en`, `theme=dark`) are short and harmless.
-const MIN_UNNAMED_COOKIE_CHARS: usize = 8;
 /// How every placeholder starts.
 pub const PLACEHOLDER_PREFIX: &str = "trace-redacted-";
 /// Bodies larger than this are not parsed for secret fields (they are still searched and replaced).
@@ -130,6 +130,23 @@ impl Secrets {
                     credential.site
                 );
             }
+            // A value the recording's own addresses contain (a password of `account` on a site with an
+            // `/account` page) cannot be replaced without breaking them.
+            let value = credential.value.trim();
+            let in_urls = har.log.entries.iter().any(|entry| {
+                let url = &entry.request.url;
+                let path = url.split(['?', '#']).next().unwrap_or(url);
+                path.contains(value)
+            });
+            if in_urls || COMMON_WORDS.contains(&value.to_ascii_lowercase().as_str()) {
+                anyhow::bail!(
+                    "the credential typed into {} on {} is a word the recording's own addresses use: replacing \
+                     it everywhere would break the bundle, and leaving it would not redact it; record again \
+                     with another value",
+                    credential.target.selector,
+                    credential.site
+                );
+            }
             secrets.add(SecretKind::Credential, &credential.field, &credential.value);
         }
 
@@ -187,7 +204,7 @@ impl Secrets {
             if is_secret_name(&name) {
                 self.add(SecretKind::UrlParameter, &name, &value);
             }
-            self.jwts_in(&value);
+            self.shapes_in(&value);
         }
     }
 
@@ -211,22 +228,25 @@ impl Secrets {
         } else if is_secret_name(&lower) && !matches!(lower.as_str(), "www-authenticate" | "proxy-authenticate") {
             self.add(SecretKind::Header, &lower, value);
         }
-        self.jwts_in(value);
+        self.shapes_in(value);
     }
 
+    /// Every value a site keeps in a cookie is taken for a secret, whatever its name or length (a session id
+    /// may be short and named `s`), unless it is shown to be public: a plain word (`dark`, `en`), which a
+    /// site keeps for preferences and which replacing everywhere would damage the bundle.
     pub fn scan_cookie(&mut self, name: &str, value: &str) {
         let value = value.trim_matches('"');
-        if is_secret_name(name) || value.chars().count() >= MIN_UNNAMED_COOKIE_CHARS {
+        if is_secret_name(name) || !is_plain_word(value) {
             self.add(SecretKind::Cookie, name, value);
         }
-        self.jwts_in(value);
+        self.shapes_in(value);
     }
 
     pub fn scan_field(&mut self, name: &str, value: &str) {
         if is_secret_name(name) {
             self.add(SecretKind::BodyField, name, value);
         }
-        self.jwts_in(value);
+        self.shapes_in(value);
     }
 
     pub fn scan_storage(&mut self, key: &str, value: &str) {
@@ -237,7 +257,7 @@ impl Secrets {
         if let Ok(json) = serde_json::from_str::<serde_json::Value>(value) {
             self.json_fields(&json, None, SecretKind::Storage);
         }
-        self.jwts_in(value);
+        self.shapes_in(value);
     }
 
     /// A request or response body: its form fields, JSON fields, hidden inputs and JWTs.
@@ -259,7 +279,7 @@ impl Secrets {
             ParsedBody::Other if mime_type.to_ascii_lowercase().contains("html") => self.hidden_inputs(text),
             ParsedBody::Other => {}
         }
-        self.jwts_in(text);
+        self.shapes_in(text);
     }
 
     fn json_fields(&mut self, value: &serde_json::Value, key: Option<&str>, kind: SecretKind) {
@@ -310,15 +330,80 @@ impl Secrets {
         }
     }
 
-    fn jwts_in(&mut self, text: &str) {
-        static JWT: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*").expect("the pattern is valid")
+    /// Secrets known by their shape wherever they appear: JSON Web Tokens and the key formats of common
+    /// services ([`SECRET_SHAPES`]).
+    fn shapes_in(&mut self, text: &str) {
+        static SHAPES: LazyLock<Vec<(&str, Regex)>> = LazyLock::new(|| {
+            SECRET_SHAPES
+                .iter()
+                .map(|(name, pattern)| (*name, Regex::new(pattern).expect("the pattern is valid")))
+                .collect()
         });
-        for jwt in JWT.find_iter(text) {
-            self.add(SecretKind::Jwt, "token", jwt.as_str());
+        for (name, shape) in SHAPES.iter() {
+            for found in shape.find_iter(text) {
+                self.add(SecretKind::Shape, name, found.as_str());
+            }
         }
     }
 }
+
+/// Secrets told by their shape alone, by name: tokens and keys of common services, which a page may carry
+/// anywhere (a script, a storage entry, a response) under any name.
+pub const SECRET_SHAPES: &[(&str, &str)] = &[
+    ("token", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    ("aws-access-key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b"),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
+    ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    ("private-key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\s]+-----END [A-Z ]*PRIVATE KEY-----"),
+];
+
+/// The values a redacted bundle must not hold, chosen by where they were and independently of the name
+/// rules that [`Secrets::find`] applies, for the exporter's final search: every value typed into a field
+/// the recorder flagged as a credential (read from the events themselves), and every cookie value the site
+/// set or the browser sent, in the HAR or the storage snapshots, but plain words, placeholders and values
+/// too short to tell apart. Each with what it was (`credential`, `cookie`), never printed with its value.
+#[cfg(feature = "native")]
+pub fn values_to_check(events: &[EventRecord], har: &Har, storage: &StorageFile) -> Vec<(&'static str, String)> {
+    use trace_manifest::event::EventKind;
+    let mut values: Vec<(&'static str, String)> = Vec::new();
+    let mut keep = |what: &'static str, value: &str| {
+        let value = value.trim().trim_matches('"');
+        if value.chars().count() >= MIN_SECRET_CHARS
+            && !is_inert(value)
+            && !is_plain_word(value)
+            && !value.starts_with(PLACEHOLDER_PREFIX)
+            && !values.iter().any(|(_, known)| known == value)
+        {
+            values.push((what, value.to_owned()));
+        }
+    };
+    for record in events {
+        if let EventKind::Action(action) = &record.event.kind
+            && action.credential
+            && !action.page_made
+            && let Some(value) = &action.value
+        {
+            keep("credential", value);
+        }
+    }
+    for entry in &har.log.entries {
+        for cookie in entry.request.cookies.iter().chain(&entry.response.cookies) {
+            keep("cookie", &cookie.value);
+        }
+    }
+    for snapshot in &storage.snapshots {
+        for cookie in &snapshot.snapshot.cookies {
+            keep("cookie", &cookie.value);
+        }
+    }
+    values
+}
+
+/// Words a credential may not be: they are parts of every URL and page, so replacing them would wreck the
+/// bundle, and leaving them would not be redaction.
+const COMMON_WORDS: &[&str] = &["http", "https", "www", "html", "json", "true", "false", "null", "index"];
 
 /// Words that make a name secret wherever they appear inside one of its words (`user_password`,
 /// `csrfmiddlewaretoken`, `PHPSESSID`).
@@ -357,6 +442,8 @@ pub const SECRET_NAME_WHOLE: &[&str] = &[
     "csc",
     "card",
     "ssn",
+    // `key`, `form_key`, `license_key`: a word of its own (not `keyword`, `monkey`).
+    "key",
 ];
 /// Secret compounds, found in the name with `-` and `_` removed (`X-Api-Key`, `one_time_code`).
 pub const SECRET_NAME_COMPOUNDS: &[&str] = &["apikey", "accesskey", "privatekey", "clientsecret", "onetime"];
@@ -385,6 +472,14 @@ pub fn is_secret_name(name: &str) -> bool {
         || words.iter().any(|word| {
             SECRET_NAME_CONTAINED.iter().any(|part| word.contains(part)) || SECRET_NAME_WHOLE.contains(&word.as_str())
         })
+}
+
+/// A plain word: letters only, all lower case or capitalized, at most 16 of them (`dark`, `English`).
+/// Tokens mix cases and digits.
+pub fn is_plain_word(value: &str) -> bool {
+    let mut chars = value.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    first_ok && value.len() <= 16 && chars.all(|c| c.is_ascii_lowercase())
 }
 
 /// Values that are never secrets whatever their name: booleans, empties and the like.
@@ -563,10 +658,13 @@ mod tests {
             "one_time_code",
             "passphrase",
             "card_csc",
+            "key",
+            "form_key",
+            "licenseKey",
         ] {
             assert!(is_secret_name(name), "{name} names a secret");
         }
-        for name in ["q", "author", "passenger", "compass", "page", "sort", "lang", "product", "shipping", "key"] {
+        for name in ["q", "author", "passenger", "compass", "page", "sort", "lang", "product", "shipping", "keyword"] {
             assert!(!is_secret_name(name), "{name} names no secret");
         }
     }
@@ -724,6 +822,32 @@ mod tests {
             ]
         );
         assert_eq!(secrets.placeholder_of("tok-abcdef"), Some("trace-redacted-header-authorization-1"));
+    }
+
+    #[test]
+    fn every_cookie_value_but_a_plain_word_is_a_secret_and_known_key_shapes_anywhere() {
+        let mut secrets = Secrets::default();
+        secrets.scan_cookie("s", "ab12cd3"); // a 7-character session id under an innocuous name
+        secrets.scan_cookie("theme", "dark");
+        secrets.scan_cookie("lang", "English");
+        secrets.scan_header("Set-Cookie", "prefs=MixedCase; Path=/");
+        secrets.scan_body(
+            "text/javascript",
+            "const stripe = 'sk_live_0123456789abcdefABCD'; const maps = 'AIzaSyA-0123456789abcdefghijklmnopqrstu';",
+        );
+        secrets.scan_storage("cfg", "AKIAIOSFODNN7EXAMPLE");
+        let found: Vec<(SecretKind, &str, &str)> =
+            secrets.iter().map(|s| (s.kind, s.name.as_str(), s.value.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                (SecretKind::Cookie, "s", "ab12cd3"),
+                (SecretKind::Cookie, "prefs", "MixedCase"),
+                (SecretKind::Shape, "stripe-key", "sk_live_0123456789abcdefABCD"),
+                (SecretKind::Shape, "google-api-key", "AIzaSyA-0123456789abcdefghijklmnopqrstu"),
+                (SecretKind::Shape, "aws-access-key", "AKIAIOSFODNN7EXAMPLE"),
+            ]
+        );
     }
 
     #[test]

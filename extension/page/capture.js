@@ -157,7 +157,7 @@
   // same rule, which a test of that crate compares with this copy.
   const SECRET_AUTOCOMPLETE = /\b(current-password|new-password|one-time-code|cc-number|cc-csc|cc-exp(-month|-year)?)\b/;
   const SECRET_NAME_CONTAINED = ["password", "passwd", "passphrase", "token", "secret", "csrf", "xsrf", "session", "sessid", "apikey", "jwt", "bearer", "credential", "nonce", "captcha"];
-  const SECRET_NAME_WHOLE = ["pass", "pwd", "passcode", "pin", "sid", "otp", "sig", "signature", "auth", "authorization", "cvv", "cvc", "csc", "card", "ssn"];
+  const SECRET_NAME_WHOLE = ["pass", "pwd", "passcode", "pin", "sid", "otp", "sig", "signature", "auth", "authorization", "cvv", "cvc", "csc", "card", "ssn", "key"];
   const SECRET_NAME_COMPOUNDS = ["apikey", "accesskey", "privatekey", "clientsecret", "onetime"];
   // Words split at punctuation and at lower-to-upper case changes; a word containing a CONTAINED entry, or
   // equal to a WHOLE one, or the name without "-" and "_" containing a compound, makes the name secret.
@@ -186,7 +186,9 @@
     element.type === "password" ||
     SECRET_AUTOCOMPLETE.test((element.getAttribute("autocomplete") || "").toLowerCase()) ||
     isSecretName(element.getAttribute("name") || "") ||
-    isSecretName(element.id || "");
+    isSecretName(element.id || "") ||
+    // Its label: a text field labelled "Passphrase" or "API key" takes a secret whatever its name.
+    isSecretName(accessibleNameOf(element) || "");
 
   // ---- Reporting actions -----------------------------------------------------------------------------
 

@@ -97,7 +97,8 @@ pub enum SecretKind {
     /// A form field, JSON field or hidden input.
     BodyField,
     Storage,
-    Jwt,
+    /// Told by its shape: a JSON Web Token, or a key of a common service.
+    Shape,
 }
 
 impl SecretKind {
@@ -110,7 +111,7 @@ impl SecretKind {
             SecretKind::UrlParameter => "url-parameter",
             SecretKind::BodyField => "body-field",
             SecretKind::Storage => "storage",
-            SecretKind::Jwt => "jwt",
+            SecretKind::Shape => "shape",
         }
     }
 }

@@ -22,7 +22,7 @@ use trace_manifest::bundle::{self, Counts, FileEntry, StorageFile};
 use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
 
-use trace_analysis::secrets::{Secrets, encoded_forms};
+use trace_analysis::secrets::{Secrets, encoded_forms, values_to_check};
 use trace_manifest::report::RedactionSummary;
 
 /// What redaction did, in a line for people.
@@ -91,11 +91,45 @@ impl Replacer {
     }
 }
 
+/// The final search's own list: every encoded form of every value `values_to_check` chose, which is not
+/// the list the replacement worked from, so that what slipped past the rules that chose the secrets is
+/// still caught.
+struct Check {
+    finder: AhoCorasick,
+    /// Per pattern: what the value was (`credential`, `cookie`).
+    what_of_pattern: Vec<&'static str>,
+}
+
+impl Check {
+    fn new(values: &[(&'static str, String)]) -> Result<Check> {
+        let mut patterns = Vec::new();
+        let mut what_of_pattern = Vec::new();
+        for (what, value) in values {
+            for encoded in encoded_forms(value, "") {
+                patterns.push(encoded.form);
+                what_of_pattern.push(*what);
+            }
+        }
+        Ok(Check { finder: AhoCorasick::new(&patterns)?, what_of_pattern })
+    }
+
+    fn find_in(&self, reader: impl Read) -> Result<Option<&'static str>> {
+        if self.what_of_pattern.is_empty() {
+            return Ok(None);
+        }
+        match self.finder.stream_find_iter(reader).next() {
+            Some(found) => Ok(Some(self.what_of_pattern[found?.pattern().as_usize()])),
+            None => Ok(None),
+        }
+    }
+}
+
 /// A bundle redacted into a directory, with what it takes to check a zip made of it.
 pub struct Redacted {
     pub summary: RedactionSummary,
     secrets: Secrets,
     replacer: Replacer,
+    check: Check,
 }
 
 impl Redacted {
@@ -125,6 +159,21 @@ impl Redacted {
                 );
             }
         }
+        // Again, entry by entry, for the values chosen apart from the rules.
+        for index in 0..zip.len() {
+            let entry = zip.by_index(index)?;
+            let name = entry.name().to_owned();
+            let found = match self.check.find_in(name.as_bytes())? {
+                Some(what) => Some(what),
+                None => self.check.find_in(entry).with_context(|| format!("cannot read {name} back"))?,
+            };
+            if let Some(what) = found {
+                bail!(
+                    "{name} in the redacted zip still holds a {what} value that no redaction rule chose; nothing \
+                     was exported"
+                );
+            }
+        }
         Ok(())
     }
 }
@@ -141,6 +190,7 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path) -> Result<Redacted> {
         serde_json::from_slice(&source.read(bundle::STORAGE_FILE)?).context("storage.json does not parse")?;
     let secrets = Secrets::find(source, &events, &har, &storage)?;
     let replacer = Replacer::new(&secrets)?;
+    let check = Check::new(&values_to_check(&events, &har, &storage))?;
     let mut summary = RedactionSummary { secrets: secrets.counts(), ..RedactionSummary::default() };
     let mut redact = |bytes: Vec<u8>| {
         let (bytes, count) = replacer.replace(&bytes);
@@ -179,7 +229,7 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path) -> Result<Redacted> {
     redacted.files = index.into_values().collect();
     redacted.counts = counts;
     write_file(dest, bundle::MANIFEST_FILE, &serde_json::to_vec_pretty(&redacted)?)?;
-    Ok(Redacted { summary, secrets, replacer })
+    Ok(Redacted { summary, secrets, replacer, check })
 }
 
 /// `events.jsonl` with each body event pointing at where its body moved, and the counts of the new events.
@@ -278,8 +328,12 @@ mod tests {
     #[test]
     fn a_zip_that_still_holds_a_secret_is_refused_by_name_not_by_value() {
         let secrets = secrets(&[(SecretKind::Header, "authorization", "tok-0123456789")]);
-        let redacted =
-            Redacted { summary: RedactionSummary::default(), replacer: Replacer::new(&secrets).unwrap(), secrets };
+        let redacted = Redacted {
+            summary: RedactionSummary::default(),
+            replacer: Replacer::new(&secrets).unwrap(),
+            secrets,
+            check: Check::new(&[]).unwrap(),
+        };
         let file = tempfile::NamedTempFile::new().unwrap();
         let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
         for (name, bytes) in [("events.jsonl", &b"{}"[..]), ("dom/000001.html", b"<p>Bearer tok-0123456789</p>")] {
@@ -290,5 +344,24 @@ mod tests {
         let error = redacted.verify_zip(file.path()).unwrap_err().to_string();
         assert!(error.contains("dom/000001.html") && error.contains("header \"authorization\""), "{error}");
         assert!(!error.contains("tok-0123456789"), "{error}");
+    }
+
+    #[test]
+    fn the_final_search_catches_what_no_rule_chose() {
+        // The rules chose nothing; the values chosen apart from them (a cookie's) are still searched for.
+        let redacted = Redacted {
+            summary: RedactionSummary::default(),
+            replacer: Replacer::new(&Secrets::default()).unwrap(),
+            secrets: Secrets::default(),
+            check: Check::new(&[("cookie", "q7Zx9-sid".to_owned())]).unwrap(),
+        };
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
+        zip.start_file("recording.har", zip::write::SimpleFileOptions::default()).unwrap();
+        zip.write_all(b"{\"value\":\"q7Zx9-sid\"}").unwrap();
+        zip.finish().unwrap();
+        let error = redacted.verify_zip(file.path()).unwrap_err().to_string();
+        assert!(error.contains("recording.har") && error.contains("cookie value"), "{error}");
+        assert!(!error.contains("q7Zx9-sid"), "{error}");
     }
 }

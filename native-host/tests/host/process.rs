@@ -424,3 +424,36 @@ fn a_password_sent_through_script_is_redacted_in_every_encoding() {
     let validated = scratch.cli_json(&["validate", zip.to_str().unwrap(), "--json"]);
     assert_eq!(validated["valid"], true, "{validated}");
 }
+
+/// Issue #11: a credential that is a word the recording's own addresses use (a password of `account` on a
+/// shop with an `/account` page) cannot be replaced everywhere without breaking them: the redacted export
+/// refuses it, naming the field and not the value, and writes nothing.
+#[test]
+fn a_credential_the_sites_addresses_use_refuses_the_redacted_export() {
+    let scratch = Scratch::new();
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("common"));
+    let login = format!("{SITE}/login");
+    let account = format!("{SITE}/account");
+    let messages = vec![
+        task.start(task_start("common", TaskType::Action)),
+        task.events(vec![
+            navigation(1.0, &login),
+            action(200.0, ActionKind::Input, &login, "#password", Some("account"), true),
+            request(300.0, "1", "GET", &account, &[], None),
+            response(310.0, "1", &account, 200, "text/html", &[]),
+            finished(311.0, "1", 10),
+        ]),
+        task.stop(T0 + 1000.0, None),
+    ];
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+    let zip = scratch.path("common.zip");
+    let output = scratch.cli(&["export", "common", "--out", zip.to_str().unwrap(), "--redact"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("#password") && stderr.contains("addresses use"), "{stderr}");
+    assert!(!zip.exists());
+    // Without --redact the recording is still the person's to export.
+    scratch.cli_json(&["export", "common", "--out", zip.to_str().unwrap(), "--json"]);
+}
