@@ -30,14 +30,60 @@ pub const CHROMIUM_ENV: &str = "TRACE_CHROMIUM";
 
 /// Flags that keep Chromium off the network on its own account (updates, sync, metrics, QUIC probes),
 /// without their leading dashes.
-const OFFLINE_FLAGS: [&str; 6] = [
+const OFFLINE_FLAGS: &[&str] = &[
     "disable-background-networking",
     "disable-component-update",
     "no-first-run",
     "disable-sync",
     "disable-quic",
     "disable-gpu",
+    "disable-client-side-phishing-detection",
+    "disable-domain-reliability",
+    "disable-breakpad",
+    "disable-default-apps",
+    "disable-component-extensions-with-background-pages",
+    "disable-search-engine-choice-screen",
+    "no-default-browser-check",
+    "no-pings",
+    "metrics-recording-only",
+    "password-store=basic",
+    "use-mock-keychain",
+    // WebRTC may send UDP only through a proxy, and there is none: no STUN or media packet leaves.
+    "force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "webrtc-ip-handling-policy=disable_non_proxied_udp",
 ];
+
+/// Chromium features that reach Google's servers on their own (autofill, password leak checks, network
+/// time, optimization hints, translation, media routing, certificate transparency lists), turned off in
+/// one `--disable-features`, to which a launch adds its own.
+const BACKGROUND_FEATURES: &[&str] = &[
+    "AutofillServerCommunication",
+    "PasswordLeakDetection",
+    "NetworkTimeServiceQuerying",
+    "OptimizationHints",
+    "OptimizationHintsFetching",
+    "OptimizationGuideModelDownloading",
+    "Translate",
+    "MediaRouter",
+    "DialMediaRouteProvider",
+    "CertificateTransparencyComponentUpdater",
+    "InterestFeedContentSuggestions",
+    "PrivacySandboxSettings4",
+];
+
+/// The preferences a fresh profile starts with: what no command-line flag turns off. No sign-in, no
+/// password manager (whose leak check calls Google), no network prediction (preconnects to the search
+/// engine), no search suggestions, no Safe Browsing lookups.
+const PROFILE_PREFERENCES: &str = r#"{
+  "credentials_enable_service": false,
+  "profile": { "password_manager_enabled": false, "password_manager_leak_detection": false },
+  "signin": { "allowed": false },
+  "net": { "network_prediction_options": 2 },
+  "search": { "suggest_enabled": false },
+  "safebrowsing": { "enabled": false },
+  "translate": { "enabled": false },
+  "alternate_error_pages": { "enabled": false }
+}"#;
 
 /// DevTools domains whose events TRACE acts on: one lost there is a request left hanging or a tab missed.
 const RELIED_ON_DOMAINS: [&str; 2] = ["Fetch.", "Target."];
@@ -53,8 +99,10 @@ pub struct Launch {
     pub extension: Option<PathBuf>,
     /// Added to the browser's environment (it hands it to the native hosts it starts).
     pub env: Vec<(String, String)>,
-    /// More flags, without leading dashes, each with its value if it has one.
+    /// More flags, without leading dashes, each with its value if it has one (not `disable-features`).
     pub args: Vec<(String, Option<String>)>,
+    /// Features to turn off besides [`BACKGROUND_FEATURES`]: Chromium reads one `--disable-features`.
+    pub disabled_features: Vec<String>,
     /// The DevTools port; a free one when `None`.
     pub port: Option<u16>,
     /// A profile directory to use instead of a fresh temporary one (the caller keeps it alive).
@@ -111,6 +159,7 @@ pub fn find(given: Option<&Path>) -> Result<PathBuf> {
 /// so that both sides of a comparison run the same browser the same way.
 pub fn command_line_flags() -> Vec<String> {
     let mut flags: Vec<String> = OFFLINE_FLAGS.iter().map(|flag| format!("--{flag}")).collect();
+    flags.push(format!("--disable-features={}", BACKGROUND_FEATURES.join(",")));
     if running_as_root() {
         flags.push("--no-sandbox".to_owned());
     }
@@ -128,11 +177,17 @@ pub async fn launch(launch: &Launch) -> Result<Chromium> {
             (Some(profile), dir)
         }
     };
+    let preferences = user_data_dir.join("Default/Preferences");
+    if !preferences.exists() {
+        std::fs::create_dir_all(user_data_dir.join("Default"))
+            .and_then(|()| std::fs::write(&preferences, PROFILE_PREFERENCES))
+            .with_context(|| format!("cannot write {}", preferences.display()))?;
+    }
     let mut config = BrowserConfig::builder()
         .chrome_executable(&chromium)
         .user_data_dir(&user_data_dir)
         // chromiumoxide adds the leading dashes of every flag.
-        .args(OFFLINE_FLAGS)
+        .args(OFFLINE_FLAGS.iter().copied())
         .launch_timeout(Duration::from_secs(30))
         // Messages chromiumoxide cannot parse come to the handler below, to be counted, rather than being
         // logged one by one.
@@ -155,6 +210,9 @@ pub async fn launch(launch: &Launch) -> Result<Chromium> {
             None => config.arg(flag.as_str()),
         };
     }
+    let features: Vec<&str> =
+        BACKGROUND_FEATURES.iter().copied().chain(launch.disabled_features.iter().map(String::as_str)).collect();
+    config = config.arg(("disable-features", features.join(",").as_str()));
     if let Some(port) = launch.port {
         config = config.port(port);
     }

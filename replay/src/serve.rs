@@ -30,8 +30,8 @@ use crate::chromium::{self, Chromium, Launch};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
 
-/// Where connections go when the network is off: the discard port of loopback, where nothing listens.
-const NOWHERE_PROXY: &str = "http://127.0.0.1:9";
+/// Where connections go when the network is off: a proxy whose name never resolves (see below).
+const NOWHERE_PROXY: &str = "http://trace-offline.invalid:9";
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -92,21 +92,23 @@ impl Replay {
         // Every frame of a tab in the tab's process, cross-site iframes included, so that the page scripts
         // (determinism, storage) reach them as they reach the tab: a replay is a local copy of one site's
         // pages, not a browser to defend against them.
-        let mut args = vec![
-            flag("disable-site-isolation-trials", None),
-            flag("disable-features", Some("IsolateOrigins,site-per-process")),
-        ];
+        let mut args = vec![flag("disable-site-isolation-trials", None)];
         if !options.allow_network_fallback {
-            // Requests are answered before they reach the network, but Chromium also opens connections
-            // ahead of requests (preconnects). A proxy that does not exist, loopback included, sends
-            // those nowhere.
+            // Requests are answered before they reach the network, but Chromium also opens connections of
+            // its own: ahead of requests (preconnects), for page WebSockets and WebRTC (which `Fetch` does
+            // not see), and for services no flag turns off (a ListAccounts at start-up). Every one of them,
+            // loopback included, goes through a proxy whose name resolves to nothing, as every name does:
+            // it fails inside the browser, before any socket opens or any packet leaves. (A proxy on a
+            // loopback port where nothing listened still received each attempt's connection.)
             args.push(flag("proxy-server", Some(NOWHERE_PROXY)));
             args.push(flag("proxy-bypass-list", Some("<-loopback>")));
+            args.push(flag("host-resolver-rules", Some("MAP * ~NOTFOUND")));
         }
         let launch = Launch {
             chromium: options.chromium.clone(),
             headless: options.headless,
             args,
+            disabled_features: vec!["IsolateOrigins".to_owned(), "site-per-process".to_owned()],
             port: options.cdp_port,
             ..Launch::default()
         };
