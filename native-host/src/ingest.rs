@@ -154,8 +154,16 @@ struct State {
     open_bodies: HashMap<(TaskId, String), OpenBody>,
 }
 
+/// At most this many part files of unfinished bodies are open at once, whatever the number of bodies in
+/// flight (a page with thousands of streams, or a peer that starts bodies and never ends them, would
+/// otherwise run the process out of file descriptors, and then every write, the bundle's included,
+/// fails). A body whose file was closed is reopened, at its length, when its next chunk comes.
+const MAX_OPEN_BODY_FILES: usize = 64;
+
 struct OpenBody {
-    file: File,
+    /// `None` while closed to stay within [`MAX_OPEN_BODY_FILES`].
+    file: Option<File>,
+    path: PathBuf,
     hasher: Sha256,
     size: u64,
 }
@@ -569,14 +577,18 @@ impl State {
         let capture = self.data.capture(task_id);
         let part_path = body_part_path(&capture, body_id);
         let key = (task_id.clone(), body_id.to_owned());
+        let needs_a_file = self.open_bodies.get(&key).is_none_or(|open| open.file.is_none());
+        if needs_a_file && self.open_bodies.values().filter(|open| open.file.is_some()).count() >= MAX_OPEN_BODY_FILES {
+            for open in self.open_bodies.values_mut() {
+                open.file = None;
+            }
+        }
         let open = match self.open_bodies.entry(key.clone()) {
             std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
             std::collections::hash_map::Entry::Vacant(entry) => entry.insert(OpenBody::resume(&part_path, row.size)?),
         };
         debug_assert_eq!(open.size, row.size);
-        open.file.write_all(payload)?;
-        open.hasher.update(payload);
-        open.size += payload.len() as u64;
+        open.write(payload)?;
         row.next_index += 1;
         row.size = open.size;
         if last {
@@ -750,7 +762,23 @@ impl OpenBody {
         }
         file.set_len(committed)?;
         file.seek(SeekFrom::Start(committed))?;
-        Ok(OpenBody { file, hasher, size: committed })
+        Ok(OpenBody { file: Some(file), path: path.to_owned(), hasher, size: committed })
+    }
+
+    /// Appends `payload`, reopening the file at its length if it was closed.
+    fn write(&mut self, payload: &[u8]) -> std::io::Result<()> {
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => {
+                let mut file = OpenOptions::new().write(true).open(&self.path)?;
+                file.seek(SeekFrom::Start(self.size))?;
+                self.file.insert(file)
+            }
+        };
+        file.write_all(payload)?;
+        self.hasher.update(payload);
+        self.size += payload.len() as u64;
+        Ok(())
     }
 }
 

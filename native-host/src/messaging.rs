@@ -8,8 +8,10 @@
 //! - the store thread applies what is queued in batches, one commit per batch ([`crate::ingest`]);
 //! - the writer task sends replies, acknowledgements included, back to the browser.
 //!
-//! Memory stays bounded however fast the browser sends: queued messages hold permits of a byte budget,
-//! so the reader stops reading while the store is behind. stdout carries protocol frames only.
+//! Memory stays bounded however fast the browser sends and however slowly it reads: queued messages hold
+//! permits of a byte budget, so the reader stops reading while the store is behind, and replies wait in a
+//! bounded queue, so the store stops (and with it the reader) while the writer is behind. stdout carries
+//! protocol frames only.
 
 use std::future::Future;
 use std::io::Read;
@@ -29,6 +31,9 @@ const QUEUE_BUDGET_BYTES: usize = 48 << 20;
 /// A batch ends at this many messages or bytes, whichever comes first.
 const BATCH_MAX_MESSAGES: usize = 512;
 const BATCH_MAX_BYTES: usize = 16 << 20;
+/// Replies that may wait for the writer at once (each at most [`MAX_OUTBOUND_BYTES`], most a few dozen
+/// bytes): a peer that never reads them holds the session up rather than filling memory.
+const REPLY_QUEUE_MESSAGES: usize = 4096;
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +60,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (queue_tx, mut queue_rx) = mpsc::channel::<Queued>(BATCH_MAX_MESSAGES * 2);
-    let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<HostMessage>();
+    let (reply_tx, mut reply_rx) = mpsc::channel::<HostMessage>(REPLY_QUEUE_MESSAGES);
 
     let writer = tokio::spawn(async move {
         let codec = LengthDelimitedCodec::builder()
@@ -100,7 +105,8 @@ where
                 })
                 .unzip();
             for reply in ingestor.apply(items) {
-                let _ = store_replies.send(reply);
+                // Waits while the writer is behind; fails only once the writer is gone.
+                let _ = store_replies.blocking_send(reply);
             }
             drop(permits);
         }
@@ -151,7 +157,7 @@ fn read_frames(
     mut input: impl Read,
     runtime: &tokio::runtime::Handle,
     queue: &mpsc::Sender<Queued>,
-    replies: &mpsc::UnboundedSender<HostMessage>,
+    replies: &mpsc::Sender<HostMessage>,
 ) -> SessionEnd {
     let budget = Arc::new(Semaphore::new(QUEUE_BUDGET_BYTES));
     loop {
@@ -174,8 +180,8 @@ fn read_frames(
                     }
                 };
                 tracing::error!("{message}");
-                let _ =
-                    replies.send(Rejected { seq: None, task_id: None, code, message: message.clone() }.into_reply());
+                let _ = replies
+                    .blocking_send(Rejected { seq: None, task_id: None, code, message: message.clone() }.into_reply());
                 return SessionEnd::BadFrame(message);
             }
         };

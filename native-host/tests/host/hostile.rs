@@ -79,3 +79,114 @@ fn a_zip_with_two_entries_of_one_name_is_not_imported() {
     assert!(stderr.contains("two entries named \"events.jsonl\""), "{stderr}");
     assert!(!elsewhere.capture("twice").exists());
 }
+
+/// Issue #11: a peer that starts many bodies and finishes none of them for a while (a page with hundreds of
+/// streams) must not run the host out of file descriptors. Under a limit of 128 open files, 600 bodies
+/// started before any ends are all stored, and the bundle validates.
+#[test]
+fn many_unfinished_bodies_stay_within_a_small_file_limit() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use trace_host::client::{HostClient, TaskMessages};
+    use trace_manifest::event::BodyPart;
+    use trace_manifest::task::TaskType;
+
+    use crate::common::{T0, finished, host_exe, navigation, request, response, send_all, task_id, task_start};
+
+    let scratch = Scratch::new();
+    // The host as Chrome starts it, under `prlimit`.
+    let wrapper = scratch.path("limited-host");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec prlimit --nofile=128 {} \"$@\"\n", host_exe().display()))
+        .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut host = HostClient::spawn(&wrapper, &scratch.data()).unwrap();
+
+    const BODIES: usize = 600;
+    let mut task = TaskMessages::new(task_id("streams"));
+    let mut messages = vec![task.start(task_start("streams", TaskType::Action))];
+    let mut events = vec![navigation(1.0, "http://127.0.0.1:8000/")];
+    for n in 0..BODIES {
+        let url = format!("http://127.0.0.1:8000/stream/{n}");
+        events.push(request(2.0 + n as f64, &n.to_string(), "GET", &url, &[], None));
+        events.push(response(3.0 + n as f64, &n.to_string(), &url, 200, "text/plain", &[]));
+        events.push(finished(4.0 + n as f64, &n.to_string(), 20));
+    }
+    messages.push(task.events(events));
+    // Every body's first chunk, then every body's last.
+    let bodies: Vec<Vec<_>> = (0..BODIES)
+        .map(|n| {
+            task.body(&n.to_string(), BodyPart::Response, format!("stream {n:04} of {BODIES}, done").as_bytes(), 16)
+        })
+        .collect();
+    messages.extend(bodies.iter().map(|chunks| chunks[0].clone()));
+    messages.extend(bodies.iter().flat_map(|chunks| chunks[1..].iter().cloned()));
+    messages.push(task.stop(T0 + 10_000.0, None));
+    // Sent in this order, so numbered in it.
+    for (position, message) in messages.iter_mut().enumerate() {
+        message.seq = position as u64 + 1;
+    }
+    let others = send_all(&mut host, &task, &messages);
+    assert!(
+        others.iter().all(|m| matches!(m, trace_manifest::wire::HostMessage::TaskStopped { .. })),
+        "{:?}",
+        others.iter().take(3).collect::<Vec<_>>()
+    );
+    host.close().unwrap();
+
+    let validated = scratch.cli_json(&["validate", scratch.capture("streams").to_str().unwrap(), "--json"]);
+    assert_eq!(validated["valid"], true, "{validated}");
+    let resources = std::fs::read_dir(scratch.capture("streams").join("resources")).unwrap().count();
+    assert_eq!(resources, BODIES);
+}
+
+/// Issue #11: a peer that sends bad messages fast and never reads the replies cannot make the host's memory
+/// grow without bound: replies wait in a bounded queue, and the host stops reading while they do.
+#[test]
+fn a_peer_that_never_reads_its_replies_does_not_grow_the_hosts_memory() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+
+    use crate::common::host_exe;
+
+    let scratch = Scratch::new();
+    let mut child = Command::new(host_exe())
+        .arg(format!("chrome-extension://{}/", trace_manifest::EXTENSION_ID))
+        .env("TRACE_DATA", scratch.data())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped()) // never read
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let _stdout = child.stdout.take().unwrap();
+    // Each one well framed, and refused with an error reply.
+    let frame = {
+        let message = br#"{"type":"no_such_message","seq":1}"#;
+        let mut frame = (message.len() as u32).to_ne_bytes().to_vec();
+        frame.extend_from_slice(message);
+        frame.repeat(1000)
+    };
+    std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_secs(8) {
+            if stdin.write_all(&frame).is_err() {
+                break;
+            }
+        }
+    });
+    let mut peak_kib = 0;
+    for _ in 0..40 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        let rss_kib = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        peak_kib = peak_kib.max(rss_kib);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    eprintln!("peak resident memory of the host: {} MiB", peak_kib / 1024);
+    assert!(peak_kib > 0, "the host's memory was never read");
+    assert!(peak_kib < 150 * 1024, "the host grew to {} MiB", peak_kib / 1024);
+}
