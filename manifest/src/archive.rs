@@ -176,11 +176,92 @@ impl Bundle {
         Ok((size, sha256))
     }
 
-    /// Every event of `events.jsonl`, in order.
+    /// Every event of `events.jsonl`, in order, read line by line: memory holds the events and one line,
+    /// never the whole file, and a line longer than [`MAX_EVENT_LINE_BYTES`] is refused as it comes.
     pub fn events(&mut self) -> Result<Vec<EventRecord>> {
-        let bytes = self.read(bundle::EVENTS_FILE)?;
-        parse_events(&bytes)
+        let mut lines = EventLines::default();
+        match self.copy_to(bundle::EVENTS_FILE, &mut lines) {
+            Ok(_) => {}
+            // The sink's own refusal, carried through `io::Error`.
+            Err(ArchiveError::Io { source, .. }) if lines.failure.is_some() => {
+                drop(source);
+                return Err(lines.failure.take().expect("checked"));
+            }
+            Err(error) => return Err(error),
+        }
+        lines.finish()
     }
+}
+
+/// An event line longer than this is refused: events hold metadata (bodies are files of their own), and
+/// a reader must not be made to hold a file's worth of one line.
+pub const MAX_EVENT_LINE_BYTES: usize = 64 << 20;
+
+/// Parses `events.jsonl` as it streams through, a line at a time.
+#[derive(Default)]
+struct EventLines {
+    line: Vec<u8>,
+    line_no: usize,
+    events: Vec<EventRecord>,
+    failure: Option<ArchiveError>,
+}
+
+impl EventLines {
+    fn end_line(&mut self) -> Result<()> {
+        self.line_no += 1;
+        let line = std::mem::take(&mut self.line);
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            self.events.push(parse_event_line(&line, self.line_no)?);
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Vec<EventRecord>> {
+        if !self.line.is_empty() {
+            self.end_line()?;
+        }
+        Ok(self.events)
+    }
+}
+
+impl Write for EventLines {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let (piece, ends_line) = match rest.iter().position(|b| *b == b'\n') {
+                Some(at) => (&rest[..at], true),
+                None => (rest, false),
+            };
+            if self.line.len() + piece.len() > MAX_EVENT_LINE_BYTES {
+                self.failure = Some(ArchiveError::Invalid {
+                    file: bundle::EVENTS_FILE.to_owned(),
+                    message: format!("line {} is longer than {MAX_EVENT_LINE_BYTES} bytes", self.line_no + 1),
+                });
+                return Err(io::Error::other("an event line is too long"));
+            }
+            self.line.extend_from_slice(piece);
+            rest = &rest[piece.len()..];
+            if ends_line {
+                rest = &rest[1..];
+                if let Err(error) = self.end_line() {
+                    self.failure = Some(error);
+                    return Err(io::Error::other("an event line is not valid"));
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn parse_event_line(line: &[u8], line_no: usize) -> Result<EventRecord> {
+    serde_json::from_slice(line).map_err(|e| ArchiveError::Invalid {
+        file: bundle::EVENTS_FILE.to_owned(),
+        message: format!("line {line_no}: {e}"),
+    })
 }
 
 pub fn parse_manifest(bytes: &[u8]) -> Result<BundleManifest> {
@@ -196,19 +277,13 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<BundleManifest> {
     serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
 }
 
+/// The events of an `events.jsonl` already in memory (see [`Bundle::events`] to read one from a bundle).
 pub fn parse_events(bytes: &[u8]) -> Result<Vec<EventRecord>> {
-    let mut events = Vec::new();
-    for (line_no, line) in bytes.split(|b| *b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let record: EventRecord = serde_json::from_slice(line).map_err(|e| ArchiveError::Invalid {
-            file: bundle::EVENTS_FILE.to_owned(),
-            message: format!("line {}: {e}", line_no + 1),
-        })?;
-        events.push(record);
+    let mut lines = EventLines::default();
+    if lines.write_all(bytes).is_err() {
+        return Err(lines.failure.take().expect("the sink says why it refused"));
     }
-    Ok(events)
+    lines.finish()
 }
 
 fn check_zip_entries(archive: &mut zip::ZipArchive<File>, limits: ZipLimits) -> Result<BTreeMap<String, (usize, u64)>> {
@@ -583,6 +658,31 @@ mod tests {
         assert!(status.success());
         let error = Bundle::open(fifo.path()).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error.contains("neither a regular file nor a folder"), "{error}");
+    }
+
+    #[test]
+    fn events_are_read_a_line_at_a_time_and_an_overlong_line_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let event =
+            r#"{"id":0,"ts":1.0,"type":"navigation","url":"http://shop.test/","cause":"typed","main_frame":true}"#;
+        std::fs::write(
+            dir.path().join("events.jsonl"),
+            format!("{event}\n\n{}\n", event.replace("\"id\":0", "\"id\":1")),
+        )
+        .unwrap();
+        let events = Bundle::open(dir.path()).unwrap().events().unwrap();
+        assert_eq!(events.iter().map(|e| e.id).collect::<Vec<_>>(), [0, 1]);
+
+        // One line of a file's worth: refused when the limit is passed, not read whole first.
+        let mut file = File::create(dir.path().join("events.jsonl")).unwrap();
+        file.write_all(format!("{event}\n{{\"id\":1,\"note\":\"").as_bytes()).unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..(MAX_EVENT_LINE_BYTES >> 20) + 1 {
+            file.write_all(&chunk).unwrap();
+        }
+        drop(file);
+        let error = Bundle::open(dir.path()).unwrap().events().unwrap_err().to_string();
+        assert!(error.contains("line 2 is longer than"), "{error}");
     }
 
     #[test]
