@@ -190,3 +190,88 @@ fn a_peer_that_never_reads_its_replies_does_not_grow_the_hosts_memory() {
     assert!(peak_kib > 0, "the host's memory was never read");
     assert!(peak_kib < 150 * 1024, "the host grew to {} MiB", peak_kib / 1024);
 }
+
+/// Issue #11: a small zip whose `events.jsonl` is one enormous line (compressing well, but not so well that
+/// the zip's ratio limit refuses it) is refused by `import` within a fixed memory limit: the line is
+/// refused as it streams in, never read whole.
+#[test]
+fn a_zip_with_one_enormous_event_line_is_refused_within_a_memory_limit() {
+    use std::io::Write as _;
+    use zip::write::SimpleFileOptions;
+
+    use crate::common::{host_exe, sha256_hex};
+
+    let scratch = Scratch::new();
+    let zip_path = scratch.path("enormous.zip");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&zip_path).unwrap());
+    let deflated = SimpleFileOptions::default().compression_level(Some(1)).large_file(true);
+    // 320 MiB in one line: blocks of the same letter, each ending in its own number, so that it compresses
+    // some hundred times rather than a thousand.
+    const LINE_MIB: usize = 320;
+    zip.start_file("events.jsonl", deflated).unwrap();
+    let mut events_bytes = 0u64;
+    let mut sha = sha2::Sha256::default();
+    let mut write = |zip: &mut zip::ZipWriter<std::fs::File>, bytes: &[u8]| {
+        use sha2::Digest as _;
+        sha.update(bytes);
+        events_bytes += bytes.len() as u64;
+        zip.write_all(bytes).unwrap();
+    };
+    write(&mut zip, br#"{"id":0,"ts":1.0,"type":"navigation","url":""#);
+    let mut block = vec![b'a'; 4096];
+    for n in 0..(LINE_MIB << 20) / block.len() {
+        block[4080..].copy_from_slice(format!("{n:016}").as_bytes());
+        write(&mut zip, &block);
+    }
+    write(&mut zip, b"\",\"cause\":\"typed\",\"main_frame\":true}\n");
+    let events_sha = {
+        use sha2::Digest as _;
+        hex::encode(sha.finalize())
+    };
+    let events_size = events_bytes;
+    for (name, bytes) in [
+        (
+            "recording.har",
+            br#"{"log":{"version":"1.2","creator":{"name":"x","version":"0"},"pages":[],"entries":[]}}"#.as_slice(),
+        ),
+        ("storage.json", b"{\"snapshots\":[]}"),
+    ] {
+        zip.start_file(name, deflated).unwrap();
+        zip.write_all(bytes).unwrap();
+    }
+    let file = |path: &str, bytes: &[u8]| serde_json::json!({ "path": path, "size": bytes.len(), "sha256": sha256_hex(bytes) });
+    let manifest = serde_json::json!({
+        "format": "trace-bundle", "format_version": 1,
+        "task": { "id": "enormous", "source": "self", "task_type": "action", "description": "d",
+                  "website": "http://shop.test/", "status": "stopped" },
+        "recorder": { "name": "r", "version": "0" }, "producer": { "name": "p", "version": "0" },
+        "started_at": "2025-11-22T10:00:00.000Z", "duration_seconds": 1.0,
+        "counts": { "events": 1, "pages": 0, "requests": 0, "actions": 0, "bodies": 0, "body_bytes": 0,
+                    "screenshots": 0, "dom_snapshots": 0 },
+        "files": [
+            { "path": "events.jsonl", "size": events_size, "sha256": events_sha },
+            file("recording.har", br#"{"log":{"version":"1.2","creator":{"name":"x","version":"0"},"pages":[],"entries":[]}}"#),
+            file("storage.json", b"{\"snapshots\":[]}"),
+        ]
+    });
+    zip.start_file("manifest.json", deflated).unwrap();
+    zip.write_all(manifest.to_string().as_bytes()).unwrap();
+    zip.finish().unwrap();
+    let zip_size = std::fs::metadata(&zip_path).unwrap().len();
+    assert!(zip_size < ((LINE_MIB as u64) << 20) / 100, "the zip is {zip_size} bytes");
+
+    // 512 MiB of address space: the line alone, read whole, would not fit with its copies.
+    let output = std::process::Command::new("prlimit")
+        .arg(format!("--as={}", 512u64 << 20))
+        .arg(host_exe())
+        .arg("--data")
+        .arg(scratch.data())
+        .args(["import", zip_path.to_str().unwrap()])
+        .env_remove("TRACE_DATA")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(matches!(output.status.code(), Some(1 | 2)), "{:?}: {stderr}", output.status);
+    assert!(stderr.contains("longer than"), "{stderr}");
+    assert!(!scratch.capture("enormous").exists());
+}
