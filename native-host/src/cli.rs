@@ -151,8 +151,16 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
         Command::Tasks { all, json } => {
             let data = data()?;
-            let conn = db::open(&data.database())?;
-            reconcile_interrupted(&conn, &data)?;
+            let (conn, read_only) = db::open_to_read(&data.database())?;
+            if read_only {
+                // Listing must work when nothing else does (a full disk); what could not be set right is said.
+                eprintln!(
+                    "trace-host: the data directory cannot be written to (is the disk full?): tasks are listed as \
+                     last recorded, and a recording that was cut off may still show as recording"
+                );
+            } else {
+                reconcile_interrupted(&conn, &data)?;
+            }
             let tasks: Vec<TaskRow> =
                 db::tasks(&conn)?.into_iter().filter(|t| *all || t.status != TaskStatus::Discarded).collect();
             print_tasks(&tasks, *json)?;

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use trace_manifest::event::EventRecord;
 use trace_manifest::task::{RecorderInfo, TaskId, TaskStart, TaskStatus, TaskType};
 
@@ -90,6 +90,43 @@ pub fn open(path: &Path) -> Result<Connection> {
             Err(error) => return Err(error.context(format!("cannot set up the database {}", path.display()))),
         }
     }
+}
+
+/// Opens the database to read it, as [`open`] does; when the disk is full (or otherwise refuses the
+/// writes setting up takes), opens it read-only instead, and then as it stands in its main file (what the
+/// write-ahead log holds beyond the last checkpoint is then not seen). The flag says whether it came to
+/// that: such a connection can only read.
+pub fn open_to_read(path: &Path) -> Result<(Connection, bool)> {
+    let error = match open(path) {
+        Ok(conn) => return Ok((conn, false)),
+        Err(error) => error,
+    };
+    let cannot_write = matches!(
+        error
+            .chain()
+            .find_map(|cause| cause.downcast_ref::<rusqlite::Error>())
+            .and_then(rusqlite::Error::sqlite_error_code),
+        Some(
+            rusqlite::ErrorCode::DiskFull
+                | rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::CannotOpen
+        )
+    );
+    if !cannot_write || !path.exists() {
+        return Err(error);
+    }
+    let read_only = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let readable = |conn: Connection| -> Result<Connection> {
+        conn.pragma_query_value(None, "user_version", |row| row.get::<_, i64>(0))?;
+        Ok(conn)
+    };
+    if let Ok(conn) = Connection::open_with_flags(path, read_only).map_err(anyhow::Error::from).and_then(readable) {
+        return Ok((conn, true));
+    }
+    let uri = format!("file:{}?immutable=1", path.display());
+    let conn = Connection::open_with_flags(uri, read_only).map_err(anyhow::Error::from).and_then(readable);
+    Ok((conn.map_err(|_| error)?, true))
 }
 
 fn set_up(conn: &Connection) -> Result<()> {

@@ -162,3 +162,43 @@ fn a_second_host_takes_over_a_task_when_the_first_lets_go() {
     let tasks = scratch.cli_json(&["tasks", "--json"]);
     assert_eq!((tasks[0]["status"].as_str(), tasks[0]["events"].as_u64()), (Some("stopped"), Some(2)));
 }
+
+/// Issue #11: on a full disk, `trace-host tasks` still lists what was recorded (saying that it cannot set
+/// anything right), rather than failing to set up the database. Needs root, to mount a small tmpfs as the
+/// data directory; says so and skips otherwise.
+#[test]
+fn tasks_are_listed_when_the_disk_is_full() {
+    let scratch = Scratch::new();
+    std::fs::create_dir_all(scratch.data()).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
+        .arg(scratch.data())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !mounted {
+        eprintln!("skipped tasks_are_listed_when_the_disk_is_full: cannot mount a tmpfs (needs root)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(scratch.data());
+
+    crate::process::record_login_and_cart(&scratch, "before-full");
+    // Fill the disk to the last byte.
+    let mut filler = std::fs::File::create(scratch.data().join("filler")).unwrap();
+    let block = vec![0u8; 64 << 10];
+    while std::io::Write::write_all(&mut filler, &block).is_ok() {}
+    drop(filler);
+
+    let output = scratch.cli(&["tasks", "--json"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("cannot be written to"), "{stderr}");
+    let tasks: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(tasks[0]["id"], "before-full", "{tasks}");
+}
