@@ -7,6 +7,13 @@
 //! parts. Normalized: query and form parameters decoded, sorted by name and re-encoded one way; JSON
 //! objects' keys sorted; multipart parts sorted by name and described without their boundary; host case
 //! and default ports. Bodies are read by [`crate::body::parse`].
+//!
+//! The list of names is only the fast path. A value is volatile by what it is, whatever its name, when it
+//! reads as a clock of the time the requests were made ([`Clocks`]): epoch seconds (10 digits, maybe with
+//! a fraction) or milliseconds (13 digits) within a day of the recording. Such a query value, nameless
+//! query key (`?1795452770043`), form field, multipart part or JSON leaf is dropped, and such a path
+//! segment becomes [`CLOCK_SEGMENT`], in the endpoint key too. Ids are not clocks: they are too short,
+//! too long, or far from the recording's time.
 
 use std::cmp::Ordering;
 
@@ -30,6 +37,48 @@ pub fn is_volatile_name(name: &str) -> bool {
         || VOLATILE_PREFIXES.iter().any(|prefix| {
             name.len() >= prefix.len() && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
         })
+}
+
+/// How far from the requests' own time a number may be and still read as a clock: pages stamp requests
+/// with the time they were made, which lies within the recording (or, replayed, within the replay).
+pub const CLOCK_MARGIN_MS: f64 = 24.0 * 3600.0 * 1000.0;
+
+/// What a path segment that reads as a clock becomes in canonical URLs and endpoint keys.
+pub const CLOCK_SEGMENT: &str = "{clock}";
+
+/// The times requests were made in, for telling a clock reading (a nameless cache buster, a timestamp in a
+/// path) from an id that merely looks like one. [`Clocks::NONE`] reads no number as a clock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Clocks {
+    from_ms: f64,
+    to_ms: f64,
+}
+
+impl Clocks {
+    /// No number is a clock: canonical forms drop only volatile names.
+    pub const NONE: Clocks = Clocks { from_ms: f64::INFINITY, to_ms: f64::NEG_INFINITY };
+
+    /// Requests made between `start_ms` and `end_ms` (epoch milliseconds), give or take [`CLOCK_MARGIN_MS`].
+    pub fn around(start_ms: f64, end_ms: f64) -> Clocks {
+        Clocks { from_ms: start_ms.min(end_ms) - CLOCK_MARGIN_MS, to_ms: start_ms.max(end_ms) + CLOCK_MARGIN_MS }
+    }
+
+    /// Whether `value` reads as epoch seconds (10 digits, maybe with a decimal fraction, as `time.time()`
+    /// gives) or milliseconds (13 digits, as `Date.now()` gives) within these times.
+    pub fn is_clock(&self, value: &str) -> bool {
+        let (whole, fraction) = value.split_once('.').unwrap_or((value, ""));
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(whole) || !digits(fraction) || (value.contains('.') && fraction.is_empty()) {
+            return false;
+        }
+        let Ok(number) = value.parse::<f64>() else { return false };
+        let ms = match whole.len() {
+            10 => number * 1000.0,
+            13 if fraction.is_empty() => number,
+            _ => return false,
+        };
+        self.from_ms <= ms && ms <= self.to_ms
+    }
 }
 
 /// Where a parameter comes from: a query parameter `q` and a body field `q` are different parameters.
@@ -79,26 +128,32 @@ pub struct CanonicalRequest {
 /// one way. Host case and default ports are normalized by parsing; a URL that does not parse only loses its
 /// fragment.
 pub fn canonical_url(url: &str) -> String {
+    canonical_url_with(url, &Clocks::NONE)
+}
+
+/// [`canonical_url`], with the numbers `clocks` reads as clocks dropped from the query and standing as
+/// [`CLOCK_SEGMENT`] in the path.
+pub fn canonical_url_with(url: &str, clocks: &Clocks) -> String {
     match Url::parse(url) {
         Ok(parsed) => {
-            let params = query_params(&parsed);
-            canonical_parsed_url(parsed, &params)
+            let params = query_params(&parsed, clocks);
+            canonical_parsed_url(parsed, &params, clocks)
         }
         Err(_) => without_fragment(url).to_owned(),
     }
 }
 
-fn query_params(url: &Url) -> Vec<Param> {
+fn query_params(url: &Url, clocks: &Clocks) -> Vec<Param> {
     let mut params: Vec<Param> = url
         .query_pairs()
-        .filter(|(name, _)| !is_volatile_name(name))
+        .filter(|(name, value)| !is_volatile_param(name, value, clocks))
         .map(|(name, value)| Param::new(Place::Query, name.into_owned(), value.into_owned()))
         .collect();
     params.sort_by(Param::order);
     params
 }
 
-fn canonical_parsed_url(mut url: Url, params: &[Param]) -> String {
+fn canonical_parsed_url(mut url: Url, params: &[Param], clocks: &Clocks) -> String {
     url.set_fragment(None);
     if params.is_empty() {
         url.set_query(None);
@@ -106,7 +161,28 @@ fn canonical_parsed_url(mut url: Url, params: &[Param]) -> String {
         let query = encode_pairs(params);
         url.set_query(Some(&query));
     }
+    if let Some(path) = path_without_clocks(&url, clocks) {
+        url.set_path(&path);
+    }
     url.into()
+}
+
+/// The URL's path with each segment that reads as a clock replaced by [`CLOCK_SEGMENT`], or `None` when
+/// no segment does.
+fn path_without_clocks(url: &Url, clocks: &Clocks) -> Option<String> {
+    let segments = url.path_segments()?;
+    let mut any = false;
+    let replaced: Vec<&str> = segments
+        .map(|segment| {
+            if clocks.is_clock(segment) {
+                any = true;
+                CLOCK_SEGMENT
+            } else {
+                segment
+            }
+        })
+        .collect();
+    any.then(|| format!("/{}", replaced.join("/")))
 }
 
 fn without_fragment(url: &str) -> &str {
@@ -128,17 +204,18 @@ fn encode_pairs(params: &[Param]) -> String {
 /// `multipart/form-data` parts sorted by name, volatile ones removed, described without the boundary. Other
 /// bodies, and bodies that do not parse as their type says, are kept as they are.
 pub fn canonical_body(body: &[u8], content_type: Option<&str>) -> Vec<u8> {
-    analyze_body(body, content_type).0
+    analyze_body(body, content_type, &Clocks::NONE).0
 }
 
-/// `method` (as given: the caller decides its case), `url` and `body` in canonical form.
-pub fn request(method: &str, url: &str, body: &[u8], content_type: Option<&str>) -> CanonicalRequest {
-    let (canonical_body, body_params) = analyze_body(body, content_type);
+/// `method` (as given: the caller decides its case), `url` and `body` in canonical form, with the numbers
+/// `clocks` reads as clocks dropped (see the module documentation).
+pub fn request(method: &str, url: &str, body: &[u8], content_type: Option<&str>, clocks: &Clocks) -> CanonicalRequest {
+    let (canonical_body, body_params) = analyze_body(body, content_type, clocks);
     let (canonical_url, endpoint, mut params) = match Url::parse(url) {
         Ok(parsed) => {
-            let params = query_params(&parsed);
-            let endpoint = endpoint_of(method, &parsed);
-            (canonical_parsed_url(parsed, &params), Some(endpoint), params)
+            let params = query_params(&parsed, clocks);
+            let endpoint = endpoint_of(method, &parsed, clocks);
+            (canonical_parsed_url(parsed, &params, clocks), Some(endpoint), params)
         }
         Err(_) => (without_fragment(url).to_owned(), None, Vec::new()),
     };
@@ -157,26 +234,28 @@ pub fn request(method: &str, url: &str, body: &[u8], content_type: Option<&str>)
 /// compares requests within. The scheme is left out so that a request upgraded to `https` still finds its
 /// `http` recording. `None` when the URL does not parse.
 pub fn endpoint_key(method: &str, url: &str) -> Option<String> {
-    Url::parse(url).ok().map(|url| endpoint_of(method, &url))
+    Url::parse(url).ok().map(|url| endpoint_of(method, &url, &Clocks::NONE))
 }
 
-fn endpoint_of(method: &str, url: &Url) -> String {
+fn endpoint_of(method: &str, url: &Url, clocks: &Clocks) -> String {
     let host = url.host_str().unwrap_or_default();
+    let path = path_without_clocks(url, clocks);
+    let path = path.as_deref().unwrap_or(url.path());
     match url.port() {
-        Some(port) => format!("{method} {host}:{port} {}", url.path()),
-        None => format!("{method} {host} {}", url.path()),
+        Some(port) => format!("{method} {host}:{port} {path}"),
+        None => format!("{method} {host} {path}"),
     }
 }
 
 /// The canonical body and its parameters for the fuzzy score.
-fn analyze_body(body: &[u8], content_type: Option<&str>) -> (Vec<u8>, Vec<Param>) {
+fn analyze_body(body: &[u8], content_type: Option<&str>, clocks: &Clocks) -> (Vec<u8>, Vec<Param>) {
     if body.is_empty() {
         return (Vec::new(), Vec::new());
     }
     match body::parse(body, content_type) {
-        ParsedBody::Form(fields) => analyze_form(fields),
-        ParsedBody::Json(value) => analyze_json(&value, body.len()),
-        ParsedBody::Multipart(parts) => analyze_multipart(parts, body.len()),
+        ParsedBody::Form(fields) => analyze_form(fields, clocks),
+        ParsedBody::Json(value) => analyze_json(&value, body.len(), clocks),
+        ParsedBody::Multipart(parts) => analyze_multipart(parts, body.len(), clocks),
         ParsedBody::Other => {
             let value = String::from_utf8_lossy(body).into_owned();
             (body.to_vec(), vec![Param::new(Place::Body, String::new(), value)])
@@ -184,31 +263,48 @@ fn analyze_body(body: &[u8], content_type: Option<&str>) -> (Vec<u8>, Vec<Param>
     }
 }
 
-fn analyze_form(fields: Vec<(String, String)>) -> (Vec<u8>, Vec<Param>) {
+fn analyze_form(fields: Vec<(String, String)>, clocks: &Clocks) -> (Vec<u8>, Vec<Param>) {
     let mut params: Vec<Param> = fields
         .into_iter()
-        .filter(|(name, _)| !is_volatile_name(name))
+        .filter(|(name, value)| !is_volatile_param(name, value, clocks))
         .map(|(name, value)| Param::new(Place::Body, name, value))
         .collect();
     params.sort_by(Param::order);
     (encode_pairs(&params).into_bytes(), params)
 }
 
-fn analyze_json(value: &Value, body_len: usize) -> (Vec<u8>, Vec<Param>) {
+fn analyze_json(value: &Value, body_len: usize, clocks: &Clocks) -> (Vec<u8>, Vec<Param>) {
     let mut canonical = String::with_capacity(body_len);
-    write_canonical_json(value, &mut canonical);
+    write_canonical_json(value, &mut canonical, clocks);
     let mut params = Vec::new();
-    flatten_json(value, &mut String::new(), &mut params);
+    flatten_json(value, &mut String::new(), &mut params, clocks);
     params.sort_by(Param::order);
     (canonical.into_bytes(), params)
 }
 
-/// Compact JSON with object keys sorted and volatile keys removed at every depth. Sorting here rather than
-/// relying on `serde_json::Map` keeps the result right if another crate turns on `preserve_order`.
-fn write_canonical_json(value: &Value, out: &mut String) {
+/// Whether a query parameter, form field or multipart part is left out: a volatile name, a clock reading
+/// as its value, or a clock reading as the name of a parameter without a value (`?1795452770043`).
+fn is_volatile_param(name: &str, value: &str, clocks: &Clocks) -> bool {
+    is_volatile_name(name) || clocks.is_clock(value) || (value.is_empty() && clocks.is_clock(name))
+}
+
+/// Whether a JSON member is left out: a volatile name, or a clock reading (a number or a string of digits).
+fn is_volatile_member(key: &str, value: &Value, clocks: &Clocks) -> bool {
+    is_volatile_name(key)
+        || match value {
+            Value::Number(number) => clocks.is_clock(&number.to_string()),
+            Value::String(text) => clocks.is_clock(text),
+            _ => false,
+        }
+}
+
+/// Compact JSON with object keys sorted and volatile members removed at every depth. Sorting here rather
+/// than relying on `serde_json::Map` keeps the result right if another crate turns on `preserve_order`.
+fn write_canonical_json(value: &Value, out: &mut String, clocks: &Clocks) {
     match value {
         Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().filter(|(key, _)| !is_volatile_name(key)).collect();
+            let mut entries: Vec<(&String, &Value)> =
+                map.iter().filter(|(key, item)| !is_volatile_member(key, item, clocks)).collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
             out.push('{');
             for (position, (key, item)) in entries.into_iter().enumerate() {
@@ -217,7 +313,7 @@ fn write_canonical_json(value: &Value, out: &mut String) {
                 }
                 out.push_str(&Value::String(key.clone()).to_string());
                 out.push(':');
-                write_canonical_json(item, out);
+                write_canonical_json(item, out, clocks);
             }
             out.push('}');
         }
@@ -227,7 +323,7 @@ fn write_canonical_json(value: &Value, out: &mut String) {
                 if position > 0 {
                     out.push(',');
                 }
-                write_canonical_json(item, out);
+                write_canonical_json(item, out, clocks);
             }
             out.push(']');
         }
@@ -236,23 +332,23 @@ fn write_canonical_json(value: &Value, out: &mut String) {
 }
 
 /// One parameter per leaf, named by its path (`cart.items[0].id`); strings without their quotes.
-fn flatten_json(value: &Value, path: &mut String, params: &mut Vec<Param>) {
+fn flatten_json(value: &Value, path: &mut String, params: &mut Vec<Param>, clocks: &Clocks) {
     let restore = path.len();
     match value {
         Value::Object(map) if !map.is_empty() => {
-            for (key, item) in map.iter().filter(|(key, _)| !is_volatile_name(key)) {
+            for (key, item) in map.iter().filter(|(key, item)| !is_volatile_member(key, item, clocks)) {
                 if !path.is_empty() {
                     path.push('.');
                 }
                 path.push_str(key);
-                flatten_json(item, path, params);
+                flatten_json(item, path, params, clocks);
                 path.truncate(restore);
             }
         }
         Value::Array(items) if !items.is_empty() => {
             for (position, item) in items.iter().enumerate() {
                 path.push_str(&format!("[{position}]"));
-                flatten_json(item, path, params);
+                flatten_json(item, path, params, clocks);
                 path.truncate(restore);
             }
         }
@@ -262,8 +358,11 @@ fn flatten_json(value: &Value, path: &mut String, params: &mut Vec<Param>) {
 }
 
 /// Parts sorted by name, volatile ones removed, each described without the boundary.
-fn analyze_multipart(mut parts: Vec<Part<'_>>, body_len: usize) -> (Vec<u8>, Vec<Param>) {
-    parts.retain(|part| !is_volatile_name(&part.name));
+fn analyze_multipart(mut parts: Vec<Part<'_>>, body_len: usize, clocks: &Clocks) -> (Vec<u8>, Vec<Param>) {
+    parts.retain(|part| {
+        let text = if part.filename.is_none() { std::str::from_utf8(part.content).unwrap_or_default() } else { "" };
+        !is_volatile_param(&part.name, text, clocks)
+    });
     parts.sort_by(|a, b| a.name.cmp(&b.name));
     let mut canonical = Vec::with_capacity(body_len);
     let mut params = Vec::with_capacity(parts.len());
@@ -281,4 +380,90 @@ fn analyze_multipart(mut parts: Vec<Part<'_>>, body_len: usize) -> (Vec<u8>, Vec
         params.push(Param::new(Place::Body, part.name, String::from_utf8_lossy(part.content).into_owned()));
     }
     (canonical, params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2026-11-24 12:00:00 UTC, a recording of ten minutes from then.
+    const START_MS: f64 = 1_795_521_600_000.0;
+    fn recording() -> Clocks {
+        Clocks::around(START_MS, START_MS + 600_000.0)
+    }
+
+    #[test]
+    fn clocks_are_told_from_ids_by_shape_and_time() {
+        let clocks = recording();
+        for (value, is_clock) in [
+            ("1795521600000", true),    // Date.now() at the start
+            ("1795522200123", true),    // ten minutes on
+            ("1795521600", true),       // epoch seconds
+            ("1795521600.523", true),   // time.time()
+            ("1795435300000", true),    // within a day before
+            ("1795435100000", false),   // more than a day before
+            ("1700000000000", false),   // a 2023 time: not this recording's
+            ("1234567890", false),      // a ten-digit id
+            ("179552160000", false),    // twelve digits
+            ("17955216000000", false),  // fourteen
+            ("1795521600.", false),     // not a number as pages write one
+            ("+795521600000", false),   // a sign
+            ("1795521600000.5", false), // milliseconds come whole
+            ("", false),
+            ("abc", false),
+        ] {
+            assert_eq!(clocks.is_clock(value), is_clock, "{value}");
+        }
+        assert!(!Clocks::NONE.is_clock("1795521600000"));
+    }
+
+    #[test]
+    fn a_nameless_cache_buster_and_a_clock_in_any_name_are_dropped() {
+        let clocks = recording();
+        let check = |url: &str, expected: &str| assert_eq!(canonical_url_with(url, &clocks), expected, "{url}");
+        check("https://app.test/api/users?1795521600000", "https://app.test/api/users");
+        check("https://app.test/api/users?1795521712345", "https://app.test/api/users");
+        check("https://app.test/api/users?page=2&stamp=1795521600", "https://app.test/api/users?page=2");
+        check("https://app.test/api/users?id=1234567890", "https://app.test/api/users?id=1234567890");
+        // The URL crate percent-encodes the braces of the placeholder in the path.
+        check("https://app.test/poll/1795521600000/events", "https://app.test/poll/%7Bclock%7D/events");
+        check("https://app.test/items/1234567890123", "https://app.test/items/1234567890123");
+        // Without clocks only the names count.
+        assert_eq!(
+            canonical_url("https://app.test/api/users?1795521600000"),
+            "https://app.test/api/users?1795521600000="
+        );
+    }
+
+    #[test]
+    fn clocks_in_bodies_are_dropped_and_endpoints_agree() {
+        let clocks = recording();
+        let recorded = request(
+            "POST",
+            "https://app.test/log/1795521600000",
+            br#"{"event":"open","at":1795521600000,"sent":"1795521600.25"}"#,
+            Some("application/json"),
+            &clocks,
+        );
+        let replayed = request(
+            "POST",
+            "https://app.test/log/1795521654321",
+            br#"{"sent":"1795521660.5","event":"open","at":1795521654321}"#,
+            Some("application/json"),
+            &clocks,
+        );
+        assert_eq!(recorded.key, replayed.key);
+        assert_eq!(recorded.endpoint, replayed.endpoint);
+        assert_eq!(recorded.endpoint.as_deref(), Some("POST app.test /log/{clock}"));
+        assert_eq!(recorded.params.len(), 1, "only `event` is left");
+        let form = "application/x-www-form-urlencoded";
+        assert_eq!(
+            request("POST", "https://app.test/f", b"a=1&when=1795521600", Some(form), &clocks).key,
+            request("POST", "https://app.test/f", b"when=1795521699&a=1", Some(form), &clocks).key
+        );
+        assert_ne!(
+            request("POST", "https://app.test/f", b"a=1&when=1795521600", Some(form), &Clocks::NONE).key,
+            request("POST", "https://app.test/f", b"a=1&when=1795521699", Some(form), &Clocks::NONE).key
+        );
+    }
 }

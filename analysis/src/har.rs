@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use trace_manifest::event::{EventKind, EventRecord, Request, Response, header_value};
+use trace_manifest::event::{EventKind, EventRecord, NavigationCause, Request, Response, header_value};
 use trace_manifest::har::{
     Cache, Content, Creator, Entry, Har, HarCookie, HarRequest, HarResponse, Log, NameValue, Page, PageTimings,
     PostData, Timings,
@@ -49,7 +49,8 @@ impl Pages {
         for record in events {
             let event = &record.event;
             match &event.kind {
-                EventKind::Navigation(nav) if nav.main_frame => {
+                // A page is a document: a navigation within one (the history API) starts none.
+                EventKind::Navigation(nav) if nav.main_frame && nav.cause != NavigationCause::Script => {
                     let id = format!("page_{}", pages.list.len() + 1);
                     pages.list.push(Page {
                         started_date_time: rfc3339_from_millis(event.ts),

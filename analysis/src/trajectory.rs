@@ -287,6 +287,8 @@ struct DocumentChain<'e> {
     tab_id: i64,
     first_ts: f64,
     first_is_get: bool,
+    /// Whether a hop came without a frame id, as the main frame's do.
+    main_frame: bool,
     hops: Vec<&'e str>,
 }
 
@@ -323,20 +325,18 @@ impl<'e> Builder<'e> {
         for record in events {
             let event = &record.event;
             match &event.kind {
-                EventKind::Request(request)
-                    if request.resource_type.as_deref() == Some("Document") && event.frame_id.is_none() =>
-                {
+                EventKind::Request(request) if request.resource_type.as_deref() == Some("Document") => {
                     let Some(tab_id) = event.tab_id else { continue };
-                    documents
-                        .entry((tab_id, request.request_id.as_str()))
-                        .or_insert_with(|| DocumentChain {
+                    let chain =
+                        documents.entry((tab_id, request.request_id.as_str())).or_insert_with(|| DocumentChain {
                             tab_id,
                             first_ts: event.ts,
                             first_is_get: request.method.eq_ignore_ascii_case("GET"),
+                            main_frame: false,
                             hops: Vec::new(),
-                        })
-                        .hops
-                        .push(&request.url);
+                        });
+                    chain.main_frame |= event.frame_id.is_none();
+                    chain.hops.push(&request.url);
                 }
                 EventKind::Screenshot(shot) => captures.push(Capture {
                     id: record.id,
@@ -355,6 +355,11 @@ impl<'e> Builder<'e> {
                 _ => {}
             }
         }
+        // An iframe's document requests all carry its frame id. The main frame's carry none, except in
+        // recordings made before the recorder learnt the main frame's id on attaching: there the hops before
+        // its first document committed (a redirect) carry it. A chain with one frame-less hop is the main
+        // frame's.
+        documents.retain(|_, chain| chain.main_frame);
         Builder { calls: Vec::new(), tabs: HashMap::new(), current_tab: None, documents, captures, last_ts: 0.0 }
     }
 
@@ -1088,7 +1093,12 @@ mod tests {
         /// A screenshot and a DOM snapshot, as the recorder takes them.
         fn capture(&mut self, tab: i64, reason: &str) -> (String, String) {
             let shot = format!("screenshots/{:06}.png", self.events.len());
-            let kind = ScreenshotStored { file: shot.clone(), format: ImageFormat::Png, reason: reason.to_owned() };
+            let kind = ScreenshotStored {
+                file: shot.clone(),
+                format: ImageFormat::Png,
+                reason: reason.to_owned(),
+                viewport: None,
+            };
             self.add(Some(tab), EventKind::Screenshot(kind));
             let dom = format!("dom/{:06}.html", self.events.len());
             let kind = DomSnapshotStored {
@@ -1231,6 +1241,36 @@ mod tests {
         assert_eq!(calls(&derived), [r#"navigate {"url":"https://shop.test/deals"}"#]);
         assert_eq!(call(&derived, 0).url_after.as_deref(), Some("https://shop.test/sale"));
         assert_eq!(call(&derived, 0).event_ids, [typed]);
+    }
+
+    #[test]
+    fn a_redirect_before_the_first_document_is_the_main_frames_though_it_carries_a_frame_id() {
+        // The dashboard asked for at the start sent the person to log in; older recordings name the main
+        // frame on the hop before its first document committed.
+        let mut rec = Recording::default();
+        let first_hop = rec.document_request(TAB, "A", "/admin/");
+        rec.events[first_hop as usize].event.frame_id = Some("MAIN".to_owned());
+        rec.navigation(TAB, "/admin/login/?next=/admin/", NavigationCause::Typed);
+        rec.document_request(TAB, "A", "/admin/login/?next=/admin/");
+        // An iframe's redirected document is not the tab's.
+        let frame_hop = rec.document_request(TAB, "B", "/widget");
+        rec.events[frame_hop as usize].event.frame_id = Some("CHILD".to_owned());
+        let derived = rec.derive();
+        assert_eq!(calls(&derived), [r#"navigate {"url":"https://shop.test/admin/"}"#]);
+        assert_eq!(call(&derived, 0).url_after.as_deref(), Some("https://shop.test/admin/login/?next=/admin/"));
+    }
+
+    #[test]
+    fn a_page_that_rewrites_its_own_url_moves_the_url_after_and_routes_are_a_clicks_effect() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/app?token=t0k3n", NavigationCause::Typed);
+        rec.navigation(TAB, "/app", NavigationCause::Script);
+        rec.wait(2_000.0).action(TAB, click("#inbox"));
+        rec.navigation(TAB, "/app/inbox", NavigationCause::Script);
+        let derived = rec.derive();
+        assert_eq!(calls(&derived).len(), 2, "{:?}", calls(&derived));
+        assert_eq!(call(&derived, 0).url_after.as_deref(), Some("https://shop.test/app"));
+        assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/app/inbox"));
     }
 
     #[test]

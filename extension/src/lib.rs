@@ -132,3 +132,10 @@ pub fn on_tab_removed(tab_id: f64) {
 pub fn on_navigation_committed(details: JsValue) {
     recording::on_navigation_committed(chrome::from_js(&details));
 }
+
+/// A navigation within the document (`chrome.webNavigation.onHistoryStateUpdated` and
+/// `onReferenceFragmentUpdated`).
+#[wasm_bindgen]
+pub fn on_same_document_navigation(details: JsValue) {
+    recording::on_same_document_navigation(chrome::from_js(&details));
+}

@@ -458,6 +458,23 @@ pub fn on_navigation_committed(details: Value) {
     send_events(vec![navigation]);
 }
 
+/// A navigation within the document (`history.pushState` or `replaceState`, a fragment): recorded with cause
+/// `script`, so that a single-page app's route and a URL the page rewrote itself (a token removed from it)
+/// are where the recording says the person was.
+pub fn on_same_document_navigation(details: Value) {
+    let Some(tab_id) = details["tabId"].as_i64().filter(|&tab| is_recorded(tab)) else { return };
+    let Some(url) = details["url"].as_str() else { return };
+    let main_frame = details["frameId"].as_i64() == Some(0);
+    if main_frame {
+        // The same document shows something else: captured as after an action (no load will come).
+        snapshots::after_action(tab_id);
+    }
+    let cause = NavigationCause::Script;
+    let mut navigation = event(tab_id, EventKind::Navigation(Navigation { url: url.to_owned(), cause, main_frame }));
+    navigation.ts = details["timeStamp"].as_f64().unwrap_or(navigation.ts);
+    send_events(vec![navigation]);
+}
+
 /// How a navigation came about, from Chrome's transition type and qualifiers. What the person did wins
 /// over a server redirect on the way (a form posted, then redirected, is a form submission); a page that
 /// sends itself elsewhere (a client redirect) is a redirect.
@@ -529,9 +546,16 @@ fn with_outbox_of(task_id: &TaskId, update: impl Fn(&mut Outbox)) {
 /// Attaches to a tab and sets it up for recording.
 async fn attach(tab_id: i64) -> Result<(), String> {
     debugger::attach(tab_id).await?;
+    // The main frame keeps its id across navigations: known now, the requests of the first navigation
+    // (a redirect before the first document commits, say) are the main frame's too.
+    let tree = command(&Target::tab(tab_id), "Page.getFrameTree", json!({})).await.ok();
+    let main_frame = tree.as_ref().and_then(|tree| tree["frameTree"]["frame"]["id"].as_str());
     ACTIVE.with(|a| {
         if let Some(recording) = a.borrow_mut().as_mut() {
             recording.tabs.insert(tab_id);
+            if let Some(frame_id) = main_frame {
+                recording.translators.entry(tab_id).or_default().set_main_frame(frame_id);
+            }
         }
     });
     set_up_target(&Target::tab(tab_id), "page").await

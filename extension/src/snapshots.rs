@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
-use trace_manifest::event::{Cookie, EventKind, ImageFormat, PageLoad, StoragePhase, StorageSnapshot};
+use trace_manifest::event::{Cookie, EventKind, ImageFormat, PageLoad, StoragePhase, StorageSnapshot, Viewport};
 use trace_manifest::wire::ClientBody;
 
 use crate::chrome;
@@ -101,7 +101,9 @@ pub fn after_action(tab_id: i64) {
 }
 
 async fn screenshot(tab_id: i64, reason: &str) {
-    let Ok(shot) = command(&Target::tab(tab_id), "Page.captureScreenshot", json!({"format": "png"})).await else {
+    let target = Target::tab(tab_id);
+    let viewport = viewport(&target).await;
+    let Ok(shot) = command(&target, "Page.captureScreenshot", json!({"format": "png"})).await else {
         return;
     };
     let Some(task_id) = active_task_id() else { return };
@@ -111,8 +113,17 @@ async fn screenshot(tab_id: i64, reason: &str) {
         tab_id: Some(tab_id),
         format: ImageFormat::Png,
         reason: reason.to_owned(),
+        viewport,
         data: shot["data"].as_str().unwrap_or_default().to_owned(),
     });
+}
+
+/// The tab's viewport in CSS pixels and its device scale factor, as the page sees them.
+async fn viewport(target: &Target) -> Option<Viewport> {
+    let expression = "({width: innerWidth, height: innerHeight, device_scale_factor: devicePixelRatio})";
+    let result =
+        command(target, "Runtime.evaluate", json!({"expression": expression, "returnByValue": true})).await.ok()?;
+    serde_json::from_value(result["result"]["value"].clone()).ok()
 }
 
 /// The target's document as HTML, shadow roots included, with the accessibility tree; then each iframe

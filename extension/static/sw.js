@@ -36,3 +36,13 @@ chrome.tabs.onRemoved.addListener((tabId) => {
 chrome.webNavigation.onCommitted.addListener((details) => {
   ready.then((rust) => rust.on_navigation_committed(details));
 });
+
+// Navigations inside the document (`history.pushState`, `replaceState`, a fragment): where a single-page
+// app goes, and where a page that rewrites its own URL ends up.
+chrome.webNavigation.onHistoryStateUpdated.addListener((details) => {
+  ready.then((rust) => rust.on_same_document_navigation(details));
+});
+
+chrome.webNavigation.onReferenceFragmentUpdated.addListener((details) => {
+  ready.then((rust) => rust.on_same_document_navigation(details));
+});

@@ -126,6 +126,7 @@ pub enum NavigationCause {
     Reload,
     BackForward,
     Redirect,
+    /// Within the document: `history.pushState` or `replaceState`, or a fragment.
     Script,
     Other,
 }
@@ -375,6 +376,19 @@ pub struct ScreenshotStored {
     /// Why it was taken: "load", "action", ...
     #[serde(default)]
     pub reason: String,
+    /// The tab's viewport when it was taken (absent in recordings made before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viewport: Option<Viewport>,
+}
+
+/// A tab's viewport: its size in CSS pixels and how many device pixels make one (a screenshot is
+/// `width × device_scale_factor` pixels wide). Replay shows pages at the recorded viewport, so that they lay
+/// out as they did and screenshots compare.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Viewport {
+    pub width: u32,
+    pub height: u32,
+    pub device_scale_factor: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

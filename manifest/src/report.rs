@@ -206,8 +206,12 @@ pub struct FidelityReport {
     pub steps_failed: usize,
     pub failures: Vec<StepFailure>,
     pub requests: RequestCounts,
-    /// Requests nothing recorded answered.
+    /// Requests nothing recorded answered while the steps ran: each fails the run.
     pub misses: Vec<String>,
+    /// Requests nothing recorded answered once the last step's page had settled (a beacon sent as the
+    /// page unloads when the browser closes): listed, but they do not fail the run.
+    #[serde(default)]
+    pub misses_after_last_step: Vec<String>,
     pub live_attempts: u64,
     pub steps: Vec<StepOutcome>,
 }

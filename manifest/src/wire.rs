@@ -14,7 +14,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::event::{BodyPart, Event, ImageFormat};
+use crate::event::{BodyPart, Event, ImageFormat, Viewport};
 use crate::task::{TaskId, TaskStart, TaskStatus};
 
 /// Largest message the browser may send to the host (Chrome's limit).
@@ -69,6 +69,9 @@ pub enum ClientBody {
         format: ImageFormat,
         #[serde(default)]
         reason: String,
+        /// The tab's viewport as the screenshot was taken.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        viewport: Option<Viewport>,
         /// Base64 image data.
         data: String,
     },

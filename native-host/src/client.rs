@@ -208,6 +208,7 @@ impl TaskMessages {
             tab_id: Some(tab_id),
             format: ImageFormat::Png,
             reason: reason.to_owned(),
+            viewport: None,
             data: base64::engine::general_purpose::STANDARD.encode(png),
         })
     }

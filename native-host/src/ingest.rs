@@ -475,12 +475,16 @@ impl State {
                     after,
                 )?;
             }
-            ClientBody::Screenshot { ts, tab_id, format, reason, .. } => {
+            ClientBody::Screenshot { ts, tab_id, format, reason, viewport, .. } => {
                 let event_id = db::next_event_id(conn, task_id)?;
                 let path = bundle::screenshot_path(event_id, format.extension());
                 after.push(self.stage_file(conn, task_id, &path, &incoming.payload)?);
-                let kind =
-                    EventKind::Screenshot(ScreenshotStored { file: path, format: *format, reason: reason.clone() });
+                let kind = EventKind::Screenshot(ScreenshotStored {
+                    file: path,
+                    format: *format,
+                    reason: reason.clone(),
+                    viewport: *viewport,
+                });
                 let mut record = EventRecord { id: 0, event: Event { ts: *ts, tab_id: *tab_id, frame_id: None, kind } };
                 db::append_event(conn, task_id, seq, &mut record)?;
             }

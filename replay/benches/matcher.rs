@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use trace_replay::matcher::{FUZZY_THRESHOLD, MatchKind, Matcher, RecordedRequest};
+use trace_replay::matcher::{FUZZY_THRESHOLD, MatchKind, Matcher, RecordedRequest, Request};
 
 const RECORDED: usize = 20_000;
 const LOOKUPS_PER_KIND: usize = 25_000;
@@ -85,7 +85,13 @@ impl Lookup {
     }
 
     fn into_recorded(self) -> RecordedRequest {
-        RecordedRequest { method: self.method, url: self.url, body: self.body, content_type: self.content_type }
+        RecordedRequest {
+            method: self.method,
+            url: self.url,
+            body: self.body,
+            content_type: self.content_type,
+            state: Default::default(),
+        }
     }
 }
 
@@ -233,8 +239,13 @@ fn main() {
     let mut fuzzy_scores = Vec::new();
     for (intended, lookup) in &lookups {
         let started = Instant::now();
-        let matched =
-            matcher.lookup(&lookup.method, &lookup.url, lookup.body.as_deref(), lookup.content_type.as_deref());
+        let matched = matcher.lookup(&Request {
+            method: &lookup.method,
+            url: &lookup.url,
+            body: lookup.body.as_deref(),
+            content_type: lookup.content_type.as_deref(),
+            state: None,
+        });
         let elapsed = started.elapsed();
         let answered = match black_box(matched).map(|m| m.kind) {
             Some(MatchKind::Exact) => "exact",

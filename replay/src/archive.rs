@@ -14,7 +14,7 @@ use trace_analysis::exchange;
 use trace_analysis::ignore::{self, ignore_pattern, parse_ignore_list};
 use trace_manifest::archive::{ArchiveError, Bundle};
 use trace_manifest::bundle::{self, BundleManifest, StorageFile};
-use trace_manifest::event::{StoragePhase, StorageSnapshot};
+use trace_manifest::event::{EventKind, StoragePhase, StorageSnapshot, Viewport};
 use trace_manifest::har::{Entry, Har};
 use trace_manifest::postprocess::IGNORED_FILE;
 use trace_manifest::time_fmt::millis_from_rfc3339;
@@ -51,8 +51,12 @@ pub struct ReplayArchive {
     pub ignored: Vec<String>,
     /// Milliseconds since the Unix epoch at which the recording started: replayed pages start their clock there.
     pub started_at_ms: f64,
+    /// When the recording ended (its start plus its duration when the manifest has no end).
+    pub ended_at_ms: f64,
     /// Seeds the replayed pages' random numbers; derived from the task id, so every replay of a bundle agrees.
     pub seed: u64,
+    /// The viewport the person's tab had (its first screenshot's), which replayed pages get.
+    pub viewport: Option<Viewport>,
     bundle: Mutex<Bundle>,
     bodies: Mutex<HashMap<String, std::sync::Arc<Vec<u8>>>>,
 }
@@ -101,18 +105,28 @@ impl ReplayArchive {
         } else {
             None
         };
+        let mut events = bundle.events().map_err(flatten).context("events.jsonl")?;
+        events.sort_by_key(|record| record.id);
         // What post-processing wrote, or, for a bundle never processed, the same derivation.
         let ignored = if bundle.contains(IGNORED_FILE) {
             parse_ignore_list(&read(&mut bundle, IGNORED_FILE)?)
                 .context("an ignore list is a JSON array of strings")
                 .context(IGNORED_FILE)?
         } else {
-            let mut events = bundle.events().map_err(flatten).context("events.jsonl")?;
-            events.sort_by_key(|record| record.id);
             ignore::ignore_list(&exchange::exchanges(&events))
         };
+        let viewport = events.iter().find_map(|record| match &record.event.kind {
+            EventKind::Screenshot(shot) => shot.viewport,
+            _ => None,
+        });
+        drop(events);
         let started_at_ms = millis_from_rfc3339(&manifest.started_at)
             .with_context(|| format!("manifest.json: started_at {:?} is not a time", manifest.started_at))?;
+        let ended_at_ms = manifest
+            .ended_at
+            .as_deref()
+            .and_then(millis_from_rfc3339)
+            .unwrap_or(started_at_ms + manifest.duration_seconds.max(0.0) * 1000.0);
         let digest = Sha256::digest(manifest.task.id.as_str().as_bytes());
         let seed = u64::from_le_bytes(digest[..8].try_into().expect("a SHA-256 has 32 bytes"));
         Ok(ReplayArchive {
@@ -123,7 +137,9 @@ impl ReplayArchive {
             start_storage,
             ignored,
             started_at_ms,
+            ended_at_ms,
             seed,
+            viewport,
             bundle: Mutex::new(bundle),
             bodies: Mutex::new(HashMap::new()),
         })

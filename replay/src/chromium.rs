@@ -107,6 +107,8 @@ pub struct Launch {
     pub port: Option<u16>,
     /// A profile directory to use instead of a fresh temporary one (the caller keeps it alive).
     pub user_data_dir: Option<PathBuf>,
+    /// The viewport every page gets (and the window's size); chromiumoxide's 800 × 600 when `None`.
+    pub viewport: Option<trace_manifest::event::Viewport>,
 }
 
 /// A running Chromium: the browser, the task driving its connection, and its profile (removed on drop).
@@ -215,6 +217,15 @@ pub async fn launch(launch: &Launch) -> Result<Chromium> {
     config = config.arg(("disable-features", features.join(",").as_str()));
     if let Some(port) = launch.port {
         config = config.port(port);
+    }
+    if let Some(viewport) = launch.viewport {
+        config =
+            config.window_size(viewport.width, viewport.height).viewport(chromiumoxide::handler::viewport::Viewport {
+                width: viewport.width,
+                height: viewport.height,
+                device_scale_factor: Some(viewport.device_scale_factor),
+                ..Default::default()
+            });
     }
     if running_as_root() {
         config = config.no_sandbox();

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use trace_analysis::ignore::parse_ignore_list;
 use trace_replay::archive::ReplayArchive;
-use trace_replay::run::{human_trajectory, run_human};
+use trace_replay::run::{RunOptions, human_trajectory, note_late_misses, run_human};
 use trace_replay::serve::{Options, Replay};
 
 /// A re-run that differed from the recording: the report says how; exit code 1.
@@ -66,6 +66,9 @@ enum Command {
         /// Print the report as one JSON object.
         #[arg(long)]
         json: bool,
+        /// The longest a step waits for its page to settle, its element to appear or its effect to show.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+        step_timeout: f64,
         #[command(flatten)]
         browser: BrowserArgs,
     },
@@ -139,8 +142,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 anyhow::Ok(())
             })
         }
-        Command::Run { bundle, human, json, browser } => {
+        Command::Run { bundle, human, json, step_timeout, browser } => {
             anyhow::ensure!(human, "say --human: the recorded demonstration is the only runner built in");
+            anyhow::ensure!(
+                step_timeout.is_finite() && step_timeout > 0.0,
+                "--step-timeout takes a positive number of seconds"
+            );
+            let run_options = RunOptions { step_timeout: std::time::Duration::from_secs_f64(step_timeout) };
             let archive = ReplayArchive::open(&bundle)?;
             let (calls, credentials) = human_trajectory(&bundle)?;
             let options = Options {
@@ -151,9 +159,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let runtime = tokio::runtime::Runtime::new()?;
             let report = runtime.block_on(async {
                 let replay = Replay::launch(archive, &options).await?;
-                let report = run_human(&replay, &bundle, &calls, &credentials).await;
-                replay.close().await?;
-                report
+                let report = run_human(&replay, &bundle, &calls, &credentials, run_options).await;
+                let final_stats = replay.close().await?;
+                let mut report = report?;
+                note_late_misses(&mut report, &final_stats);
+                anyhow::Ok(report)
             })?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);

@@ -12,8 +12,15 @@
 //!    and body parameters are closest to the request's, scored parameter by parameter ([`fuzzy_score`]); a
 //!    best score under [`FUZZY_THRESHOLD`] is a miss.
 //!
-//! Repeated requests are answered in recorded order: every recorded request answers once before any answers
-//! twice, and when all the recorded requests a level found have answered, the last of them keeps answering.
+//! Among the recorded requests a level finds for a request, the browser's state chooses first: when they
+//! were sent in different states (a dashboard asked for before the login, answered with a redirect to the
+//! login page, and after it, answered with the dashboard), the ones whose state is closest to the
+//! request's ([`RequestState`]: cookies and credential headers) answer. Then recorded order: every one
+//! answers once before any answers twice, and when all have answered, the last of them keeps answering.
+//!
+//! Numbers that read as clocks of the time requests were made ([`Clocks`]) are dropped from canonical forms
+//! and fuzzy scores: the recorded requests are read with the recording's times, the browser's with the
+//! replay's ([`Matcher::with_clocks`]).
 //!
 //! This module owns the levels, the queues and the fuzzy score; what a request's canonical form, endpoint
 //! and parameters are is [`trace_analysis::canonical`]'s.
@@ -26,7 +33,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
 
-use trace_analysis::canonical::{self, Param};
+use trace_analysis::canonical::{self, Clocks, Param};
 #[cfg(doc)]
 use trace_analysis::canonical::{canonical_body, canonical_url};
 use trace_manifest::event::header_value;
@@ -52,6 +59,8 @@ pub struct RecordedRequest {
     pub body: Option<Vec<u8>>,
     /// The request's `Content-Type`, which says how to canonicalize the body.
     pub content_type: Option<String>,
+    /// The browser's state the request was sent in.
+    pub state: RequestState,
 }
 
 impl RecordedRequest {
@@ -69,8 +78,82 @@ impl RecordedRequest {
             url: request.url.clone(),
             body: post_data.and_then(|post| post.text.as_ref()).map(|text| text.clone().into_bytes()),
             content_type,
+            state: RequestState::from_headers(request.headers.iter().map(|h| (h.name.as_str(), h.value.as_str()))),
         }
     }
+}
+
+/// What a request carries of the browser's state: its cookies, and the headers that carry credentials
+/// (`Authorization`, and any whose name speaks of a token, session, CSRF or auth), as sorted
+/// (key, value) pairs. Keys are `cookie:<name>` and `header:<lower-case name>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestState {
+    pairs: Vec<(String, String)>,
+}
+
+impl RequestState {
+    /// The state in a request's headers (a `Cookie` header is split into its cookies).
+    pub fn from_headers<'h>(headers: impl IntoIterator<Item = (&'h str, &'h str)>) -> RequestState {
+        let mut pairs = Vec::new();
+        for (name, value) in headers {
+            let name = name.to_ascii_lowercase();
+            if name == "cookie" {
+                pairs.extend(cookie_pairs(value).map(|(cookie, value)| (format!("cookie:{cookie}"), value.to_owned())));
+            } else if is_state_header(&name) {
+                pairs.push((format!("header:{name}"), value.to_owned()));
+            }
+        }
+        RequestState::from_pairs(pairs)
+    }
+
+    /// The state of a request whose cookies the browser keeps apart from its headers (as DevTools' `Fetch`
+    /// domain does): `cookies` are (name, value) pairs.
+    pub fn with_cookies<'c>(mut self, cookies: impl IntoIterator<Item = (&'c str, &'c str)>) -> RequestState {
+        self.pairs.retain(|(key, _)| !key.starts_with("cookie:"));
+        self.pairs.extend(cookies.into_iter().map(|(name, value)| (format!("cookie:{name}"), value.to_owned())));
+        RequestState::from_pairs(self.pairs)
+    }
+
+    fn from_pairs(mut pairs: Vec<(String, String)>) -> RequestState {
+        pairs.sort();
+        pairs.dedup_by(|a, b| a.0 == b.0);
+        RequestState { pairs }
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        let found = self.pairs.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
+        Some(&self.pairs[found].1)
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.pairs.iter().map(|(key, _)| key.as_str())
+    }
+}
+
+/// The (name, value) pairs of a `Cookie` header.
+fn cookie_pairs(header: &str) -> impl Iterator<Item = (&str, &str)> {
+    header.split(';').filter_map(|pair| {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = name.trim();
+        (!name.is_empty()).then(|| (name, value.trim()))
+    })
+}
+
+/// Request headers that carry the browser's credentials rather than describe the request.
+fn is_state_header(lower_case_name: &str) -> bool {
+    lower_case_name == "authorization"
+        || ["token", "session", "csrf", "xsrf", "auth"].iter().any(|word| lower_case_name.contains(word))
+}
+
+/// A request the browser makes, as the matcher reads it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Request<'a> {
+    pub method: &'a str,
+    pub url: &'a str,
+    pub body: Option<&'a [u8]>,
+    pub content_type: Option<&'a str>,
+    /// The browser's state when it sent the request; `None` when unknown (every recorded state is as good).
+    pub state: Option<&'a RequestState>,
 }
 
 /// How a request was matched, for the caller's log.
@@ -115,6 +198,10 @@ pub struct Matcher {
     /// Whether each recorded request has answered, shared by all levels so that a response answered at one
     /// level is not answered again at another while others wait.
     answered: Vec<bool>,
+    /// Each recorded request's state.
+    states: Vec<RequestState>,
+    /// How the browser's requests are read for clocks.
+    live_clocks: Clocks,
 }
 
 #[derive(Debug)]
@@ -129,11 +216,22 @@ struct Queue {
     indices: Vec<usize>,
     /// Every index before this one has answered; it only moves forward, so lookups stay O(1) amortized.
     cursor: usize,
+    /// The state keys whose values differ among the queue's requests: empty when they were all sent in the
+    /// same state, and state does not choose.
+    distinguishing: Vec<String>,
 }
 
 impl Queue {
-    /// The first request that has not answered yet, or the last one when all have.
-    fn next(&mut self, answered: &[bool]) -> usize {
+    fn new(index: usize) -> Queue {
+        Queue { indices: vec![index], cursor: 0, distinguishing: Vec::new() }
+    }
+
+    /// The request that answers: among those whose recorded state is closest to `state`, the first that has
+    /// not answered yet, or the last of them when all have.
+    fn next(&mut self, answered: &[bool], states: &[RequestState], state: Option<&RequestState>) -> usize {
+        if let Some(state) = state.filter(|_| !self.distinguishing.is_empty()) {
+            return self.next_in_state(answered, states, state);
+        }
         while self.cursor < self.indices.len() && answered[self.indices[self.cursor]] {
             self.cursor += 1;
         }
@@ -142,6 +240,44 @@ impl Queue {
             None => *self.indices.last().expect("a queue is created with its first index"),
         }
     }
+
+    fn next_in_state(&self, answered: &[bool], states: &[RequestState], state: &RequestState) -> usize {
+        let scores: Vec<f64> =
+            self.indices.iter().map(|&index| state_similarity(&self.distinguishing, state, &states[index])).collect();
+        let best = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let closest = || self.indices.iter().zip(&scores).filter(|(_, score)| **score == best).map(|(index, _)| *index);
+        closest().find(|&index| !answered[index]).or_else(|| closest().next_back()).expect("a queue is never empty")
+    }
+
+    /// Finds the state keys that tell the queue's requests apart.
+    fn find_distinguishing(&mut self, states: &[RequestState]) {
+        if self.indices.len() < 2 {
+            return;
+        }
+        let first = &states[self.indices[0]];
+        let mut keys: Vec<&str> = self.indices.iter().flat_map(|&index| states[index].keys()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        self.distinguishing = keys
+            .into_iter()
+            .filter(|key| self.indices.iter().any(|&index| states[index].get(key) != first.get(key)))
+            .map(str::to_owned)
+            .collect();
+    }
+}
+
+/// How alike two states are on `keys`, from 0 to 1: the mean over the keys of 1 for the same value (or
+/// absent from both), ½ for present in both with different values, 0 for present in one only.
+fn state_similarity(keys: &[String], a: &RequestState, b: &RequestState) -> f64 {
+    let total: f64 = keys
+        .iter()
+        .map(|key| match (a.get(key), b.get(key)) {
+            (x, y) if x == y => 1.0,
+            (Some(_), Some(_)) => 0.5,
+            _ => 0.0,
+        })
+        .sum();
+    total / keys.len().max(1) as f64
 }
 
 #[derive(Debug)]
@@ -151,18 +287,27 @@ struct Candidate {
 }
 
 impl Matcher {
-    /// Indexes `recorded`; [`Matched::index`] is a position in it.
+    /// Indexes `recorded`, reading no number as a clock; [`Matched::index`] is a position in it.
     pub fn new(recorded: Vec<RecordedRequest>) -> Matcher {
+        Matcher::with_clocks(recorded, Clocks::NONE, Clocks::NONE)
+    }
+
+    /// Indexes `recorded`, whose clocks are read with `recorded_clocks` (the recording's times); the
+    /// browser's requests are read with `live_clocks` (the replay's).
+    pub fn with_clocks(recorded: Vec<RecordedRequest>, recorded_clocks: Clocks, live_clocks: Clocks) -> Matcher {
         let mut matcher = Matcher {
             exact: HashMap::new(),
             canonical: HashMap::new(),
             buckets: HashMap::new(),
             answered: vec![false; recorded.len()],
+            states: Vec::with_capacity(recorded.len()),
+            live_clocks,
         };
         for (index, request) in recorded.into_iter().enumerate() {
             let method = request.method.to_ascii_uppercase();
             let body = request.body.unwrap_or_default();
-            let analysis = canonical::request(&method, &request.url, &body, request.content_type.as_deref());
+            let analysis =
+                canonical::request(&method, &request.url, &body, request.content_type.as_deref(), &recorded_clocks);
             matcher.canonical.entry(analysis.key).or_default().indices.push(index);
             if let Some(bucket_key) = analysis.endpoint {
                 matcher.buckets.entry(bucket_key).or_default().push(Candidate { index, params: analysis.params });
@@ -170,32 +315,50 @@ impl Matcher {
             let groups = matcher.exact.entry(exact_key(&method, &request.url)).or_default();
             match groups.iter_mut().find(|group| group.body == body) {
                 Some(group) => group.queue.indices.push(index),
-                None => groups.push(ExactGroup { body, queue: Queue { indices: vec![index], cursor: 0 } }),
+                None => groups.push(ExactGroup { body, queue: Queue::new(index) }),
             }
+            matcher.states.push(request.state);
+        }
+        let states = &matcher.states;
+        for queue in matcher.canonical.values_mut() {
+            queue.find_distinguishing(states);
+        }
+        for group in matcher.exact.values_mut().flatten() {
+            group.queue.find_distinguishing(states);
         }
         matcher
     }
 
+    /// Whether the browser's state would choose this request's answer: its recorded twins were sent in
+    /// different states. A caller that must ask the browser for its cookies asks only then.
+    pub fn depends_on_state(&self, request: &Request<'_>) -> bool {
+        let method = request.method.to_ascii_uppercase();
+        let body = request.body.unwrap_or_default();
+        if let Some(group) = self.exact_group(&method, request.url, body) {
+            return !group.queue.distinguishing.is_empty();
+        }
+        let analysis = canonical::request(&method, request.url, body, request.content_type, &self.live_clocks);
+        self.canonical.get(&analysis.key).is_some_and(|queue| !queue.distinguishing.is_empty())
+    }
+
+    fn exact_group(&self, method: &str, url: &str, body: &[u8]) -> Option<&ExactGroup> {
+        self.exact.get(&exact_key(method, url))?.iter().find(|group| group.body == body)
+    }
+
     /// The recorded request that answers this request, or `None` for a miss. Each answer is remembered,
     /// which moves repeated requests along the recording (see the module documentation).
-    pub fn lookup(
-        &mut self,
-        method: &str,
-        url: &str,
-        body: Option<&[u8]>,
-        content_type: Option<&str>,
-    ) -> Option<Matched> {
-        let method = method.to_ascii_uppercase();
-        let body = body.unwrap_or_default();
+    pub fn lookup(&mut self, request: &Request<'_>) -> Option<Matched> {
+        let method = request.method.to_ascii_uppercase();
+        let (url, body) = (request.url, request.body.unwrap_or_default());
         if let Some(groups) = self.exact.get_mut(&exact_key(&method, url))
             && let Some(group) = groups.iter_mut().find(|group| group.body == body)
         {
-            let index = group.queue.next(&self.answered);
+            let index = group.queue.next(&self.answered, &self.states, request.state);
             return Some(self.answer(index, MatchKind::Exact));
         }
-        let analysis = canonical::request(&method, url, body, content_type);
+        let analysis = canonical::request(&method, url, body, request.content_type, &self.live_clocks);
         if let Some(queue) = self.canonical.get_mut(&analysis.key) {
-            let index = queue.next(&self.answered);
+            let index = queue.next(&self.answered, &self.states, request.state);
             return Some(self.answer(index, MatchKind::Canonical));
         }
         let candidates = self.buckets.get(analysis.endpoint.as_deref()?)?;
@@ -245,12 +408,14 @@ pub fn fuzzy_score(
     request_content_type: Option<&str>,
     recorded: &RecordedRequest,
 ) -> f64 {
-    let request = canonical::request("", request_url, request_body.unwrap_or_default(), request_content_type);
+    let request =
+        canonical::request("", request_url, request_body.unwrap_or_default(), request_content_type, &Clocks::NONE);
     let recorded = canonical::request(
         "",
         &recorded.url,
         recorded.body.as_deref().unwrap_or_default(),
         recorded.content_type.as_deref(),
+        &Clocks::NONE,
     );
     fuzzy_score_of(&request.params, &recorded.params)
 }
@@ -318,7 +483,13 @@ mod tests {
     use super::*;
 
     fn get(url: &str) -> RecordedRequest {
-        RecordedRequest { method: "GET".into(), url: url.into(), body: None, content_type: None }
+        RecordedRequest {
+            method: "GET".into(),
+            url: url.into(),
+            body: None,
+            content_type: None,
+            state: RequestState::default(),
+        }
     }
 
     fn post(url: &str, content_type: &str, body: &str) -> RecordedRequest {
@@ -327,15 +498,32 @@ mod tests {
             url: url.into(),
             body: Some(body.as_bytes().to_vec()),
             content_type: Some(content_type.into()),
+            state: RequestState::default(),
         }
     }
 
+    fn with_cookie(mut request: RecordedRequest, cookie: &str) -> RecordedRequest {
+        request.state = RequestState::from_headers([("Cookie", cookie)]);
+        request
+    }
+
     fn lookup_get(matcher: &mut Matcher, url: &str) -> Option<Matched> {
-        matcher.lookup("GET", url, None, None)
+        matcher.lookup(&Request { method: "GET", url, ..Request::default() })
     }
 
     fn lookup_post(matcher: &mut Matcher, url: &str, content_type: &str, body: &str) -> Option<Matched> {
-        matcher.lookup("POST", url, Some(body.as_bytes()), Some(content_type))
+        matcher.lookup(&Request {
+            method: "POST",
+            url,
+            body: Some(body.as_bytes()),
+            content_type: Some(content_type),
+            state: None,
+        })
+    }
+
+    fn lookup_with_cookie(matcher: &mut Matcher, url: &str, cookie: &str) -> Option<usize> {
+        let state = RequestState::from_headers([("cookie", cookie)]);
+        matcher.lookup(&Request { method: "GET", url, state: Some(&state), ..Request::default() }).map(|m| m.index)
     }
 
     fn fuzzy_score_of_match(matched: Option<Matched>) -> f64 {
@@ -686,15 +874,37 @@ mod tests {
             post("https://shop.example/api/cart", json, r#"{"item":7}"#),
         ]);
         assert_eq!(
-            matcher.lookup("post", "https://shop.example/api/cart", Some(br#"{"item":7}"#), Some(json)),
+            matcher.lookup(&Request {
+                method: "post",
+                url: "https://shop.example/api/cart",
+                body: Some(br#"{"item":7}"#),
+                content_type: Some(json),
+                state: None
+            }),
             Some(Matched { index: 1, kind: MatchKind::Exact })
         );
         assert_eq!(
             lookup_get(&mut matcher, "https://shop.example/api/cart"),
             Some(Matched { index: 0, kind: MatchKind::Exact })
         );
-        assert_eq!(matcher.lookup("DELETE", "https://shop.example/api/cart", None, None), None);
-        assert_eq!(matcher.lookup("PUT", "https://shop.example/api/cart", Some(br#"{"item":7}"#), Some(json)), None);
+        assert_eq!(
+            matcher.lookup(&Request { method: "DELETE", url: "https://shop.example/api/cart", ..Request::default() }),
+            None
+        );
+        assert_eq!(
+            lookup_post(&mut matcher, "https://shop.example/api/cart", json, r#"{"item":7}"#).map(|m| m.index),
+            Some(1)
+        );
+        assert_eq!(
+            matcher.lookup(&Request {
+                method: "PUT",
+                url: "https://shop.example/api/cart",
+                body: Some(br#"{"item":7}"#),
+                content_type: Some(json),
+                state: None
+            }),
+            None
+        );
     }
 
     #[test]
@@ -705,7 +915,7 @@ mod tests {
             post("https://shop.example/ping", form, ""),
         ]);
         assert_eq!(
-            matcher.lookup("POST", "https://shop.example/ping", None, None),
+            matcher.lookup(&Request { method: "POST", url: "https://shop.example/ping", ..Request::default() }),
             Some(Matched { index: 1, kind: MatchKind::Exact })
         );
         assert_eq!(
@@ -736,5 +946,89 @@ mod tests {
             RecordedRequest::from_har(&har),
             post("https://shop.example/login", "application/x-www-form-urlencoded", "user=ann")
         );
+    }
+
+    #[test]
+    fn the_browsers_state_chooses_among_twins_before_recorded_order() {
+        // An admin page asked for before the login (a redirect to it) and after (the dashboard); the
+        // re-run goes to the login page first, so the redirect is never used up.
+        let dashboard = "https://admin.example/admin/";
+        let mut matcher = Matcher::new(vec![
+            with_cookie(get(dashboard), "csrftoken=a1"),
+            with_cookie(get("https://admin.example/admin/login/"), "csrftoken=a1"),
+            with_cookie(get(dashboard), "csrftoken=b2; sessionid=s3"),
+            with_cookie(get(dashboard), "csrftoken=b2; sessionid=s3; theme=dark"),
+        ]);
+        let logged_in = "sessionid=s3; csrftoken=b2";
+        assert!(matcher.depends_on_state(&Request { method: "GET", url: dashboard, ..Request::default() }));
+        assert_eq!(lookup_with_cookie(&mut matcher, dashboard, logged_in), Some(2));
+        // The closest state, then recorded order, then the last of the closest keeps answering.
+        assert_eq!(lookup_with_cookie(&mut matcher, dashboard, logged_in), Some(2));
+        assert_eq!(lookup_with_cookie(&mut matcher, dashboard, "csrftoken=b2; sessionid=s3; theme=dark"), Some(3));
+        assert_eq!(lookup_with_cookie(&mut matcher, dashboard, "csrftoken=a1"), Some(0));
+        // Without a known state, recorded order alone.
+        let mut matcher = Matcher::new(vec![with_cookie(get(dashboard), "a=1"), with_cookie(get(dashboard), "a=2")]);
+        assert_eq!(lookup_get(&mut matcher, dashboard).map(|m| m.index), Some(0));
+        assert_eq!(lookup_get(&mut matcher, dashboard).map(|m| m.index), Some(1));
+    }
+
+    #[test]
+    fn state_chooses_at_the_canonical_level_too_and_only_where_twins_differ() {
+        let mut matcher = Matcher::new(vec![
+            with_cookie(get("https://app.example/api/me?_=1"), "other=1"),
+            with_cookie(get("https://app.example/api/me?_=2"), "other=1; session=abc"),
+            with_cookie(get("https://app.example/static/app.js"), "other=1"),
+            with_cookie(get("https://app.example/static/app.js"), "other=1; session=abc"),
+            with_cookie(get("https://app.example/logo.png"), "session=abc"),
+        ]);
+        assert_eq!(lookup_with_cookie(&mut matcher, "https://app.example/api/me?_=9", "session=abc; other=1"), Some(1));
+        let logo = Request { method: "GET", url: "https://app.example/logo.png", ..Request::default() };
+        assert!(!matcher.depends_on_state(&logo), "one recording: nothing to choose");
+        assert_eq!(
+            lookup_with_cookie(&mut matcher, "https://app.example/api/me?_=10", "other=1"),
+            Some(0),
+            "a different value of the same cookie scores half, a missing one nothing"
+        );
+    }
+
+    #[test]
+    fn state_comes_from_cookies_and_credential_headers() {
+        let state = RequestState::from_headers([
+            ("Cookie", "a=1; b = 2 ;flag"),
+            ("Authorization", "Bearer x"),
+            ("X-CSRFToken", "t"),
+            ("Accept", "text/html"),
+            ("User-Agent", "u"),
+        ]);
+        let keys: Vec<&str> = state.keys().collect();
+        assert_eq!(keys, ["cookie:a", "cookie:b", "cookie:flag", "header:authorization", "header:x-csrftoken"]);
+        assert_eq!(state.get("cookie:b"), Some("2"));
+        let browser = state.with_cookies([("c", "3")]);
+        assert_eq!(browser.keys().collect::<Vec<_>>(), ["cookie:c", "header:authorization", "header:x-csrftoken"]);
+    }
+
+    #[test]
+    fn nameless_cache_busters_and_clocks_in_paths_match_canonically() {
+        let start = 1_795_521_600_000.0;
+        let recorded = Clocks::around(start, start + 60_000.0);
+        let mut matcher = Matcher::with_clocks(
+            vec![
+                get("https://app.example/api/resource?1795521600043"),
+                get("https://app.example/api/other?1795521600050"),
+                get("https://app.example/api/feed/1795521601/items"),
+            ],
+            recorded,
+            recorded,
+        );
+        assert_eq!(
+            lookup_get(&mut matcher, "https://app.example/api/resource?1795521612345"),
+            Some(Matched { index: 0, kind: MatchKind::Canonical })
+        );
+        assert_eq!(
+            lookup_get(&mut matcher, "https://app.example/api/feed/1795521633/items"),
+            Some(Matched { index: 2, kind: MatchKind::Canonical })
+        );
+        // Not a clock of these times: an id, which must match as it was.
+        assert_eq!(lookup_get(&mut matcher, "https://app.example/api/resource?1234567890123"), None);
     }
 }

@@ -6,11 +6,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use trace_analysis::canonical::Clocks;
+
 use crate::archive::ReplayArchive;
-use crate::matcher::{MatchKind, Matcher};
+use crate::matcher::{MatchKind, Matcher, Request};
 
 /// The decision for one request.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,21 +70,49 @@ pub struct Responder {
     archive: Arc<ReplayArchive>,
     matcher: Mutex<Matcher>,
     stats: Mutex<Stats>,
+    /// When the browser last asked for something: how the re-run tells that the network is idle.
+    last_request: Mutex<Instant>,
 }
 
 impl Responder {
-    pub fn new(archive: Arc<ReplayArchive>) -> Responder {
-        let matcher = Matcher::new(archive.exchanges.iter().map(|e| e.request.clone()).collect());
-        Responder { archive, matcher: Mutex::new(matcher), stats: Mutex::new(Stats::default()) }
+    /// Answers from `archive`. `now_ms` is when the replay starts: the browser's requests carry clock
+    /// readings of the replayed pages' time, which starts at the recording's (or, with determinism off, is
+    /// the real time from now on).
+    pub fn new(archive: Arc<ReplayArchive>, now_ms: f64) -> Responder {
+        let recorded = Clocks::around(archive.started_at_ms, archive.ended_at_ms);
+        let replayed = Clocks::around(archive.started_at_ms.min(now_ms), archive.ended_at_ms.max(now_ms));
+        let requests = archive.exchanges.iter().map(|e| e.request.clone()).collect();
+        let matcher = Matcher::with_clocks(requests, recorded, replayed);
+        Responder {
+            archive,
+            matcher: Mutex::new(matcher),
+            stats: Mutex::new(Stats::default()),
+            last_request: Mutex::new(Instant::now()),
+        }
     }
 
     pub fn archive(&self) -> &ReplayArchive {
         &self.archive
     }
 
+    /// Whether the browser's cookies choose this request's answer (see [`Matcher::depends_on_state`]): only
+    /// then need they be asked for.
+    pub fn depends_on_state(&self, request: &Request<'_>) -> bool {
+        self.archive.ignore_pattern(request.url).is_none()
+            && self.matcher.lock().expect("no panics while locked").depends_on_state(request)
+    }
+
+    /// How long since the browser last asked for anything: the network as replay sees it has been idle
+    /// that long.
+    pub fn quiet_for(&self) -> Duration {
+        self.last_request.lock().expect("no panics while locked").elapsed()
+    }
+
     /// Decides how to answer a request, counts the decision and logs it.
-    pub fn decide(&self, method: &str, url: &str, body: Option<&[u8]>, content_type: Option<&str>) -> Decision {
-        let decision = self.decide_quietly(method, url, body, content_type);
+    pub fn decide(&self, request: &Request<'_>) -> Decision {
+        *self.last_request.lock().expect("no panics while locked") = Instant::now();
+        let (method, url) = (request.method, request.url);
+        let decision = self.decide_quietly(request);
         let mut stats = self.stats.lock().expect("no panics while locked");
         match &decision {
             Decision::Answer { index, kind } => {
@@ -114,11 +145,11 @@ impl Responder {
         decision
     }
 
-    fn decide_quietly(&self, method: &str, url: &str, body: Option<&[u8]>, content_type: Option<&str>) -> Decision {
-        if let Some(pattern) = self.archive.ignore_pattern(url) {
+    fn decide_quietly(&self, request: &Request<'_>) -> Decision {
+        if let Some(pattern) = self.archive.ignore_pattern(request.url) {
             return Decision::Ignored { pattern: pattern.to_owned() };
         }
-        let matched = self.matcher.lock().expect("no panics while locked").lookup(method, url, body, content_type);
+        let matched = self.matcher.lock().expect("no panics while locked").lookup(request);
         match matched {
             Some(found) => match &self.archive.exchanges[found.index].error {
                 Some(error) => Decision::RecordedFailure { index: found.index, error: error.clone() },

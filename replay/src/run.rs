@@ -3,11 +3,18 @@
 //! the recorded CSS selector, then by XPath, then by position (an iframe of another origin cannot be
 //! searched from the page, so its elements are reached by the recorded position within it); after each
 //! call the URL reached is compared with the recorded one and the screen with the recorded screenshot.
+//!
+//! The re-run waits as a person does, each wait bounded by [`RunOptions::step_timeout`]: before a call,
+//! for the page to settle (its document loaded, and no request asked of replay for [`QUIET`]); for the
+//! call's element to be there, visible and still (the same box twice in a row), since pages fill
+//! results on timers and animate them in. A page that never settles is acted on at the timeout anyway;
+//! an element that never appears fails the call.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::responder::Stats;
 use crate::serve::Replay;
 use anyhow::{Context, Result, bail};
 use chromiumoxide::Page;
@@ -26,10 +33,24 @@ use trace_manifest::postprocess::{CREDENTIALS_FILE, CredentialEntry, TRAJECTORY_
 use trace_manifest::report::{FidelityReport, LocatedBy, RequestCounts, StepFailure, StepOutcome};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 
-/// How long a call's effect (a navigation, a new tab) may take to show.
-const EFFECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// A person does not act the instant a page appears; neither does the re-run, so that pages settle.
-const SETTLE: Duration = Duration::from_millis(300);
+/// How long the network must have been idle, as replay sees it, for a page to count as settled.
+pub const QUIET: Duration = Duration::from_millis(400);
+/// How often the re-run looks again while it waits.
+const POLL: Duration = Duration::from_millis(100);
+
+/// How the re-run behaves.
+#[derive(Debug, Clone, Copy)]
+pub struct RunOptions {
+    /// The longest the re-run waits for anything: a page to settle, an element to appear, a call's effect
+    /// (a navigation, a new tab) to show.
+    pub step_timeout: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions { step_timeout: Duration::from_secs(10) }
+    }
+}
 
 /// The fidelity report as people read it: a line per step, then the totals.
 pub fn text(report: &FidelityReport) -> String {
@@ -62,6 +83,9 @@ pub fn text(report: &FidelityReport) -> String {
     for miss in &report.misses {
         let _ = writeln!(f, "  missed {miss}");
     }
+    for miss in &report.misses_after_last_step {
+        let _ = writeln!(f, "  missed after the last step (not counted against the run) {miss}");
+    }
     f
 }
 
@@ -87,14 +111,17 @@ pub fn human_trajectory(path: &Path) -> Result<(Vec<ToolCall>, Vec<Credential>)>
     Ok((derived.trajectory.tool_calls, derived.credentials))
 }
 
-/// Runs `calls` in `replay`, then reports.
+/// Runs `calls` in `replay`, then reports. Requests missed once the last call's page has settled (a
+/// beacon sent as the browser closes) are not in the report: [`note_late_misses`] lists them apart once
+/// the replay is closed.
 pub async fn run_human(
     replay: &Replay,
     bundle: &Path,
     calls: &[ToolCall],
     credentials: &[Credential],
+    options: RunOptions,
 ) -> Result<FidelityReport> {
-    let mut runner = Runner { replay, bundle: Bundle::open(bundle)?, tabs: Vec::new(), current: 0 };
+    let mut runner = Runner { replay, bundle: Bundle::open(bundle)?, tabs: Vec::new(), current: 0, options };
     let mut steps = Vec::new();
     for (index, call) in calls.iter().enumerate() {
         let mut outcome = StepOutcome {
@@ -134,6 +161,7 @@ pub async fn run_human(
         tracing::info!(step = outcome.step, name = %outcome.name, passed = outcome.passed, reason = ?outcome.reason);
         steps.push(outcome);
     }
+    runner.settle().await;
     let stats = replay.stats();
     let failures: Vec<StepFailure> = steps
         .iter()
@@ -153,9 +181,17 @@ pub async fn run_human(
             missed: stats.missed,
         },
         misses: stats.misses.keys().cloned().collect(),
+        misses_after_last_step: Vec::new(),
         live_attempts: stats.live_attempts,
         steps,
     })
+}
+
+/// Lists the requests missed after `report` was made (`final_stats` are the replay's when it closed) as
+/// missed after the last step.
+pub fn note_late_misses(report: &mut FidelityReport, final_stats: &Stats) {
+    report.misses_after_last_step =
+        final_stats.misses.keys().filter(|miss| !report.misses.contains(miss)).cloned().collect();
 }
 
 struct Runner<'a> {
@@ -164,6 +200,7 @@ struct Runner<'a> {
     /// The replay's tabs, numbered as the trajectory numbers the recording's.
     tabs: Vec<Page>,
     current: usize,
+    options: RunOptions,
 }
 
 /// Where an element is, in the tab's viewport.
@@ -173,11 +210,36 @@ struct Located {
     by: LocatedBy,
 }
 
+/// What one look for an element found.
+#[derive(Debug, PartialEq)]
+enum Sighting {
+    /// There, with its centre and size in the tab's viewport, and whether it can be seen.
+    Element {
+        x: f64,
+        y: f64,
+        width: f64,
+        height: f64,
+        visible: bool,
+        by: LocatedBy,
+    },
+    /// Inside an iframe of another origin, whose content the page cannot search: that iframe's offset.
+    CrossOrigin {
+        left: f64,
+        top: f64,
+    },
+    Missing {
+        reason: String,
+    },
+}
+
 impl Runner<'_> {
     /// Carries out one call; returns how its element was found, if it has one.
     async fn step(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
         if let Some(tab) = call.tab {
             self.switch_to(tab as usize).await?;
+        }
+        if !self.tabs.is_empty() {
+            self.settle().await;
         }
         match &call.action {
             ToolAction::Navigate { url } => {
@@ -186,7 +248,6 @@ impl Runner<'_> {
                 } else {
                     self.page()?.goto(url).await.with_context(|| format!("cannot open {url}"))?;
                 }
-                tokio::time::sleep(SETTLE).await;
                 Ok(None)
             }
             ToolAction::Click { count } => {
@@ -202,7 +263,10 @@ impl Runner<'_> {
                 self.mouse_click(located.x, located.y, 1).await?;
                 // Replace what the field holds, as the recorded value is the field's whole value.
                 self.key("a", 2, &["selectAll"]).await?;
-                self.page()?.execute(InsertTextParams::new(text)).await?;
+                if text.is_empty() {
+                    self.key("Backspace", 0, &[]).await?;
+                }
+                self.type_text(&text).await?;
                 Ok(Some(located.by))
             }
             ToolAction::SendKeys { keys } => {
@@ -231,7 +295,6 @@ impl Runner<'_> {
                     .build()
                     .map_err(anyhow::Error::msg)?;
                 self.page()?.execute(wheel).await?;
-                tokio::time::sleep(SETTLE).await;
                 Ok(None)
             }
             ToolAction::SelectDropdown { option } => {
@@ -248,12 +311,10 @@ impl Runner<'_> {
             ToolAction::UploadFile { .. } => bail!("the recording holds no file contents to upload"),
             ToolAction::GoBack {} => {
                 self.page()?.evaluate("history.back()").await?;
-                tokio::time::sleep(SETTLE).await;
                 Ok(None)
             }
             ToolAction::GoForward {} => {
                 self.page()?.evaluate("history.forward()").await?;
-                tokio::time::sleep(SETTLE).await;
                 Ok(None)
             }
             ToolAction::Switch { tab } => {
@@ -286,8 +347,30 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// Waits, at most the step timeout, until the current tab's document has loaded and replay has been
+    /// asked for nothing for [`QUIET`]; then acts whatever the page is doing, as a person would.
+    async fn settle(&self) {
+        let deadline = Instant::now() + self.options.step_timeout;
+        loop {
+            let loaded = match self.page() {
+                Ok(page) => page
+                    .evaluate("document.readyState")
+                    .await
+                    .ok()
+                    .and_then(|result| result.into_value::<String>().ok())
+                    .is_some_and(|state| state == "complete"),
+                Err(_) => true,
+            };
+            let quiet = self.replay.responder().quiet_for();
+            if (loaded && quiet >= QUIET) || Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(if loaded { QUIET.saturating_sub(quiet).max(POLL / 2) } else { POLL }).await;
+        }
+    }
+
     async fn adopt_new_tabs(&mut self) -> Result<()> {
-        let deadline = Instant::now() + EFFECT_TIMEOUT;
+        let deadline = Instant::now() + self.options.step_timeout;
         loop {
             let mut found = false;
             for page in self.replay.browser().pages().await? {
@@ -299,7 +382,7 @@ impl Runner<'_> {
             if found || Instant::now() > deadline {
                 return Ok(());
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(POLL).await;
         }
     }
 
@@ -307,7 +390,7 @@ impl Runner<'_> {
     /// or the current tab's URL if none did.
     async fn wait_for_url(&mut self, expected: &str) -> std::result::Result<String, String> {
         let expected_canonical = canonical_url(expected);
-        let deadline = Instant::now() + EFFECT_TIMEOUT;
+        let deadline = Instant::now() + self.options.step_timeout;
         loop {
             let pages = self.replay.browser().pages().await.unwrap_or_default();
             for page in pages {
@@ -322,7 +405,6 @@ impl Runner<'_> {
                         self.tabs.push(page);
                         self.current = self.tabs.len() - 1;
                     }
-                    tokio::time::sleep(SETTLE).await;
                     return Ok(url);
                 }
             }
@@ -334,29 +416,47 @@ impl Runner<'_> {
                 };
                 return Err(reached);
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(POLL).await;
         }
     }
 
     /// Finds the call's element and scrolls it into view: by selector, by XPath, or, inside an iframe of
-    /// another origin, by its recorded position in that frame.
+    /// another origin, by its recorded position in that frame. Waits, at most the step timeout, for it to
+    /// be there, visible and still; one there but never visible is acted on at the timeout all the same.
     async fn locate(&self, call: &ToolCall) -> Result<Located> {
         let target = call.target.as_ref().context("the call names no element")?;
-        let found = self.page()?.evaluate(locate_expression(target)).await?.into_value::<serde_json::Value>()?;
-        if let (Some(x), Some(y)) = (found["x"].as_f64(), found["y"].as_f64()) {
-            let by = if found["by"] == "xpath" { LocatedBy::Xpath } else { LocatedBy::Selector };
-            return Ok(Located { x, y, by });
+        let expression = locate_expression(target);
+        let deadline = Instant::now() + self.options.step_timeout;
+        let mut previous: Option<Sighting> = None;
+        loop {
+            let found = self.page()?.evaluate(expression.as_str()).await?.into_value::<serde_json::Value>()?;
+            let sighting = Sighting::of(&found);
+            let timed_out = Instant::now() >= deadline;
+            match &sighting {
+                Sighting::Element { x, y, visible, by, .. }
+                    if (*visible && previous.as_ref() == Some(&sighting)) || timed_out =>
+                {
+                    return Ok(Located { x: *x, y: *y, by: *by });
+                }
+                Sighting::CrossOrigin { left, top } => {
+                    let bbox = target
+                        .bbox
+                        .as_ref()
+                        .context("an element in an iframe of another origin has no recorded box")?;
+                    return Ok(Located {
+                        x: left + bbox.x + bbox.width / 2.0,
+                        y: top + bbox.y + bbox.height / 2.0,
+                        by: LocatedBy::Position,
+                    });
+                }
+                Sighting::Missing { reason } if timed_out => {
+                    bail!("{} is not on the page after {:?} ({reason})", target.selector, self.options.step_timeout)
+                }
+                _ => {}
+            }
+            previous = Some(sighting);
+            tokio::time::sleep(POLL).await;
         }
-        if found["cross_origin"] == true
-            && let (Some(left), Some(top), Some(bbox)) = (found["left"].as_f64(), found["top"].as_f64(), &target.bbox)
-        {
-            return Ok(Located {
-                x: left + bbox.x + bbox.width / 2.0,
-                y: top + bbox.y + bbox.height / 2.0,
-                by: LocatedBy::Position,
-            });
-        }
-        bail!("{} is not on the page ({})", target.selector, found["error"].as_str().unwrap_or("not found"))
     }
 
     /// Focuses the call's element (for keys).
@@ -371,7 +471,8 @@ impl Runner<'_> {
         }
     }
 
-    /// Runs `function(element, argument)` on the call's element, found by selector or XPath.
+    /// Runs `function(element, argument)` on the call's element, found by selector or XPath, waiting at
+    /// most the step timeout for it to be there.
     async fn in_element(
         &self,
         call: &ToolCall,
@@ -386,11 +487,17 @@ impl Runner<'_> {
             json!(target.selector),
             json!(target.xpath),
         );
-        let result = self.page()?.evaluate(expression).await?.into_value::<serde_json::Value>()?;
-        if result["missing"] == true {
-            bail!("{} is not on the page", target.selector);
+        let deadline = Instant::now() + self.options.step_timeout;
+        loop {
+            let result = self.page()?.evaluate(expression.as_str()).await?.into_value::<serde_json::Value>()?;
+            if result["missing"] != true {
+                return Ok(result["value"].clone());
+            }
+            if Instant::now() >= deadline {
+                bail!("{} is not on the page after {:?}", target.selector, self.options.step_timeout);
+            }
+            tokio::time::sleep(POLL).await;
         }
-        Ok(result["value"].clone())
     }
 
     async fn mouse_click(&self, x: f64, y: f64, click_count: i64) -> Result<()> {
@@ -408,6 +515,35 @@ impl Runner<'_> {
         page.execute(event(DispatchMouseEventType::MouseMoved)?).await?;
         page.execute(event(DispatchMouseEventType::MousePressed)?).await?;
         page.execute(event(DispatchMouseEventType::MouseReleased)?).await?;
+        Ok(())
+    }
+
+    /// Types `text` as a person does, a key at a time, so that pages listening for keys (a filter that
+    /// runs on `keyup`, an editor) see the typing; a character no key makes is inserted as text.
+    async fn type_text(&self, text: &str) -> Result<()> {
+        let page = self.page()?;
+        let mut buffer = [0u8; 4];
+        for character in text.chars() {
+            let key = if character == '\n' { "Enter" } else { character.encode_utf8(&mut buffer) };
+            match chromiumoxide::keys::get_key_definition(key) {
+                Some(definition) => {
+                    let text = if character == '\n' { "\r" } else { key };
+                    let down = DispatchKeyEventParams::builder()
+                        .r#type(DispatchKeyEventType::KeyDown)
+                        .key(definition.key)
+                        .code(definition.code)
+                        .windows_virtual_key_code(definition.key_code)
+                        .native_virtual_key_code(definition.key_code)
+                        .text(text);
+                    let up = down.clone().r#type(DispatchKeyEventType::KeyUp).build().map_err(anyhow::Error::msg)?;
+                    page.execute(down.build().map_err(anyhow::Error::msg)?).await?;
+                    page.execute(up).await?;
+                }
+                None => {
+                    page.execute(InsertTextParams::new(key)).await?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -446,6 +582,28 @@ impl Runner<'_> {
         let params = ScreenshotParams::builder().format(CaptureScreenshotFormat::Png).build();
         let now = self.page()?.screenshot(params).await?;
         pixel_difference(&recorded, &now)
+    }
+}
+
+impl Sighting {
+    /// What [`locate_expression`] returned.
+    fn of(found: &serde_json::Value) -> Sighting {
+        if let (Some(x), Some(y)) = (found["x"].as_f64(), found["y"].as_f64()) {
+            return Sighting::Element {
+                x,
+                y,
+                width: found["width"].as_f64().unwrap_or_default(),
+                height: found["height"].as_f64().unwrap_or_default(),
+                visible: found["visible"] == true,
+                by: if found["by"] == "xpath" { LocatedBy::Xpath } else { LocatedBy::Selector },
+            };
+        }
+        if found["cross_origin"] == true
+            && let (Some(left), Some(top)) = (found["left"].as_f64(), found["top"].as_f64())
+        {
+            return Sighting::CrossOrigin { left, top };
+        }
+        Sighting::Missing { reason: found["error"].as_str().unwrap_or("not found").to_owned() }
     }
 }
 
@@ -567,9 +725,11 @@ fn locate_expression(target: &ElementDescriptor) -> String {
   const byXpath = !bySelector;
   element.scrollIntoView({{ block: "center", inline: "center" }});
   const box = element.getBoundingClientRect();
+  const visible = box.width > 0 && box.height > 0 && element.checkVisibility({{ visibilityProperty: true }});
   let left = 0, top = 0;
   for (const f of frames) {{ const r = f.getBoundingClientRect(); left += r.x + f.clientLeft; top += r.y + f.clientTop; }}
-  return {{ x: left + box.x + box.width / 2, y: top + box.y + box.height / 2, by: byXpath ? "xpath" : "selector" }};
+  return {{ x: left + box.x + box.width / 2, y: top + box.y + box.height / 2, width: box.width, height: box.height,
+           visible, by: byXpath ? "xpath" : "selector" }};
 }})()"#,
         frame_path = json!(target.frame_path),
         selector = json!(target.selector),

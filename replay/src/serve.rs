@@ -20,6 +20,7 @@ use chromiumoxide::cdp::browser_protocol::network::{
     CookieParam, CookieSameSite, ErrorReason, ResourceType, TimeSinceEpoch,
 };
 use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
+use chromiumoxide::cdp::browser_protocol::storage::GetCookiesParams;
 use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
 use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
@@ -27,6 +28,7 @@ use tokio::task::JoinHandle;
 
 use crate::archive::ReplayArchive;
 use crate::chromium::{self, Chromium, Launch};
+use crate::matcher::{Request, RequestState};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
 
@@ -78,7 +80,7 @@ impl Replay {
                 .with_context(|| format!("the DevTools port {port} is in use; choose another with --cdp-port"))?;
         }
         let archive = Arc::new(archive);
-        let responder = Arc::new(Responder::new(archive.clone()));
+        let responder = Arc::new(Responder::new(archive.clone(), trace_manifest::time_fmt::now_ms()));
         let mut init_scripts = Vec::new();
         if options.determinism {
             init_scripts.push(page_scripts::determinism(archive.started_at_ms, archive.seed));
@@ -110,6 +112,7 @@ impl Replay {
             args,
             disabled_features: vec!["IsolateOrigins".to_owned(), "site-per-process".to_owned()],
             port: options.cdp_port,
+            viewport: archive.viewport,
             ..Launch::default()
         };
         let Chromium { browser, handler, profile, closing } = chromium::launch(&launch).await?;
@@ -249,7 +252,19 @@ async fn answer(
     let body = request_body(event);
     let content_type = header(&request.headers, "content-type");
     let id = event.request_id.clone();
-    match responder.decide(&request.method, &request.url, body.as_deref(), content_type.as_deref()) {
+    let mut asked = Request {
+        method: &request.method,
+        url: &request.url,
+        body: body.as_deref(),
+        content_type: content_type.as_deref(),
+        state: None,
+    };
+    let state;
+    if responder.depends_on_state(&asked) {
+        state = browser_state(browser, request).await?;
+        asked.state = Some(&state);
+    }
+    match responder.decide(&asked) {
         Decision::Answer { index, .. } => {
             let response = responder.response(index)?;
             let headers: Vec<HeaderEntry> =
@@ -343,6 +358,44 @@ fn request_body(event: &EventRequestPaused) -> Option<Vec<u8>> {
     Some(body)
 }
 
+/// The browser's state as a request carries it: its headers, and the cookies the browser will attach,
+/// which `Fetch` does not show at the request stage and so are asked for.
+async fn browser_state(
+    browser: &Browser,
+    request: &chromiumoxide::cdp::browser_protocol::network::Request,
+) -> Result<RequestState> {
+    let headers: Vec<(String, String)> = request
+        .headers
+        .inner()
+        .as_object()
+        .map(|object| object.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
+        .unwrap_or_default();
+    let cookies = browser.execute(GetCookiesParams::default()).await.context("Storage.getCookies")?.result.cookies;
+    let url = url::Url::parse(&request.url).ok();
+    let sent = cookies.iter().filter(|cookie| {
+        url.as_ref().is_some_and(|url| cookie_is_sent(&cookie.domain, &cookie.path, cookie.secure, url))
+    });
+    Ok(RequestState::from_headers(headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .with_cookies(sent.map(|cookie| (cookie.name.as_str(), cookie.value.as_str()))))
+}
+
+/// Whether the browser sends `cookie` with a request to `url`: its domain (the host itself, or a parent
+/// domain for a cookie set with one), its path, and `Secure` (which loopback hosts satisfy over http, as
+/// Chromium treats them as secure).
+fn cookie_is_sent(domain: &str, cookie_path: &str, secure: bool, url: &url::Url) -> bool {
+    let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
+    let domain_matches = match domain.strip_prefix('.') {
+        Some(parent) => host == parent || host.ends_with(&format!(".{parent}")),
+        None => host == domain,
+    };
+    let path = url.path();
+    let path_matches = path == cookie_path
+        || (path.starts_with(cookie_path)
+            && (cookie_path.ends_with('/') || path[cookie_path.len()..].starts_with('/')));
+    let secure_ok = !secure || url.scheme() == "https" || matches!(host, "localhost" | "127.0.0.1" | "::1");
+    domain_matches && path_matches && secure_ok
+}
+
 fn header(headers: &chromiumoxide::cdp::browser_protocol::network::Headers, name: &str) -> Option<String> {
     headers.inner().as_object()?.iter().find(|(key, _)| key.eq_ignore_ascii_case(name))?.1.as_str().map(str::to_owned)
 }
@@ -361,4 +414,31 @@ fn cookie_param(cookie: &trace_manifest::event::Cookie, shift_seconds: f64) -> C
         _ => None,
     });
     param
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_are_sent_by_domain_path_and_secure_as_a_browser_sends_them() {
+        let url = |u: &str| url::Url::parse(u).unwrap();
+        for (domain, path, secure, to, sent) in [
+            ("app.test", "/", false, "http://app.test/admin/", true),
+            ("app.test", "/", false, "http://www.app.test/", false),
+            (".app.test", "/", false, "http://www.app.test/", true),
+            (".app.test", "/", false, "http://app.test/", true),
+            (".app.test", "/", false, "http://notapp.test/", false),
+            ("app.test", "/admin", false, "http://app.test/admin", true),
+            ("app.test", "/admin", false, "http://app.test/admin/users", true),
+            ("app.test", "/admin", false, "http://app.test/administrator", false),
+            ("app.test", "/admin/", false, "http://app.test/admin/x", true),
+            ("app.test", "/", true, "http://app.test/", false),
+            ("app.test", "/", true, "https://app.test/", true),
+            ("127.0.0.1", "/", true, "http://127.0.0.1:8000/", true),
+            ("localhost", "/", false, "http://localhost:8000/a", true),
+        ] {
+            assert_eq!(cookie_is_sent(domain, path, secure, &url(to)), sent, "{domain} {path} {secure} → {to}");
+        }
+    }
 }

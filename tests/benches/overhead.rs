@@ -91,7 +91,7 @@ async fn measure(browser: &RecordingBrowser, site: &DemoSite, rounds: usize) -> 
     type_into(&popup, "#website", &site.url("/")).await?;
     click(&popup, "#start").await?;
     wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Recording")).await?;
-    let recorded = demo::recorded_tab(browser, site).await?;
+    let recorded = demo::recorded_tab(browser, site.url("").trim_end_matches('/')).await?;
 
     let mut samples = Samples { off: vec![Vec::new(); PAGES.len()], on: vec![Vec::new(); PAGES.len()] };
     for round in 0..WARM_UP_ROUNDS + rounds {

@@ -32,7 +32,7 @@ pub struct Demonstration {
 /// Records the demonstration on `site`, with the host keeping its data in `data_dir`.
 pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<Demonstration> {
     let browser = RecordingBrowser::launch(build, data_dir, true).await?;
-    let (popup, shop) = start_task(&browser, site, DESCRIPTION, &site.url("/")).await?;
+    let (popup, shop) = start_task(&browser, DESCRIPTION, &site.url("/")).await?;
     visit(&shop, &site.url("/login")).await?;
     type_into(&shop, "#username", DEMO_USER).await?;
     type_into(&shop, "#password", DEMO_PASSWORD).await?;
@@ -87,19 +87,15 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
 
 /// Starts a task from the popup, as a person does: its description and website typed in, Start pressed.
 /// Returns the popup and the task's tab, once the website has loaded there.
-pub async fn start_task(
-    browser: &RecordingBrowser,
-    site: &DemoSite,
-    description: &str,
-    website: &str,
-) -> Result<(Page, Page)> {
+pub async fn start_task(browser: &RecordingBrowser, description: &str, website: &str) -> Result<(Page, Page)> {
     let popup = browser.popup().await?;
     wait_for_text(&popup, "#status", WAIT, |t| t.contains("Host connected")).await?;
     type_into(&popup, "#description", description).await?;
     type_into(&popup, "#website", website).await?;
     click(&popup, "#start").await?;
     wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Recording")).await?;
-    let tab = recorded_tab(browser, site).await?;
+    let origin = url::Url::parse(website).context("the website is not a URL")?.origin().ascii_serialization();
+    let tab = recorded_tab(browser, &origin).await?;
     tab.wait_for_navigation().await?;
     settle().await;
     Ok((popup, tab))
@@ -114,12 +110,12 @@ pub async fn stop_task(popup: &Page, browser: RecordingBrowser, data_dir: &Path)
     stopped_bundle(data_dir).await
 }
 
-/// The tab the extension opened for the task: the one showing the website.
-pub async fn recorded_tab(browser: &RecordingBrowser, site: &DemoSite) -> Result<Page> {
+/// The tab the extension opened for the task: the one showing a page of `origin` (`http://host:port`).
+pub async fn recorded_tab(browser: &RecordingBrowser, origin: &str) -> Result<Page> {
     let deadline = Instant::now() + WAIT;
     while Instant::now() < deadline {
         for page in browser.browser().pages().await? {
-            if page.url().await.ok().flatten().is_some_and(|url| url.starts_with(&site.url(""))) {
+            if page.url().await.ok().flatten().is_some_and(|url| url.starts_with(&format!("{origin}/"))) {
                 return Ok(page);
             }
         }
@@ -128,7 +124,8 @@ pub async fn recorded_tab(browser: &RecordingBrowser, site: &DemoSite) -> Result
     bail!("the extension did not open the website")
 }
 
-async fn wait_for_url(page: &Page, path: &str) -> Result<()> {
+/// Waits until the page's URL contains `path`.
+pub async fn wait_for_url(page: &Page, path: &str) -> Result<()> {
     let deadline = Instant::now() + WAIT;
     while Instant::now() < deadline {
         if page.url().await.ok().flatten().is_some_and(|url| url.contains(path)) {

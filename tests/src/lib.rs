@@ -1,13 +1,17 @@
 //! End-to-end tests of TRACE and the demo the README runs.
 //!
 //! # Layout
+//! - [`apps`]: real web applications from the package registries, and the demonstrations recorded on them.
 //! - [`demo`]: the demonstration of the demo shop that the README's main job records and the end-to-end
 //!   test checks, in Chromium with the extension and the real `trace-host`.
 //! - [`site`]: the TRACE Demo Shop, the local site that tests and the demo record (`trace-demo-site` serves it).
+//! - [`sentinel`]: a listener counting connections to a stopped site's port (replay must make none).
 //! - [`browser`]: Debian's Chromium with the built extension and the real host registered, for end-to-end
 //!   tests.
 //! - `src/bin/trace-demo.rs`: the README's main job (`cargo xtask demo`): record, export, validate, inspect.
 
+pub mod apps;
 pub mod browser;
 pub mod demo;
+pub mod sentinel;
 pub mod site;

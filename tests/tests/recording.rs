@@ -221,8 +221,7 @@ async fn what_a_page_does_by_itself_is_not_the_persons_action() {
     let site = DemoSite::start(0).unwrap();
     let data = tempfile::tempdir().unwrap();
     let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
-    let (popup, page) =
-        demo::start_task(&browser, &site, "Search on the forging page", &site.url("/forge")).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Search on the forging page", &site.url("/forge")).await.unwrap();
     let deadline = std::time::Instant::now() + WAIT;
     while page.evaluate("document.body.dataset.forged").await.unwrap().into_value::<String>().ok().as_deref()
         != Some("done")

@@ -6,57 +6,18 @@
 //! the person's demonstration re-run by `trace-replay run --human` must pass every step, and the sentinel
 //! must count nothing. Needs `cargo xtask dist`.
 
-use std::net::TcpListener;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::page::GetFrameTreeParams;
 use trace_e2e::browser::{Build, click, type_into, wait_for_text};
 use trace_e2e::demo;
+use trace_e2e::sentinel::Sentinel;
 use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite};
 use trace_replay::archive::ReplayArchive;
 use trace_replay::serve::{Options, Replay};
 
 const WAIT: Duration = Duration::from_secs(20);
-
-/// Counts the connections made to a port: after the site stops, any would be replay leaking to it.
-struct Sentinel {
-    connections: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Sentinel {
-    fn start(port: u16) -> Sentinel {
-        let listener = TcpListener::bind(("127.0.0.1", port)).expect("the site's port is free again");
-        listener.set_nonblocking(true).unwrap();
-        let connections = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (count, done) = (connections.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok(_) => {
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
-                }
-            }
-        });
-        Sentinel { connections, stop }
-    }
-
-    fn connections(&self) -> u64 {
-        self.connections.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for Sentinel {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_demonstration_replays_offline_as_it_was() {

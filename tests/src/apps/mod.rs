@@ -1,0 +1,135 @@
+//! Real web applications that nobody on this team wrote, installed from the package registries, for the
+//! end-to-end tests to record through the extension and replay offline: what real sites do (redirect to a
+//! login, rotate CSRF tokens, reuse one URL for different states, fill pages from script) is what the
+//! demo shop only imitates.
+//!
+//! Each application runs from a fresh temporary directory on a free port of 127.0.0.1 and is stopped (and
+//! its directory removed) when dropped. Python applications run from the virtual environment that
+//! `.ci/install` makes (`target/apps-venv`, pinned by `tests/apps/requirements.txt`); `TRACE_APPS_PYTHON`
+//! names another interpreter. Without one, a test says so in a line and skips, unless
+//! `TRACE_E2E_REQUIRED` is set, which makes it fail.
+//!
+//! # Layout
+//! - [`django_admin`]: Django's admin site (login with CSRF, a dashboard that redirects before the login,
+//!   a form whose widget is built by script), and the demonstration recorded on it.
+
+pub mod django_admin;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+
+use crate::browser::REQUIRED_ENV;
+
+/// Names the Python interpreter the applications run under, instead of `target/apps-venv`'s.
+pub const PYTHON_ENV: &str = "TRACE_APPS_PYTHON";
+
+/// The interpreter with the applications installed.
+pub fn python() -> Result<PathBuf> {
+    let python = match std::env::var_os(PYTHON_ENV).filter(|value| !value.is_empty()) {
+        Some(python) => PathBuf::from(python),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/apps-venv/bin/python"),
+    };
+    ensure!(
+        python.exists(),
+        "the real applications' Python is not at {} (`bash .ci/install` makes it, or set {PYTHON_ENV})",
+        python.display()
+    );
+    Ok(python)
+}
+
+/// [`python`] for a test: `None`, said in one line, when it is missing, unless `TRACE_E2E_REQUIRED` is set.
+pub fn python_for_tests(test: &str) -> Option<PathBuf> {
+    match python() {
+        Ok(python) => Some(python),
+        Err(error) if std::env::var_os(REQUIRED_ENV).is_some_and(|v| !v.is_empty()) => {
+            panic!("{test}: {error:#} ({REQUIRED_ENV} is set)")
+        }
+        Err(error) => {
+            eprintln!("skipped {test}: {error:#}");
+            None
+        }
+    }
+}
+
+/// Runs a set-up command of an application to completion, failing with what it printed.
+fn run(command: &mut Command) -> Result<()> {
+    let output = command.output().with_context(|| format!("cannot run {command:?}"))?;
+    if !output.status.success() {
+        bail!(
+            "{command:?} failed with {}: {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// A port of 127.0.0.1 that was free a moment ago.
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+}
+
+/// An application's server process, on 127.0.0.1; killed when stopped or dropped.
+pub struct Server {
+    child: Option<Child>,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts `command` (which must listen on `port`) and waits until it accepts connections; what it
+    /// prints goes to `log`.
+    fn start(command: &mut Command, port: u16, log: PathBuf) -> Result<Server> {
+        let output = std::fs::File::create(&log)?;
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(output.try_clone()?)
+            .stderr(output)
+            .spawn()
+            .with_context(|| format!("cannot start {command:?}"))?;
+        let mut server = Server { child: Some(child), port, log };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = server.child.as_mut().and_then(|child| child.try_wait().ok().flatten()) {
+                bail!("the server exited with {status}: {}", server.output());
+            }
+            if Instant::now() > deadline {
+                bail!("the server did not listen on port {port} within a minute: {}", server.output());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(server)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// What the server printed so far.
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Stops the server and waits for it to exit, so that its port is closed.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

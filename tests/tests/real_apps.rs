@@ -1,0 +1,108 @@
+//! End to end on real applications that nobody on this team wrote (see [`trace_e2e::apps`]), through the
+//! command line a user runs: a demonstration is recorded in Chromium with the extension and the host, the
+//! application is stopped and a sentinel listens on its port, the task is exported redacted, and
+//! `trace-replay run --human` must re-run every step of it offline, reaching each step's recorded URL,
+//! with no request missed and nothing reaching the network. Needs `cargo xtask dist` and the applications'
+//! Python (`bash .ci/install`).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use std::time::Duration;
+
+use trace_e2e::apps::{self, django_admin, django_admin::DjangoAdmin};
+use trace_e2e::browser::{Build, click, type_into, wait_for_text};
+use trace_e2e::sentinel::Sentinel;
+use trace_manifest::postprocess::CredentialEntry;
+use trace_manifest::report::FidelityReport;
+use trace_manifest::trajectory::{ToolAction, Trajectory};
+use trace_replay::archive::ReplayArchive;
+use trace_replay::serve::{Options, Replay};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn run(program: &Path, args: &[&str]) -> Output {
+    let output = Command::new(program).args(args).output().unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+/// Exports the data directory's one task redacted, as a person sharing it would, and returns the zip.
+fn export_redacted(build: &Build, data: &Path, bundle: &Path, out: &Path) -> std::path::PathBuf {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let task = manifest["task"]["id"].as_str().unwrap();
+    let zip = out.join("task.zip");
+    let output = run(
+        &build.trace_host,
+        &["--data", data.to_str().unwrap(), "export", task, "--out", zip.to_str().unwrap(), "--redact"],
+    );
+    assert!(output.status.success(), "export failed: {}", String::from_utf8_lossy(&output.stderr));
+    zip
+}
+
+/// `trace-replay run --human --json` on `bundle`: the report, and whether the run said it was faithful.
+fn replay_human(build: &Build, bundle: &Path) -> (FidelityReport, bool) {
+    let output =
+        run(&build.trace_host.with_file_name("trace-replay"), &["run", bundle.to_str().unwrap(), "--human", "--json"]);
+    let report: FidelityReport = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("no report ({error}): {}", String::from_utf8_lossy(&output.stdout)));
+    (report, output.status.success())
+}
+
+fn trajectory_of(zip: &Path) -> Trajectory {
+    let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
+    serde_json::from_slice(&bundle.read("trajectory.json").unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn django_admin_replays_every_step_offline() {
+    let test = "django_admin_replays_every_step_offline";
+    let Some(build) = Build::for_tests(test) else { return };
+    let Some(python) = apps::python_for_tests(test) else { return };
+    let mut app = DjangoAdmin::start(&python).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = app.record(&build, data.path()).await.unwrap();
+    let (port, dashboard, login) = (app.port(), app.url("/admin/"), app.url("/admin/login/?next=/admin/"));
+    app.stop();
+    let sentinel = Sentinel::start(port);
+
+    let out = tempfile::tempdir().unwrap();
+    let zip = export_redacted(&build, data.path(), &bundle, out.path());
+    let trajectory = trajectory_of(&zip);
+    // The person asked for the dashboard, and the site sent them to log in: the re-run starts where they did.
+    assert!(
+        matches!(&trajectory.tool_calls[0].action, ToolAction::Navigate { url } if *url == dashboard),
+        "{:?}",
+        trajectory.tool_calls[0]
+    );
+    let (report, faithful) = replay_human(&build, &zip);
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+    assert!(report.steps_total >= 9, "{text}");
+    assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
+    let saved = report
+        .steps
+        .iter()
+        .any(|step| step.url_reached.as_deref().is_some_and(|url| url.ends_with("/admin/auth/group/")));
+    assert!(saved, "no step reached the group list: {text}");
+
+    // Started on the login page instead, the dashboard is asked for only after the login, with the session
+    // cookie: it must be the logged-in dashboard, not the redirect to the login page that the same URL
+    // answered before the login in the recording.
+    let credentials: Vec<CredentialEntry> = {
+        let mut bundle = trace_manifest::archive::Bundle::open(&zip).unwrap();
+        serde_json::from_slice(&bundle.read("credentials.json").unwrap()).unwrap()
+    };
+    let options = Options { chromium: Some(build.chromium.clone()), ..Options::default() };
+    let replay = Replay::launch(ReplayArchive::open(&zip).unwrap(), &options).await.unwrap();
+    let page = replay.open(&login).await.unwrap();
+    type_into(&page, "#id_username", django_admin::USER).await.unwrap();
+    type_into(&page, "#id_password", &credentials[0].value).await.unwrap();
+    click(&page, "input[type=submit]").await.unwrap();
+    let heading = wait_for_text(&page, "#content h1", WAIT, |t| t.contains("Site administration")).await;
+    let stats = replay.close().await.unwrap();
+    heading.unwrap_or_else(|error| panic!("{error:#}\n{stats}"));
+    assert!(stats.misses.is_empty() && stats.live_attempts == 0, "{stats}");
+    assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
+}
