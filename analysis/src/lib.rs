@@ -13,6 +13,7 @@
 //! - [`har`]: the HAR 1.2 log of a recording.
 //! - [`trajectory`]: the demonstration as browser-use-style tool calls, and the credentials typed in it.
 //! - [`evidence`]: what a recording shows (exchanges, page text) and whether a checkpoint predicate holds.
+//! - [`fidelity`]: how much of a recorded page's text a replayed page shows.
 //! - [`checkpoints`]: which states mark progress, by fixed rules.
 //! - [`ignore`]: which requests replay may fail at once, and reading and applying an ignore list.
 //! - [`postprocess`]: the four files `trace-host process` writes, derived together.
@@ -27,6 +28,7 @@ pub mod canonical;
 pub mod checkpoints;
 pub mod evidence;
 pub mod exchange;
+pub mod fidelity;
 pub mod har;
 pub mod ignore;
 pub mod postprocess;

@@ -226,7 +226,7 @@ impl PendingCall {
     }
 
     fn is_single_click_on(&self, tab: i64, target: &ElementDescriptor) -> bool {
-        matches!(self.call.action, ToolAction::Click { count: 1 })
+        matches!(self.call.action, ToolAction::Click { count: 1, .. })
             && self.tab_id == Some(tab)
             && !self.navigated
             && self.opened_tab.is_none()
@@ -510,9 +510,22 @@ impl<'e> Builder<'e> {
         let target = action.target.clone();
         match action.action {
             ActionKind::Click => {
+                // In a list box the browser reports the choice before the click that made it: the choice
+                // already says what the click did (with Control held or not).
+                if let Some(last) = self.calls.last_mut()
+                    && target.as_ref().is_some_and(|clicked| clicked.tag == "option")
+                    && last.tab_id == Some(tab)
+                    && matches!(last.call.action, ToolAction::SelectDropdown { .. })
+                    && ts - last.last_person_ts <= QUICK_EFFECT_WINDOW_MS
+                {
+                    last.absorb(id);
+                    return;
+                }
                 self.enter_tab(tab, id, ts);
-                let call = self.push(ToolAction::Click { count: 1 }, target, Some(tab), id, vec![id], ts);
-                call.modifiers = action.modifiers.clone();
+                let modifiers = action.modifiers.clone();
+                let click = ToolAction::Click { count: 1, modifiers: modifiers.clone() };
+                let call = self.push(click, target, Some(tab), id, vec![id], ts);
+                call.modifiers = modifiers;
             }
             ActionKind::DoubleClick => self.on_double_click(id, ts, tab, action),
             ActionKind::Input => {
@@ -544,7 +557,7 @@ impl<'e> Builder<'e> {
     fn on_double_click(&mut self, id: u64, ts: f64, tab: i64, action: &Action) {
         let Some(target) = &action.target else {
             self.enter_tab(tab, id, ts);
-            self.push(ToolAction::Click { count: 2 }, None, Some(tab), id, vec![id], ts);
+            self.push(ToolAction::Click { count: 2, modifiers: Vec::new() }, None, Some(tab), id, vec![id], ts);
             return;
         };
         let n = self.calls.len();
@@ -557,14 +570,21 @@ impl<'e> Builder<'e> {
                 self.calls.last_mut().expect("checked").call.event_ids.extend(second.call.event_ids);
             }
             let call = self.calls.last_mut().expect("checked");
-            call.call.action = ToolAction::Click { count: 2 };
+            call.call.action = ToolAction::Click { count: 2, modifiers: Vec::new() };
             call.call.target = Some(target.clone());
             // The first click was closed when the second came: the double click goes on with it.
             call.closed = false;
             call.absorb_action(id, ts);
         } else {
             self.enter_tab(tab, id, ts);
-            self.push(ToolAction::Click { count: 2 }, Some(target.clone()), Some(tab), id, vec![id], ts);
+            self.push(
+                ToolAction::Click { count: 2, modifiers: Vec::new() },
+                Some(target.clone()),
+                Some(tab),
+                id,
+                vec![id],
+                ts,
+            );
         }
     }
 
@@ -576,6 +596,16 @@ impl<'e> Builder<'e> {
             self.push(ToolAction::Input { text: value }, None, Some(tab), id, vec![id], ts);
             return;
         };
+        // A slider or spin button moved by its keys: the keys are the call, and replaying them moves it
+        // again (the value would be a second, different change).
+        if let Some(last) = self.calls.last_mut()
+            && target.input_type.as_deref().is_some_and(|kind| kind == "range" || kind == "number")
+            && last.is_on(tab, "send_keys", &target)
+            && ts - last.last_person_ts <= QUICK_EFFECT_WINDOW_MS
+        {
+            last.absorb(id);
+            return;
+        }
         let secret = (action.credential && !value.is_empty()).then(|| Secret::of(action, &target, &value));
         let last = self.calls.last_mut();
         if let Some(last) = last
@@ -658,8 +688,15 @@ impl<'e> Builder<'e> {
                 } else {
                     // Toggled by no recorded click (the keyboard): a click sets it the same way.
                     self.enter_tab(tab, id, ts);
-                    self.push(ToolAction::Click { count: 1 }, Some(target), Some(tab), id, vec![id], ts)
-                        .absorbed_change = true;
+                    self.push(
+                        ToolAction::Click { count: 1, modifiers: Vec::new() },
+                        Some(target),
+                        Some(tab),
+                        id,
+                        vec![id],
+                        ts,
+                    )
+                    .absorbed_change = true;
                 }
             }
             FieldKind::File => {
@@ -1261,6 +1298,32 @@ mod tests {
     }
 
     #[test]
+    fn a_click_on_an_option_is_part_of_the_choice_the_browser_reported_before_it() {
+        let option = |selector: &str, modifiers: &[&str]| Action {
+            modifiers: modifiers.iter().map(|m| m.to_string()).collect(),
+            ..action(ActionKind::Click, Some(element(selector, "option", None)))
+        };
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/group", NavigationCause::Typed);
+        let list = element("#permissions", "select", None);
+        rec.action(TAB, change(list.clone(), "view user"));
+        rec.action(TAB, option("option:nth-of-type(1)", &[]));
+        rec.wait(1_500.0).action(TAB, change(list, "view user, view group"));
+        rec.action(TAB, option("option:nth-of-type(2)", &["Control"]));
+        rec.wait(1_500.0).action(TAB, click("#add"));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [
+                r#"navigate {"url":"https://shop.test/group"}"#,
+                // Successive choices in one list are its final selection.
+                r#"select_dropdown {"option":"view user, view group"} #permissions"#,
+                "click {} #add",
+            ]
+        );
+    }
+
+    #[test]
     fn a_page_that_rewrites_its_own_url_moves_the_url_after_and_routes_are_a_clicks_effect() {
         let mut rec = Recording::default();
         rec.navigation(TAB, "/app?token=t0k3n", NavigationCause::Typed);
@@ -1579,7 +1642,7 @@ mod tests {
             calls(&derived),
             [
                 r#"navigate {"url":"https://shop.test/"}"#,
-                "click {} #help",
+                r#"click {"modifiers":["Control"]} #help"#,
                 "click {} #stay",
                 r#"switch {"tab":1}"#,
                 "click {} #faq",
@@ -1668,6 +1731,6 @@ mod tests {
         assert_eq!(json, r#"{"name":"go_back","params":{},"tab":0,"event_ids":[3],"ts":1.0}"#);
         assert_eq!(serde_json::from_str::<ToolCall>(&json).unwrap(), call);
         let click: ToolCall = serde_json::from_str(r#"{"name":"click","params":{},"ts":2}"#).unwrap();
-        assert_eq!(click.action, ToolAction::Click { count: 1 });
+        assert_eq!(click.action, ToolAction::Click { count: 1, modifiers: Vec::new() });
     }
 }

@@ -25,7 +25,7 @@ fn path(url: Option<&str>) -> String {
 fn params(action: &ToolAction) -> String {
     match action {
         ToolAction::Navigate { url } => path(Some(url)),
-        ToolAction::Click { count } => format!("count={count}"),
+        ToolAction::Click { count, .. } => format!("count={count}"),
         ToolAction::Input { text } => format!("{text:?}"),
         ToolAction::SendKeys { keys } => keys.clone(),
         ToolAction::Scroll { down, delta_x, delta_y, .. } => format!("down={down} dx={delta_x} dy={delta_y}"),

@@ -111,6 +111,12 @@
   };
 
   const isField = (element) => ["input", "textarea", "select"].includes(element.localName) || element.isContentEditable;
+  // A field whose value is typed text (arrows and Backspace move or edit within it).
+  const NOT_TYPED_INPUTS = ["range", "checkbox", "radio", "button", "submit", "reset", "file", "color", "image"];
+  const isTextEntry = (element) =>
+    element.isContentEditable ||
+    element.localName === "textarea" ||
+    (element.localName === "input" && !NOT_TYPED_INPUTS.includes(element.type));
 
   // Only ever read where the value itself is the point: never as "visible text" of a field.
   const visibleTextOf = (element) => (isField(element) ? undefined : clip(element.innerText ?? element.textContent));
@@ -260,7 +266,7 @@
       }
     }, { capture: true, passive: true });
 
-  const pointer = (event) => ({ x: event.clientX, y: event.clientY });
+  const pointer = (event) => ({ x: event.clientX, y: event.clientY, modifiers: modifiersOf(event) });
   // A click on a <label> makes the browser click its control too: that second click is not the person's.
   // Likewise, Enter in a form field makes the browser click the form's submit button: the key press says it already.
   let forwardedTo = null;
@@ -309,24 +315,43 @@
   listen("keydown", (event) => {
     if (event.key === "Enter") lastEnter = performance.now();
     const shortcut = (event.ctrlKey || event.metaKey || event.altKey) && !MODIFIER_KEYS.has(event.key);
-    // Backspace and the like only matter outside a text field, where the typed value already says it all.
+    // Backspace and the like only matter outside a field one types into, where the typed value already says
+    // it all. On a slider or a spin button the arrows are the change itself (and a page that handles them
+    // may fire no change event at all), so they are recorded there.
     const target = targetOf(event);
-    const inField = target && isField(target) && target.localName !== "select";
-    const editing = ["Backspace", "Delete", "ArrowLeft", "ArrowRight", "Home", "End"].includes(event.key) && inField;
+    const editing = ["Backspace", "Delete", "ArrowLeft", "ArrowRight", "Home", "End"].includes(event.key) && target && isTextEntry(target);
     if (!shortcut && (!MEANINGFUL_KEYS.has(event.key) || editing)) return;
     const element = target && target !== document.body && target !== document.documentElement ? target : null;
     report("key_press", element, { key: event.key, modifiers: modifiersOf(event) });
   });
 
   // Scrolling is one action per scroll container and burst, reported once it has been still for a moment.
-  // Scrolls with no wheel, key, pointer or touch input shortly before are the page's own, not the person's.
+  // A scroll is the person's only shortly after input that scrolls: the wheel, a touch moving, a key that
+  // scrolls outside a text field, a press on a scrollbar. A page scrolling itself after a click (a
+  // focused element brought into view) or as the person types (an editor keeping its cursor in view) is
+  // the page's own, not the person's.
   const SCROLL_SETTLE_MS = 300;
   const USER_SCROLL_WINDOW_MS = 1000;
+  const SCROLLING_KEYS = new Set(["PageUp", "PageDown", "Home", "End", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", " "]);
+  const onScrollbar = (event) => {
+    const target = targetOf(event);
+    if (!target) return false;
+    if (target === document.documentElement || target === document.body) {
+      return event.clientX >= document.documentElement.clientWidth || event.clientY >= document.documentElement.clientHeight;
+    }
+    return event.offsetX >= target.clientWidth || event.offsetY >= target.clientHeight;
+  };
+  const scrolls = {
+    wheel: () => true,
+    touchmove: () => true,
+    keydown: (event) => SCROLLING_KEYS.has(event.key) && !(targetOf(event) && isField(targetOf(event))),
+    pointerdown: onScrollbar,
+  };
   // Only the person's own input counts: a synthetic wheel (`dispatchEvent`) is not trusted.
-  let lastUserInput = 0;
-  for (const type of ["wheel", "keydown", "pointerdown", "touchstart", "touchmove"]) {
+  let lastScrollingInput = 0;
+  for (const [type, scrolling] of Object.entries(scrolls)) {
     window.addEventListener(type, (event) => {
-      if (event.isTrusted) lastUserInput = Date.now();
+      if (event.isTrusted && scrolling(event)) lastScrollingInput = Date.now();
     }, { capture: true, passive: true });
   }
   const positionOf = (container) =>
@@ -345,7 +370,7 @@
   listen("scroll", (event) => {
     const container = event.target === document.documentElement ? document : event.target;
     if (container !== document && container.nodeType !== Node.ELEMENT_NODE) return;
-    if (Date.now() - lastUserInput > USER_SCROLL_WINDOW_MS) {
+    if (Date.now() - lastScrollingInput > USER_SCROLL_WINDOW_MS) {
       settledPositions.set(container, positionOf(container));
       return;
     }

@@ -257,6 +257,11 @@ pub struct StepOutcome {
     /// The share of pixels that differ from the recorded screenshot (0 to 1), when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot_difference: Option<f64>,
+    /// The share of the recorded page's text (by characters) that the replayed page showed after the step
+    /// (0 to 1), when the recording has a DOM snapshot for it; under `trace_analysis::fidelity`'s tolerance
+    /// the step fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_shown: Option<f64>,
 }
 
 /// How a re-run found a step's element: by the recorded selector, by its XPath, or at its recorded position

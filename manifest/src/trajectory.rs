@@ -58,6 +58,10 @@ pub enum ToolAction {
         /// 2 for a double click.
         #[serde(default = "one", skip_serializing_if = "is_one")]
         count: u32,
+        /// Keys held during the click ("Control", "Shift", "Alt", "Meta"): a Control-click adds an option
+        /// to a multiple selection or opens a link in the background.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        modifiers: Vec<String>,
     },
     Input {
         /// The field's whole value, or a `{{credentials.<site>.<field>}}` placeholder for a secret.

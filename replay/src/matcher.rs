@@ -33,7 +33,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
 
-use trace_analysis::canonical::{self, Clocks, Param};
+use trace_analysis::canonical::{self, Clocks, Param, Place};
 #[cfg(doc)]
 use trace_analysis::canonical::{canonical_body, canonical_url};
 use trace_manifest::event::header_value;
@@ -183,6 +183,17 @@ pub struct Matched {
     /// Index into the recorded requests given to [`Matcher::new`].
     pub index: usize,
     pub kind: MatchKind,
+}
+
+/// One parameter in which a request differs from the recorded one that answered it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    pub place: Place,
+    pub name: String,
+    /// The recorded value; `None` when the recorded request had no such parameter.
+    pub recorded: Option<String>,
+    /// The value sent; `None` when the request has no such parameter.
+    pub sent: Option<String>,
 }
 
 /// The recorded requests, indexed for lookup, and which of them have answered already.
@@ -364,6 +375,58 @@ impl Matcher {
         let candidates = self.buckets.get(analysis.endpoint.as_deref()?)?;
         let (index, score) = best_candidate(candidates, &analysis.params, &self.answered)?;
         Some(self.answer(index, MatchKind::Fuzzy { score }))
+    }
+
+    /// How a request differs from the recorded request `index`, parameter by parameter (volatile ones and
+    /// clocks left out): what a fuzzy answer glossed over.
+    pub fn differences(&self, request: &Request<'_>, index: usize) -> Vec<Difference> {
+        let method = request.method.to_ascii_uppercase();
+        let body = request.body.unwrap_or_default();
+        let asked = canonical::request(&method, request.url, body, request.content_type, &self.live_clocks);
+        let Some(recorded) = asked
+            .endpoint
+            .as_deref()
+            .and_then(|endpoint| self.buckets.get(endpoint))
+            .and_then(|candidates| candidates.iter().find(|candidate| candidate.index == index))
+        else {
+            return Vec::new();
+        };
+        let mut differences = Vec::new();
+        let (a, b) = (&asked.params, &recorded.params);
+        let (mut i, mut j) = (0, 0);
+        let mut differ = |param: &Param, sent: Option<&str>, recorded: Option<&str>| {
+            differences.push(Difference {
+                place: param.place,
+                name: param.name.clone(),
+                recorded: recorded.map(str::to_owned),
+                sent: sent.map(str::to_owned),
+            })
+        };
+        while i < a.len() || j < b.len() {
+            let order = match (a.get(i), b.get(j)) {
+                (Some(x), Some(y)) => x.order(y),
+                (Some(_), None) => Ordering::Less,
+                _ => Ordering::Greater,
+            };
+            match order {
+                Ordering::Less => {
+                    differ(&a[i], Some(&a[i].value), None);
+                    i += 1;
+                }
+                Ordering::Greater => {
+                    differ(&b[j], None, Some(&b[j].value));
+                    j += 1;
+                }
+                Ordering::Equal => {
+                    if a[i].value != b[j].value {
+                        differ(&a[i], Some(&a[i].value), Some(&b[j].value));
+                    }
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        differences
     }
 
     fn answer(&mut self, index: usize, kind: MatchKind) -> Matched {
@@ -946,6 +1009,33 @@ mod tests {
             RecordedRequest::from_har(&har),
             post("https://shop.example/login", "application/x-www-form-urlencoded", "user=ann")
         );
+    }
+
+    #[test]
+    fn a_fuzzy_answer_says_how_the_request_differs() {
+        let form = "application/x-www-form-urlencoded";
+        let url = "https://admin.example/group/add/";
+        let mut matcher = Matcher::new(vec![post(url, form, "name=Editors&perm=1&perm=2&csrf=t")]);
+        let request = Request {
+            method: "POST",
+            url,
+            body: Some(b"name=Editors&perm=1&perm=3&csrf=t"),
+            content_type: Some(form),
+            state: None,
+        };
+        let matched = matcher.lookup(&request).unwrap();
+        assert!(matches!(matched.kind, MatchKind::Fuzzy { .. }), "{matched:?}");
+        let differences = matcher.differences(&request, matched.index);
+        let field = |name: &str, recorded: Option<&str>, sent: Option<&str>| Difference {
+            place: Place::Body,
+            name: name.into(),
+            recorded: recorded.map(Into::into),
+            sent: sent.map(Into::into),
+        };
+        // Repeated names pair in order: the second permission chosen differs.
+        assert_eq!(differences, [field("perm", Some("2"), Some("3"))]);
+        let request = Request { body: Some(b"name=Editors&perm=1&perm=2&csrf=t&note=x"), ..request };
+        assert_eq!(matcher.differences(&request, 0), [field("note", None, Some("x"))]);
     }
 
     #[test]

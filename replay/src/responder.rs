@@ -13,7 +13,7 @@ use anyhow::Result;
 use trace_analysis::canonical::Clocks;
 
 use crate::archive::ReplayArchive;
-use crate::matcher::{MatchKind, Matcher, Request};
+use crate::matcher::{Difference, MatchKind, Matcher, Request};
 
 /// The decision for one request.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +40,22 @@ pub struct Stats {
     pub live_attempts: u64,
     /// Each missed URL, with how many times it was asked for.
     pub misses: BTreeMap<String, u64>,
+    /// Requests answered by the fuzzy level that differ from the recording in their parameters, in the
+    /// order they came.
+    pub divergences: Vec<Divergence>,
+}
+
+/// A request the fuzzy level answered with a recorded one that differs from it: a page may have sent
+/// something else than the person's did (another option chosen, a word typed differently).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Divergence {
+    pub method: String,
+    pub url: String,
+    /// The recorded request's URL.
+    pub recorded_url: String,
+    /// A document's request (a form submitted), rather than a script's.
+    pub document: bool,
+    pub differences: Vec<Difference>,
 }
 
 impl fmt::Display for Stats {
@@ -52,6 +68,16 @@ impl fmt::Display for Stats {
         )?;
         for (url, times) in &self.misses {
             writeln!(f, "  missed {url}{}", if *times > 1 { format!(" ({times} times)") } else { String::new() })?;
+        }
+        for divergence in &self.divergences {
+            let fields: Vec<&str> = divergence.differences.iter().map(|d| d.name.as_str()).collect();
+            writeln!(
+                f,
+                "  answered though it differs in {}: {} {}",
+                fields.join(", "),
+                divergence.method,
+                divergence.url
+            )?;
         }
         Ok(())
     }
@@ -157,6 +183,30 @@ impl Responder {
             },
             None => Decision::Miss,
         }
+    }
+
+    /// Notes how a request answered by the fuzzy level (`index`) differs from the recorded one, when it
+    /// does in its parameters; `document` says it was a document's request.
+    pub fn note_fuzzy_answer(&self, request: &Request<'_>, index: usize, document: bool) {
+        let differences = self.matcher.lock().expect("no panics while locked").differences(request, index);
+        if differences.is_empty() {
+            return;
+        }
+        let recorded_url = self.archive.exchanges[index].request.url.clone();
+        tracing::warn!(
+            target: "trace_replay::decision",
+            "{} {} differs from the recorded {recorded_url} in {}",
+            request.method,
+            request.url,
+            differences.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        self.stats.lock().expect("no panics while locked").divergences.push(Divergence {
+            method: request.method.to_owned(),
+            url: request.url.to_owned(),
+            recorded_url,
+            document,
+            differences,
+        });
     }
 
     /// Counts a request let through to the live network.

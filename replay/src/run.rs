@@ -10,14 +10,16 @@
 //! results on timers and animate them in. A page that never settles is acted on at the timeout anyway;
 //! an element that never appears fails the call.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::responder::Stats;
+use crate::responder::{Divergence, Stats};
 use crate::serve::Replay;
 use anyhow::{Context, Result, bail};
 use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::dom::{GetDocumentParams, GetOuterHtmlParams};
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType, InsertTextParams,
     MouseButton,
@@ -26,6 +28,8 @@ use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
 use chromiumoxide::page::ScreenshotParams;
 use serde_json::json;
 use trace_analysis::canonical::canonical_url;
+use trace_analysis::evidence::page_text;
+use trace_analysis::fidelity::{TextComparison, compare_text};
 use trace_analysis::trajectory;
 use trace_manifest::archive::Bundle;
 use trace_manifest::event::ElementDescriptor;
@@ -122,8 +126,10 @@ pub async fn run_human(
     options: RunOptions,
 ) -> Result<FidelityReport> {
     let mut runner = Runner { replay, bundle: Bundle::open(bundle)?, tabs: Vec::new(), current: 0, options };
+    let persons = PersonsInput::of(calls, credentials);
     let mut steps = Vec::new();
     for (index, call) in calls.iter().enumerate() {
+        let divergences_before = replay.stats().divergences.len();
         let mut outcome = StepOutcome {
             step: index + 1,
             name: call.action.name().to_owned(),
@@ -133,6 +139,7 @@ pub async fn run_human(
             url_expected: call.url_after.clone(),
             url_reached: None,
             screenshot_difference: None,
+            text_shown: None,
         };
         match runner.step(call, credentials).await {
             Ok(located_by) => outcome.located_by = located_by,
@@ -151,6 +158,37 @@ pub async fn run_human(
                     outcome.reason = Some(format!("reached {reached}, the recording reached {expected}"));
                     outcome.url_reached = Some(reached);
                 }
+            }
+        }
+        if outcome.passed {
+            runner.settle().await;
+            let stats = replay.stats();
+            let diverged: Vec<String> = stats.divergences[divergences_before..]
+                .iter()
+                .filter(|divergence| persons.concerns(divergence))
+                .map(|divergence| persons.describe(divergence))
+                .collect();
+            if !diverged.is_empty() {
+                outcome.passed = false;
+                outcome.reason = Some(format!("sent what the person did not: {}", diverged.join("; ")));
+            }
+        }
+        if outcome.passed
+            && let Some(snapshot) = &call.dom_snapshot
+        {
+            match runner.compare_text(snapshot).await {
+                Ok(comparison) => {
+                    outcome.text_shown = Some(comparison.shown);
+                    if !comparison.passes() {
+                        outcome.passed = false;
+                        outcome.reason = Some(format!(
+                            "the page shows {:.0}% of the recorded text; missing {}",
+                            comparison.shown * 100.0,
+                            comparison.missing.iter().map(|run| format!("{run:?}")).collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                }
+                Err(error) => tracing::debug!("no text comparison for step {}: {error:#}", outcome.step),
             }
         }
         if let Some(recorded) = &call.screenshot
@@ -192,6 +230,72 @@ pub async fn run_human(
 pub fn note_late_misses(report: &mut FidelityReport, final_stats: &Stats) {
     report.misses_after_last_step =
         final_stats.misses.keys().filter(|miss| !report.misses.contains(miss)).cloned().collect();
+}
+
+/// What the person typed and chose in the demonstration, and in which fields: a request answered by the
+/// fuzzy level that differs from the recording in any of it sent something the person did not. So does a
+/// form submitted (a document's request) that differs at all.
+struct PersonsInput {
+    values: HashSet<String>,
+    fields: HashSet<String>,
+    /// Values never written into a report.
+    secrets: Vec<String>,
+}
+
+impl PersonsInput {
+    fn of(calls: &[ToolCall], credentials: &[Credential]) -> PersonsInput {
+        let mut input = PersonsInput {
+            values: HashSet::new(),
+            fields: HashSet::new(),
+            secrets: credentials.iter().map(|c| c.value.clone()).filter(|v| !v.is_empty()).collect(),
+        };
+        for call in calls {
+            match &call.action {
+                ToolAction::Input { text } => {
+                    input.values.insert(fill_placeholders(text, credentials).unwrap_or_else(|_| text.clone()));
+                }
+                ToolAction::SelectDropdown { option } => input.values.extend(option.split(", ").map(str::to_owned)),
+                _ => {}
+            }
+            if let Some(name) = call.target.as_ref().and_then(|target| target.name.clone()) {
+                input.fields.insert(name);
+            }
+        }
+        input.values.remove("");
+        input
+    }
+
+    fn concerns(&self, divergence: &Divergence) -> bool {
+        divergence.document
+            || divergence.differences.iter().any(|difference| {
+                self.fields.contains(&difference.name)
+                    || [&difference.sent, &difference.recorded]
+                        .into_iter()
+                        .flatten()
+                        .any(|value| self.values.contains(value))
+            })
+    }
+
+    /// `POST /path: field (recorded "a", sent "b")`, secrets masked.
+    fn describe(&self, divergence: &Divergence) -> String {
+        let shown = |value: &Option<String>| match value {
+            None => "nothing".to_owned(),
+            Some(value) if self.secrets.contains(value) => "a credential".to_owned(),
+            Some(value) => format!("{value:?}"),
+        };
+        let fields: Vec<String> = divergence
+            .differences
+            .iter()
+            .map(|d| format!("{} (recorded {}, sent {})", d.name, shown(&d.recorded), shown(&d.sent)))
+            .collect();
+        format!(
+            "{} {} answered as {}: {}",
+            divergence.method,
+            divergence.url,
+            divergence.recorded_url,
+            fields.join(", ")
+        )
+    }
 }
 
 struct Runner<'a> {
@@ -250,15 +354,24 @@ impl Runner<'_> {
                 }
                 Ok(None)
             }
-            ToolAction::Click { count } => {
+            ToolAction::Click { count, modifiers } => {
                 let located = self.locate(call).await?;
+                let modifiers = modifier_mask(modifiers.iter().map(String::as_str))?;
                 for press in 1..=*count {
-                    self.mouse_click(located.x, located.y, i64::from(press)).await?;
+                    self.mouse_click_with(located.x, located.y, i64::from(press), modifiers).await?;
                 }
                 Ok(Some(located.by))
             }
-            ToolAction::Input { text } => {
-                let text = fill_placeholders(text, credentials)?;
+            ToolAction::Input { text: typed } => {
+                let text = fill_placeholders(typed, credentials)?;
+                let chosen_not_typed = call.target.as_ref().and_then(|t| t.input_type.as_deref()).is_some_and(|kind| {
+                    ["range", "color", "date", "time", "datetime-local", "month", "week"].contains(&kind)
+                });
+                if chosen_not_typed {
+                    // A slider or a picker takes no typing: its value is set, as its own widget sets it.
+                    self.in_element(call, SET_VALUE, json!(text)).await?;
+                    return Ok(Some(LocatedBy::Selector));
+                }
                 let located = self.locate(call).await?;
                 self.mouse_click(located.x, located.y, 1).await?;
                 // Replace what the field holds, as the recorded value is the field's whole value.
@@ -267,6 +380,16 @@ impl Runner<'_> {
                     self.key("Backspace", 0, &[]).await?;
                 }
                 self.type_text(&text).await?;
+                let held = self.in_element(call, FIELD_VALUE, json!(null)).await?;
+                if held.as_str().is_some_and(|held| held != text) {
+                    // A secret's value is never written into the report.
+                    let is_secret = text != *typed;
+                    bail!(
+                        "the field holds {}, the person typed {}",
+                        if is_secret { "another value".to_owned() } else { format!("{held:?}") },
+                        if is_secret { "a credential".to_owned() } else { format!("{text:?}") }
+                    );
+                }
                 Ok(Some(located.by))
             }
             ToolAction::SendKeys { keys } => {
@@ -501,6 +624,11 @@ impl Runner<'_> {
     }
 
     async fn mouse_click(&self, x: f64, y: f64, click_count: i64) -> Result<()> {
+        self.mouse_click_with(x, y, click_count, 0).await
+    }
+
+    /// A click with `modifiers` held (DevTools' bit mask, see [`modifier_mask`]).
+    async fn mouse_click_with(&self, x: f64, y: f64, click_count: i64, modifiers: i64) -> Result<()> {
         let page = self.page()?;
         let event = |kind| {
             DispatchMouseEventParams::builder()
@@ -509,6 +637,7 @@ impl Runner<'_> {
                 .y(y)
                 .button(MouseButton::Left)
                 .click_count(click_count)
+                .modifiers(modifiers)
                 .build()
                 .map_err(anyhow::Error::msg)
         };
@@ -576,6 +705,25 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// How much of the text of the recorded DOM snapshot `snapshot` the current tab shows, once it shows
+    /// enough or the step timeout has passed (the recorder, too, waited for the page to react).
+    async fn compare_text(&mut self, snapshot: &str) -> Result<TextComparison> {
+        let html = String::from_utf8_lossy(&self.bundle.read(snapshot)?).into_owned();
+        let recorded = page_text(0, "", snapshot, &html);
+        let deadline = Instant::now() + self.options.step_timeout;
+        loop {
+            let page = self.page()?;
+            let root = page.execute(GetDocumentParams::builder().depth(0).build()).await?.result.root;
+            let outer = GetOuterHtmlParams::builder().node_id(root.node_id).include_shadow_dom(true).build();
+            let html = page.execute(outer).await?.result.outer_html;
+            let comparison = compare_text(&recorded, &page_text(0, "", "", &html));
+            if comparison.passes() || Instant::now() >= deadline {
+                return Ok(comparison);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
     /// The share of pixels of the current tab that differ from the recorded screenshot.
     async fn screenshot_difference(&mut self, recorded: &str) -> Result<f64> {
         let recorded = self.bundle.read(recorded)?;
@@ -609,7 +757,6 @@ impl Sighting {
 
 /// `Control+a` → (Control's bit, "a").
 fn parse_keys(keys: &str) -> Result<(i64, &str)> {
-    let mut modifiers = 0;
     let mut parts: Vec<&str> = keys.split('+').collect();
     // "Control++" presses "+".
     if keys.ends_with("++") {
@@ -617,16 +764,23 @@ fn parse_keys(keys: &str) -> Result<(i64, &str)> {
         parts.push("+");
     }
     let key = parts.pop().filter(|k| !k.is_empty()).with_context(|| format!("no key in {keys:?}"))?;
-    for modifier in parts {
-        modifiers |= match modifier {
+    let modifiers = modifier_mask(parts).with_context(|| format!("in {keys:?}"))?;
+    Ok((modifiers, key))
+}
+
+/// Modifier names as DevTools' bit mask: Alt 1, Control 2, Meta 4, Shift 8.
+fn modifier_mask<'m>(names: impl IntoIterator<Item = &'m str>) -> Result<i64> {
+    let mut mask = 0;
+    for name in names {
+        mask |= match name {
             "Alt" => 1,
             "Control" => 2,
             "Meta" => 4,
             "Shift" => 8,
-            other => bail!("unknown modifier {other:?} in {keys:?}"),
+            other => bail!("unknown modifier {other:?}"),
         };
     }
-    Ok((modifiers, key))
+    Ok(mask)
 }
 
 /// Replaces each `{{credentials.<site>.<field>}}` with its secret.
@@ -684,6 +838,19 @@ const FIND_ELEMENT: &str = r#"(framePath, selector, xpath) => {
   } catch { element = null; }
   if (!element && xpath) element = doc.evaluate(xpath, doc, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue;
   return element;
+}"#;
+
+/// A field's value as the recorder reads it: a rich editor's text, or a form field's value; `null` for
+/// anything else.
+const FIELD_VALUE: &str =
+    r#"(field) => field.isContentEditable ? field.innerText : (typeof field.value === "string" ? field.value : null)"#;
+
+/// Sets a field's value as its own widget does, with the events that follow.
+const SET_VALUE: &str = r#"(field, value) => {
+  field.value = value;
+  field.dispatchEvent(new Event("input", { bubbles: true }));
+  field.dispatchEvent(new Event("change", { bubbles: true }));
+  return null;
 }"#;
 
 const SELECT_OPTIONS: &str = r#"(select, option) => {

@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 
 use crate::archive::ReplayArchive;
 use crate::chromium::{self, Chromium, Launch};
-use crate::matcher::{Request, RequestState};
+use crate::matcher::{MatchKind, Request, RequestState};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
 
@@ -265,7 +265,10 @@ async fn answer(
         asked.state = Some(&state);
     }
     match responder.decide(&asked) {
-        Decision::Answer { index, .. } => {
+        Decision::Answer { index, kind } => {
+            if matches!(kind, MatchKind::Fuzzy { .. }) {
+                responder.note_fuzzy_answer(&asked, index, event.resource_type == ResourceType::Document);
+            }
             let response = responder.response(index)?;
             let headers: Vec<HeaderEntry> =
                 response.headers.into_iter().map(|(name, value)| HeaderEntry { name, value }).collect();

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use chromiumoxide::cdp::browser_protocol::input::{DispatchMouseEventParams, DispatchMouseEventType};
+use chromiumoxide::cdp::browser_protocol::input::{DispatchMouseEventParams, DispatchMouseEventType, MouseButton};
 use chromiumoxide::layout::Point;
 use chromiumoxide::types::ClickOptions;
 use chromiumoxide::{Browser, Page};
@@ -150,6 +150,29 @@ pub async fn click(page: &Page, selector: &str) -> Result<()> {
         }
     }
 }
+
+/// Clicks an element with Control held, as a person adds an option to a multiple selection.
+pub async fn control_click(page: &Page, selector: &str) -> Result<()> {
+    let element = page.find_element(selector).await.with_context(|| format!("no {selector} to click"))?;
+    element.scroll_into_view().await?;
+    let point = element.clickable_point().await?;
+    for kind in [DispatchMouseEventType::MousePressed, DispatchMouseEventType::MouseReleased] {
+        let event = DispatchMouseEventParams::builder()
+            .r#type(kind)
+            .x(point.x)
+            .y(point.y)
+            .button(MouseButton::Left)
+            .click_count(1)
+            .modifiers(CONTROL)
+            .build()
+            .map_err(anyhow::Error::msg)?;
+        page.execute(event).await?;
+    }
+    Ok(())
+}
+
+/// DevTools' bit for the Control key in `modifiers`.
+const CONTROL: i64 = 2;
 
 /// Clicks something that navigates, and waits for the new page to load and settle.
 pub async fn click_and_wait(page: &Page, selector: &str) -> Result<()> {

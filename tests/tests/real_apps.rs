@@ -76,6 +76,10 @@ async fn django_admin_replays_every_step_offline() {
         "{:?}",
         trajectory.tool_calls[0]
     );
+    for (index, call) in trajectory.tool_calls.iter().enumerate() {
+        let target = call.target.as_ref().map_or("-", |target| target.selector.as_str());
+        eprintln!("{:>3} {:?} on {target}", index + 1, call.action);
+    }
     let (report, faithful) = replay_human(&build, &zip);
     let text = trace_replay::run::text(&report);
     assert!(faithful && report.steps_failed == 0, "{text}");

@@ -11,12 +11,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::{Server, free_port, run};
-use crate::browser::{Build, RecordingBrowser, click, click_and_wait, settle, type_into, wait_for_text};
+use crate::browser::{Build, RecordingBrowser, click, click_and_wait, control_click, settle, type_into, wait_for_text};
 use crate::demo::{start_task, stop_task, wait_for_url};
 
 pub const USER: &str = "admin";
 pub const PASSWORD: &str = "Tr4ce-admin-pass";
-pub const DESCRIPTION: &str = "Create a group Editors that may view users";
+pub const DESCRIPTION: &str = "Create a group Editors with two view permissions";
 /// The group the demonstration creates, which the page lists once it is saved.
 pub const GROUP: &str = "Editors";
 
@@ -67,8 +67,8 @@ impl DjangoAdmin {
     }
 
     /// Records the demonstration: the task starts at `/admin/`, which sends the person to the login page;
-    /// they log in, open "Add group", name the group, filter the permissions by typing, pick one, move it
-    /// across, and save. Returns the finished bundle.
+    /// they log in, open "Add group", name the group, filter the permissions by typing, pick two (the
+    /// second with Control held), move them across, and save. Returns the finished bundle.
     pub async fn record(&self, build: &Build, data_dir: &Path) -> Result<PathBuf> {
         let browser = RecordingBrowser::launch(build, data_dir, true).await?;
         let (popup, admin) = start_task(&browser, DESCRIPTION, &self.url("/admin/")).await?;
@@ -79,20 +79,21 @@ impl DjangoAdmin {
         wait_for_text(&admin, "#content h1", WAIT, |t| t.contains("Site administration")).await?;
         click_and_wait(&admin, "a[href='/admin/auth/group/add/']").await?;
         type_into(&admin, "#id_name", GROUP).await?;
-        type_into(&admin, "#id_permissions_input", "view user").await?;
+        type_into(&admin, "#id_permissions_input", "can view").await?;
         // The picker keeps only the matching permissions, once the typing has stopped.
-        let filtered =
-            "(() => [...document.querySelectorAll('#id_permissions_from option')].map(o => o.text).join('\\n'))()";
+        let filtered = "[...document.querySelectorAll('#id_permissions_from option')].map(o => o.text)";
         let deadline = std::time::Instant::now() + WAIT;
         loop {
-            let options: String = admin.evaluate(filtered).await?.into_value()?;
-            if options.ends_with("Can view user") && !options.contains('\n') {
+            let options: Vec<String> = admin.evaluate(filtered).await?.into_value()?;
+            if options.len() >= 2 && options.iter().all(|option| option.contains("Can view")) {
                 break;
             }
             anyhow::ensure!(std::time::Instant::now() < deadline, "the permission filter shows {options:?}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        click(&admin, "#id_permissions_from option").await?;
+        // Two permissions: the second added to the selection with Control held.
+        click(&admin, "#id_permissions_from option:nth-child(1)").await?;
+        control_click(&admin, "#id_permissions_from option:nth-child(2)").await?;
         click(&admin, "#id_permissions_add").await?;
         settle().await;
         click_and_wait(&admin, "input[name=_save]").await?;

@@ -1,0 +1,110 @@
+//! How faithfully a replayed page shows what the recording showed after the same step: the text of the
+//! two documents, each read by [`evidence::page_text`] from HTML serialized the same way (DevTools'
+//! `DOM.getOuterHTML` with shadow roots), compared run by run. A step whose page shows too little of the
+//! recorded text did not reproduce the recording, whatever URL it reached: a result that never appeared,
+//! an application that failed to boot, an error page served in place of the real one.
+//!
+//! The tolerance ([`TEXT_TOLERANCE`]) is on the share of the recorded text's characters found in the
+//! replayed page, so that a clock or a counter that moved by a second (one short run) does not fail a
+//! step, while a missing result list (many runs, most of the characters) does. Runs are compared as
+//! multisets, whitespace collapsed: order and layout do not count, a run shown twice in the recording
+//! must be shown twice again. Text the replayed page adds is not counted against it (a page may show
+//! more, such as a banner dismissed in the recording).
+//!
+//! [`evidence::page_text`]: crate::evidence::page_text
+
+use std::collections::HashMap;
+
+use crate::evidence::PageText;
+
+/// The least share of the recorded text's characters a replayed page must show for its step to pass.
+pub const TEXT_TOLERANCE: f64 = 0.9;
+
+/// How many missing runs a comparison names, for the report.
+pub const MISSING_NAMED: usize = 3;
+
+/// What a replayed page shows of a recorded one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextComparison {
+    /// The share of the recorded text's characters that the replayed page shows, from 0 to 1 (1 when the
+    /// recording showed no text).
+    pub shown: f64,
+    /// The first recorded runs (at most [`MISSING_NAMED`]) the replayed page does not show, longest first.
+    pub missing: Vec<String>,
+}
+
+impl TextComparison {
+    /// Whether the replayed page shows enough of the recorded text ([`TEXT_TOLERANCE`]).
+    pub fn passes(&self) -> bool {
+        self.shown >= TEXT_TOLERANCE
+    }
+}
+
+/// Compares the text of a replayed page with the recorded one.
+pub fn compare_text(recorded: &PageText, replayed: &PageText) -> TextComparison {
+    let mut available: HashMap<&str, usize> = HashMap::new();
+    for run in &replayed.runs {
+        *available.entry(run.as_str()).or_default() += 1;
+    }
+    let (mut total, mut shown) = (0usize, 0usize);
+    let mut missing: Vec<&str> = Vec::new();
+    for run in &recorded.runs {
+        let chars = run.chars().count();
+        total += chars;
+        match available.get_mut(run.as_str()).filter(|count| **count > 0) {
+            Some(count) => {
+                *count -= 1;
+                shown += chars;
+            }
+            None => missing.push(run),
+        }
+    }
+    missing.sort_by_key(|run| std::cmp::Reverse(run.chars().count()));
+    missing.dedup();
+    missing.truncate(MISSING_NAMED);
+    TextComparison {
+        shown: if total == 0 { 1.0 } else { shown as f64 / total as f64 },
+        missing: missing.into_iter().map(str::to_owned).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::page_text;
+
+    fn page(html: &str) -> PageText {
+        page_text(0, "https://app.test/", "dom/0.html", html)
+    }
+
+    fn check(recorded: &str, replayed: &str, shown: f64, passes: bool) {
+        let comparison = compare_text(&page(recorded), &page(replayed));
+        assert!((comparison.shown - shown).abs() < 1e-9, "{recorded} / {replayed}: {comparison:?}");
+        assert_eq!(comparison.passes(), passes, "{recorded} / {replayed}: {comparison:?}");
+    }
+
+    #[test]
+    fn the_share_of_recorded_characters_shown_decides() {
+        check("<p>Results</p><ul><li>Blue mug</li></ul>", "<p>Results</p><ul><li>Blue mug</li></ul>", 1.0, true);
+        // Order and added text do not count.
+        check("<p>a</p><p>bb</p>", "<div>bb</div><b>new</b><p>a</p>", 1.0, true);
+        // The result list never appeared: 7 of 15 characters.
+        check("<p>Results</p><ul><li>Blue mug</li></ul>", "<p>Results</p><ul></ul>", 7.0 / 15.0, false);
+        // A clock that moved: one short run of many.
+        let long = "<p>Order history for Ann, every order of the last year, newest first</p>";
+        check(&format!("{long}<span>12:03</span>"), &format!("{long}<span>12:04</span>"), 65.0 / 70.0, true);
+        // A run shown twice must be there twice.
+        check("<p>Mug</p><p>Mug</p>", "<p>Mug</p>", 0.5, false);
+        // Nothing recorded: nothing to miss.
+        check("<script>x()</script>", "<p>anything</p>", 1.0, true);
+    }
+
+    #[test]
+    fn the_longest_missing_runs_are_named() {
+        let comparison = compare_text(
+            &page("<p>Connection to the server was lost</p><p>ok</p><p>a</p><p>b</p><p>c</p><p>dd</p>"),
+            &page("<p>ok</p>"),
+        );
+        assert_eq!(comparison.missing, ["Connection to the server was lost", "dd", "a"]);
+    }
+}
