@@ -11,10 +11,16 @@
 //! must be shown twice again. Text the replayed page adds is not counted against it (a page may show
 //! more, such as a banner dismissed in the recording).
 //!
+//! Runs that are a reading of a clock or of a random number generator are left out on both sides: a
+//! replayed page reads the replay's clock and seeded random numbers, which the person's browser did not
+//! have. Such a run is a number that reads as a clock of the recording's time ([`Clocks`]) or a fraction
+//! with nine or more decimals (`Math.random()` as a page prints it).
+//!
 //! [`evidence::page_text`]: crate::evidence::page_text
 
 use std::collections::HashMap;
 
+use crate::canonical::Clocks;
 use crate::evidence::PageText;
 
 /// The least share of the recorded text's characters a replayed page must show for its step to pass.
@@ -40,15 +46,23 @@ impl TextComparison {
     }
 }
 
-/// Compares the text of a replayed page with the recorded one.
-pub fn compare_text(recorded: &PageText, replayed: &PageText) -> TextComparison {
+/// Whether a text run is a reading of a clock (of `clocks`' times) or of a random number generator.
+pub fn is_volatile_run(run: &str, clocks: &Clocks) -> bool {
+    let random = run
+        .strip_prefix("0.")
+        .is_some_and(|decimals| decimals.len() >= 9 && decimals.bytes().all(|b| b.is_ascii_digit()));
+    random || clocks.is_clock(run)
+}
+
+/// Compares the text of a replayed page with the recorded one; `clocks` are the recording's times.
+pub fn compare_text(recorded: &PageText, replayed: &PageText, clocks: &Clocks) -> TextComparison {
     let mut available: HashMap<&str, usize> = HashMap::new();
     for run in &replayed.runs {
         *available.entry(run.as_str()).or_default() += 1;
     }
     let (mut total, mut shown) = (0usize, 0usize);
     let mut missing: Vec<&str> = Vec::new();
-    for run in &recorded.runs {
+    for run in recorded.runs.iter().filter(|run| !is_volatile_run(run, clocks)) {
         let chars = run.chars().count();
         total += chars;
         match available.get_mut(run.as_str()).filter(|count| **count > 0) {
@@ -77,8 +91,13 @@ mod tests {
         page_text(0, "https://app.test/", "dom/0.html", html)
     }
 
+    /// 2026-11-24 12:00 UTC, and ten minutes on.
+    fn recording() -> Clocks {
+        Clocks::around(1_795_521_600_000.0, 1_795_522_200_000.0)
+    }
+
     fn check(recorded: &str, replayed: &str, shown: f64, passes: bool) {
-        let comparison = compare_text(&page(recorded), &page(replayed));
+        let comparison = compare_text(&page(recorded), &page(replayed), &recording());
         assert!((comparison.shown - shown).abs() < 1e-9, "{recorded} / {replayed}: {comparison:?}");
         assert_eq!(comparison.passes(), passes, "{recorded} / {replayed}: {comparison:?}");
     }
@@ -97,6 +116,32 @@ mod tests {
         check("<p>Mug</p><p>Mug</p>", "<p>Mug</p>", 0.5, false);
         // Nothing recorded: nothing to miss.
         check("<script>x()</script>", "<p>anything</p>", 1.0, true);
+        // The person's clock and random numbers are not the replay's.
+        check(
+            "<p>Now:</p><p>1795521700123</p><p>Random:</p><p>0.698716355060778</p>",
+            "<p>Now:</p><p>1795521600000</p><p>Random:</p><p>0.1234567891</p>",
+            1.0,
+            true,
+        );
+        // An id is no clock, a price no random number.
+        check("<p>1234567890123</p><p>0.50</p>", "<p>1234567890124</p><p>0.51</p>", 0.0, false);
+    }
+
+    #[test]
+    fn volatile_runs_are_clock_and_random_readings_only() {
+        let clocks = recording();
+        for (run, volatile) in [
+            ("0.698716355060778", true),
+            ("0.123456789", true),
+            ("0.12345678", false),
+            ("1795521700123", true),
+            ("1795521700", true),
+            ("12.50", false),
+            ("Blue mug", false),
+            ("1.698716355060778", false),
+        ] {
+            assert_eq!(is_volatile_run(run, &clocks), volatile, "{run}");
+        }
     }
 
     #[test]
@@ -104,6 +149,7 @@ mod tests {
         let comparison = compare_text(
             &page("<p>Connection to the server was lost</p><p>ok</p><p>a</p><p>b</p><p>c</p><p>dd</p>"),
             &page("<p>ok</p>"),
+            &recording(),
         );
         assert_eq!(comparison.missing, ["Connection to the server was lost", "dd", "a"]);
     }

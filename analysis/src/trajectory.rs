@@ -301,6 +301,7 @@ enum CaptureKind {
 #[derive(Debug)]
 struct Capture<'e> {
     id: u64,
+    ts: f64,
     tab_id: Option<i64>,
     kind: CaptureKind,
     reason: &'e str,
@@ -340,6 +341,7 @@ impl<'e> Builder<'e> {
                 }
                 EventKind::Screenshot(shot) => captures.push(Capture {
                     id: record.id,
+                    ts: event.ts,
                     tab_id: event.tab_id,
                     kind: CaptureKind::Screenshot,
                     reason: &shot.reason,
@@ -347,6 +349,7 @@ impl<'e> Builder<'e> {
                 }),
                 EventKind::DomSnapshot(dom) if event.frame_id.is_none() => captures.push(Capture {
                     id: record.id,
+                    ts: event.ts,
                     tab_id: event.tab_id,
                     kind: CaptureKind::Dom,
                     reason: &dom.reason,
@@ -929,8 +932,16 @@ impl<'e> Builder<'e> {
         let final_url = self.url_of(done_tab);
         let last_ts = self.last_ts;
 
-        let ends: Vec<u64> = self.calls.iter().skip(1).map(|call| call.first_event_id).chain([u64::MAX]).collect();
-        for (call, end) in self.calls.iter_mut().zip(ends) {
+        // A call's capture comes before the next call's first event, and before it began: a run of typing
+        // is recorded at its end, but began (its time) before the captures taken while it went on.
+        let ends: Vec<(u64, f64)> = self
+            .calls
+            .iter()
+            .skip(1)
+            .map(|call| (call.first_event_id, call.call.ts))
+            .chain([(u64::MAX, f64::INFINITY)])
+            .collect();
+        for (call, (end, end_ts)) in self.calls.iter_mut().zip(ends) {
             // A switch changes nothing on the page, and a call the derivation added has no events of its own:
             // both show the tab as it last was.
             let as_it_was = matches!(call.call.action, ToolAction::Switch { .. }) || call.call.event_ids.is_empty();
@@ -942,8 +953,8 @@ impl<'e> Builder<'e> {
             } else {
                 let start = call.last_event_id().unwrap_or(call.first_event_id);
                 (
-                    capture_after(&self.captures, call.result_tab, CaptureKind::Screenshot, start, end),
-                    capture_after(&self.captures, call.result_tab, CaptureKind::Dom, start, end),
+                    capture_after(&self.captures, call.result_tab, CaptureKind::Screenshot, start, (end, end_ts)),
+                    capture_after(&self.captures, call.result_tab, CaptureKind::Dom, start, (end, end_ts)),
                 )
             };
             call.call.screenshot = screenshot;
@@ -973,10 +984,18 @@ impl<'e> Builder<'e> {
 }
 
 /// The first capture of `tab` in the ids (start, end), preferring one taken after an action.
-fn capture_after(captures: &[Capture], tab: Option<i64>, kind: CaptureKind, start: u64, end: u64) -> Option<String> {
+fn capture_after(
+    captures: &[Capture],
+    tab: Option<i64>,
+    kind: CaptureKind,
+    start: u64,
+    (end, end_ts): (u64, f64),
+) -> Option<String> {
     let tab = tab?;
-    let mut window =
-        captures.iter().filter(|c| c.kind == kind && c.tab_id == Some(tab) && c.id > start && c.id < end).peekable();
+    let mut window = captures
+        .iter()
+        .filter(|c| c.kind == kind && c.tab_id == Some(tab) && c.id > start && c.id < end && c.ts < end_ts)
+        .peekable();
     let first = window.peek().map(|c| c.file.to_owned());
     window.find(|c| c.reason == "action").map(|c| c.file.to_owned()).or(first)
 }

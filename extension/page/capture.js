@@ -236,8 +236,43 @@
   const byPerson = (element, windowMs = GESTURE_WINDOW_MS) =>
     Boolean(element && lastGesture.target && Date.now() - lastGesture.time <= windowMs && related(lastGesture.target, element));
 
+  // Code editors take keys through a hidden textarea they empty after every key (CodeMirror 5, Monaco,
+  // Ace) or through a contenteditable of their own (CodeMirror 6): what the person typed is only in the
+  // editor's rendering, an element per line. Typing there is an input of the editor, with its text.
+  const EDITORS = [
+    { root: ".CodeMirror", line: ".CodeMirror-code .CodeMirror-line" }, // CodeMirror 5
+    { root: ".cm-editor", line: ".cm-content .cm-line" }, // CodeMirror 6
+    { root: ".monaco-editor", line: ".view-lines .view-line" }, // Monaco
+    { root: ".ace_editor", line: ".ace_text-layer .ace_line" }, // Ace
+  ];
+  const editorOf = (element) => {
+    for (const { root, line } of EDITORS) {
+      const found = element.closest(root);
+      if (found) {
+        const text = () =>
+          [...found.querySelectorAll(line)]
+            .map((each) => each.textContent.replace(/\u200b/g, "").replace(/\u00a0/g, " "))
+            .join("\n");
+        return { root: found, text };
+      }
+    }
+    return null;
+  };
+  // An editor shows a key only after its own handler ran, which comes after these listeners: its text is
+  // read a moment later, or as soon as anything else is reported.
+  const EDITOR_SETTLE_MS = 100;
+  let pendingEditor = null;
+  const flushEditor = () => {
+    if (!pendingEditor) return;
+    const { editor, pageMade, timer } = pendingEditor;
+    pendingEditor = null;
+    clearTimeout(timer);
+    report("input", editor.root, { value: editor.text() }, pageMade);
+  };
+
   let pendingScroll = null;
   const report = (action, element, extra = {}, pageMade = false) => {
+    flushEditor();
     if (action !== "scroll") flushScroll();
     flushMutations();
     emit({
@@ -290,6 +325,13 @@
   listen("input", (event) => {
     const field = targetOf(event);
     if (!field || !isField(field) || ["checkbox", "radio", "file"].includes(field.type) || field.localName === "select") return;
+    const editor = editorOf(field);
+    if (editor) {
+      if (pendingEditor && pendingEditor.editor.root !== editor.root) flushEditor();
+      clearTimeout(pendingEditor?.timer);
+      pendingEditor = { editor, pageMade: !byPerson(editor.root), timer: setTimeout(flushEditor, EDITOR_SETTLE_MS) };
+      return;
+    }
     report("input", field, { value: valueOf(field) }, !byPerson(field));
   });
   listen("change", (event) => {
@@ -319,6 +361,8 @@
     // it all. On a slider or a spin button the arrows are the change itself (and a page that handles them
     // may fire no change event at all), so they are recorded there.
     const target = targetOf(event);
+    // In a code editor every key but a shortcut is text (Enter a new line, Tab an indent).
+    if (target && editorOf(target) && !shortcut) return;
     const editing = ["Backspace", "Delete", "ArrowLeft", "ArrowRight", "Home", "End"].includes(event.key) && target && isTextEntry(target);
     if (!shortcut && (!MEANINGFUL_KEYS.has(event.key) || editing)) return;
     const element = target && target !== document.body && target !== document.documentElement ? target : null;
@@ -379,7 +423,7 @@
     clearTimeout(pendingScroll.timer);
     pendingScroll.timer = setTimeout(flushScroll, SCROLL_SETTLE_MS);
   });
-  window.addEventListener("pagehide", () => flushScroll(), { capture: true });
+  window.addEventListener("pagehide", () => { flushEditor(); flushScroll(); }, { capture: true });
 
   // ---- Counting mutations ----------------------------------------------------------------------------
 

@@ -59,10 +59,15 @@ pub struct TypingCoalescer {
 
 impl TypingCoalescer {
     /// Takes an action event; returns the events to record now, in order.
-    pub fn push(&mut self, event: Event) -> Vec<Event> {
+    /// A run's input keeps the time the run began: what the page showed before it is the previous
+    /// action's doing, and a capture taken while the person typed is not.
+    pub fn push(&mut self, mut event: Event) -> Vec<Event> {
         let EventKind::Action(action) = &event.kind else { return vec![event] };
         if action.action == ActionKind::Input {
             let same_field = self.pending.as_ref().is_some_and(|pending| same_field(pending, &event));
+            if same_field && let Some(pending) = &self.pending {
+                event.ts = pending.ts;
+            }
             let previous = self.pending.replace(event);
             return if same_field { Vec::new() } else { previous.into_iter().collect() };
         }
@@ -149,6 +154,18 @@ mod tests {
         assert_eq!(released.iter().map(value_of).collect::<Vec<_>>(), [Some("mug")]);
         let held = typing.flush().unwrap();
         assert!(matches!(&held.kind, EventKind::Action(action) if action.page_made));
+    }
+
+    #[test]
+    fn a_run_of_typing_keeps_the_time_it_began() {
+        let mut typing = TypingCoalescer::default();
+        for (ts, value) in [(1000.0, "m"), (1200.0, "mu"), (1400.0, "mug")] {
+            let mut event = action_event(&report("input", "#q", Some(value)));
+            event.ts = ts;
+            assert!(typing.push(event).is_empty());
+        }
+        let held = typing.flush().unwrap();
+        assert_eq!((held.ts, value_of(&held)), (1000.0, Some("mug")));
     }
 
     #[test]

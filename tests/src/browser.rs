@@ -13,7 +13,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use chromiumoxide::cdp::browser_protocol::input::{DispatchMouseEventParams, DispatchMouseEventType, MouseButton};
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType, MouseButton,
+};
 use chromiumoxide::layout::Point;
 use chromiumoxide::types::ClickOptions;
 use chromiumoxide::{Browser, Page};
@@ -163,6 +165,25 @@ pub async fn control_click(page: &Page, selector: &str) -> Result<()> {
             .y(point.y)
             .button(MouseButton::Left)
             .click_count(1)
+            .modifiers(CONTROL)
+            .build()
+            .map_err(anyhow::Error::msg)?;
+        page.execute(event).await?;
+    }
+    Ok(())
+}
+
+/// Presses a letter key with Control held in the focused element (Control+A selects all).
+pub async fn control_key(page: &Page, letter: &str) -> Result<()> {
+    let code = format!("Key{}", letter.to_ascii_uppercase());
+    let key_code = i64::from(letter.to_ascii_uppercase().as_bytes().first().copied().context("no letter")?);
+    for kind in [DispatchKeyEventType::RawKeyDown, DispatchKeyEventType::KeyUp] {
+        let event = DispatchKeyEventParams::builder()
+            .r#type(kind)
+            .key(letter)
+            .code(code.as_str())
+            .windows_virtual_key_code(key_code)
+            .native_virtual_key_code(key_code)
             .modifiers(CONTROL)
             .build()
             .map_err(anyhow::Error::msg)?;

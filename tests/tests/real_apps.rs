@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 
 use std::time::Duration;
 
+use trace_e2e::apps::datasette::{self, Datasette};
 use trace_e2e::apps::{self, django_admin, django_admin::DjangoAdmin};
 use trace_e2e::browser::{Build, click, type_into, wait_for_text};
 use trace_e2e::sentinel::Sentinel;
@@ -108,5 +109,44 @@ async fn django_admin_replays_every_step_offline() {
     let stats = replay.close().await.unwrap();
     heading.unwrap_or_else(|error| panic!("{error:#}\n{stats}"));
     assert!(stats.misses.is_empty() && stats.live_attempts == 0, "{stats}");
+    assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn datasette_replays_a_query_typed_into_its_code_editor() {
+    let test = "datasette_replays_a_query_typed_into_its_code_editor";
+    let Some(build) = Build::for_tests(test) else { return };
+    let Some(python) = apps::python_for_tests(test) else { return };
+    let mut app = Datasette::start(&python).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = app.record(&build, data.path()).await.unwrap();
+    let port = app.port();
+    app.stop();
+    let sentinel = Sentinel::start(port);
+
+    let out = tempfile::tempdir().unwrap();
+    let zip = export_redacted(&build, data.path(), &bundle, out.path());
+    let trajectory = trajectory_of(&zip);
+    for (index, call) in trajectory.tool_calls.iter().enumerate() {
+        let target = call.target.as_ref().map_or("-", |target| target.selector.as_str());
+        eprintln!("{:>3} {:?} on {target}", index + 1, call.action);
+    }
+    // The query is one input of the editor, its whole text, not a key at a time.
+    let inputs: Vec<&str> = trajectory
+        .tool_calls
+        .iter()
+        .filter_map(|call| match &call.action {
+            ToolAction::Input { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inputs, [datasette::QUERY], "{:#?}", trajectory.tool_calls);
+    let (report, faithful) = replay_human(&build, &zip);
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+    assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
+    // The results page was reached by the query the re-run typed, and shows the recorded rows.
+    let results = report.steps.iter().find(|step| step.url_reached.as_deref().is_some_and(|url| url.contains("sql=")));
+    assert!(results.is_some_and(|step| step.text_shown.is_some_and(|shown| shown >= 0.9)), "{text}");
     assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
 }

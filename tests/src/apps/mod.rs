@@ -12,7 +12,10 @@
 //! # Layout
 //! - [`django_admin`]: Django's admin site (login with CSRF, a dashboard that redirects before the login,
 //!   a form whose widget is built by script), and the demonstration recorded on it.
+//! - [`datasette`]: Datasette on a database of its own (a CodeMirror SQL editor, a query run by a form),
+//!   and the demonstration recorded on it.
 
+pub mod datasette;
 pub mod django_admin;
 
 use std::net::{TcpListener, TcpStream};
