@@ -264,20 +264,21 @@
   let pendingEditor = null;
   const flushEditor = () => {
     if (!pendingEditor) return;
-    const { editor, pageMade, timer } = pendingEditor;
+    const { editor, pageMade, timer, since } = pendingEditor;
     pendingEditor = null;
     clearTimeout(timer);
-    report("input", editor.root, { value: editor.text() }, pageMade);
+    report("input", editor.root, { value: editor.text() }, pageMade, since);
   };
 
   let pendingScroll = null;
-  const report = (action, element, extra = {}, pageMade = false) => {
+  // `ts` is when the action happened: now, or for typing read later, when its first key came.
+  const report = (action, element, extra = {}, pageMade = false, ts = Date.now()) => {
     flushEditor();
     if (action !== "scroll") flushScroll();
     flushMutations();
     emit({
       type: "action",
-      ts: Date.now(),
+      ts,
       action: {
         action,
         target: element ? describe(element) : undefined,
@@ -329,7 +330,9 @@
     if (editor) {
       if (pendingEditor && pendingEditor.editor.root !== editor.root) flushEditor();
       clearTimeout(pendingEditor?.timer);
-      pendingEditor = { editor, pageMade: !byPerson(editor.root), timer: setTimeout(flushEditor, EDITOR_SETTLE_MS) };
+      const since = pendingEditor?.since ?? Date.now();
+      const timer = setTimeout(flushEditor, EDITOR_SETTLE_MS);
+      pendingEditor = { editor, pageMade: !byPerson(editor.root), timer, since };
       return;
     }
     report("input", field, { value: valueOf(field) }, !byPerson(field));
