@@ -51,6 +51,14 @@ fn replay_human(build: &Build, bundle: &Path) -> (FidelityReport, bool) {
     (report, output.status.success())
 }
 
+/// The trajectory's steps, for the test's output when it fails.
+fn print_steps(trajectory: &Trajectory) {
+    for (index, call) in trajectory.tool_calls.iter().enumerate() {
+        let target = call.target.as_ref().map_or("-", |target| target.selector.as_str());
+        eprintln!("{:>3} {:?} on {target}", index + 1, call.action);
+    }
+}
+
 fn trajectory_of(zip: &Path) -> Trajectory {
     let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
     serde_json::from_slice(&bundle.read("trajectory.json").unwrap()).unwrap()
@@ -64,8 +72,9 @@ async fn django_admin_replays_every_step_offline() {
     let mut app = DjangoAdmin::start(&python).unwrap();
     let data = tempfile::tempdir().unwrap();
     let bundle = app.record(&build, data.path()).await.unwrap();
-    let (port, dashboard, login) = (app.port(), app.url("/admin/"), app.url("/admin/login/?next=/admin/"));
-    app.stop();
+    let (port, dashboard, login) =
+        (app.server.port(), app.server.url("/admin/"), app.server.url("/admin/login/?next=/admin/"));
+    app.server.stop();
     let sentinel = Sentinel::start(port);
 
     let out = tempfile::tempdir().unwrap();
@@ -77,10 +86,7 @@ async fn django_admin_replays_every_step_offline() {
         "{:?}",
         trajectory.tool_calls[0]
     );
-    for (index, call) in trajectory.tool_calls.iter().enumerate() {
-        let target = call.target.as_ref().map_or("-", |target| target.selector.as_str());
-        eprintln!("{:>3} {:?} on {target}", index + 1, call.action);
-    }
+    print_steps(&trajectory);
     let (report, faithful) = replay_human(&build, &zip);
     let text = trace_replay::run::text(&report);
     assert!(faithful && report.steps_failed == 0, "{text}");
@@ -120,17 +126,14 @@ async fn datasette_replays_a_query_typed_into_its_code_editor() {
     let mut app = Datasette::start(&python).unwrap();
     let data = tempfile::tempdir().unwrap();
     let bundle = app.record(&build, data.path()).await.unwrap();
-    let port = app.port();
-    app.stop();
+    let port = app.server.port();
+    app.server.stop();
     let sentinel = Sentinel::start(port);
 
     let out = tempfile::tempdir().unwrap();
     let zip = export_redacted(&build, data.path(), &bundle, out.path());
     let trajectory = trajectory_of(&zip);
-    for (index, call) in trajectory.tool_calls.iter().enumerate() {
-        let target = call.target.as_ref().map_or("-", |target| target.selector.as_str());
-        eprintln!("{:>3} {:?} on {target}", index + 1, call.action);
-    }
+    print_steps(&trajectory);
     // The query is one input of the editor, its whole text, not a key at a time.
     let inputs: Vec<&str> = trajectory
         .tool_calls

@@ -21,8 +21,7 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// A running Datasette.
 pub struct Datasette {
-    server: Server,
-    _dir: tempfile::TempDir,
+    pub server: Server,
 }
 
 impl Datasette {
@@ -43,28 +42,16 @@ impl Datasette {
                 .args(["-m", "datasette", "serve", "--host", "127.0.0.1", "--port", &port.to_string()])
                 .arg(&database),
             port,
-            dir.path().join("server.log"),
+            dir,
         )?;
-        Ok(Datasette { server, _dir: dir })
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        self.server.url(path)
-    }
-
-    pub fn port(&self) -> u16 {
-        self.server.port()
-    }
-
-    pub fn stop(&mut self) {
-        self.server.stop();
+        Ok(Datasette { server })
     }
 
     /// Records the demonstration: the database's page, the query typed into the SQL editor over its
     /// example text (selected with Control+A), Run SQL, and the results. Returns the finished bundle.
     pub async fn record(&self, build: &Build, data_dir: &Path) -> Result<PathBuf> {
         let browser = RecordingBrowser::launch(build, data_dir, true).await?;
-        let (popup, page) = start_task(&browser, DESCRIPTION, &self.url("/shop")).await?;
+        let (popup, page) = start_task(&browser, DESCRIPTION, &self.server.url("/shop")).await?;
         wait_for_text(&page, ".CodeMirror", WAIT, |text| text.contains("select")).await?;
         click(&page, ".CodeMirror-lines").await?;
         control_key(&page, "a").await?;

@@ -24,8 +24,7 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// A running Django admin site.
 pub struct DjangoAdmin {
-    server: Server,
-    _dir: tempfile::TempDir,
+    pub server: Server,
 }
 
 impl DjangoAdmin {
@@ -46,24 +45,8 @@ impl DjangoAdmin {
             .env("DJANGO_SUPERUSER_PASSWORD", PASSWORD))?;
         let port = free_port()?;
         let address = format!("127.0.0.1:{port}");
-        let server = Server::start(
-            manage().args(["runserver", "--noreload", "--nothreading", &address]),
-            port,
-            dir.path().join("server.log"),
-        )?;
-        Ok(DjangoAdmin { server, _dir: dir })
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        self.server.url(path)
-    }
-
-    pub fn port(&self) -> u16 {
-        self.server.port()
-    }
-
-    pub fn stop(&mut self) {
-        self.server.stop();
+        let server = Server::start(manage().args(["runserver", "--noreload", "--nothreading", &address]), port, dir)?;
+        Ok(DjangoAdmin { server })
     }
 
     /// Records the demonstration: the task starts at `/admin/`, which sends the person to the login page;
@@ -71,7 +54,7 @@ impl DjangoAdmin {
     /// second with Control held), move them across, and save. Returns the finished bundle.
     pub async fn record(&self, build: &Build, data_dir: &Path) -> Result<PathBuf> {
         let browser = RecordingBrowser::launch(build, data_dir, true).await?;
-        let (popup, admin) = start_task(&browser, DESCRIPTION, &self.url("/admin/")).await?;
+        let (popup, admin) = start_task(&browser, DESCRIPTION, &self.server.url("/admin/")).await?;
         wait_for_url(&admin, "/admin/login/").await?;
         type_into(&admin, "#id_username", USER).await?;
         type_into(&admin, "#id_password", PASSWORD).await?;

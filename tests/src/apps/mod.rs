@@ -77,17 +77,20 @@ fn free_port() -> Result<u16> {
     Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
 }
 
-/// An application's server process, on 127.0.0.1; killed when stopped or dropped.
+/// An application's server process, on 127.0.0.1, and the temporary directory it runs from; killed when
+/// stopped or dropped (the directory removed when dropped).
 pub struct Server {
     child: Option<Child>,
     port: u16,
     log: PathBuf,
+    _dir: tempfile::TempDir,
 }
 
 impl Server {
     /// Starts `command` (which must listen on `port`) and waits until it accepts connections; what it
-    /// prints goes to `log`.
-    fn start(command: &mut Command, port: u16, log: PathBuf) -> Result<Server> {
+    /// prints goes to `server.log` in `dir`, which the server keeps.
+    fn start(command: &mut Command, port: u16, dir: tempfile::TempDir) -> Result<Server> {
+        let log = dir.path().join("server.log");
         let output = std::fs::File::create(&log)?;
         let child = command
             .stdin(Stdio::null())
@@ -95,7 +98,7 @@ impl Server {
             .stderr(output)
             .spawn()
             .with_context(|| format!("cannot start {command:?}"))?;
-        let mut server = Server { child: Some(child), port, log };
+        let mut server = Server { child: Some(child), port, log, _dir: dir };
         let deadline = Instant::now() + Duration::from_secs(60);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Some(status) = server.child.as_mut().and_then(|child| child.try_wait().ok().flatten()) {
