@@ -9,6 +9,9 @@
 //! whatever raw headers arrived, and emitted whole: `request`, `response`, then `request_finished` or
 //! `request_failed`. Events therefore leave in completion order; their `ts` says when things happened.
 //!
+//! WebSockets are not exchanges: their events (`webSocketCreated`, frames either way, `webSocketClosed`)
+//! become `websocket` events as they come.
+//!
 //! Pure logic over JSON: no browser needed to test it.
 
 use std::collections::{HashMap, VecDeque};
@@ -16,7 +19,8 @@ use std::collections::{HashMap, VecDeque};
 use base64::Engine as _;
 use serde_json::Value;
 use trace_manifest::event::{
-    Event, EventKind, Header, Request, RequestFailed, RequestFinished, ResourceTiming, Response,
+    Event, EventKind, Header, Request, RequestFailed, RequestFinished, ResourceTiming, Response, WebSocketEvent,
+    WebSocketOp,
 };
 
 #[derive(Debug, Default)]
@@ -93,6 +97,28 @@ impl NetworkTranslator {
                 });
                 self.complete(request_id, tab_id, Some((end, ts)), &mut out);
             }
+            "Network.webSocketCreated" => {
+                let url = params.get("url").and_then(Value::as_str).map(str::to_owned);
+                out.push(self.socket_event(params, tab_id, request_id, WebSocketOp::Opened, url, None));
+            }
+            "Network.webSocketFrameSent" | "Network.webSocketFrameReceived" => {
+                let op = if method.ends_with("Sent") { WebSocketOp::Sent } else { WebSocketOp::Received };
+                let frame = params.get("response").unwrap_or(&Value::Null);
+                let opcode = frame.get("opcode").and_then(Value::as_u64).and_then(|code| u8::try_from(code).ok());
+                let data = frame.get("payloadData").and_then(Value::as_str).map(str::to_owned);
+                let mut event = self.socket_event(params, tab_id, request_id, op, None, data);
+                if let EventKind::WebSocket(socket) = &mut event.kind {
+                    socket.opcode = opcode;
+                }
+                out.push(event);
+            }
+            "Network.webSocketClosed" => {
+                out.push(self.socket_event(params, tab_id, request_id, WebSocketOp::Closed, None, None));
+            }
+            "Network.webSocketFrameError" => {
+                let message = params.get("errorMessage").and_then(Value::as_str).map(str::to_owned);
+                out.push(self.socket_event(params, tab_id, request_id, WebSocketOp::Error, None, message));
+            }
             "Network.loadingFailed" => {
                 let ts = self.wall_ms(params);
                 let end = EventKind::RequestFailed(RequestFailed {
@@ -143,6 +169,20 @@ impl NetworkTranslator {
             self.request_extra.remove(request_id);
             self.response_extra.remove(request_id);
         }
+    }
+
+    /// A WebSocket's event, at once: a socket has no hop to wait for.
+    fn socket_event(
+        &self,
+        params: &Value,
+        tab_id: Option<i64>,
+        request_id: &str,
+        op: WebSocketOp,
+        url: Option<String>,
+        data: Option<String>,
+    ) -> Event {
+        let socket = WebSocketEvent { request_id: request_id.to_owned(), op, url, opcode: None, data };
+        Event { ts: self.wall_ms(params), tab_id, frame_id: None, kind: EventKind::WebSocket(socket) }
     }
 
     fn wall_ms(&self, params: &Value) -> f64 {
@@ -259,6 +299,52 @@ mod tests {
 
     fn kinds(events: &[Event]) -> Vec<&'static str> {
         events.iter().map(|e| e.kind.name()).collect()
+    }
+
+    #[test]
+    fn a_websocket_is_recorded_frame_by_frame_as_it_goes() {
+        let mut translator = NetworkTranslator::new();
+        let frame = |opcode: u64, data: &str| json!({"opcode": opcode, "mask": false, "payloadData": data});
+        let events = feed(
+            &mut translator,
+            &[
+                (
+                    "Network.requestWillBeSent",
+                    json!({"requestId": "R", "timestamp": 10.0, "wallTime": 1000.0,
+                    "request": {"url": "http://s.test/", "method": "GET", "headers": {}}}),
+                ),
+                ("Network.webSocketCreated", json!({"requestId": "W", "url": "ws://s.test/chat"})),
+                (
+                    "Network.webSocketFrameReceived",
+                    json!({"requestId": "W", "timestamp": 11.0, "response": frame(1, "hello")}),
+                ),
+                (
+                    "Network.webSocketFrameSent",
+                    json!({"requestId": "W", "timestamp": 12.0, "response": frame(2, "AAE=")}),
+                ),
+                ("Network.webSocketClosed", json!({"requestId": "W", "timestamp": 13.0})),
+            ],
+        );
+        let sockets: Vec<(f64, &WebSocketEvent)> = events
+            .iter()
+            .filter_map(|event| match &event.kind {
+                EventKind::WebSocket(socket) => Some((event.ts, socket)),
+                _ => None,
+            })
+            .collect();
+        let socket = |op, url: Option<&str>, opcode: Option<u8>, data: Option<&str>| WebSocketEvent {
+            request_id: "W".to_owned(),
+            op,
+            url: url.map(str::to_owned),
+            opcode,
+            data: data.map(str::to_owned),
+        };
+        assert_eq!(sockets.len(), 4, "{events:?}");
+        assert_eq!(*sockets[0].1, socket(WebSocketOp::Opened, Some("ws://s.test/chat"), None, None));
+        assert_eq!(sockets[1], (1_001_000.0, &socket(WebSocketOp::Received, None, Some(1), Some("hello"))));
+        assert_eq!(sockets[2], (1_002_000.0, &socket(WebSocketOp::Sent, None, Some(2), Some("AAE="))));
+        assert_eq!(sockets[3], (1_003_000.0, &socket(WebSocketOp::Closed, None, None, None)));
+        assert!(events.iter().all(|event| event.tab_id == Some(7)));
     }
 
     #[test]

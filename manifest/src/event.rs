@@ -55,6 +55,8 @@ pub enum EventKind {
     DomMutations(MutationSummary),
     Console(ConsoleMessage),
     Storage(StorageSnapshot),
+    #[serde(rename = "websocket")]
+    WebSocket(WebSocketEvent),
 }
 
 impl EventKind {
@@ -75,6 +77,7 @@ impl EventKind {
             EventKind::DomMutations(_) => "dom_mutations",
             EventKind::Console(_) => "console",
             EventKind::Storage(_) => "storage",
+            EventKind::WebSocket(_) => "websocket",
         }
     }
 
@@ -415,6 +418,36 @@ pub struct MutationSummary {
     pub truncated: bool,
 }
 
+/// A page's WebSocket: opened, a frame sent or received, closed. `Fetch` does not see sockets, so their
+/// frames are recorded as they pass, to be played back by replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WebSocketEvent {
+    /// DevTools' id of the socket, which ties its events together.
+    pub request_id: String,
+    pub op: WebSocketOp,
+    /// The socket's URL (`ws://` or `wss://`), on `opened`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A frame's opcode: 1 for text, 2 for binary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opcode: Option<u8>,
+    /// A frame's payload: text as it is, binary in base64; on `error`, the browser's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WebSocketOp {
+    Opened,
+    /// A frame the page sent.
+    Sent,
+    /// A frame the server sent.
+    Received,
+    Closed,
+    Error,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConsoleMessage {
     pub level: String,
@@ -483,6 +516,16 @@ mod tests {
         assert!(text.starts_with(r#"{"id":4,"ts":"#), "{text}");
         assert_eq!(serde_json::from_str::<EventRecord>(&text).unwrap(), record);
         assert_eq!(record.event.kind.name(), "request");
+    }
+
+    #[test]
+    fn a_websocket_frame_is_tagged_as_its_kind_says() {
+        let json = r#"{"ts":2,"type":"websocket","request_id":"W","op":"received","opcode":1,"data":"hi"}"#;
+        let event: Event = serde_json::from_str(json).unwrap();
+        let EventKind::WebSocket(socket) = &event.kind else { panic!("not a websocket event: {event:?}") };
+        assert_eq!((socket.op, socket.opcode, socket.data.as_deref()), (WebSocketOp::Received, Some(1), Some("hi")));
+        let value = serde_json::to_value(&event).unwrap();
+        assert_eq!(value["type"], event.kind.name());
     }
 
     #[test]

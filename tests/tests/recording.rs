@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use trace_e2e::browser::{Build, RecordingBrowser, press_key, settle, type_into, wait_for_text};
+use trace_e2e::browser::{Build, RecordingBrowser, click, press_key, settle, type_into, wait_for_text};
 use trace_e2e::demo;
-use trace_e2e::site::DemoSite;
+use trace_e2e::site::{DemoSite, chat};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -281,4 +281,46 @@ async fn what_a_page_does_by_itself_is_not_the_persons_action() {
     assert!(calls[2].contains("ArrowRight") && calls[3].contains("ArrowRight"), "{calls:#?}");
     let credentials = std::fs::read_to_string(bundle.join("credentials.json")).unwrap();
     assert_eq!(credentials.trim(), "[]", "the word the page typed is no credential");
+}
+
+/// Issue #10: a conversation over a WebSocket is recorded frame by frame, both ways and in order, with the
+/// socket's URL, so that replay can play the server's side back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_conversation_is_recorded_frame_by_frame() {
+    let _one = ONE_BROWSER.lock().await;
+    let Some(build) = Build::for_tests("a_websocket_conversation_is_recorded_frame_by_frame") else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Ask support about the mugs", &site.url("/chat")).await.unwrap();
+    wait_for_text(&page, "#messages", WAIT, |t| t.contains(chat::GREETING)).await.unwrap();
+    let question = "Are the mugs dishwasher safe?";
+    type_into(&page, "#chat-input", question).await.unwrap();
+    click(&page, "#chat-send").await.unwrap();
+    let answer = chat::answer(question);
+    wait_for_text(&page, "#messages", WAIT, |t| t.contains(&answer)).await.unwrap();
+    settle().await;
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+
+    let frames: Vec<(String, String)> = std::fs::read_to_string(bundle.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["type"] == "websocket")
+        .map(|event| {
+            let detail = event["url"].as_str().or(event["data"].as_str()).unwrap_or_default();
+            (event["op"].as_str().unwrap().to_owned(), detail.to_owned())
+        })
+        .collect();
+    let socket_url = site.url("/chat/socket").replace("http://", "ws://");
+    let expected: Vec<(String, String)> = [
+        ("opened", socket_url.as_str()),
+        ("received", chat::GREETING),
+        ("sent", question),
+        ("received", answer.as_str()),
+    ]
+    .iter()
+    .map(|(op, detail)| (op.to_string(), detail.to_string()))
+    .collect();
+    assert_eq!(frames[..frames.len().min(4)], expected[..], "{frames:#?}");
 }

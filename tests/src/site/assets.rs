@@ -30,6 +30,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("strict-worker.js", JAVASCRIPT, include_bytes!("static/strict-worker.js")),
     ("clock.js", JAVASCRIPT, include_bytes!("static/clock.js")),
     ("forge.js", JAVASCRIPT, include_bytes!("static/forge.js")),
+    ("chat.js", JAVASCRIPT, include_bytes!("static/chat.js")),
 ];
 
 /// `GET /static/{file}`.

@@ -2,8 +2,8 @@
 //! 127.0.0.1 over plain HTTP, everything a recording has to survive: a stylesheet that loads a font and a
 //! background image, images, a script that fetches JSON with a cache-busting query, an analytics beacon, a
 //! sign-in form with a CSRF token and a cookie session, a cart, a search by GET, a redirect, an iframe, a
-//! link that opens a new tab, a page under a strict Content-Security-Policy, and a page that shows the time
-//! and a random number. Text responses are gzipped when the client accepts it. Apart from session ids and
+//! link that opens a new tab, a page under a strict Content-Security-Policy, a page that shows the time
+//! and a random number, and a support chat over a WebSocket. Text responses are gzipped when the client accepts it. Apart from session ids and
 //! CSRF tokens, every response is the same from one run to the next.
 //!
 //! This module owns the server: [`router`] builds the site (the `trace-demo-site` binary serves it) and
@@ -13,6 +13,7 @@
 //! - `pages`: the HTML pages that hold no state (home, help, embed and widget, strict, clock, 404).
 //! - `catalog`: the fixed product list, `/api/products` and `/search`.
 //! - `account`: sign-in with CSRF, sessions, `/account` and the cart.
+//! - [`chat`]: the support chat, `/chat` and its WebSocket.
 //! - `tracker`: the `/collect` endpoint of the analytics beacon, kept apart from the shop itself.
 //! - `assets`: the static files under `/static/`, embedded in the binary from `static/`.
 //! - `html`: the page layout and HTML escaping.
@@ -20,6 +21,7 @@
 mod account;
 mod assets;
 mod catalog;
+pub mod chat;
 mod html;
 mod pages;
 mod tracker;
@@ -117,6 +119,8 @@ pub fn router(state: SiteState) -> Router {
         .route("/strict", get(pages::strict))
         .route("/clock", get(pages::clock))
         .route("/forge", get(pages::forge))
+        .route("/chat", get(chat::page))
+        .route("/chat/socket", get(chat::socket))
         .route("/collect", any(tracker::collect))
         .route("/static/{file}", get(assets::asset))
         .fallback(pages::not_found)
