@@ -22,6 +22,7 @@
 //! - [`body`]: the one parser of form, JSON and multipart bodies.
 //! - [`canonical`]: canonical URLs, bodies and endpoint keys, which replay matches on.
 //! - [`summary`]: a bundle's summary (task, pages, hosts, what the ignore list removes).
+//! - [`websocket`]: the recording's WebSockets as transcripts, which replay plays back.
 
 pub mod body;
 pub mod canonical;
@@ -36,3 +37,4 @@ pub mod secrets;
 pub mod summary;
 pub mod trajectory;
 pub mod urls;
+pub mod websocket;

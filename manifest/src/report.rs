@@ -213,7 +213,22 @@ pub struct FidelityReport {
     #[serde(default)]
     pub misses_after_last_step: Vec<String>,
     pub live_attempts: u64,
+    /// The recorded WebSocket frames played back to the replayed pages, and how the pages' own frames
+    /// matched the recording's.
+    #[serde(default)]
+    pub websocket_frames: WebSocketFrames,
     pub steps: Vec<StepOutcome>,
+}
+
+/// WebSocket frames of a re-run, counted by the page script that plays sockets back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WebSocketFrames {
+    /// The server's recorded frames played to the pages.
+    pub played: u64,
+    /// Frames the pages sent that equal one the person's page sent.
+    pub matched: u64,
+    /// Frames the pages sent that equal none (answered by the next recorded frame in order).
+    pub unmatched: u64,
 }
 
 impl FidelityReport {

@@ -1,6 +1,6 @@
 //! A bundle opened for replay: its recorded exchanges in the order they happened, each response's body
-//! read from the bundle when it is first asked for, the storage to restore, the ignore list, and what
-//! determinism needs (the recording's start time and a seed). Everything is checked when the bundle opens,
+//! read from the bundle when it is first asked for, the storage to restore, the ignore list, the
+//! WebSockets to play back, and what determinism needs (the recording's start time and a seed). Everything is checked when the bundle opens,
 //! so that a damaged bundle is refused with the reason before any browser starts.
 
 use std::collections::HashMap;
@@ -12,6 +12,7 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use trace_analysis::exchange;
 use trace_analysis::ignore::{self, ignore_pattern, parse_ignore_list};
+use trace_analysis::websocket::{self, Transcript};
 use trace_manifest::archive::{ArchiveError, Bundle};
 use trace_manifest::bundle::{self, BundleManifest, StorageFile};
 use trace_manifest::event::{EventKind, StoragePhase, StorageSnapshot, Viewport};
@@ -57,6 +58,8 @@ pub struct ReplayArchive {
     pub seed: u64,
     /// The viewport the person's tab had (its first screenshot's), which replayed pages get.
     pub viewport: Option<Viewport>,
+    /// The recording's WebSockets, which replayed pages get played back.
+    pub websockets: Vec<Transcript>,
     bundle: Mutex<Bundle>,
     bodies: Mutex<HashMap<String, std::sync::Arc<Vec<u8>>>>,
 }
@@ -119,6 +122,7 @@ impl ReplayArchive {
             EventKind::Screenshot(shot) => shot.viewport,
             _ => None,
         });
+        let websockets = websocket::transcripts(&events);
         drop(events);
         let started_at_ms = millis_from_rfc3339(&manifest.started_at)
             .with_context(|| format!("manifest.json: started_at {:?} is not a time", manifest.started_at))?;
@@ -140,6 +144,7 @@ impl ReplayArchive {
             ended_at_ms,
             seed,
             viewport,
+            websockets,
             bundle: Mutex::new(bundle),
             bodies: Mutex::new(HashMap::new()),
         })

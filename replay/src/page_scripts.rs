@@ -1,13 +1,16 @@
 //! The scripts replay runs in every page before the page's own: determinism (clock and random numbers,
-//! `page/determinism.js`) and the restoring of local and session storage (`page/storage.js`). This module
-//! fills in their constants; the scripts say why they are JavaScript.
+//! `page/determinism.js`), the restoring of local and session storage (`page/storage.js`), and the
+//! recorded WebSockets played back (`page/websocket.js`). This module fills in their constants; the
+//! scripts say why they are JavaScript.
 
 use std::collections::BTreeMap;
 
+use trace_analysis::websocket::Transcript;
 use trace_manifest::event::StorageSnapshot;
 
 const DETERMINISM: &str = include_str!("../page/determinism.js");
 const STORAGE: &str = include_str!("../page/storage.js");
+const WEBSOCKET: &str = include_str!("../page/websocket.js");
 
 /// The clock starts at `start_ms` (milliseconds since the Unix epoch); random numbers follow `seed`.
 pub fn determinism(start_ms: f64, seed: u64) -> String {
@@ -32,6 +35,26 @@ pub fn storage(snapshot: &StorageSnapshot) -> Option<String> {
     )
 }
 
+/// Plays `transcripts` back to the pages that open their sockets; `None` when the recording has none.
+pub fn websockets(transcripts: &[Transcript]) -> Option<String> {
+    if transcripts.is_empty() {
+        return None;
+    }
+    let sockets: Vec<serde_json::Value> = transcripts
+        .iter()
+        .map(|transcript| {
+            let frames: Vec<serde_json::Value> = transcript
+                .frames
+                .iter()
+                .map(|frame| serde_json::json!({"sent": frame.sent, "binary": frame.is_binary(), "data": frame.data}))
+                .collect();
+            serde_json::json!({"url": transcript.url, "frames": frames})
+        })
+        .collect();
+    let json = serde_json::to_string(&sockets).expect("JSON values always serialize");
+    Some(WEBSOCKET.replace("__TRACE_WEBSOCKETS__", &json))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +75,51 @@ mod tests {
     const PROBE: &str = "console.log(JSON.stringify([Date.now(), new Date().getTime(), Math.random(), \
         Math.random(), Array.from(globalThis.crypto.getRandomValues(new Uint8Array(4))), globalThis.crypto.randomUUID(), \
         new Date(0).getTime(), typeof Date(), new Date() instanceof Date]))";
+
+    #[test]
+    fn a_recorded_socket_plays_the_servers_frames_in_answer_to_the_pages() {
+        use trace_analysis::websocket::Frame;
+        let frame = |sent: bool, data: &str| Frame { sent, opcode: 1, data: data.to_owned() };
+        let transcript = Transcript {
+            url: "ws://s.test/chat".to_owned(),
+            frames: vec![
+                frame(false, "hello"),
+                frame(true, r#"{"q":"price","n":1}"#),
+                frame(false, "twelve"),
+                frame(true, "bye"),
+                frame(false, "see you"),
+            ],
+        };
+        // Node has no WebSocket or CloseEvent of its own (as browsers have): stand-ins, and a location.
+        let prelude = r#"
+            globalThis.location = { href: "http://s.test/chat" };
+            const items = new Map();
+            globalThis.sessionStorage = { getItem: (k) => items.get(k) ?? null, setItem: (k, v) => items.set(k, String(v)) };
+            globalThis.WebSocket = class { constructor(url) { this.native = url; } };
+            globalThis.CloseEvent = class extends Event { constructor(type, init) { super(type); Object.assign(this, init); } };
+        "#;
+        let probe = r#"
+            const seen = [];
+            const socket = new WebSocket("ws://s.test/chat");
+            socket.onmessage = (event) => {
+              seen.push(event.data);
+              if (event.data === "hello") socket.send('{"n":1,"q":"price"}');
+              if (event.data === "twelve") socket.send("something else");
+            };
+            const other = new WebSocket("ws://s.test/never");
+            setTimeout(() => console.log(JSON.stringify([seen, socket.readyState, other.native,
+              JSON.parse(sessionStorage.getItem("__trace_replay_websocket_frames__"))])), 50);
+        "#;
+        let script = websockets(std::slice::from_ref(&transcript)).unwrap();
+        let printed = run_in_node(&format!("{prelude}\n{script}"), probe);
+        let printed: serde_json::Value = serde_json::from_str(printed.trim()).unwrap();
+        // The JSON question matched whatever its key order; the unrecorded text took the next frame sent.
+        assert_eq!(printed[0], serde_json::json!(["hello", "twelve", "see you"]));
+        assert_eq!(printed[1], 1, "open");
+        assert_eq!(printed[2], "ws://s.test/never", "a socket never recorded is the browser's own");
+        assert_eq!(printed[3], serde_json::json!({"matched": 1, "unmatched": 1, "played": 3}));
+        assert!(websockets(&[]).is_none());
+    }
 
     #[test]
     fn two_runs_with_one_seed_read_the_same_clock_and_numbers() {

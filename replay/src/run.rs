@@ -34,7 +34,7 @@ use trace_analysis::trajectory;
 use trace_manifest::archive::Bundle;
 use trace_manifest::event::ElementDescriptor;
 use trace_manifest::postprocess::{CREDENTIALS_FILE, CredentialEntry, TRAJECTORY_FILE};
-use trace_manifest::report::{FidelityReport, LocatedBy, RequestCounts, StepFailure, StepOutcome};
+use trace_manifest::report::{FidelityReport, LocatedBy, RequestCounts, StepFailure, StepOutcome, WebSocketFrames};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 
 /// How long the network must have been idle, as replay sees it, for a page to count as settled.
@@ -84,6 +84,14 @@ pub fn text(report: &FidelityReport) -> String {
         "requests: {} exact, {} canonical, {} fuzzy, {} ignored, {} missed; live attempts: {}",
         r.exact, r.canonical, r.fuzzy, r.ignored, r.missed, report.live_attempts
     );
+    let frames = &report.websocket_frames;
+    if frames.played + frames.matched + frames.unmatched > 0 {
+        let _ = writeln!(
+            f,
+            "websocket frames: {} played back; of the page's own, {} matched, {} unmatched",
+            frames.played, frames.matched, frames.unmatched
+        );
+    }
     for miss in &report.misses {
         let _ = writeln!(f, "  missed {miss}");
     }
@@ -221,6 +229,7 @@ pub async fn run_human(
         misses: stats.misses.keys().cloned().collect(),
         misses_after_last_step: Vec::new(),
         live_attempts: stats.live_attempts,
+        websocket_frames: runner.websocket_frames().await,
         steps,
     })
 }
@@ -722,6 +731,26 @@ impl Runner<'_> {
             }
             tokio::time::sleep(POLL).await;
         }
+    }
+
+    /// The WebSocket frames the page script counted, added up over the tabs (each tab's count is kept in
+    /// its session storage; see `page/websocket.js`).
+    async fn websocket_frames(&self) -> WebSocketFrames {
+        let mut total = WebSocketFrames::default();
+        for page in &self.tabs {
+            let counted = page
+                .evaluate("(() => { try { return sessionStorage.getItem('__trace_replay_websocket_frames__'); } catch { return null; } })()")
+                .await
+                .ok()
+                .and_then(|result| result.into_value::<Option<String>>().ok().flatten())
+                .and_then(|json| serde_json::from_str::<WebSocketFrames>(&json).ok());
+            if let Some(counted) = counted {
+                total.played += counted.played;
+                total.matched += counted.matched;
+                total.unmatched += counted.unmatched;
+            }
+        }
+        total
     }
 
     /// The recording's times, for telling its clock readings in page text.

@@ -1,8 +1,8 @@
 //! The replayed browser: Chromium (launched by [`crate::chromium`]), with every request of every
 //! target (tabs, popups, iframes in any process, workers) paused by the `Fetch` domain of the browser
 //! session itself, and answered by the [`Responder`]. Nothing reaches the network unless the user allows
-//! a fallback for misses. Before a page's own scripts run, it gets the determinism script and the recorded
-//! storage; the recorded cookies are set before the first page opens.
+//! a fallback for misses. Before a page's own scripts run, it gets the determinism script, the recorded
+//! storage and the recorded WebSockets; the recorded cookies are set before the first page opens.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -86,6 +86,9 @@ impl Replay {
             init_scripts.push(page_scripts::determinism(archive.started_at_ms, archive.seed));
         }
         if let Some(script) = archive.start_storage.as_ref().and_then(page_scripts::storage) {
+            init_scripts.push(script);
+        }
+        if let Some(script) = page_scripts::websockets(&archive.websockets) {
             init_scripts.push(script);
         }
         let init_scripts = Arc::new(init_scripts);

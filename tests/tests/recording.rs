@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use trace_e2e::browser::{Build, RecordingBrowser, click, press_key, settle, type_into, wait_for_text};
 use trace_e2e::demo;
+use trace_e2e::sentinel::Sentinel;
 use trace_e2e::site::{DemoSite, chat};
+use trace_manifest::report::FidelityReport;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -284,11 +286,13 @@ async fn what_a_page_does_by_itself_is_not_the_persons_action() {
 }
 
 /// Issue #10: a conversation over a WebSocket is recorded frame by frame, both ways and in order, with the
-/// socket's URL, so that replay can play the server's side back.
+/// socket's URL; with the shop stopped, the person's demonstration re-run offline gets the server's side
+/// played back: the answer shows on the page, and nothing reaches the shop's port.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_websocket_conversation_is_recorded_frame_by_frame() {
+async fn a_websocket_conversation_is_recorded_frame_by_frame_and_played_back_offline() {
     let _one = ONE_BROWSER.lock().await;
-    let Some(build) = Build::for_tests("a_websocket_conversation_is_recorded_frame_by_frame") else { return };
+    let test = "a_websocket_conversation_is_recorded_frame_by_frame_and_played_back_offline";
+    let Some(build) = Build::for_tests(test) else { return };
     let site = DemoSite::start(0).unwrap();
     let data = tempfile::tempdir().unwrap();
     let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
@@ -299,7 +303,8 @@ async fn a_websocket_conversation_is_recorded_frame_by_frame() {
     click(&page, "#chat-send").await.unwrap();
     let answer = chat::answer(question);
     wait_for_text(&page, "#messages", WAIT, |t| t.contains(&answer)).await.unwrap();
-    settle().await;
+    // Long enough for the recorder's capture after the click (throttled to one a second).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
 
     let frames: Vec<(String, String)> = std::fs::read_to_string(bundle.join("events.jsonl"))
@@ -323,4 +328,25 @@ async fn a_websocket_conversation_is_recorded_frame_by_frame() {
     .map(|(op, detail)| (op.to_string(), detail.to_string()))
     .collect();
     assert_eq!(frames[..frames.len().min(4)], expected[..], "{frames:#?}");
+
+    let port = site.port();
+    site.stop();
+    let sentinel = Sentinel::start(port);
+    let output = std::process::Command::new(build.trace_host.with_file_name("trace-replay"))
+        .arg("run")
+        .arg(&bundle)
+        .args(["--human", "--json"])
+        .output()
+        .unwrap();
+    let report: FidelityReport = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&output.stderr)));
+    let text = trace_replay::run::text(&report);
+    assert!(output.status.success() && report.steps_failed == 0, "{text}");
+    // The step that sent the question is judged by the page: the played-back answer must show.
+    let send = report.steps.iter().find(|step| step.name == "click").expect("the Send click is a step");
+    assert!(send.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
+    assert_eq!((report.misses.len(), report.live_attempts), (0, 0), "{text}");
+    let frames = &report.websocket_frames;
+    assert_eq!((frames.played, frames.matched, frames.unmatched), (2, 1, 0), "{text}");
+    assert_eq!(sentinel.connections(), 0, "replay reached the stopped shop");
 }
