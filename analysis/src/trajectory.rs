@@ -303,6 +303,8 @@ struct Capture<'e> {
     id: u64,
     ts: f64,
     tab_id: Option<i64>,
+    /// The document a DOM snapshot is of (screenshots do not say).
+    url: Option<&'e str>,
     kind: CaptureKind,
     reason: &'e str,
     file: &'e str,
@@ -343,6 +345,7 @@ impl<'e> Builder<'e> {
                     id: record.id,
                     ts: event.ts,
                     tab_id: event.tab_id,
+                    url: None,
                     kind: CaptureKind::Screenshot,
                     reason: &shot.reason,
                     file: &shot.file,
@@ -351,6 +354,7 @@ impl<'e> Builder<'e> {
                     id: record.id,
                     ts: event.ts,
                     tab_id: event.tab_id,
+                    url: Some(&dom.url),
                     kind: CaptureKind::Dom,
                     reason: &dom.reason,
                     file: &dom.file,
@@ -952,9 +956,10 @@ impl<'e> Builder<'e> {
                 )
             } else {
                 let start = call.last_event_id().unwrap_or(call.first_event_id);
+                let window = CaptureWindow { start, end, end_ts, url: call.call.url_after.as_deref() };
                 (
-                    capture_after(&self.captures, call.result_tab, CaptureKind::Screenshot, start, (end, end_ts)),
-                    capture_after(&self.captures, call.result_tab, CaptureKind::Dom, start, (end, end_ts)),
+                    capture_after(&self.captures, call.result_tab, CaptureKind::Screenshot, &window),
+                    capture_after(&self.captures, call.result_tab, CaptureKind::Dom, &window),
                 )
             };
             call.call.screenshot = screenshot;
@@ -983,21 +988,36 @@ impl<'e> Builder<'e> {
     }
 }
 
-/// The first capture of `tab` in the ids (start, end), preferring one taken after an action.
-fn capture_after(
-    captures: &[Capture],
-    tab: Option<i64>,
-    kind: CaptureKind,
+/// Which captures can show what a call did: after its last event (`start`, an event id), before the next
+/// call's first event (`end`) and before it began (`end_ts`), and, for a DOM snapshot, of the page the call
+/// left its tab at (`url`), since a capture begun just before a navigation committed shows the old page.
+struct CaptureWindow<'u> {
     start: u64,
-    (end, end_ts): (u64, f64),
-) -> Option<String> {
+    end: u64,
+    end_ts: f64,
+    url: Option<&'u str>,
+}
+
+/// The first capture of `tab` in the window, preferring one taken after an action.
+fn capture_after(captures: &[Capture], tab: Option<i64>, kind: CaptureKind, window: &CaptureWindow) -> Option<String> {
     let tab = tab?;
-    let mut window = captures
+    let same_page = |c: &Capture| match (c.url, window.url) {
+        (Some(shown), Some(reached)) => without_fragment(shown) == without_fragment(reached),
+        _ => true,
+    };
+    let mut found = captures
         .iter()
-        .filter(|c| c.kind == kind && c.tab_id == Some(tab) && c.id > start && c.id < end && c.ts < end_ts)
+        .filter(|c| {
+            c.kind == kind
+                && c.tab_id == Some(tab)
+                && c.id > window.start
+                && c.id < window.end
+                && c.ts < window.end_ts
+                && same_page(c)
+        })
         .peekable();
-    let first = window.peek().map(|c| c.file.to_owned());
-    window.find(|c| c.reason == "action").map(|c| c.file.to_owned()).or(first)
+    let first = found.peek().map(|c| c.file.to_owned());
+    found.find(|c| c.reason == "action").map(|c| c.file.to_owned()).or(first)
 }
 
 /// The latest capture of `tab` before `end`.
@@ -1148,6 +1168,22 @@ mod tests {
 
         /// A screenshot and a DOM snapshot, as the recorder takes them.
         fn capture(&mut self, tab: i64, reason: &str) -> (String, String) {
+            let url = self
+                .events
+                .iter()
+                .rev()
+                .find_map(|record| match &record.event.kind {
+                    EventKind::Navigation(navigation) if record.event.tab_id == Some(tab) => {
+                        Some(navigation.url.clone())
+                    }
+                    _ => None,
+                })
+                .unwrap_or_else(|| SITE.to_owned());
+            self.capture_of(tab, reason, &url)
+        }
+
+        /// A screenshot and a DOM snapshot of the document at `url`.
+        fn capture_of(&mut self, tab: i64, reason: &str, url: &str) -> (String, String) {
             let shot = format!("screenshots/{:06}.png", self.events.len());
             let kind = ScreenshotStored {
                 file: shot.clone(),
@@ -1158,7 +1194,7 @@ mod tests {
             self.add(Some(tab), EventKind::Screenshot(kind));
             let dom = format!("dom/{:06}.html", self.events.len());
             let kind = DomSnapshotStored {
-                url: SITE.to_owned(),
+                url: url.to_owned(),
                 reason: reason.to_owned(),
                 file: dom.clone(),
                 accessibility_file: None,
@@ -1340,6 +1376,19 @@ mod tests {
                 "click {} #add",
             ]
         );
+    }
+
+    #[test]
+    fn a_snapshot_of_the_page_a_click_left_is_not_what_the_click_showed() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        rec.action(TAB, click("#next"));
+        rec.navigation(TAB, "/next", NavigationCause::Link);
+        // Begun before the navigation committed, stored after it: the old page.
+        rec.capture_of(TAB, "action", &format!("{SITE}/"));
+        let (_, shown) = rec.capture(TAB, "load");
+        let derived = rec.derive();
+        assert_eq!(call(&derived, 1).dom_snapshot.as_deref(), Some(shown.as_str()));
     }
 
     #[test]
