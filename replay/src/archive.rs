@@ -1,7 +1,8 @@
 //! A bundle opened for replay: its recorded exchanges in the order they happened, each response's body
 //! read from the bundle when it is first asked for, the storage to restore, the ignore list, the
-//! WebSockets to play back, and what determinism needs (the recording's start time and a seed). Everything is checked when the bundle opens,
-//! so that a damaged bundle is refused with the reason before any browser starts.
+//! WebSockets to play back, and what determinism needs (the recording's start time and a seed).
+//! Everything is checked when the bundle opens, so that a damaged bundle is refused with the reason before
+//! any browser starts.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
+use trace_analysis::canonical::Clocks;
 use trace_analysis::exchange;
 use trace_analysis::ignore::{self, ignore_pattern, parse_ignore_list};
 use trace_analysis::websocket::{self, Transcript};
@@ -152,6 +154,11 @@ impl ReplayArchive {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The recording's times, for telling its clock readings (in requests, in page text) from other numbers.
+    pub fn recorded_clocks(&self) -> Clocks {
+        Clocks::around(self.started_at_ms, self.ended_at_ms)
     }
 
     /// The URL the demonstration started at.

@@ -213,6 +213,8 @@ pub struct Matcher {
     states: Vec<RequestState>,
     /// How the browser's requests are read for clocks.
     live_clocks: Clocks,
+    /// Whether any recorded twins differ in state: when none do, no request needs the browser's cookies.
+    state_chooses: bool,
 }
 
 #[derive(Debug)]
@@ -313,6 +315,7 @@ impl Matcher {
             answered: vec![false; recorded.len()],
             states: Vec::with_capacity(recorded.len()),
             live_clocks,
+            state_chooses: false,
         };
         for (index, request) in recorded.into_iter().enumerate() {
             let method = request.method.to_ascii_uppercase();
@@ -337,12 +340,17 @@ impl Matcher {
         for group in matcher.exact.values_mut().flatten() {
             group.queue.find_distinguishing(states);
         }
+        matcher.state_chooses = matcher.canonical.values().any(|queue| !queue.distinguishing.is_empty());
         matcher
     }
 
     /// Whether the browser's state would choose this request's answer: its recorded twins were sent in
     /// different states. A caller that must ask the browser for its cookies asks only then.
     pub fn depends_on_state(&self, request: &Request<'_>) -> bool {
+        // Exact twins are canonical twins too: when no canonical queue tells states apart, none does.
+        if !self.state_chooses {
+            return false;
+        }
         let method = request.method.to_ascii_uppercase();
         let body = request.body.unwrap_or_default();
         if let Some(group) = self.exact_group(&method, request.url, body) {
@@ -392,40 +400,18 @@ impl Matcher {
             return Vec::new();
         };
         let mut differences = Vec::new();
-        let (a, b) = (&asked.params, &recorded.params);
-        let (mut i, mut j) = (0, 0);
-        let mut differ = |param: &Param, sent: Option<&str>, recorded: Option<&str>| {
-            differences.push(Difference {
-                place: param.place,
-                name: param.name.clone(),
-                recorded: recorded.map(str::to_owned),
-                sent: sent.map(str::to_owned),
-            })
-        };
-        while i < a.len() || j < b.len() {
-            let order = match (a.get(i), b.get(j)) {
-                (Some(x), Some(y)) => x.order(y),
-                (Some(_), None) => Ordering::Less,
-                _ => Ordering::Greater,
-            };
-            match order {
-                Ordering::Less => {
-                    differ(&a[i], Some(&a[i].value), None);
-                    i += 1;
-                }
-                Ordering::Greater => {
-                    differ(&b[j], None, Some(&b[j].value));
-                    j += 1;
-                }
-                Ordering::Equal => {
-                    if a[i].value != b[j].value {
-                        differ(&a[i], Some(&a[i].value), Some(&b[j].value));
-                    }
-                    i += 1;
-                    j += 1;
-                }
+        for_each_pair(&asked.params, &recorded.params, |sent, recorded| {
+            let value = |param: Option<&Param>| param.map(|param| param.value.clone());
+            if sent.map(|p| &p.value) != recorded.map(|p| &p.value) {
+                let param = sent.or(recorded).expect("each pair has a side");
+                differences.push(Difference {
+                    place: param.place,
+                    name: param.name.clone(),
+                    recorded: value(recorded),
+                    sent: value(sent),
+                });
             }
-        }
+        });
         differences
     }
 
@@ -493,21 +479,42 @@ fn score_upper_bound(request: &[Param], recorded: &[Param]) -> f64 {
 }
 
 fn mean_over_union(a: &[Param], b: &[Param], similarity: fn(&Param, &Param) -> f64) -> f64 {
-    let (mut i, mut j, mut union, mut total) = (0, 0, 0usize, 0.0);
-    while i < a.len() && j < b.len() {
+    let (mut union, mut total) = (0usize, 0.0);
+    for_each_pair(a, b, |x, y| {
         union += 1;
-        match a[i].order(&b[j]) {
-            Ordering::Less => i += 1,
-            Ordering::Greater => j += 1,
+        if let (Some(x), Some(y)) = (x, y) {
+            total += similarity(x, y);
+        }
+    });
+    if union == 0 { 1.0 } else { total / union as f64 }
+}
+
+/// Walks the union of two parameter lists sorted by (place, name): `visit` gets each parameter of either
+/// side with its counterpart on the other, when there is one. Repeated names pair in order.
+fn for_each_pair<'p>(a: &'p [Param], b: &'p [Param], mut visit: impl FnMut(Option<&'p Param>, Option<&'p Param>)) {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let order = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.order(y),
+            (Some(_), None) => Ordering::Less,
+            _ => Ordering::Greater,
+        };
+        match order {
+            Ordering::Less => {
+                visit(Some(&a[i]), None);
+                i += 1;
+            }
+            Ordering::Greater => {
+                visit(None, Some(&b[j]));
+                j += 1;
+            }
             Ordering::Equal => {
-                total += similarity(&a[i], &b[j]);
+                visit(Some(&a[i]), Some(&b[j]));
                 i += 1;
                 j += 1;
             }
         }
     }
-    union += (a.len() - i) + (b.len() - j);
-    if union == 0 { 1.0 } else { total / union as f64 }
 }
 
 fn value_similarity(a: &Param, b: &Param) -> f64 {

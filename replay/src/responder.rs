@@ -105,7 +105,7 @@ impl Responder {
     /// readings of the replayed pages' time, which starts at the recording's (or, with determinism off, is
     /// the real time from now on).
     pub fn new(archive: Arc<ReplayArchive>, now_ms: f64) -> Responder {
-        let recorded = Clocks::around(archive.started_at_ms, archive.ended_at_ms);
+        let recorded = archive.recorded_clocks();
         let replayed = Clocks::around(archive.started_at_ms.min(now_ms), archive.ended_at_ms.max(now_ms));
         let requests = archive.exchanges.iter().map(|e| e.request.clone()).collect();
         let matcher = Matcher::with_clocks(requests, recorded, replayed);

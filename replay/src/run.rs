@@ -27,7 +27,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
 use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
 use chromiumoxide::page::ScreenshotParams;
 use serde_json::json;
-use trace_analysis::canonical::{Clocks, canonical_url};
+use trace_analysis::canonical::canonical_url;
 use trace_analysis::evidence::page_text;
 use trace_analysis::fidelity::{TextComparison, compare_text};
 use trace_analysis::trajectory;
@@ -725,7 +725,8 @@ impl Runner<'_> {
             let root = page.execute(GetDocumentParams::builder().depth(0).build()).await?.result.root;
             let outer = GetOuterHtmlParams::builder().node_id(root.node_id).include_shadow_dom(true).build();
             let html = page.execute(outer).await?.result.outer_html;
-            let comparison = compare_text(&recorded, &page_text(0, "", "", &html), &self.recorded_clocks());
+            let clocks = self.replay.responder().archive().recorded_clocks();
+            let comparison = compare_text(&recorded, &page_text(0, "", "", &html), &clocks);
             if comparison.passes() || Instant::now() >= deadline {
                 return Ok(comparison);
             }
@@ -751,12 +752,6 @@ impl Runner<'_> {
             }
         }
         total
-    }
-
-    /// The recording's times, for telling its clock readings in page text.
-    fn recorded_clocks(&self) -> Clocks {
-        let archive = self.replay.responder().archive();
-        Clocks::around(archive.started_at_ms, archive.ended_at_ms)
     }
 
     /// The share of pixels of the current tab that differ from the recorded screenshot.
