@@ -192,7 +192,6 @@ struct PendingCall {
     navigated: bool,
     opened_tab: Option<i64>,
     absorbed_change: bool,
-    modifiers: Vec<String>,
     secret: Option<Secret>,
     closed: bool,
 }
@@ -467,7 +466,6 @@ impl<'e> Builder<'e> {
             navigated: false,
             opened_tab: None,
             absorbed_change: false,
-            modifiers: Vec::new(),
             secret: None,
             closed: false,
         });
@@ -529,10 +527,8 @@ impl<'e> Builder<'e> {
                     return;
                 }
                 self.enter_tab(tab, id, ts);
-                let modifiers = action.modifiers.clone();
-                let click = ToolAction::Click { count: 1, modifiers: modifiers.clone() };
-                let call = self.push(click, target, Some(tab), id, vec![id], ts);
-                call.modifiers = modifiers;
+                let click = ToolAction::Click { count: 1, modifiers: action.modifiers.clone() };
+                self.push(click, target, Some(tab), id, vec![id], ts);
             }
             ActionKind::DoubleClick => self.on_double_click(id, ts, tab, action),
             ActionKind::Input => {
@@ -872,7 +868,8 @@ impl<'e> Builder<'e> {
         last.absorb(id);
         last.opened_tab = Some(tab);
         // Control or Meta opens a link in the background; otherwise Chrome shows the new tab.
-        let background = last.modifiers.iter().any(|m| m == "Control" || m == "Meta");
+        let background = matches!(&last.call.action, ToolAction::Click { modifiers, .. }
+            if modifiers.iter().any(|m| m == "Control" || m == "Meta"));
         if !background {
             last.result_tab = Some(tab);
             last.call.url_after = created.url.clone();
