@@ -19,6 +19,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
 use chromiumoxide::layout::Point;
 use chromiumoxide::types::ClickOptions;
 use chromiumoxide::{Browser, Page};
+use trace_manifest::report::FidelityReport;
 use trace_replay::chromium::{self, Chromium, Launch};
 
 /// Where the built pieces are: `cargo xtask dist` puts them under `target/`.
@@ -59,6 +60,22 @@ impl Build {
                 None
             }
         }
+    }
+}
+
+impl Build {
+    /// `trace-replay run --human --json` on `bundle`, in this build's Chromium: the fidelity report, and
+    /// whether the run called the re-run faithful (exit 0).
+    pub fn replay_human(&self, bundle: &Path) -> Result<(FidelityReport, bool)> {
+        let output = Command::new(self.trace_host.with_file_name("trace-replay"))
+            .args(["run", "--human", "--json", "--chromium"])
+            .arg(&self.chromium)
+            .arg(bundle)
+            .output()
+            .context("cannot run trace-replay")?;
+        let report = serde_json::from_slice(&output.stdout)
+            .with_context(|| format!("no report: {}", String::from_utf8_lossy(&output.stderr)))?;
+        Ok((report, output.status.success()))
     }
 }
 

@@ -15,7 +15,6 @@ use trace_e2e::apps::{self, django_admin, django_admin::DjangoAdmin};
 use trace_e2e::browser::{Build, click, type_into, wait_for_text};
 use trace_e2e::sentinel::Sentinel;
 use trace_manifest::postprocess::CredentialEntry;
-use trace_manifest::report::FidelityReport;
 use trace_manifest::trajectory::{ToolAction, Trajectory};
 use trace_replay::archive::ReplayArchive;
 use trace_replay::serve::{Options, Replay};
@@ -40,15 +39,6 @@ fn export_redacted(build: &Build, data: &Path, bundle: &Path, out: &Path) -> std
     );
     assert!(output.status.success(), "export failed: {}", String::from_utf8_lossy(&output.stderr));
     zip
-}
-
-/// `trace-replay run --human --json` on `bundle`: the report, and whether the run said it was faithful.
-fn replay_human(build: &Build, bundle: &Path) -> (FidelityReport, bool) {
-    let output =
-        run(&build.trace_host.with_file_name("trace-replay"), &["run", bundle.to_str().unwrap(), "--human", "--json"]);
-    let report: FidelityReport = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|error| panic!("no report ({error}): {}", String::from_utf8_lossy(&output.stdout)));
-    (report, output.status.success())
 }
 
 /// The trajectory's steps, for the test's output when it fails.
@@ -87,7 +77,7 @@ async fn django_admin_replays_every_step_offline() {
         trajectory.tool_calls[0]
     );
     print_steps(&trajectory);
-    let (report, faithful) = replay_human(&build, &zip);
+    let (report, faithful) = build.replay_human(&zip).unwrap();
     let text = trace_replay::run::text(&report);
     assert!(faithful && report.steps_failed == 0, "{text}");
     assert!(report.steps_total >= 9, "{text}");
@@ -144,7 +134,7 @@ async fn datasette_replays_a_query_typed_into_its_code_editor() {
         })
         .collect();
     assert_eq!(inputs, [datasette::QUERY], "{:#?}", trajectory.tool_calls);
-    let (report, faithful) = replay_human(&build, &zip);
+    let (report, faithful) = build.replay_human(&zip).unwrap();
     let text = trace_replay::run::text(&report);
     assert!(faithful && report.steps_failed == 0, "{text}");
     assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");

@@ -9,7 +9,6 @@ use trace_e2e::browser::{Build, RecordingBrowser, click, press_key, settle, type
 use trace_e2e::demo;
 use trace_e2e::sentinel::Sentinel;
 use trace_e2e::site::{DemoSite, chat};
-use trace_manifest::report::FidelityReport;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -332,16 +331,9 @@ async fn a_websocket_conversation_is_recorded_frame_by_frame_and_played_back_off
     let port = site.port();
     site.stop();
     let sentinel = Sentinel::start(port);
-    let output = std::process::Command::new(build.trace_host.with_file_name("trace-replay"))
-        .arg("run")
-        .arg(&bundle)
-        .args(["--human", "--json"])
-        .output()
-        .unwrap();
-    let report: FidelityReport = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&output.stderr)));
+    let (report, faithful) = build.replay_human(&bundle).unwrap();
     let text = trace_replay::run::text(&report);
-    assert!(output.status.success() && report.steps_failed == 0, "{text}");
+    assert!(faithful && report.steps_failed == 0, "{text}");
     // The step that sent the question is judged by the page: the played-back answer must show.
     let send = report.steps.iter().find(|step| step.name == "click").expect("the Send click is a step");
     assert!(send.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
