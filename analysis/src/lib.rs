@@ -21,12 +21,14 @@
 //! - [`urls`]: the URL rule patterns are written in (scheme-less substrings).
 //! - [`body`]: the one parser of form, JSON and multipart bodies.
 //! - [`canonical`]: canonical URLs, bodies and endpoint keys, which replay matches on.
+//! - [`client_ids`]: values the page makes itself (session ids), which replay follows.
 //! - [`summary`]: a bundle's summary (task, pages, hosts, what the ignore list removes).
 //! - [`websocket`]: the recording's WebSockets as transcripts, which replay plays back.
 
 pub mod body;
 pub mod canonical;
 pub mod checkpoints;
+pub mod client_ids;
 pub mod evidence;
 pub mod exchange;
 pub mod fidelity;

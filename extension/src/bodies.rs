@@ -15,7 +15,9 @@
 //! - **Fetched whole.** A body neither taken nor streamed, or whose stream Chrome refused, is fetched
 //!   (`Network.getResponseBody`) when loading finishes and sent as chunks of [`SUGGESTED_CHUNK_BYTES`].
 //!
-//! Each body's chunks are numbered from 0 and the last one says so. A failed load forgets its exchange.
+//! Each body's chunks are numbered from 0 and the last one says so. A failed load forgets its body, unless
+//! it was being streamed: a stream cut short (an `EventSource` the page closed, a live feed when the page
+//! navigates or the recording stops) keeps what arrived, ended where it was cut.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -143,22 +145,32 @@ impl Bodies {
         if let Some(bytes) = self.captured.remove(key) {
             return Finished::Send(self.whole(key, &bytes));
         }
-        let Some(stream) = self.streams.get_mut(key) else { return Finished::Fetch };
-        stream.finished = true;
-        // Not started yet: the stream's start sends the end, or its refusal fetches the body whole.
-        let started = stream.started;
-        Finished::Send(if started {
-            self.next_chunk(key, String::new(), true).into_iter().collect()
-        } else {
-            Vec::new()
-        })
+        self.end_stream(key).map_or(Finished::Fetch, Finished::Send)
     }
 
-    /// The exchange's loading failed: nothing of its body is sent.
-    pub fn loading_failed(&mut self, key: &ExchangeKey) {
-        self.streams.remove(key);
+    /// The exchange's loading failed: a streamed body ends with what arrived (the chunks to send), any
+    /// other is forgotten.
+    pub fn loading_failed(&mut self, key: &ExchangeKey) -> Vec<Chunk> {
         self.captured.remove(key);
         self.large.remove(key);
+        self.end_stream(key).unwrap_or_default()
+    }
+
+    /// The recording stops, or `tab_id`'s tab is gone: every stream of it (of every tab when `None`) ends
+    /// with what arrived.
+    pub fn end_streams(&mut self, tab_id: Option<i64>) -> Vec<Chunk> {
+        let keys: Vec<ExchangeKey> =
+            self.streams.keys().filter(|key| tab_id.is_none_or(|tab| key.0 == tab)).cloned().collect();
+        keys.iter().flat_map(|key| self.end_stream(key).unwrap_or_default()).collect()
+    }
+
+    /// Ends a streamed body: its last chunk when the stream has started; when it has not, the start sends
+    /// the end (or the refusal fetches the body whole). `None` when the body is not streamed.
+    fn end_stream(&mut self, key: &ExchangeKey) -> Option<Vec<Chunk>> {
+        let stream = self.streams.get_mut(key)?;
+        stream.finished = true;
+        let started = stream.started;
+        Some(if started { self.next_chunk(key, String::new(), true).into_iter().collect() } else { Vec::new() })
     }
 
     /// A body held whole, as chunks of the suggested size (one empty last chunk for an empty body).
@@ -290,15 +302,36 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_load_forgets_its_body() {
+    fn a_stream_cut_short_keeps_what_arrived_and_ends_once() {
+        let mut bodies = Bodies::default();
+        bodies.mark_large(key("feed"));
+        bodies.stream_requested(key("feed"));
+        bodies.stream_started(&key("feed"), "ZGF0YTogMQ==".into());
+        bodies.data_received(&key("feed"), "ZGF0YTogMg==".into());
+        // The page closes its EventSource: the load fails, canceled.
+        assert_eq!(shown(&bodies.loading_failed(&key("feed"))), [r#"7-1 2 "" true"#]);
+        assert!(bodies.end_streams(None).is_empty());
+
+        // Still streaming when the recording stops: ended there, one tab at a time when asked.
+        bodies.mark_large((8, "live".into()));
+        bodies.stream_requested((8, "live".into()));
+        bodies.stream_started(&(8, "live".into()), "ZGF0YTogMQ==".into());
+        assert!(bodies.end_streams(Some(7)).is_empty());
+        assert_eq!(bodies.end_streams(None).len(), 1);
+    }
+
+    #[test]
+    fn a_failed_load_forgets_a_body_taken_whole_but_not_a_stream_about_to_start() {
         let mut bodies = Bodies::default();
         bodies.captured(key("taken"), b"body".to_vec());
         bodies.mark_large(key("streamed"));
         bodies.stream_requested(key("streamed"));
-        bodies.loading_failed(&key("taken"));
-        bodies.loading_failed(&key("streamed"));
+        assert!(bodies.loading_failed(&key("taken")).is_empty());
+        assert!(bodies.loading_failed(&key("streamed")).is_empty());
         assert_eq!(bodies.loading_finished(&key("taken")), Finished::Fetch);
-        assert!(bodies.stream_started(&key("streamed"), "QQ==".into()).is_empty());
+        // What Chrome had buffered arrives with the stream's start, and ends it.
+        let started = bodies.stream_started(&key("streamed"), "QQ==".into());
+        assert_eq!(shown(&started), [r#"7-1 0 "QQ==" false"#, r#"7-1 1 "" true"#]);
         assert!(!bodies.response_received(&key("streamed"), false));
     }
 }

@@ -179,6 +179,8 @@ pub async fn stop(answer: Option<String>) -> Result<(), String> {
         events
     });
     send_events(leftovers);
+    // Bodies still streaming (a live feed) end with what arrived, after their exchanges' events.
+    send_chunks(with_bodies(|bodies| bodies.end_streams(None)).unwrap_or_default());
     for &tab_id in &tabs {
         debugger::detach(tab_id).await;
     }
@@ -325,7 +327,7 @@ fn on_network_event(target: Target, method: &str, params: &Value) {
             None => {}
         },
         "Network.loadingFailed" => {
-            with_bodies(|bodies| bodies.loading_failed(&key));
+            send_chunks(with_bodies(|bodies| bodies.loading_failed(&key)).unwrap_or_default());
         }
         _ => {}
     }
@@ -420,6 +422,7 @@ pub fn on_tab_removed(tab_id: i64) {
     let mut events = leftovers.unwrap_or_default();
     events.push(event(tab_id, EventKind::Tab(TabEvent { op: TabOp::Removed, opener_tab_id: None, url: None })));
     send_events(events);
+    send_chunks(with_bodies(|bodies| bodies.end_streams(Some(tab_id))).unwrap_or_default());
 }
 
 /// The debugger let go of a tab (`chrome.debugger.onDetach`): the person dismissed Chrome's "is debugging
@@ -652,21 +655,27 @@ fn send_chunks(chunks: impl IntoIterator<Item = Chunk>) {
 const TAKE_WHOLE_LIMIT: u64 = 16 << 20;
 
 /// A response paused at its headers (`Fetch.requestPaused`): takes its body unless it is a redirect, has
-/// none, or is too large (then it is streamed), and lets it go on. Always lets it go on.
+/// none, or is too large or endless (then it is streamed), and lets it go on. Always lets it go on.
 async fn take_paused_body(target: Target, params: Value) {
     let fetch_id = params["requestId"].as_str().unwrap_or_default().to_owned();
     let network_id = params["networkId"].as_str().map(str::to_owned);
     let status = params["responseStatusCode"].as_u64().unwrap_or(0);
-    let length = params["responseHeaders"].as_array().into_iter().flatten().find_map(|h| {
-        h["name"].as_str().filter(|n| n.eq_ignore_ascii_case("content-length"))?;
-        h["value"].as_str()?.trim().parse::<u64>().ok()
-    });
+    let header = |name: &str| {
+        params["responseHeaders"].as_array().into_iter().flatten().find_map(|h| {
+            h["name"].as_str().filter(|n| n.eq_ignore_ascii_case(name))?;
+            h["value"].as_str()
+        })
+    };
+    let length = header("content-length").and_then(|value| value.trim().parse::<u64>().ok());
+    // An event stream may never end: taking it whole would hold its page until it did.
+    let endless =
+        header("content-type").is_some_and(|value| value.trim().to_ascii_lowercase().starts_with("text/event-stream"));
     if let Some(network_id) = network_id
         && !(300..400).contains(&status)
         && !matches!(status, 0 | 204 | 304)
     {
         let key = (target.tab_id, network_id);
-        if length.is_some_and(|n| n > TAKE_WHOLE_LIMIT) {
+        if endless || length.is_some_and(|n| n > TAKE_WHOLE_LIMIT) {
             with_bodies(|bodies| bodies.mark_large(key));
         } else if let Ok(body) = command(&target, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await {
             let bytes = body_bytes(&body);

@@ -2,7 +2,8 @@
 //! (HTML with shadow roots and same-process iframes, plus the accessibility tree) and storage (cookies,
 //! local and session storage). Pages are captured when they load and after actions; captures after
 //! actions are throttled per tab, so that a burst of clicks costs one capture, taken once the page has
-//! had a moment to react.
+//! had a moment to react and then gone [`QUIET_MS`] without changing its DOM (an answer that streams in
+//! is captured once it is all there), waiting at most [`MAX_QUIET_WAIT_MS`] for a page that never rests.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -19,6 +20,10 @@ use crate::recording::{active_task_id, event, send, send_events};
 const SETTLE_MS: f64 = 500.0;
 /// At most one capture per tab in this interval, whatever the number of actions.
 const MIN_INTERVAL_MS: f64 = 1000.0;
+/// How long the DOM must stay unchanged before a capture after an action.
+const QUIET_MS: u32 = 300;
+/// The longest a capture after an action waits for the DOM to rest (an animation never does).
+const MAX_QUIET_WAIT_MS: u32 = 2000;
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Schedule {
@@ -94,10 +99,27 @@ pub fn after_action(tab_id: i64) {
             true
         });
         if same_document && active_task_id().is_some() {
+            until_quiet(&Target::tab(tab_id)).await;
             screenshot(tab_id, "action").await;
             dom_snapshot(&Target::tab(tab_id), "action").await;
         }
     });
+}
+
+/// Waits until the tab's document has gone [`QUIET_MS`] without a mutation, or [`MAX_QUIET_WAIT_MS`].
+/// A DevTools expression rather than WebAssembly: it must run in the page, where the mutations are.
+async fn until_quiet(target: &Target) {
+    let expression = format!(
+        "new Promise((rest) => {{ \
+           let timer; \
+           const done = () => {{ observer.disconnect(); rest(true); }}; \
+           const observer = new MutationObserver(() => {{ clearTimeout(timer); timer = setTimeout(done, {QUIET_MS}); }}); \
+           observer.observe(document, {{subtree: true, childList: true, characterData: true, attributes: true}}); \
+           timer = setTimeout(done, {QUIET_MS}); \
+           setTimeout(done, {MAX_QUIET_WAIT_MS}); \
+         }})"
+    );
+    let _ = command(target, "Runtime.evaluate", json!({"expression": expression, "awaitPromise": true})).await;
 }
 
 async fn screenshot(tab_id: i64, reason: &str) {

@@ -17,7 +17,7 @@ use trace_analysis::ignore::{self, ignore_pattern, parse_ignore_list};
 use trace_analysis::websocket::{self, Transcript};
 use trace_manifest::archive::{ArchiveError, Bundle};
 use trace_manifest::bundle::{self, BundleManifest, StorageFile};
-use trace_manifest::event::{EventKind, StoragePhase, StorageSnapshot, Viewport};
+use trace_manifest::event::{ActionKind, EventKind, StoragePhase, StorageSnapshot, Viewport};
 use trace_manifest::har::{Entry, Har};
 use trace_manifest::postprocess::IGNORED_FILE;
 use trace_manifest::time_fmt::millis_from_rfc3339;
@@ -62,6 +62,9 @@ pub struct ReplayArchive {
     pub viewport: Option<Viewport>,
     /// The recording's WebSockets, which replayed pages get played back.
     pub websockets: Vec<Transcript>,
+    /// What the person typed and chose, which is never an id the page made (see
+    /// [`trace_analysis::client_ids::made_by_page`]).
+    pub typed: Vec<String>,
     bundle: Mutex<Bundle>,
     bodies: Mutex<HashMap<String, std::sync::Arc<Vec<u8>>>>,
 }
@@ -125,6 +128,17 @@ impl ReplayArchive {
             _ => None,
         });
         let websockets = websocket::transcripts(&events);
+        let typed = events
+            .iter()
+            .filter_map(|record| match &record.event.kind {
+                EventKind::Action(action)
+                    if !action.page_made && matches!(action.action, ActionKind::Input | ActionKind::Change) =>
+                {
+                    action.value.clone()
+                }
+                _ => None,
+            })
+            .collect();
         drop(events);
         let started_at_ms = millis_from_rfc3339(&manifest.started_at)
             .with_context(|| format!("manifest.json: started_at {:?} is not a time", manifest.started_at))?;
@@ -147,6 +161,7 @@ impl ReplayArchive {
             seed,
             viewport,
             websockets,
+            typed,
             bundle: Mutex::new(bundle),
             bodies: Mutex::new(HashMap::new()),
         })
@@ -180,6 +195,21 @@ impl ReplayArchive {
         let body = std::sync::Arc::new(bytes);
         self.bodies.lock().expect("no panics while locked").insert(file.clone(), body.clone());
         Ok(body)
+    }
+
+    /// The recorded response body of an exchange, as [`ReplayArchive::body`], without keeping it: for reading
+    /// many bodies once.
+    pub fn peek_body(&self, index: usize) -> Result<std::sync::Arc<Vec<u8>>> {
+        let exchange = &self.exchanges[index];
+        match &exchange.body_file {
+            Some(file) if exchange.body_text.is_none() => {
+                if let Some(body) = self.bodies.lock().expect("no panics while locked").get(file) {
+                    return Ok(body.clone());
+                }
+                Ok(std::sync::Arc::new(read(&mut self.bundle.lock().expect("no panics while locked"), file)?))
+            }
+            _ => self.body(index),
+        }
     }
 
     /// Replaces the ignore list (`--ignore-list`).

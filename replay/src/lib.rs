@@ -4,6 +4,7 @@
 //! - [`chromium`]: the one Chromium launcher (path, offline flags, sandbox, profile, connection).
 //! - [`archive`]: a bundle opened for replay: exchanges, bodies, storage, ignore list, seed.
 //! - [`matcher`]: which recorded request answers a replayed request (exact, canonical, fuzzy). Pure.
+//! - [`page_ids`]: the ids replayed pages make themselves, bound to the recorded ones they stand for. Pure.
 //! - [`responder`]: the decision for each request (answer, ignored, miss), counted and logged. No browser.
 //! - [`page_scripts`]: determinism and storage restoring, run in pages before their own scripts.
 //! - [`serve`]: the replayed Chromium, answering every target's requests from the bundle.
@@ -14,6 +15,7 @@ pub mod archive;
 pub mod chromium;
 pub mod inspect;
 pub mod matcher;
+pub mod page_ids;
 pub mod page_scripts;
 pub mod responder;
 pub mod run;

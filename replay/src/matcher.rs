@@ -22,6 +22,10 @@
 //! and fuzzy scores: the recorded requests are read with the recording's times, the browser's with the
 //! replay's ([`Matcher::with_clocks`]).
 //!
+//! Ids the replayed page makes itself (a session id from `Math.random()`) are followed ([`crate::page_ids`]):
+//! once a page's value is bound to the recorded one it stands for ([`Matcher::propose_ids`],
+//! [`Matcher::bind_ids`]), every request is read with the recorded value in its place.
+//!
 //! This module owns the levels, the queues and the fuzzy score; what a request's canonical form, endpoint
 //! and parameters are is [`trace_analysis::canonical`]'s.
 //!
@@ -29,6 +33,7 @@
 //! only scores the recorded requests of the request's (method, host, path), skipping those whose score cannot
 //! beat the best so far.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
@@ -38,6 +43,8 @@ use trace_analysis::canonical::{self, Clocks, Param, Place};
 use trace_analysis::canonical::{canonical_body, canonical_url};
 use trace_manifest::event::header_value;
 use trace_manifest::har::HarRequest;
+
+use crate::page_ids::{PageIds, Proposal, Sent};
 
 /// The lowest [`fuzzy_score`] that still answers a request. At 0.6 most of the request must agree with the
 /// recording: `q=mug` is answered by `q=mugs` (0.75), but a request with one parameter of two changed
@@ -215,6 +222,8 @@ pub struct Matcher {
     live_clocks: Clocks,
     /// Whether any recorded twins differ in state: when none do, no request needs the browser's cookies.
     state_chooses: bool,
+    /// The recorded requests' ids, and which of the page's values stand for which.
+    ids: PageIds,
 }
 
 #[derive(Debug)]
@@ -316,10 +325,14 @@ impl Matcher {
             states: Vec::with_capacity(recorded.len()),
             live_clocks,
             state_chooses: false,
+            ids: PageIds::default(),
         };
         for (index, request) in recorded.into_iter().enumerate() {
             let method = request.method.to_ascii_uppercase();
             let body = request.body.unwrap_or_default();
+            let sent =
+                Sent { method: &method, url: &request.url, body: &body, content_type: request.content_type.as_deref() };
+            matcher.ids.add(index, &sent, &recorded_clocks);
             let analysis =
                 canonical::request(&method, &request.url, &body, request.content_type.as_deref(), &recorded_clocks);
             matcher.canonical.entry(analysis.key).or_default().indices.push(index);
@@ -352,12 +365,55 @@ impl Matcher {
             return false;
         }
         let method = request.method.to_ascii_uppercase();
-        let body = request.body.unwrap_or_default();
-        if let Some(group) = self.exact_group(&method, request.url, body) {
+        let (url, body) = self.as_recorded(request);
+        let (url, body) = (url.as_ref(), body.as_ref());
+        if let Some(group) = self.exact_group(&method, url, body) {
             return !group.queue.distinguishing.is_empty();
         }
-        let analysis = canonical::request(&method, request.url, body, request.content_type, &self.live_clocks);
+        let analysis = canonical::request(&method, url, body, request.content_type, &self.live_clocks);
         self.canonical.get(&analysis.key).is_some_and(|queue| !queue.distinguishing.is_empty())
+    }
+
+    /// The request's URL and body with each of the page's bound ids read as the recorded value it stands for.
+    fn as_recorded<'r>(&self, request: &Request<'r>) -> (Cow<'r, str>, Cow<'r, [u8]>) {
+        let body = request.body.unwrap_or_default();
+        if !self.ids.is_bound() {
+            return (Cow::Borrowed(request.url), Cow::Borrowed(body));
+        }
+        let url = match self.ids.to_recorded(request.url.as_bytes()) {
+            Cow::Borrowed(_) => Cow::Borrowed(request.url),
+            Cow::Owned(bytes) => Cow::Owned(String::from_utf8(bytes).expect("ids are ASCII tokens")),
+        };
+        (url, self.ids.to_recorded(body))
+    }
+
+    /// A recorded request this request would match exactly once some of the ids it carries for the first
+    /// time were bound to recorded ones (see [`crate::page_ids`]); `None` when it matches already, carries
+    /// no new id, or no recorded request has its shape.
+    pub fn propose_ids(&self, request: &Request<'_>) -> Option<Proposal> {
+        let method = request.method.to_ascii_uppercase();
+        let (url, body) = self.as_recorded(request);
+        if self.exact_group(&method, &url, &body).is_some() {
+            return None;
+        }
+        let sent = Sent { method: &method, url: &url, body: &body, content_type: request.content_type };
+        self.ids.propose(&sent, &self.answered, &self.live_clocks)
+    }
+
+    /// The first recorded request that sent the id `recorded`.
+    pub fn first_sent(&self, recorded: &str) -> Option<usize> {
+        self.ids.first_sent(recorded)
+    }
+
+    /// Binds the page's values to the recorded ones of a [`Proposal`] the caller has checked.
+    pub fn bind_ids(&mut self, pairs: &[(String, String)]) {
+        self.ids.bind(pairs);
+    }
+
+    /// A recorded text (a response's body or header) as the replayed page expects it: each bound recorded
+    /// id replaced by the page's own value; borrowed when none is bound or none occurs.
+    pub fn ids_to_live<'t>(&self, text: &'t [u8]) -> Cow<'t, [u8]> {
+        self.ids.to_live(text)
     }
 
     fn exact_group(&self, method: &str, url: &str, body: &[u8]) -> Option<&ExactGroup> {
@@ -368,7 +424,8 @@ impl Matcher {
     /// which moves repeated requests along the recording (see the module documentation).
     pub fn lookup(&mut self, request: &Request<'_>) -> Option<Matched> {
         let method = request.method.to_ascii_uppercase();
-        let (url, body) = (request.url, request.body.unwrap_or_default());
+        let (url, body) = self.as_recorded(request);
+        let (url, body) = (url.as_ref(), body.as_ref());
         if let Some(groups) = self.exact.get_mut(&exact_key(&method, url))
             && let Some(group) = groups.iter_mut().find(|group| group.body == body)
         {
@@ -389,8 +446,8 @@ impl Matcher {
     /// clocks left out): what a fuzzy answer glossed over.
     pub fn differences(&self, request: &Request<'_>, index: usize) -> Vec<Difference> {
         let method = request.method.to_ascii_uppercase();
-        let body = request.body.unwrap_or_default();
-        let asked = canonical::request(&method, request.url, body, request.content_type, &self.live_clocks);
+        let (url, body) = self.as_recorded(request);
+        let asked = canonical::request(&method, &url, &body, request.content_type, &self.live_clocks);
         let Some(recorded) = asked
             .endpoint
             .as_deref()

@@ -1,9 +1,15 @@
 //! What replay answers to each request the browser makes: a recorded response (and how it was matched),
-//! an immediate failure for what the ignore list names, or a miss. Every decision is counted and logged,
+//! an immediate failure for what the ignore list names, or a miss. It also checks, before the matcher binds
+//! an id the page made to a recorded one, that the recorded value was the page's own too (no response before
+//! its first request carried it), and gives responses with the page's ids in place of the recorded ones.
+//!
+//! A recorded event stream (`text/event-stream`) plays once: asked for again (an `EventSource`
+//! reconnecting when the stream ends), it is answered `204 No Content`, which tells the page to stop
+//! reconnecting instead of hearing the same events again. Every decision is counted and logged,
 //! so that a user can see why a replayed page differs from the recording. No browser here: the browser
 //! side (`serve`) asks and carries out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use trace_analysis::canonical::Clocks;
+use trace_analysis::client_ids;
 
 use crate::archive::ReplayArchive;
 use crate::matcher::{Difference, MatchKind, Matcher, Request};
@@ -22,6 +29,8 @@ pub enum Decision {
     Answer { index: usize, kind: MatchKind },
     /// The recording holds this request, but it failed then: fail it the same way.
     RecordedFailure { index: usize, error: String },
+    /// A recorded event stream asked for again after it played: answer `204 No Content`.
+    StreamOver { index: usize },
     /// The ignore list names it: fail at once.
     Ignored { pattern: String },
     /// Nothing recorded answers it.
@@ -98,6 +107,10 @@ pub struct Responder {
     stats: Mutex<Stats>,
     /// When the browser last asked for something: how the re-run tells that the network is idle.
     last_request: Mutex<Instant>,
+    /// How many times each recorded exchange has answered.
+    answered: Mutex<Vec<u32>>,
+    /// Recorded ids checked for having been the page's own, with the answer.
+    made_by_page: Mutex<HashMap<String, bool>>,
 }
 
 impl Responder {
@@ -110,10 +123,12 @@ impl Responder {
         let requests = archive.exchanges.iter().map(|e| e.request.clone()).collect();
         let matcher = Matcher::with_clocks(requests, recorded, replayed);
         Responder {
+            answered: Mutex::new(vec![0; archive.exchanges.len()]),
             archive,
             matcher: Mutex::new(matcher),
             stats: Mutex::new(Stats::default()),
             last_request: Mutex::new(Instant::now()),
+            made_by_page: Mutex::new(HashMap::new()),
         }
     }
 
@@ -158,6 +173,10 @@ impl Responder {
                 stats.exact += 1;
                 tracing::info!(target: "trace_replay::decision", "failed as recorded ({error}) {method} {url}");
             }
+            Decision::StreamOver { .. } => {
+                stats.exact += 1;
+                tracing::info!(target: "trace_replay::decision", "event stream played already (204) {method} {url}");
+            }
             Decision::Ignored { pattern } => {
                 stats.ignored += 1;
                 tracing::info!(target: "trace_replay::decision", "ignored ({pattern}) {method} {url}");
@@ -175,14 +194,65 @@ impl Responder {
         if let Some(pattern) = self.archive.ignore_pattern(request.url) {
             return Decision::Ignored { pattern: pattern.to_owned() };
         }
+        self.follow_page_ids(request);
         let matched = self.matcher.lock().expect("no panics while locked").lookup(request);
-        match matched {
-            Some(found) => match &self.archive.exchanges[found.index].error {
-                Some(error) => Decision::RecordedFailure { index: found.index, error: error.clone() },
-                None => Decision::Answer { index: found.index, kind: found.kind },
-            },
-            None => Decision::Miss,
+        let Some(found) = matched else { return Decision::Miss };
+        let exchange = &self.archive.exchanges[found.index];
+        let times = {
+            let mut answered = self.answered.lock().expect("no panics while locked");
+            answered[found.index] += 1;
+            answered[found.index]
+        };
+        match &exchange.error {
+            Some(error) => Decision::RecordedFailure { index: found.index, error: error.clone() },
+            None if times > 1 && is_event_stream(&exchange.headers) => Decision::StreamOver { index: found.index },
+            None => Decision::Answer { index: found.index, kind: found.kind },
         }
+    }
+
+    /// Binds the new ids this request carries to recorded ones when the matcher proposes it and each
+    /// recorded value was the page's own (see [`crate::page_ids`]).
+    fn follow_page_ids(&self, request: &Request<'_>) {
+        let (proposal, first_sent) = {
+            let matcher = self.matcher.lock().expect("no panics while locked");
+            let Some(proposal) = matcher.propose_ids(request) else { return };
+            let first_sent: Vec<Option<usize>> =
+                proposal.pairs.iter().map(|(recorded, _)| matcher.first_sent(recorded)).collect();
+            (proposal, first_sent)
+        };
+        let all_made_by_page = proposal
+            .pairs
+            .iter()
+            .zip(first_sent)
+            .all(|((recorded, _), first)| first.is_some_and(|first| self.was_made_by_page(recorded, first)));
+        if !all_made_by_page {
+            return;
+        }
+        for (recorded, live) in &proposal.pairs {
+            tracing::info!(target: "trace_replay::decision", "the page's id {live} stands for the recorded {recorded}");
+        }
+        self.matcher.lock().expect("no panics while locked").bind_ids(&proposal.pairs);
+    }
+
+    /// Whether the recorded id `value`, first sent by exchange `first_sent`, was the page's own: no response
+    /// before (headers or body) carried it and the person did not type it. A body that cannot be read
+    /// counts as carrying it.
+    fn was_made_by_page(&self, value: &str, first_sent: usize) -> bool {
+        if let Some(&known) = self.made_by_page.lock().expect("no panics while locked").get(value) {
+            return known;
+        }
+        let earlier = self.archive.exchanges[..first_sent].iter().enumerate().flat_map(|(index, exchange)| {
+            let headers: Vec<u8> = exchange
+                .headers
+                .iter()
+                .flat_map(|(name, value)| [name.as_bytes(), b": ", value.as_bytes(), b"\n"].concat())
+                .collect();
+            let body = self.archive.peek_body(index).map_or_else(|_| value.as_bytes().to_vec(), |body| body.to_vec());
+            [headers, body]
+        });
+        let made = client_ids::made_by_page(value, earlier, &self.archive.typed);
+        self.made_by_page.lock().expect("no panics while locked").insert(value.to_owned(), made);
+        made
     }
 
     /// Notes how a request answered by the fuzzy level (`index`) differs from the recorded one, when it
@@ -219,7 +289,7 @@ impl Responder {
     /// request: bodies are stored decoded, so the encoding and length headers of the wire are dropped.
     pub fn response(&self, index: usize) -> Result<Response> {
         let exchange = &self.archive.exchanges[index];
-        let headers = exchange
+        let headers: Vec<(String, String)> = exchange
             .headers
             .iter()
             .filter(|(name, _)| {
@@ -230,15 +300,41 @@ impl Responder {
             })
             .cloned()
             .collect();
-        Ok(Response {
-            status: exchange.status,
-            status_text: exchange.status_text.clone(),
-            headers,
-            body: self.archive.body(index)?,
-        })
+        let body = self.archive.body(index)?;
+        let matcher = self.matcher.lock().expect("no panics while locked");
+        let headers = headers
+            .into_iter()
+            .map(|(name, value)| {
+                let value = match matcher.ids_to_live(value.as_bytes()) {
+                    std::borrow::Cow::Owned(bytes) => String::from_utf8(bytes).expect("ids are ASCII tokens"),
+                    std::borrow::Cow::Borrowed(_) => value,
+                };
+                (name, value)
+            })
+            .collect();
+        let body = match is_text(&exchange.headers).then(|| matcher.ids_to_live(&body)) {
+            Some(std::borrow::Cow::Owned(bytes)) => Arc::new(bytes),
+            _ => body,
+        };
+        Ok(Response { status: exchange.status, status_text: exchange.status_text.clone(), headers, body })
     }
 
     pub fn stats(&self) -> Stats {
         self.stats.lock().expect("no panics while locked").clone()
     }
+}
+
+fn content_type(headers: &[(String, String)]) -> String {
+    let found = headers.iter().find(|(name, _)| name.eq_ignore_ascii_case("content-type"));
+    found.map(|(_, value)| value.to_ascii_lowercase()).unwrap_or_default()
+}
+
+fn is_event_stream(headers: &[(String, String)]) -> bool {
+    content_type(headers).starts_with("text/event-stream")
+}
+
+/// Whether a response's body is text a page reads (where its ids may be echoed), rather than media.
+fn is_text(headers: &[(String, String)]) -> bool {
+    let kind = content_type(headers);
+    ["text/", "json", "javascript", "xml", "x-www-form-urlencoded"].iter().any(|marker| kind.contains(marker))
 }

@@ -295,6 +295,10 @@ async fn answer(
             }
             browser.execute(fulfill.build().map_err(anyhow::Error::msg)?).await?;
         }
+        Decision::StreamOver { .. } => {
+            let over = FulfillRequestParams::builder().request_id(id).response_code(204).body(String::new());
+            browser.execute(over.build().map_err(anyhow::Error::msg)?).await?;
+        }
         Decision::RecordedFailure { .. } => {
             browser.execute(FailRequestParams::new(id, ErrorReason::Failed)).await?;
         }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use trace_e2e::browser::{Build, RecordingBrowser, click, press_key, settle, type_into, wait_for_text};
 use trace_e2e::demo;
 use trace_e2e::sentinel::Sentinel;
-use trace_e2e::site::{DemoSite, chat};
+use trace_e2e::site::{DemoSite, ask, chat};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -340,5 +340,51 @@ async fn a_websocket_conversation_is_recorded_frame_by_frame_and_played_back_off
     assert_eq!((report.misses.len(), report.live_attempts), (0, 0), "{text}");
     let frames = &report.websocket_frames;
     assert_eq!((frames.played, frames.matched, frames.unmatched), (2, 1, 0), "{text}");
+    assert_eq!(sentinel.connections(), 0, "replay reached the stopped shop");
+}
+
+/// Issue #10: an answer that streams back as server-sent events, keyed by a session id the page made
+/// itself, is recorded whole though the stream was still open when the page closed it; replayed offline
+/// with the shop stopped, the page makes another id, replay follows it (the join request and the stream
+/// are answered as the recording's, and the events name the page's id), and the answer shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_stream_keyed_by_an_id_the_page_made_is_recorded_and_followed_offline() {
+    let _one = ONE_BROWSER.lock().await;
+    let test = "an_event_stream_keyed_by_an_id_the_page_made_is_recorded_and_followed_offline";
+    let Some(build) = Build::for_tests(test) else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Ask an expert about the mugs", &site.url("/ask")).await.unwrap();
+    let question = "Can the mug go in the microwave?";
+    type_into(&page, "#question", question).await.unwrap();
+    click(&page, "#ask").await.unwrap();
+    let answer = ask::answer(question);
+    wait_for_text(&page, "#answer", WAIT, |t| t.contains(&answer)).await.unwrap();
+    wait_for_text(&page, "#status", WAIT, |t| t == "Answered").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+
+    let har: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join(trace_manifest::bundle::HAR_FILE)).unwrap()).unwrap();
+    let stream = har["log"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["request"]["url"].as_str().unwrap().contains("/ask/stream"))
+        .expect("the event stream is in the HAR");
+    let file = stream["response"]["content"]["_file"].as_str().expect("the stream's body is kept");
+    let body = std::fs::read_to_string(bundle.join(file)).unwrap();
+    assert!(body.contains(&answer) && body.contains(r#""kind":"done""#), "{body}");
+
+    let port = site.port();
+    site.stop();
+    let sentinel = Sentinel::start(port);
+    let (report, faithful) = build.replay_human(&bundle).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+    let asked = report.steps.iter().find(|step| step.name == "click").expect("the Ask click is a step");
+    assert!(asked.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
+    assert_eq!((report.misses.len(), report.live_attempts), (0, 0), "{text}");
     assert_eq!(sentinel.connections(), 0, "replay reached the stopped shop");
 }

@@ -3,7 +3,8 @@
 //! background image, images, a script that fetches JSON with a cache-busting query, an analytics beacon, a
 //! sign-in form with a CSRF token and a cookie session, a cart, a search by GET, a redirect, an iframe, a
 //! link that opens a new tab, a page under a strict Content-Security-Policy, a page that shows the time
-//! and a random number, and a support chat over a WebSocket. Text responses are gzipped when the client accepts it. Apart from session ids and
+//! and a random number, a support chat over a WebSocket, and an expert whose answer streams back as
+//! server-sent events keyed by an id the page makes. Text responses are gzipped when the client accepts it. Apart from session ids and
 //! CSRF tokens, every response is the same from one run to the next.
 //!
 //! This module owns the server: [`router`] builds the site (the `trace-demo-site` binary serves it) and
@@ -14,11 +15,13 @@
 //! - `catalog`: the fixed product list, `/api/products` and `/search`.
 //! - `account`: sign-in with CSRF, sessions, `/account` and the cart.
 //! - [`chat`]: the support chat, `/chat` and its WebSocket.
+//! - [`ask`]: "Ask an expert", `/ask`, its event stream and the page's own session id.
 //! - `tracker`: the `/collect` endpoint of the analytics beacon, kept apart from the shop itself.
 //! - `assets`: the static files under `/static/`, embedded in the binary from `static/`.
 //! - `html`: the page layout and HTML escaping.
 
 mod account;
+pub mod ask;
 mod assets;
 mod catalog;
 pub mod chat;
@@ -73,6 +76,8 @@ pub struct SiteState {
 struct Shared {
     served: Mutex<Vec<ServedRequest>>,
     accounts: Mutex<account::Accounts>,
+    /// "Ask an expert": session id → the question waiting for its stream.
+    questions: Mutex<std::collections::HashMap<String, String>>,
     print_requests: bool,
 }
 
@@ -121,6 +126,9 @@ pub fn router(state: SiteState) -> Router {
         .route("/forge", get(pages::forge))
         .route("/chat", get(chat::page))
         .route("/chat/socket", get(chat::socket))
+        .route("/ask", get(ask::page))
+        .route("/ask/join", axum::routing::post(ask::join))
+        .route("/ask/stream", get(ask::stream))
         .route("/collect", any(tracker::collect))
         .route("/static/{file}", get(assets::asset))
         .fallback(pages::not_found)
