@@ -814,7 +814,7 @@ fn modifier_mask<'m>(names: impl IntoIterator<Item = &'m str>) -> Result<i64> {
 }
 
 /// Replaces each `{{credentials.<site>.<field>}}` with its secret.
-fn fill_placeholders(text: &str, credentials: &[Credential]) -> Result<String> {
+pub fn fill_placeholders(text: &str, credentials: &[Credential]) -> Result<String> {
     let mut filled = text.to_owned();
     for credential in credentials {
         filled = filled.replace(&credential.placeholder(), &credential.value);

@@ -35,21 +35,20 @@
 //! workspace, skips the recording).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
 use std::net::TcpListener;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use chromiumoxide::Page;
-use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use serde_json::json;
 use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::demo;
+use trace_e2e::playwright::{self, Script};
 use trace_e2e::site::DemoSite;
 use trace_replay::archive::ReplayArchive;
 use trace_replay::chromium;
@@ -64,8 +63,6 @@ const TARGET_RATIO: f64 = 1.0;
 /// Before each load, so that each starts on a quiet machine.
 const QUIET: Duration = Duration::from_millis(300);
 const WAIT: Duration = Duration::from_secs(30);
-/// The Playwright measured against, pinned so that figures of different runs compare.
-const PLAYWRIGHT_CORE: &str = "1.65.1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
@@ -93,7 +90,7 @@ async fn main() -> Result<()> {
     };
     ensure!(rounds > 0, "TRACE_BENCH_ROUNDS must be at least 1");
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    let node_modules = install_playwright(&target.join("bench-node"))?;
+    let node_modules = playwright::install(&target.join("bench-node"))?;
 
     let (bundle, chromium) = match std::env::var_os("TRACE_BENCH_BUNDLE") {
         Some(bundle) => {
@@ -228,31 +225,6 @@ async fn load_time(page: &Page, url: &str) -> Result<(f64, String)> {
     Ok((load_event_end, title))
 }
 
-/// `playwright-core` at [`PLAYWRIGHT_CORE`] in `prefix/node_modules`, installed there if it is not.
-/// `prefix` is under `target/`, outside the sources; the package downloads no browser.
-fn install_playwright(prefix: &Path) -> Result<PathBuf> {
-    let node_modules = prefix.join("node_modules");
-    let installed = std::fs::read(node_modules.join("playwright-core/package.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-        .is_some_and(|package| package["version"] == PLAYWRIGHT_CORE);
-    if !installed {
-        std::fs::create_dir_all(prefix)?;
-        let package = format!("playwright-core@{PLAYWRIGHT_CORE}");
-        eprintln!("installing {package} into {} (npm install; no browser download)", prefix.display());
-        let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(prefix)
-            .arg(&package)
-            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
-            .stdout(Stdio::null())
-            .status()
-            .context("cannot run npm (Debian: apt-get install npm)")?;
-        ensure!(status.success(), "npm install {package} failed with {status}");
-    }
-    Ok(node_modules)
-}
-
 /// One Playwright load, as `routefromhar.mjs` reports it.
 struct PlaywrightLoad {
     ms: f64,
@@ -260,45 +232,20 @@ struct PlaywrightLoad {
     failed: Vec<String>,
 }
 
-/// `routefromhar.mjs` running under Node, its answers read line by line on a thread of their own.
-struct Playwright {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
+/// `routefromhar.mjs` running under Node.
+struct Playwright(Script);
 
 impl Playwright {
     async fn start(node_modules: &Path, har: &Path, chromium: &Path, args: &[String]) -> Result<Playwright> {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/replay_pageload/routefromhar.mjs");
         let config = json!({ "nodeModules": node_modules, "har": har, "chromium": chromium, "args": args });
-        let mut child = Command::new("node")
-            .arg(&script)
-            .arg(config.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .context("cannot run node (Debian: apt-get install nodejs)")?;
-        let stdin = child.stdin.take().context("node's stdin")?;
-        let stdout = child.stdout.take().context("node's stdout")?;
-        let (sender, lines) = mpsc::channel(16);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.blocking_send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut playwright = Playwright { child, stdin, lines };
-        let ready = playwright.answer().await?;
-        let ready = ready.get("ready").with_context(|| format!("routefromhar.mjs did not start: {ready}"))?;
+        let (script, ready) = Script::start(&script, &config, WAIT).await?;
         println!("playwright-core {} driving Chromium {}", ready["playwright"], ready["browser"]);
-        Ok(playwright)
+        Ok(Playwright(script))
     }
 
     async fn load(&mut self, url: &str) -> Result<PlaywrightLoad> {
-        self.send(&json!({ "load": url }))?;
-        let answer = self.answer().await?;
+        let answer = self.0.ask(&json!({ "load": url }), WAIT).await?;
         if let Some(error) = answer.get("error") {
             bail!("{}", error.as_str().unwrap_or_default());
         }
@@ -308,32 +255,8 @@ impl Playwright {
         Ok(PlaywrightLoad { ms, title, failed: failed.collect() })
     }
 
-    /// Asks the script to close its browser and waits for it to end (killing it if it does not).
-    fn close(mut self) {
-        let _ = self.send(&json!({ "close": true }));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn send(&mut self, command: &Value) -> Result<()> {
-        writeln!(self.stdin, "{command}").context("routefromhar.mjs has stopped")?;
-        self.stdin.flush()?;
-        Ok(())
-    }
-
-    async fn answer(&mut self) -> Result<Value> {
-        let line = tokio::time::timeout(WAIT, self.lines.recv())
-            .await
-            .context("routefromhar.mjs did not answer in time")?
-            .context("routefromhar.mjs has stopped (its error is above)")?;
-        serde_json::from_str(&line).with_context(|| format!("routefromhar.mjs said {line:?}"))
+    fn close(self) {
+        self.0.close();
     }
 }
 

@@ -5,6 +5,10 @@
 //! scrolls the results, follows a redirect, clicks in two iframes (one from another site), types and
 //! clicks on the strict-CSP page (whose worker asks the server too), looks at the clock page, opens the help page in a new tab, and stops the task from the popup.
 //! The host leaves a finished bundle.
+//!
+//! Two shorter demonstrations use the shop's streaming pages: asking the support chat a question over its
+//! WebSocket ([`record_chat`]) and asking the expert, whose answer streams back as server-sent events keyed
+//! by an id the page made ([`record_ask`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -16,7 +20,7 @@ use crate::browser::{
     Build, RecordingBrowser, click, click_and_wait, click_in_frame, double_click, press_key, scroll_by, settle,
     type_into, visit, wait_for_text,
 };
-use crate::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, ServedRequest};
+use crate::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, ServedRequest, ask, chat};
 
 pub const DESCRIPTION: &str = "Log in and put a blue mug in the cart";
 const WAIT: Duration = Duration::from_secs(20);
@@ -83,6 +87,40 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
     let served_before_stop = site.served();
     let bundle = stop_task(&popup, browser, data_dir).await?;
     Ok(Demonstration { bundle, served_before_stop })
+}
+
+/// What [`record_chat`] asks the support chat.
+pub const CHAT_QUESTION: &str = "Are the mugs dishwasher safe?";
+
+/// Records asking the support chat [`CHAT_QUESTION`] (`/chat`) until its answer shows; returns the bundle.
+pub async fn record_chat(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<PathBuf> {
+    let browser = RecordingBrowser::launch(build, data_dir, true).await?;
+    let (popup, page) = start_task(&browser, "Ask support about the mugs", &site.url("/chat")).await?;
+    wait_for_text(&page, "#messages", WAIT, |t| t.contains(chat::GREETING)).await?;
+    type_into(&page, "#chat-input", CHAT_QUESTION).await?;
+    click(&page, "#chat-send").await?;
+    let answer = chat::answer(CHAT_QUESTION);
+    wait_for_text(&page, "#messages", WAIT, |t| t.contains(&answer)).await?;
+    // Long enough for the recorder's capture after the click (throttled to one a second).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop_task(&popup, browser, data_dir).await
+}
+
+/// What [`record_ask`] asks the expert.
+pub const EXPERT_QUESTION: &str = "Can the mug go in the microwave?";
+
+/// Records asking the expert [`EXPERT_QUESTION`] (`/ask`) until the streamed answer is complete; returns
+/// the bundle.
+pub async fn record_ask(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<PathBuf> {
+    let browser = RecordingBrowser::launch(build, data_dir, true).await?;
+    let (popup, page) = start_task(&browser, "Ask an expert about the mugs", &site.url("/ask")).await?;
+    type_into(&page, "#question", EXPERT_QUESTION).await?;
+    click(&page, "#ask").await?;
+    let answer = ask::answer(EXPERT_QUESTION);
+    wait_for_text(&page, "#answer", WAIT, |t| t.contains(&answer)).await?;
+    wait_for_text(&page, "#status", WAIT, |t| t == "Answered").await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop_task(&popup, browser, data_dir).await
 }
 
 /// Starts a task from the popup, as a person does: its description and website typed in, Start pressed.

@@ -5,6 +5,7 @@
 //! - [`demo`]: the demonstration of the demo shop that the README's main job records and the end-to-end
 //!   test checks, in Chromium with the extension and the real `trace-host`.
 //! - [`site`]: the TRACE Demo Shop, the local site that tests and the demo record (`trace-demo-site` serves it).
+//! - [`playwright`]: Playwright from npm and the Node scripts of the benchmarks that measure TRACE against it.
 //! - [`sentinel`]: a listener counting connections to a stopped site's port (replay must make none).
 //! - [`browser`]: Debian's Chromium with the built extension and the real host registered, for end-to-end
 //!   tests.
@@ -13,5 +14,6 @@
 pub mod apps;
 pub mod browser;
 pub mod demo;
+pub mod playwright;
 pub mod sentinel;
 pub mod site;

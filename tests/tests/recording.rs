@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use trace_e2e::browser::{Build, RecordingBrowser, click, press_key, settle, type_into, wait_for_text};
+use trace_e2e::browser::{Build, RecordingBrowser, press_key, settle, type_into, wait_for_text};
 use trace_e2e::demo;
 use trace_e2e::sentinel::Sentinel;
 use trace_e2e::site::{DemoSite, ask, chat};
@@ -294,17 +294,8 @@ async fn a_websocket_conversation_is_recorded_frame_by_frame_and_played_back_off
     let Some(build) = Build::for_tests(test) else { return };
     let site = DemoSite::start(0).unwrap();
     let data = tempfile::tempdir().unwrap();
-    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
-    let (popup, page) = demo::start_task(&browser, "Ask support about the mugs", &site.url("/chat")).await.unwrap();
-    wait_for_text(&page, "#messages", WAIT, |t| t.contains(chat::GREETING)).await.unwrap();
-    let question = "Are the mugs dishwasher safe?";
-    type_into(&page, "#chat-input", question).await.unwrap();
-    click(&page, "#chat-send").await.unwrap();
-    let answer = chat::answer(question);
-    wait_for_text(&page, "#messages", WAIT, |t| t.contains(&answer)).await.unwrap();
-    // Long enough for the recorder's capture after the click (throttled to one a second).
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+    let bundle = demo::record_chat(&build, &site, data.path()).await.unwrap();
+    let (question, answer) = (demo::CHAT_QUESTION, chat::answer(demo::CHAT_QUESTION));
 
     let frames: Vec<(String, String)> = std::fs::read_to_string(bundle.join("events.jsonl"))
         .unwrap()
@@ -354,16 +345,8 @@ async fn an_event_stream_keyed_by_an_id_the_page_made_is_recorded_and_followed_o
     let Some(build) = Build::for_tests(test) else { return };
     let site = DemoSite::start(0).unwrap();
     let data = tempfile::tempdir().unwrap();
-    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
-    let (popup, page) = demo::start_task(&browser, "Ask an expert about the mugs", &site.url("/ask")).await.unwrap();
-    let question = "Can the mug go in the microwave?";
-    type_into(&page, "#question", question).await.unwrap();
-    click(&page, "#ask").await.unwrap();
-    let answer = ask::answer(question);
-    wait_for_text(&page, "#answer", WAIT, |t| t.contains(&answer)).await.unwrap();
-    wait_for_text(&page, "#status", WAIT, |t| t == "Answered").await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+    let bundle = demo::record_ask(&build, &site, data.path()).await.unwrap();
+    let answer = ask::answer(demo::EXPERT_QUESTION);
 
     let har: serde_json::Value =
         serde_json::from_slice(&std::fs::read(bundle.join(trace_manifest::bundle::HAR_FILE)).unwrap()).unwrap();

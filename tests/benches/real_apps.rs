@@ -1,0 +1,305 @@
+//! Replay fidelity on real applications, side by side with Playwright. Each flow (Django's admin site and
+//! Datasette's SQL editor from [`trace_e2e::apps`]; the demo shop's whole demonstration, its WebSocket
+//! chat and its expert answering over server-sent events) is recorded once through the extension and the
+//! host, and exported redacted, as a person sharing it would. Its application is then stopped, and its
+//! steps are re-run offline twice:
+//! - by `trace-replay run --human` on the zip;
+//! - by Playwright (npm `playwright-core`, pinned, driving the same Chromium): a context with
+//!   `routeFromHAR(zip, {notFound: 'abort'})`, the steps carried out by `real_apps/steps.mjs` the way a
+//!   Playwright user writes them (locators that wait, `fill`, `selectOption`, `keyboard.press`).
+//!
+//! Both are judged by the same rules, `run --human`'s: the step's action done, the URL the recording
+//! reached after it reached (exactly or in canonical form), and the recorded page's text shown
+//! ([`trace_analysis::fidelity`], at [`TEXT_TOLERANCE`]), each waited for up to the same step timeout.
+//! (`run --human` also fails a step whose request the fuzzy level answered though it differs in what the
+//! person typed; Playwright has no fuzzy level.)
+//!
+//! Also printed, per flow: the exported zip's size against the recording's HAR with every body inline (what
+//! Playwright's `recordHar` embeds) and that HAR gzipped (the smallest a person could share it).
+//!
+//! Run: `cargo xtask dist && bash .ci/install && cargo bench -p trace-e2e --bench real_apps`. Recordings
+//! and zips are left in `target/bench-real-apps/`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use serde_json::{Value, json};
+use trace_analysis::canonical::canonical_url;
+use trace_analysis::evidence::page_text;
+use trace_analysis::fidelity::{TEXT_TOLERANCE, compare_text};
+use trace_e2e::apps::{self, datasette::Datasette, django_admin::DjangoAdmin};
+use trace_e2e::browser::Build;
+use trace_e2e::demo;
+use trace_e2e::playwright::{self, Script};
+use trace_e2e::site::DemoSite;
+use trace_manifest::archive::Bundle;
+use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
+use trace_replay::archive::ReplayArchive;
+use trace_replay::chromium;
+use trace_replay::run::{RunOptions, fill_placeholders, human_trajectory};
+
+/// How long either side may take to start a browser or carry out a step.
+const WAIT: Duration = Duration::from_secs(60);
+/// Between checks of the page.
+const POLL: Duration = Duration::from_millis(100);
+/// After a step's URL is reached, before its text is read: as long as `run --human` waits for quiet.
+const SETTLE: Duration = Duration::from_millis(400);
+
+/// One recorded flow, exported.
+struct Flow {
+    name: &'static str,
+    /// The redacted zip.
+    zip: PathBuf,
+    /// The same, its HAR with every body inline.
+    embedded: PathBuf,
+}
+
+/// One side's verdict on one flow.
+#[derive(Default)]
+struct Outcome {
+    passed: usize,
+    total: usize,
+    /// The first failed step and why.
+    first_failure: Option<String>,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<()> {
+    let build = Build::from_workspace()?;
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    let out = target.join("bench-real-apps");
+    let node_modules = playwright::install(&target.join("bench-node"))?;
+    let python = apps::python()?;
+    let flows = record_flows(&build, &python, &out).await?;
+
+    let step_timeout = RunOptions::default().step_timeout;
+    let mut rows = Vec::new();
+    for flow in &flows {
+        eprintln!("{}: trace-replay run --human", flow.name);
+        let (report, _) = build.replay_human(&flow.zip)?;
+        let trace = Outcome {
+            passed: report.steps_passed,
+            total: report.steps_total,
+            first_failure: report.failures.first().map(|f| format!("step {} {}: {}", f.step, f.name, f.reason)),
+        };
+        eprintln!("{}: Playwright routeFromHAR", flow.name);
+        let routed = run_with_playwright(&node_modules, &build.chromium, &flow.zip, step_timeout).await?;
+        let sizes = Sizes::of(flow)?;
+        rows.push((flow.name, trace, routed, sizes));
+    }
+
+    println!();
+    println!(
+        "steps passed offline, judged alike (action done, recorded URL reached, recorded text shown ≥ {TEXT_TOLERANCE})"
+    );
+    println!(
+        "{:<22} {:>13} {:>13} {:>10} {:>12} {:>11} {:>9}",
+        "flow", "trace-replay", "routeFromHAR", "zip (KB)", "HAR+bodies", "HAR.gz", "zip/gz"
+    );
+    for (name, trace, routed, sizes) in &rows {
+        println!(
+            "{name:<22} {:>13} {:>13} {:>10.0} {:>12.0} {:>11.0} {:>8.2}×",
+            format!("{}/{}", trace.passed, trace.total),
+            format!("{}/{}", routed.passed, routed.total),
+            sizes.zip as f64 / 1024.0,
+            sizes.har as f64 / 1024.0,
+            sizes.har_gzip as f64 / 1024.0,
+            sizes.zip as f64 / sizes.har_gzip as f64,
+        );
+    }
+    let whole = |outcomes: &mut dyn Iterator<Item = &Outcome>| outcomes.filter(|o| o.passed == o.total).count();
+    println!(
+        "whole demonstrations replayed: trace-replay {} of {}, routeFromHAR {} of {}",
+        whole(&mut rows.iter().map(|row| &row.1)),
+        rows.len(),
+        whole(&mut rows.iter().map(|row| &row.2)),
+        rows.len()
+    );
+    println!();
+    for (name, trace, routed, _) in &rows {
+        for (side, outcome) in [("trace-replay", trace), ("routeFromHAR", routed)] {
+            if let Some(failure) = &outcome.first_failure {
+                println!("{name}, {side}, first failure: {failure}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Records every flow into its own data directory under `out`, and exports each redacted, twice.
+async fn record_flows(build: &Build, python: &Path, out: &Path) -> Result<Vec<Flow>> {
+    if out.exists() {
+        std::fs::remove_dir_all(out).with_context(|| format!("cannot clear {}", out.display()))?;
+    }
+    let mut flows = Vec::new();
+    let data_dir = |name: &str| -> Result<PathBuf> {
+        let dir = out.join(name).join("data");
+        std::fs::create_dir_all(&dir)?;
+        Ok(dir.canonicalize()?)
+    };
+
+    eprintln!("recording: Django admin");
+    let data = data_dir("django-admin")?;
+    let mut app = DjangoAdmin::start(python)?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "Django admin", &data, &bundle?)?);
+
+    eprintln!("recording: Datasette");
+    let data = data_dir("datasette")?;
+    let mut app = Datasette::start(python)?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "Datasette SQL editor", &data, &bundle?)?);
+
+    for (name, dir) in [("demo shop", "demo"), ("demo shop chat (ws)", "chat"), ("demo shop expert (sse)", "ask")] {
+        eprintln!("recording: {name}");
+        let data = data_dir(dir)?;
+        let site = DemoSite::start(0)?;
+        let bundle = match dir {
+            "demo" => demo::record(build, &site, &data).await.map(|demonstration| demonstration.bundle),
+            "chat" => demo::record_chat(build, &site, &data).await,
+            _ => demo::record_ask(build, &site, &data).await,
+        };
+        site.stop();
+        flows.push(export(build, name, &data, &bundle?)?);
+    }
+    Ok(flows)
+}
+
+/// Exports the bundle's task redacted, and again with its HAR's bodies inline.
+fn export(build: &Build, name: &'static str, data: &Path, bundle: &Path) -> Result<Flow> {
+    let manifest: Value = serde_json::from_slice(&std::fs::read(bundle.join("manifest.json"))?)?;
+    let task = manifest["task"]["id"].as_str().context("the manifest has no task id")?;
+    let dir = data.parent().context("a data directory has a parent")?;
+    let (zip, embedded) = (dir.join("task.zip"), dir.join("task-embedded.zip"));
+    for (path, extra) in [(&zip, None), (&embedded, Some("--embed-bodies"))] {
+        let output = Command::new(&build.trace_host)
+            .arg("--data")
+            .arg(data)
+            .args(["export", task, "--redact", "--out"])
+            .arg(path)
+            .args(extra)
+            .output()?;
+        ensure!(output.status.success(), "export failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(Flow { name, zip, embedded })
+}
+
+struct Sizes {
+    zip: u64,
+    har: u64,
+    har_gzip: u64,
+}
+
+impl Sizes {
+    fn of(flow: &Flow) -> Result<Sizes> {
+        let har = Bundle::open(&flow.embedded)?.read(trace_manifest::bundle::HAR_FILE)?;
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gzip.write_all(&har)?;
+        let har_gzip = gzip.finish()?.len() as u64;
+        Ok(Sizes { zip: std::fs::metadata(&flow.zip)?.len(), har: har.len() as u64, har_gzip })
+    }
+}
+
+/// Runs the zip's demonstration with Playwright and judges each step.
+async fn run_with_playwright(node_modules: &Path, chromium: &Path, zip: &Path, timeout: Duration) -> Result<Outcome> {
+    let (calls, credentials) = human_trajectory(zip)?;
+    let archive = ReplayArchive::open(zip)?;
+    let viewport = archive.viewport.map(|v| json!({ "width": v.width as i64, "height": v.height as i64 }));
+    let clocks = archive.recorded_clocks();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/real_apps/steps.mjs");
+    let config = json!({
+        "nodeModules": node_modules, "har": zip, "chromium": chromium,
+        "args": chromium::command_line_flags(), "viewport": viewport,
+    });
+    let (mut playwright, _) = Script::start(&script, &config, WAIT).await?;
+    let mut bundle = Bundle::open(zip)?;
+    let mut outcome = Outcome { total: calls.len(), ..Outcome::default() };
+    for (index, call) in calls.iter().enumerate() {
+        let verdict = judge_step(&mut playwright, &mut bundle, call, &credentials, &clocks, timeout).await;
+        match verdict {
+            Ok(()) => outcome.passed += 1,
+            Err(reason) => {
+                let failure = format!("step {} {}: {reason:#}", index + 1, call.action.name());
+                eprintln!("  {failure}");
+                outcome.first_failure.get_or_insert(failure);
+            }
+        }
+    }
+    playwright.close();
+    Ok(outcome)
+}
+
+async fn judge_step(
+    playwright: &mut Script,
+    bundle: &mut Bundle,
+    call: &ToolCall,
+    credentials: &[Credential],
+    clocks: &trace_analysis::canonical::Clocks,
+    timeout: Duration,
+) -> Result<()> {
+    let mut call = call.clone();
+    if let ToolAction::Input { text } = &mut call.action {
+        *text = fill_placeholders(text, credentials)?;
+    }
+    if let ToolAction::Switch { tab } = call.action {
+        playwright.ask(&json!({ "use": tab }), WAIT).await?;
+    }
+    let done = playwright.ask(&json!({ "step": call, "timeoutMs": timeout.as_millis() as u64 }), WAIT).await?;
+    if let Some(error) = done.get("error") {
+        bail!("{}", error.as_str().unwrap_or_default());
+    }
+    if let Some(expected) = &call.url_after {
+        wait_for_url(playwright, expected, timeout).await?;
+    }
+    tokio::time::sleep(SETTLE).await;
+    if let Some(snapshot) = &call.dom_snapshot {
+        let recorded = page_text(0, "", snapshot, &String::from_utf8_lossy(&bundle.read(snapshot)?));
+        let deadline = Instant::now() + timeout;
+        loop {
+            let html = playwright.ask(&json!({ "html": true }), WAIT).await?;
+            let shown = page_text(0, "", "", html["html"].as_str().unwrap_or_default());
+            let comparison = compare_text(&recorded, &shown, clocks);
+            if comparison.passes() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "the page shows {:.0}% of the recorded text; missing {:?}",
+                    comparison.shown * 100.0,
+                    comparison.missing
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+    Ok(())
+}
+
+/// Waits for a tab to show `expected` (the current one, or one the step opened, which becomes current).
+async fn wait_for_url(playwright: &mut Script, expected: &str, timeout: Duration) -> Result<()> {
+    let canonical = canonical_url(expected);
+    let deadline = Instant::now() + timeout;
+    loop {
+        let pages = playwright.ask(&json!({ "pages": true }), WAIT).await?;
+        let urls: Vec<&str> = pages["urls"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let current = pages["current"].as_u64().map(|i| i as usize);
+        let matches = |url: &str| url == expected || canonical_url(url) == canonical;
+        if current.and_then(|i| urls.get(i)).is_some_and(|url| matches(url)) {
+            return Ok(());
+        }
+        if let Some(other) = urls.iter().position(|url| matches(url)) {
+            playwright.ask(&json!({ "use": other }), WAIT).await?;
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let reached = current.and_then(|i| urls.get(i)).copied().unwrap_or_default();
+            bail!("reached {reached}, the recording reached {expected}");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
