@@ -1,7 +1,8 @@
 //! Reading bundles on disk, as a directory or as a zip, without trusting them: every path a bundle names
 //! is checked to stay inside it; a directory holding a link or anything but regular files and folders
 //! (dot-named ones included), and a zip holding a link, two entries of one name or a size bomb, are refused
-//! on opening, before anything is read; and [`validate`] checks a bundle against its own index.
+//! on opening, before anything is read; and [`validate`] checks a bundle against its own index. Files
+//! kept in a snapshot pack ([`crate::pack`]) read as files of their own.
 //!
 //! Used by `trace-host validate` and `import`, and by `trace-replay` to open what it serves.
 
@@ -15,6 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::bundle::{self, BundleManifest, FileEntry};
 use crate::event::EventRecord;
 use crate::har::Har;
+use crate::pack::{self, PackIndex};
 pub use crate::report::Problem;
 
 #[derive(Debug, thiserror::Error)]
@@ -69,10 +71,23 @@ impl Default for ZipLimits {
     }
 }
 
-/// An opened bundle: a directory, or a zip whose entries were all checked on opening.
-pub enum Bundle {
+/// An opened bundle: a directory, or a zip whose entries were all checked on opening, with its snapshot
+/// pack's index when it has one.
+pub struct Bundle {
+    source: Source,
+    pack: Option<OpenPack>,
+}
+
+enum Source {
     Dir(PathBuf),
     Zip { path: PathBuf, archive: zip::ZipArchive<File>, entries: BTreeMap<String, (usize, u64)> },
+}
+
+/// A snapshot pack: its index and compressed stream, and the unpacked stream once a packed file was read.
+struct OpenPack {
+    index: PackIndex,
+    compressed: Vec<u8>,
+    unpacked: Option<Vec<u8>>,
 }
 
 impl Bundle {
@@ -82,78 +97,61 @@ impl Bundle {
     }
 
     pub fn open_with_limits(path: &Path, limits: ZipLimits) -> Result<Bundle> {
-        let io_error = |source| ArchiveError::Io { path: path.to_owned(), source };
-        let metadata = std::fs::metadata(path).map_err(io_error)?;
-        if metadata.is_dir() {
-            check_dir(path, path)?;
-            return Ok(Bundle::Dir(path.to_owned()));
-        }
-        let mut file = File::open(path).map_err(io_error)?;
-        // The zip crate keeps one entry per name, so two entries of one name are looked for in the central
-        // directory itself.
-        if let Some(name) = duplicate_entry_name(&mut file).map_err(io_error)? {
-            return Err(ArchiveError::DuplicateEntry(name));
-        }
-        let mut archive =
-            zip::ZipArchive::new(file).map_err(|source| ArchiveError::NotZip { path: path.to_owned(), source })?;
-        let entries = check_zip_entries(&mut archive, limits)?;
-        Ok(Bundle::Zip { path: path.to_owned(), archive, entries })
+        let mut source = Source::open(path, limits)?;
+        let pack = if source.contains(pack::PACK_FILE) {
+            let bytes = source.read(pack::PACK_FILE)?;
+            let (index, start) = pack::read_index(&bytes, limits.max_total_bytes)
+                .map_err(|message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message })?;
+            Some(OpenPack { index, compressed: bytes[start..].to_vec(), unpacked: None })
+        } else {
+            None
+        };
+        Ok(Bundle { source, pack })
     }
 
     pub fn path(&self) -> &Path {
-        match self {
-            Bundle::Dir(path) | Bundle::Zip { path, .. } => path,
+        match &self.source {
+            Source::Dir(path) | Source::Zip { path, .. } => path,
         }
     }
 
-    /// Every file in the bundle with its size, sorted by path.
+    /// Every file in the bundle with its size, sorted by path: packed files too.
     pub fn files(&self) -> Result<BTreeMap<String, u64>> {
-        match self {
-            Bundle::Dir(root) => {
-                let mut files = BTreeMap::new();
-                walk_dir(root, root, &mut files)?;
-                Ok(files)
+        let mut files = self.source.files()?;
+        if let Some(pack) = &self.pack {
+            for (path, size) in pack.index.files() {
+                files.entry(path.to_owned()).or_insert(size);
             }
-            Bundle::Zip { entries, .. } => Ok(entries.iter().map(|(name, (_, size))| (name.clone(), *size)).collect()),
         }
+        Ok(files)
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        match self {
-            Bundle::Dir(root) => bundle::is_safe_relative_path(name) && root.join(name).is_file(),
-            Bundle::Zip { entries, .. } => entries.contains_key(name),
-        }
+        self.source.contains(name) || self.pack.as_ref().is_some_and(|pack| pack.index.contains(name))
     }
 
-    /// Streams one file to `sink`, returning the number of bytes copied.
+    /// Streams one file to `sink`, returning the number of bytes copied. A packed file is read from the
+    /// pack, which is unpacked (once) on the first such read.
     pub fn copy_to(&mut self, name: &str, sink: &mut dyn Write) -> Result<u64> {
         if !bundle::is_safe_relative_path(name) {
             return Err(ArchiveError::UnsafePath(name.to_owned()));
         }
-        match self {
-            Bundle::Dir(root) => {
-                let path = root.join(name);
-                let mut file = File::open(&path).map_err(|source| match source.kind() {
-                    io::ErrorKind::NotFound => ArchiveError::Missing(name.to_owned()),
-                    _ => ArchiveError::Io { path: path.clone(), source },
-                })?;
-                io::copy(&mut file, sink).map_err(|source| ArchiveError::Io { path, source })
+        let packed = self.pack.as_mut().filter(|pack| pack.index.contains(name));
+        let Some(pack) = packed.filter(|_| !self.source.contains(name)) else {
+            return self.source.copy_to(name, sink);
+        };
+        let unpacked = match &mut pack.unpacked {
+            Some(unpacked) => unpacked,
+            None => {
+                let unpacked = pack::unpack(&pack.compressed, pack.index.total())
+                    .map_err(|message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message })?;
+                pack.unpacked.insert(unpacked)
             }
-            Bundle::Zip { path, archive, entries } => {
-                let &(index, declared) = entries.get(name).ok_or_else(|| ArchiveError::Missing(name.to_owned()))?;
-                let entry = archive
-                    .by_index(index)
-                    .map_err(|source| ArchiveError::BadEntry { name: name.to_owned(), source })?;
-                // The declared size was checked against the limits; never read past it.
-                let mut limited = entry.take(declared + 1);
-                let copied =
-                    io::copy(&mut limited, sink).map_err(|source| ArchiveError::Io { path: path.clone(), source })?;
-                if copied > declared {
-                    return Err(ArchiveError::SizeMismatch(name.to_owned()));
-                }
-                Ok(copied)
-            }
-        }
+        };
+        let range = pack.index.range(name).expect("checked above");
+        sink.write_all(&unpacked[range.clone()])
+            .map_err(|source| ArchiveError::Io { path: self.source.path().join(name), source })?;
+        Ok(range.len() as u64)
     }
 
     pub fn read(&mut self, name: &str) -> Result<Vec<u8>> {
@@ -190,6 +188,84 @@ impl Bundle {
             Err(error) => return Err(error),
         }
         lines.finish()
+    }
+}
+
+impl Source {
+    fn open(path: &Path, limits: ZipLimits) -> Result<Source> {
+        let io_error = |source| ArchiveError::Io { path: path.to_owned(), source };
+        let metadata = std::fs::metadata(path).map_err(io_error)?;
+        if metadata.is_dir() {
+            check_dir(path, path)?;
+            return Ok(Source::Dir(path.to_owned()));
+        }
+        let mut file = File::open(path).map_err(io_error)?;
+        // The zip crate keeps one entry per name, so two entries of one name are looked for in the central
+        // directory itself.
+        if let Some(name) = duplicate_entry_name(&mut file).map_err(io_error)? {
+            return Err(ArchiveError::DuplicateEntry(name));
+        }
+        let mut archive =
+            zip::ZipArchive::new(file).map_err(|source| ArchiveError::NotZip { path: path.to_owned(), source })?;
+        let entries = check_zip_entries(&mut archive, limits)?;
+        Ok(Source::Zip { path: path.to_owned(), archive, entries })
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Source::Dir(path) | Source::Zip { path, .. } => path,
+        }
+    }
+
+    fn files(&self) -> Result<BTreeMap<String, u64>> {
+        match self {
+            Source::Dir(root) => {
+                let mut files = BTreeMap::new();
+                walk_dir(root, root, &mut files)?;
+                Ok(files)
+            }
+            Source::Zip { entries, .. } => Ok(entries.iter().map(|(name, (_, size))| (name.clone(), *size)).collect()),
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        match self {
+            Source::Dir(root) => bundle::is_safe_relative_path(name) && root.join(name).is_file(),
+            Source::Zip { entries, .. } => entries.contains_key(name),
+        }
+    }
+
+    fn copy_to(&mut self, name: &str, sink: &mut dyn Write) -> Result<u64> {
+        match self {
+            Source::Dir(root) => {
+                let path = root.join(name);
+                let mut file = File::open(&path).map_err(|source| match source.kind() {
+                    io::ErrorKind::NotFound => ArchiveError::Missing(name.to_owned()),
+                    _ => ArchiveError::Io { path: path.clone(), source },
+                })?;
+                io::copy(&mut file, sink).map_err(|source| ArchiveError::Io { path, source })
+            }
+            Source::Zip { path, archive, entries } => {
+                let &(index, declared) = entries.get(name).ok_or_else(|| ArchiveError::Missing(name.to_owned()))?;
+                let entry = archive
+                    .by_index(index)
+                    .map_err(|source| ArchiveError::BadEntry { name: name.to_owned(), source })?;
+                // The declared size was checked against the limits; never read past it.
+                let mut limited = entry.take(declared + 1);
+                let copied =
+                    io::copy(&mut limited, sink).map_err(|source| ArchiveError::Io { path: path.clone(), source })?;
+                if copied > declared {
+                    return Err(ArchiveError::SizeMismatch(name.to_owned()));
+                }
+                Ok(copied)
+            }
+        }
+    }
+
+    fn read(&mut self, name: &str) -> Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.copy_to(name, &mut bytes)?;
+        Ok(bytes)
     }
 }
 

@@ -21,6 +21,7 @@
 //! - [`report`]: what the command-line tools print with `--json`.
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
 //! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate.
+//! - [`pack`] (feature `native`): an exported bundle's DOM snapshots as one compressed pack.
 
 pub mod bundle;
 pub mod dataset;
@@ -36,10 +37,13 @@ pub mod wire;
 
 #[cfg(feature = "native")]
 pub mod archive;
+#[cfg(feature = "native")]
+pub mod pack;
 
 /// The version of the bundle format and of the wire protocol that this crate writes. Readers accept any
-/// version up to this one and refuse newer ones with a clear error.
-pub const FORMAT_VERSION: u32 = 1;
+/// version up to this one and refuse newer ones with a clear error. Version 2 added the snapshot pack
+/// ([`pack`]): a reader of version 1 would find an exported bundle's DOM snapshots missing.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The extension's fixed ID, derived from the public `key` in `extension/static/manifest.json` (a test
 /// checks that the two agree). The host's `allowed_origins` names it.

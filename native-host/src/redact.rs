@@ -21,6 +21,7 @@ use trace_manifest::archive::{Bundle, HashingWriter, parse_events, parse_manifes
 use trace_manifest::bundle::{self, Counts, FileEntry, StorageFile};
 use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
+use trace_manifest::pack;
 
 use trace_analysis::secrets::{Secrets, encoded_forms, values_to_check};
 use trace_manifest::report::RedactionSummary;
@@ -137,18 +138,15 @@ impl Redacted {
         &self.secrets
     }
 
-    /// Searches every entry of the zip at `path`, decompressed, and every entry's name, for every form of
-    /// every original secret. Names the first one found (by kind and name, never by value).
+    /// Searches every entry of the zip at `path`, decompressed (the snapshot pack's files unpacked), and
+    /// every entry's name, for every form of every original secret. Names the first one found (by kind and
+    /// name, never by value).
     pub fn verify_zip(&self, path: &Path) -> Result<()> {
-        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
-            .with_context(|| format!("{} is not a readable zip", path.display()))?;
-        for index in 0..zip.len() {
-            let entry = zip.by_index(index)?;
-            let name = entry.name().to_owned();
+        // Two passes, each streaming every file: a body may be larger than memory.
+        each_file(path, |name, contents| {
             let found = match self.replacer.find_in(name.as_bytes())? {
                 Some(secret) => Some(secret),
-                None => self.replacer.find_in(entry).with_context(|| format!("cannot read {name} back"))?,
+                None => self.replacer.find_in(contents).with_context(|| format!("cannot read {name} back"))?,
             };
             if let Some(secret) = found {
                 let secret = self.secrets.get(secret);
@@ -158,14 +156,13 @@ impl Redacted {
                     secret.name
                 );
             }
-        }
-        // Again, entry by entry, for the values chosen apart from the rules.
-        for index in 0..zip.len() {
-            let entry = zip.by_index(index)?;
-            let name = entry.name().to_owned();
+            Ok(())
+        })?;
+        // Again, for the values chosen apart from the rules.
+        each_file(path, |name, contents| {
             let found = match self.check.find_in(name.as_bytes())? {
                 Some(what) => Some(what),
-                None => self.check.find_in(entry).with_context(|| format!("cannot read {name} back"))?,
+                None => self.check.find_in(contents).with_context(|| format!("cannot read {name} back"))?,
             };
             if let Some(what) = found {
                 bail!(
@@ -173,9 +170,35 @@ impl Redacted {
                      was exported"
                 );
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
+}
+
+/// Calls `visit` with each file of the zip at `path` and a reader of its contents: each entry streamed as
+/// it decompresses, except the snapshot pack, whose files are visited one by one, unpacked.
+fn each_file(path: &Path, mut visit: impl FnMut(&str, &mut dyn Read) -> Result<()>) -> Result<()> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .with_context(|| format!("{} is not a readable zip", path.display()))?;
+    let mut has_pack = false;
+    for index in 0..zip.len() {
+        let mut entry = zip.by_index(index)?;
+        let name = entry.name().to_owned();
+        has_pack |= name == pack::PACK_FILE;
+        if name != pack::PACK_FILE {
+            visit(&name, &mut entry)?;
+        }
+    }
+    if has_pack {
+        let mut bundle = Bundle::open(path)?;
+        let packed: Vec<String> = bundle.files()?.into_keys().filter(|name| pack::is_packed(name)).collect();
+        for name in packed {
+            let contents = bundle.read(&name)?;
+            visit(&name, &mut contents.as_slice())?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes `source`, redacted, into the empty directory `dest` as a complete bundle (indexed, valid).
@@ -210,7 +233,9 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path) -> Result<Redacted> {
         index.insert(written.path.clone(), written);
     }
     let mut counts = manifest.counts.clone();
-    for entry in manifest.files.iter().filter(|entry| !entry.path.starts_with(&resources_prefix)) {
+    // A snapshot pack is compressed: its files are redacted one by one instead, and packed anew on export.
+    let rest = manifest.files.iter().filter(|entry| !entry.path.starts_with(&resources_prefix));
+    for entry in rest.filter(|entry| entry.path != pack::PACK_FILE) {
         let bytes = redact(source.read(&entry.path)?);
         let bytes = match entry.path.as_str() {
             bundle::EVENTS_FILE => {
@@ -344,6 +369,25 @@ mod tests {
         let error = redacted.verify_zip(file.path()).unwrap_err().to_string();
         assert!(error.contains("dom/000001.html") && error.contains("header \"authorization\""), "{error}");
         assert!(!error.contains("tok-0123456789"), "{error}");
+    }
+
+    #[test]
+    fn the_final_search_looks_inside_the_snapshot_pack() {
+        let redacted = Redacted {
+            summary: RedactionSummary::default(),
+            replacer: Replacer::new(&Secrets::default()).unwrap(),
+            secrets: Secrets::default(),
+            check: Check::new(&[("cookie", "q7Zx9-sid".to_owned())]).unwrap(),
+        };
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
+        zip.start_file(pack::PACK_FILE, zip::write::SimpleFileOptions::default()).unwrap();
+        let snapshot = b"<p>session q7Zx9-sid</p>";
+        let files = [("dom/000001.html".to_owned(), snapshot.len() as u64)];
+        pack::write_pack(&mut zip, &files, |_, sink| sink.write_all(snapshot).map(|()| snapshot.len() as u64)).unwrap();
+        zip.finish().unwrap();
+        let error = redacted.verify_zip(file.path()).unwrap_err().to_string();
+        assert!(error.contains("dom/000001.html") && error.contains("cookie value"), "{error}");
     }
 
     #[test]

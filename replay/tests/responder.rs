@@ -46,17 +46,15 @@ fn get(url: &str) -> Request<'_> {
     Request { method: "GET", url, ..Request::default() }
 }
 
+fn post_json<'a>(url: &'a str, body: &'a str) -> Request<'a> {
+    Request { method: "POST", url, body: Some(body.as_bytes()), content_type: Some("application/json"), state: None }
+}
+
 #[test]
 fn an_id_the_page_made_is_followed_into_later_requests_and_responses() {
     let (_dir, responder) = bundle("<button>Ask</button>");
     let join = format!(r#"{{"session":"{PAGE_ID}","question":"mug?"}}"#);
-    let asked = Request {
-        method: "POST",
-        url: "http://shop.test/ask/join",
-        body: Some(join.as_bytes()),
-        content_type: Some("application/json"),
-        state: None,
-    };
+    let asked = post_json("http://shop.test/ask/join", &join);
     assert_eq!(responder.decide(&asked), Decision::Answer { index: 1, kind: MatchKind::Exact });
     let stream_url = format!("http://shop.test/ask/stream?session={PAGE_ID}");
     assert_eq!(responder.decide(&get(&stream_url)), Decision::Answer { index: 2, kind: MatchKind::Exact });
@@ -71,12 +69,6 @@ fn an_id_the_page_made_is_followed_into_later_requests_and_responses() {
 fn an_id_the_server_handed_out_is_not_the_pages_to_replace() {
     let (_dir, responder) = bundle(&format!("<input type=hidden name=session value={RECORDED_ID}>"));
     let join = format!(r#"{{"session":"{PAGE_ID}","question":"mug?"}}"#);
-    let asked = Request {
-        method: "POST",
-        url: "http://shop.test/ask/join",
-        body: Some(join.as_bytes()),
-        content_type: Some("application/json"),
-        state: None,
-    };
+    let asked = post_json("http://shop.test/ask/join", &join);
     assert_eq!(responder.decide(&asked), Decision::Miss);
 }

@@ -51,8 +51,11 @@ pub fn record_login_and_cart(scratch: &Scratch, id: &str) {
         T0 + 9.0,
         1,
         &login,
-        "<html><head><title>Sign in</title></head><body><h1>Sign in</h1><form><input id=username>\
-         <input id=password type=password></form></body></html>",
+        &format!(
+            "<html><head><title>Sign in</title></head><body><h1>Sign in</h1><form>\
+             <input type=hidden name=csrf value=\"{CSRF}\"><input id=username>\
+             <input id=password type=password></form></body></html>"
+        ),
         None,
     ));
     messages.push(task.events(vec![
@@ -263,16 +266,23 @@ fn process_refuses_what_is_not_a_bundle_directory() {
 }
 
 /// Every entry of a zip, decompressed, by name.
+/// Every entry of the zip, decompressed, and every file of its snapshot pack, unpacked.
 pub fn zip_entries(zip: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     let mut archive = zip::ZipArchive::new(std::fs::File::open(zip).unwrap()).unwrap();
-    (0..archive.len())
+    let mut entries: std::collections::BTreeMap<String, Vec<u8>> = (0..archive.len())
         .map(|index| {
             let mut entry = archive.by_index(index).unwrap();
             let mut bytes = Vec::new();
             std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
             (entry.name().to_owned(), bytes)
         })
-        .collect()
+        .collect();
+    let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
+    for name in bundle.files().unwrap().into_keys().filter(|name| trace_manifest::pack::is_packed(name)) {
+        let bytes = bundle.read(&name).unwrap();
+        entries.insert(name, bytes);
+    }
+    entries
 }
 
 #[test]
@@ -288,8 +298,10 @@ fn a_redacted_export_holds_no_secret_and_replaces_each_one_consistently() {
         "{report}"
     );
 
-    // A byte search of every entry, decompressed, finds no secret in any form it was recorded in.
+    // A byte search of every entry, decompressed, and of every packed snapshot, unpacked, finds no secret
+    // in any form it was recorded in.
     let entries = zip_entries(&zip);
+    assert!(entries.keys().any(|name| name.starts_with("dom/")), "the snapshots are searched too");
     let secrets = [PASSWORD, "hunter2-Blue%21", CSRF, SESSION, API_TOKEN];
     for (name, bytes) in &entries {
         for secret in secrets {

@@ -158,7 +158,7 @@ fn a_stopped_session_becomes_a_valid_self_contained_bundle() {
     // The index names every file once, with its real size and hash, and nothing else is in the bundle.
     let manifest = read_json(&dir.join("manifest.json"));
     assert_eq!(manifest["format"], "trace-bundle");
-    assert_eq!(manifest["format_version"], 1);
+    assert_eq!(manifest["format_version"], trace_manifest::FORMAT_VERSION);
     assert_eq!(manifest["task"]["status"], "stopped");
     assert_eq!(manifest["task"]["description"], "buy the blue mug");
     assert_eq!(manifest["recorder"]["name"], "host-tests");
@@ -280,12 +280,21 @@ fn export_writes_a_zip_that_validates_and_embeds_bodies_on_request() {
 
     let zip_path = scratch.path("shop.zip");
     let report = scratch.cli_json(&["export", "shop-2", "--out", zip_path.to_str().unwrap(), "--json"]);
-    // The recording's 10 files, and the 4 that processing (done on the way) derived from it.
-    assert_eq!(report["files"], 14);
+    // The recording's 10 files, the 4 that processing (done on the way) derived from it, and the pack
+    // that holds the DOM snapshots among them.
+    assert_eq!(report["files"], 15);
     assert_eq!(report["processed"], true);
     assert!(!scratch.path(".shop.zip.partial").exists());
     let validated = scratch.cli_json(&["validate", zip_path.to_str().unwrap(), "--json"]);
     assert_eq!(validated["valid"], true, "{validated}");
+    // The DOM snapshots are packed, and read back exactly as the host stored them.
+    let mut bundle = trace_manifest::archive::Bundle::open(&zip_path).unwrap();
+    let snapshots: Vec<String> = bundle.files().unwrap().into_keys().filter(|name| name.starts_with("dom/")).collect();
+    assert!(!snapshots.is_empty());
+    for name in &snapshots {
+        let stored = std::fs::read(scratch.capture("shop-2").join(name)).unwrap();
+        assert_eq!(bundle.read(name).unwrap(), stored, "{name}");
+    }
 
     // As Playwright reads it: the zip's one .har, and each _file as a zip entry.
     let mut zip = zip::ZipArchive::new(std::fs::File::open(&zip_path).unwrap()).unwrap();
@@ -352,7 +361,7 @@ fn resent_messages_are_acknowledged_once_and_gaps_are_named() {
     .unwrap();
     let reply = host.recv_non_ack(TIMEOUT).unwrap();
     let HostMessage::Hello { task: Some(progress), format_version, .. } = reply else { panic!("{reply:?}") };
-    assert_eq!((progress.acked_seq, format_version), (2, 1));
+    assert_eq!((progress.acked_seq, format_version), (2, trace_manifest::FORMAT_VERSION));
     host.close().unwrap();
     let tasks = scratch.cli_json(&["tasks", "--json"]);
     assert_eq!(tasks[0]["events"], 1, "the resent events were stored once");
