@@ -316,8 +316,11 @@ fn a_manifest_that_is_not_json_is_refused() {
 #[test]
 fn a_bundle_of_a_newer_format_asks_for_an_upgrade() {
     let (_scratch, bundle) = minimal_bundle();
-    write_manifest(&bundle, 2, TASK_ID);
-    let needles = ["format version 2", "newer than this program understands (1)", "upgrade TRACE"];
+    let newer = trace_manifest::FORMAT_VERSION + 1;
+    write_manifest(&bundle, newer, TASK_ID);
+    let found = format!("format version {newer}");
+    let supported = format!("newer than this program understands ({})", trace_manifest::FORMAT_VERSION);
+    let needles = [found.as_str(), supported.as_str(), "upgrade TRACE"];
     inspect(&bundle).assert_refused(&needles);
     assert_serve_refused(&bundle, &[], &needles);
 }
