@@ -12,6 +12,11 @@
 //! WebSockets are not exchanges: their events (`webSocketCreated`, frames either way, `webSocketClosed`)
 //! become `websocket` events as they come.
 //!
+//! Requests a page sends as it unloads (`sendBeacon`, `fetch` with `keepalive`, from `pagehide` or
+//! `unload`) outlive their document, and DevTools' `Network` domain never reports them: only the `Fetch`
+//! pause at their response does, with no `networkId`. [`NetworkTranslator::unreported_exchange`] makes the
+//! whole exchange from that pause.
+//!
 //! Pure logic over JSON: no browser needed to test it.
 
 use std::collections::{HashMap, VecDeque};
@@ -131,6 +136,53 @@ impl NetworkTranslator {
             _ => {}
         }
         out
+    }
+
+    /// The exchange of a response paused by `Fetch` that the `Network` domain never reported (its pause
+    /// has no `networkId`): its request, its response's status and headers, and its end, all at `now`
+    /// (the pause carries no time). The request id is the pause's own, which no `Network` id equals.
+    pub fn unreported_exchange(&self, paused: &Value, tab_id: Option<i64>) -> Option<(String, Vec<Event>)> {
+        let request_id = format!("unreported-{}", paused.get("requestId")?.as_str()?);
+        let mut request = request(&request_id, paused)?;
+        request.resource_type = paused.get("resourceType").and_then(Value::as_str).map(str::to_owned);
+        let headers: Vec<Header> = paused
+            .get("responseHeaders")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|h| Some(Header::new(h.get("name")?.as_str()?.to_owned(), h.get("value")?.as_str()?)))
+            .collect();
+        let mime_type = headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+            .map(|h| h.value.split(';').next().unwrap_or_default().trim().to_owned())
+            .unwrap_or_default();
+        let response = Response {
+            request_id: request_id.clone(),
+            url: request.url.clone(),
+            status: paused.get("responseStatusCode").and_then(Value::as_u64).unwrap_or(0) as u16,
+            status_text: paused.get("responseStatusText").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            protocol: None,
+            headers,
+            mime_type,
+            remote_ip_address: None,
+            from_cache: false,
+            timing: None,
+        };
+        let frame_id = paused
+            .get("frameId")
+            .and_then(Value::as_str)
+            .filter(|frame| Some(*frame) != self.main_frame.as_deref())
+            .map(str::to_owned);
+        let now = js_now();
+        let event = |kind| Event { ts: now, tab_id, frame_id: frame_id.clone(), kind };
+        let end = RequestFinished { request_id: request_id.clone(), encoded_data_length: 0 };
+        let events = vec![
+            event(EventKind::Request(request)),
+            event(EventKind::Response(response)),
+            event(EventKind::RequestFinished(end)),
+        ];
+        Some((request_id, events))
     }
 
     /// Emits every exchange still in flight (the recording is stopping): their requests, and responses
@@ -448,5 +500,38 @@ mod tests {
         assert_eq!(kinds(&flushed), ["request"]);
         let EventKind::Request(post) = &flushed[0].kind else { unreachable!() };
         assert_eq!(post.post_data.as_deref(), Some("q=mug&n=1"), "postDataEntries are joined");
+    }
+
+    #[test]
+    fn a_beacon_sent_during_unload_is_recorded_from_its_fetch_pause_alone() {
+        let mut translator = NetworkTranslator::new();
+        translator.set_main_frame("MAIN");
+        // As DevTools pauses a `sendBeacon` from `pagehide`: no `networkId`, and no `Network` event before.
+        let paused = json!({
+            "requestId": "interception-job-16.0",
+            "frameId": "MAIN",
+            "resourceType": "Ping",
+            "request": {"url": "http://shop.test/collect?e=leave", "method": "POST",
+                        "headers": {"Origin": "http://shop.test"},
+                        "postDataEntries": [{"bytes": "cD0vY2FydA=="}]},
+            "responseStatusCode": 204,
+            "responseHeaders": [{"name": "Content-Type", "value": "text/plain; charset=utf-8"}]
+        });
+        let (id, events) = translator.unreported_exchange(&paused, Some(3)).unwrap();
+        assert_eq!(id, "unreported-interception-job-16.0");
+        let [request, response, end] = events.as_slice() else { panic!("{events:?}") };
+        let EventKind::Request(request_event) = &request.kind else { panic!("{request:?}") };
+        assert_eq!(
+            (request_event.method.as_str(), request_event.url.as_str(), request_event.post_data.as_deref()),
+            ("POST", "http://shop.test/collect?e=leave", Some("p=/cart"))
+        );
+        assert_eq!(request_event.resource_type.as_deref(), Some("Ping"));
+        let EventKind::Response(response_event) = &response.kind else { panic!("{response:?}") };
+        assert_eq!((response_event.status, response_event.mime_type.as_str()), (204, "text/plain"));
+        assert!(matches!(&end.kind, EventKind::RequestFinished(finished) if finished.request_id == id));
+        // The main frame's exchange carries no frame id, like every other of the main frame.
+        assert!(events.iter().all(|event| event.frame_id.is_none() && event.tab_id == Some(3)));
+        // A pause without a request is nothing to record.
+        assert!(translator.unreported_exchange(&json!({"requestId": "x"}), Some(3)).is_none());
     }
 }

@@ -670,6 +670,9 @@ async fn take_paused_body(target: Target, params: Value) {
     // An event stream may never end: taking it whole would hold its page until it did.
     let endless =
         header("content-type").is_some_and(|value| value.trim().to_ascii_lowercase().starts_with("text/event-stream"));
+    if network_id.is_none() {
+        return record_unreported_exchange(target, params, fetch_id).await;
+    }
     if let Some(network_id) = network_id
         && !(300..400).contains(&status)
         && !matches!(status, 0 | 204 | 304)
@@ -684,6 +687,34 @@ async fn take_paused_body(target: Target, params: Value) {
     }
     if command(&target, "Fetch.continueResponse", json!({"requestId": fetch_id})).await.is_err() {
         let _ = command(&target, "Fetch.continueRequest", json!({"requestId": fetch_id})).await;
+    }
+}
+
+/// A paused response the `Network` domain never reported (a request sent during unload; see
+/// [`crate::network`]): recorded from the pause, with its body, then let go on.
+async fn record_unreported_exchange(target: Target, params: Value, fetch_id: String) {
+    let tab_id = target.tab_id;
+    let translated = ACTIVE.with(|a| {
+        let active = a.borrow();
+        let translator = active.as_ref()?.translators.get(&tab_id);
+        match translator {
+            Some(translator) => translator.unreported_exchange(&params, Some(tab_id)),
+            None => NetworkTranslator::new().unreported_exchange(&params, Some(tab_id)),
+        }
+    });
+    let status = params["responseStatusCode"].as_u64().unwrap_or(0);
+    let body = if (300..400).contains(&status) || matches!(status, 0 | 204 | 304) {
+        None
+    } else {
+        command(&target, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await.ok().map(|b| body_bytes(&b))
+    };
+    if command(&target, "Fetch.continueResponse", json!({"requestId": fetch_id})).await.is_err() {
+        let _ = command(&target, "Fetch.continueRequest", json!({"requestId": fetch_id})).await;
+    }
+    let Some((request_id, events)) = translated else { return };
+    send_events(events);
+    if let Some(body) = body {
+        send_chunks(with_bodies(|bodies| bodies.whole(&(tab_id, request_id), &body)).unwrap_or_default());
     }
 }
 

@@ -57,14 +57,12 @@ async fn a_demonstration_on_the_demo_site_becomes_a_complete_bundle() {
         .collect();
     assert!(recorded.contains("/widget?partner=1"), "the cross-site iframe was not recorded");
     assert!(recorded.contains("/api/ping?from=worker"), "the strict page's worker was not followed");
-    for served in served_before_stop {
-        assert!(
-            recorded.contains(&served.path_and_query),
-            "{} {} was served but not recorded",
-            served.method,
-            served.path_and_query
-        );
-    }
+    let unrecorded: Vec<String> = served_before_stop
+        .iter()
+        .filter(|served| !recorded.contains(&served.path_and_query))
+        .map(|served| format!("{} {}", served.method, served.path_and_query))
+        .collect();
+    assert!(unrecorded.is_empty(), "served but not recorded: {unrecorded:#?}");
     let without_body: Vec<String> = entries
         .iter()
         .filter(|e| e["response"]["status"] == 200)

@@ -1,6 +1,7 @@
 //! The analytics endpoint. `static/tracker.js` sends a beacon (a POST) to `/collect?e=pageview&p=PATH` from
-//! every page of the shop; it is kept apart from the shop because it is the traffic that recordings must
-//! learn to ignore. Nothing is stored.
+//! every page of the shop, and, as a page goes away (`pagehide`), a beacon to `/collect?e=leave&p=PATH` and
+//! a keep-alive fetch to `/collect?e=leave-keepalive&p=PATH`: requests sent during unload. It is kept apart
+//! from the shop because it is the traffic that recordings must learn to ignore. Nothing is stored.
 
 use axum::http::StatusCode;
 
