@@ -670,13 +670,10 @@ async fn take_paused_body(target: Target, params: Value) {
     // An event stream may never end: taking it whole would hold its page until it did.
     let endless =
         header("content-type").is_some_and(|value| value.trim().to_ascii_lowercase().starts_with("text/event-stream"));
-    if network_id.is_none() {
+    let Some(network_id) = network_id else {
         return record_unreported_exchange(target, params, fetch_id).await;
-    }
-    if let Some(network_id) = network_id
-        && !(300..400).contains(&status)
-        && !matches!(status, 0 | 204 | 304)
-    {
+    };
+    if has_body(status) {
         let key = (target.tab_id, network_id);
         if endless || length.is_some_and(|n| n > TAKE_WHOLE_LIMIT) {
             with_bodies(|bodies| bodies.mark_large(key));
@@ -685,9 +682,7 @@ async fn take_paused_body(target: Target, params: Value) {
             with_bodies(|bodies| bodies.captured(key, bytes));
         }
     }
-    if command(&target, "Fetch.continueResponse", json!({"requestId": fetch_id})).await.is_err() {
-        let _ = command(&target, "Fetch.continueRequest", json!({"requestId": fetch_id})).await;
-    }
+    let_go_on(&target, &fetch_id).await;
 }
 
 /// A paused response the `Network` domain never reported (a request sent during unload; see
@@ -703,19 +698,29 @@ async fn record_unreported_exchange(target: Target, params: Value, fetch_id: Str
         }
     });
     let status = params["responseStatusCode"].as_u64().unwrap_or(0);
-    let body = if (300..400).contains(&status) || matches!(status, 0 | 204 | 304) {
-        None
+    let body = if has_body(status) {
+        command(&target, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await.ok()
     } else {
-        command(&target, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await.ok().map(|b| body_bytes(&b))
+        None
     };
-    if command(&target, "Fetch.continueResponse", json!({"requestId": fetch_id})).await.is_err() {
-        let _ = command(&target, "Fetch.continueRequest", json!({"requestId": fetch_id})).await;
-    }
+    let_go_on(&target, &fetch_id).await;
     let Some((request_id, events)) = translated else { return };
     send_events(events);
     if let Some(body) = body {
-        send_chunks(with_bodies(|bodies| bodies.whole(&(tab_id, request_id), &body)).unwrap_or_default());
+        send_chunks(with_bodies(|bodies| bodies.whole(&(tab_id, request_id), &body_bytes(&body))).unwrap_or_default());
     }
+}
+
+/// Lets a paused response go on to the page.
+async fn let_go_on(target: &Target, fetch_id: &str) {
+    if command(target, "Fetch.continueResponse", json!({"requestId": fetch_id})).await.is_err() {
+        let _ = command(target, "Fetch.continueRequest", json!({"requestId": fetch_id})).await;
+    }
+}
+
+/// Whether a response with this status has a body to take: not a redirect, a 204 or a 304.
+fn has_body(status: u64) -> bool {
+    !(300..400).contains(&status) && !matches!(status, 0 | 204 | 304)
 }
 
 fn body_bytes(body: &Value) -> Vec<u8> {

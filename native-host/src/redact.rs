@@ -371,14 +371,19 @@ mod tests {
         assert!(!error.contains("tok-0123456789"), "{error}");
     }
 
-    #[test]
-    fn the_final_search_looks_inside_the_snapshot_pack() {
-        let redacted = Redacted {
+    /// A redaction whose rules chose nothing, and whose final search still looks for a cookie's value.
+    fn checking_a_cookie_no_rule_chose() -> Redacted {
+        Redacted {
             summary: RedactionSummary::default(),
             replacer: Replacer::new(&Secrets::default()).unwrap(),
             secrets: Secrets::default(),
             check: Check::new(&[("cookie", "q7Zx9-sid".to_owned())]).unwrap(),
-        };
+        }
+    }
+
+    #[test]
+    fn the_final_search_looks_inside_the_snapshot_pack() {
+        let redacted = checking_a_cookie_no_rule_chose();
         let file = tempfile::NamedTempFile::new().unwrap();
         let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
         zip.start_file(pack::PACK_FILE, zip::write::SimpleFileOptions::default()).unwrap();
@@ -393,12 +398,7 @@ mod tests {
     #[test]
     fn the_final_search_catches_what_no_rule_chose() {
         // The rules chose nothing; the values chosen apart from them (a cookie's) are still searched for.
-        let redacted = Redacted {
-            summary: RedactionSummary::default(),
-            replacer: Replacer::new(&Secrets::default()).unwrap(),
-            secrets: Secrets::default(),
-            check: Check::new(&[("cookie", "q7Zx9-sid".to_owned())]).unwrap(),
-        };
+        let redacted = checking_a_cookie_no_rule_chose();
         let file = tempfile::NamedTempFile::new().unwrap();
         let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
         zip.start_file("recording.har", zip::write::SimpleFileOptions::default()).unwrap();
