@@ -10,7 +10,7 @@
 //!   characters, that are not clock readings ([`Clocks`]). A percent escape (`%22`) separates tokens.
 //! - **Templates** ([`Templated`]): a request with its id tokens replaced by [`PLACEHOLDER`]: two requests
 //!   with the same canonical template differ at most in their ids, position by position.
-//! - **Made by the page** ([`made_by_page`]): a recorded value is the page's own when it first appears in
+//! - **Made by the page** ([`Origin`]): a recorded value is the page's own when it first appears in
 //!   a request, no response before that request carried it (the server did not hand it out) and the person
 //!   did not type it.
 //! - **Substitution** ([`substitute`]): whole tokens replaced, never parts of longer ones.
@@ -134,15 +134,24 @@ pub fn substitute<'t>(text: &'t [u8], replacements: &HashMap<String, String>) ->
     }
 }
 
-/// Whether `value`, first sent in a request, was made by the page: none of the `earlier` texts (the
-/// responses received before that request: headers and bodies) carries it, and none of the `typed` texts
-/// (what the person typed) contains it.
-pub fn made_by_page<T: AsRef<[u8]>>(value: &str, earlier: impl IntoIterator<Item = T>, typed: &[String]) -> bool {
-    if typed.iter().any(|text| text.contains(value)) {
-        return false;
+/// The check of whether a recorded value, first sent in a request, was made by the page: the person did
+/// not type it ([`Origin::of`]), and none of the responses received before that request (headers or
+/// body) carries it ([`Origin::carried_by`]), or the server handed it out.
+pub struct Origin<'v> {
+    finder: memchr::memmem::Finder<'v>,
+}
+
+impl<'v> Origin<'v> {
+    /// `None` when `value` is in what the person typed (`typed`): then it is theirs, not the page's.
+    pub fn of(value: &'v str, typed: &[String]) -> Option<Origin<'v>> {
+        (!typed.iter().any(|text| text.contains(value)))
+            .then(|| Origin { finder: memchr::memmem::Finder::new(value.as_bytes()) })
     }
-    let finder = memchr::memmem::Finder::new(value.as_bytes());
-    earlier.into_iter().all(|text| finder.find(text.as_ref()).is_none())
+
+    /// Whether `earlier`, a response text received before the value was first sent, carries it.
+    pub fn carried_by(&self, earlier: &[u8]) -> bool {
+        self.finder.find(earlier).is_some()
+    }
 }
 
 #[cfg(test)]
@@ -190,8 +199,11 @@ mod tests {
     #[test]
     fn a_value_the_server_handed_out_or_the_person_typed_is_not_the_pages() {
         let earlier = [b"<input name=csrf value=s3rv3rm4d3>".as_slice(), b"{}".as_slice()];
-        assert!(!made_by_page("s3rv3rm4d3", earlier, &[]));
-        assert!(made_by_page("p4g3m4d3x", earlier, &[]));
-        assert!(!made_by_page("p4g3m4d3x", earlier, &["order p4g3m4d3x".to_owned()]));
+        let made_by_page = |value: &str, typed: &[String]| {
+            Origin::of(value, typed).is_some_and(|origin| !earlier.iter().any(|text| origin.carried_by(text)))
+        };
+        assert!(!made_by_page("s3rv3rm4d3", &[]));
+        assert!(made_by_page("p4g3m4d3x", &[]));
+        assert!(!made_by_page("p4g3m4d3x", &["order p4g3m4d3x".to_owned()]));
     }
 }

@@ -63,7 +63,7 @@ pub struct ReplayArchive {
     /// The recording's WebSockets, which replayed pages get played back.
     pub websockets: Vec<Transcript>,
     /// What the person typed and chose, which is never an id the page made (see
-    /// [`trace_analysis::client_ids::made_by_page`]).
+    /// [`trace_analysis::client_ids::Origin`]).
     pub typed: Vec<String>,
     bundle: Mutex<Bundle>,
     bodies: Mutex<HashMap<String, std::sync::Arc<Vec<u8>>>>,
@@ -181,8 +181,18 @@ impl ReplayArchive {
         &self.manifest.task.website
     }
 
-    /// The recorded response body of an exchange (empty when none was recorded).
+    /// The recorded response body of an exchange (empty when none was recorded), kept for the next ask.
     pub fn body(&self, index: usize) -> Result<std::sync::Arc<Vec<u8>>> {
+        self.load_body(index, true)
+    }
+
+    /// The recorded response body of an exchange, as [`ReplayArchive::body`], without keeping it: for reading
+    /// many bodies once.
+    pub fn peek_body(&self, index: usize) -> Result<std::sync::Arc<Vec<u8>>> {
+        self.load_body(index, false)
+    }
+
+    fn load_body(&self, index: usize, keep: bool) -> Result<std::sync::Arc<Vec<u8>>> {
         let exchange = &self.exchanges[index];
         if let Some(text) = &exchange.body_text {
             return Ok(std::sync::Arc::new(text.clone()));
@@ -191,25 +201,11 @@ impl ReplayArchive {
         if let Some(body) = self.bodies.lock().expect("no panics while locked").get(file) {
             return Ok(body.clone());
         }
-        let bytes = read(&mut self.bundle.lock().expect("no panics while locked"), file)?;
-        let body = std::sync::Arc::new(bytes);
-        self.bodies.lock().expect("no panics while locked").insert(file.clone(), body.clone());
-        Ok(body)
-    }
-
-    /// The recorded response body of an exchange, as [`ReplayArchive::body`], without keeping it: for reading
-    /// many bodies once.
-    pub fn peek_body(&self, index: usize) -> Result<std::sync::Arc<Vec<u8>>> {
-        let exchange = &self.exchanges[index];
-        match &exchange.body_file {
-            Some(file) if exchange.body_text.is_none() => {
-                if let Some(body) = self.bodies.lock().expect("no panics while locked").get(file) {
-                    return Ok(body.clone());
-                }
-                Ok(std::sync::Arc::new(read(&mut self.bundle.lock().expect("no panics while locked"), file)?))
-            }
-            _ => self.body(index),
+        let body = std::sync::Arc::new(read(&mut self.bundle.lock().expect("no panics while locked"), file)?);
+        if keep {
+            self.bodies.lock().expect("no panics while locked").insert(file.clone(), body.clone());
         }
+        Ok(body)
     }
 
     /// Replaces the ignore list (`--ignore-list`).

@@ -234,23 +234,22 @@ impl Responder {
         self.matcher.lock().expect("no panics while locked").bind_ids(&proposal.pairs);
     }
 
-    /// Whether the recorded id `value`, first sent by exchange `first_sent`, was the page's own: no response
-    /// before (headers or body) carried it and the person did not type it. A body that cannot be read
-    /// counts as carrying it.
+    /// Whether the recorded id `value`, first sent by exchange `first_sent`, was the page's own
+    /// ([`client_ids::Origin`]). A response before it whose body cannot be read counts as carrying it.
     fn was_made_by_page(&self, value: &str, first_sent: usize) -> bool {
         if let Some(&known) = self.made_by_page.lock().expect("no panics while locked").get(value) {
             return known;
         }
-        let earlier = self.archive.exchanges[..first_sent].iter().enumerate().flat_map(|(index, exchange)| {
-            let headers: Vec<u8> = exchange
-                .headers
-                .iter()
-                .flat_map(|(name, value)| [name.as_bytes(), b": ", value.as_bytes(), b"\n"].concat())
-                .collect();
-            let body = self.archive.peek_body(index).map_or_else(|_| value.as_bytes().to_vec(), |body| body.to_vec());
-            [headers, body]
+        let made = client_ids::Origin::of(value, &self.archive.typed).is_some_and(|origin| {
+            let carried = |index: usize, headers: &[(String, String)]| {
+                let in_headers = headers
+                    .iter()
+                    .any(|(name, value)| origin.carried_by(name.as_bytes()) || origin.carried_by(value.as_bytes()));
+                in_headers || self.archive.peek_body(index).map_or(true, |body| origin.carried_by(&body))
+            };
+            let earlier = &self.archive.exchanges[..first_sent];
+            !earlier.iter().enumerate().any(|(index, exchange)| carried(index, &exchange.headers))
         });
-        let made = client_ids::made_by_page(value, earlier, &self.archive.typed);
         self.made_by_page.lock().expect("no panics while locked").insert(value.to_owned(), made);
         made
     }
