@@ -1,7 +1,7 @@
 //! Playwright, for the benchmarks that measure TRACE against it: `playwright-core` installed with npm
 //! (pinned, so that figures of different runs compare; no browser is ever downloaded: it drives Debian's
 //! Chromium) and a Node script of the benchmark's, started with a JSON configuration and commanded over
-//! JSON lines, one answer a line.
+//! JSON lines, one answer a line. The scripts' side of both is `benches/playwright.mjs`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

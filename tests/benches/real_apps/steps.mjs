@@ -5,26 +5,15 @@
 // HAR replay and its API is JavaScript. The Rust benchmark sends the steps and judges every step of both
 // tools with the same rules; this script only acts and reports what the browser shows.
 //
-// Started as `node steps.mjs CONFIG_JSON`, CONFIG_JSON = {nodeModules, har, chromium, args, viewport}.
-// Speaks JSON lines: {"ready": ...} once the browser runs, then one answer per command:
+// Started as `node steps.mjs CONFIG_JSON` (see ../playwright.mjs, which also speaks for it; the
+// configuration's `viewport` is the recording's), it answers these commands:
 //   {"step": TOOL_CALL, "timeoutMs": N} → {"ok": true} or {"error": MESSAGE}
 //   {"pages": true}                     → {"urls": [URL, ...], "current": INDEX}
 //   {"use": INDEX}                      → {"ok": true}
 //   {"html": true}                      → {"html": OUTER_HTML of the current page}
-//   {"close": true}                     → {"closed": true}, and exits.
 
-import { createRequire } from "node:module";
-import path from "node:path";
-import readline from "node:readline";
+import { context, converse } from "../playwright.mjs";
 
-const config = JSON.parse(process.argv[2]);
-const require = createRequire(path.join(config.nodeModules, "noop.js"));
-const { chromium } = require("playwright-core");
-const playwrightVersion = require("playwright-core/package.json").version;
-
-const browser = await chromium.launch({ executablePath: config.chromium, headless: true, args: config.args });
-const context = await browser.newContext(config.viewport ? { viewport: config.viewport } : {});
-await context.routeFromHAR(config.har, { notFound: "abort" });
 let current = await context.newPage();
 
 // The step's element: its CSS selector, else its XPath, as Playwright users write locators; inside the
@@ -95,32 +84,20 @@ async function step(call, timeout) {
   await current.waitForLoadState("load", { timeout }).catch(() => {});
 }
 
-process.stdout.on("error", () => process.exit(1));
-const say = (message) => process.stdout.write(JSON.stringify(message) + "\n");
-say({ ready: { playwright: playwrightVersion, browser: browser.version() } });
-
-const lines = readline.createInterface({ input: process.stdin });
-for await (const line of lines) {
-  if (!line.trim()) continue;
-  const command = JSON.parse(line);
-  if (command.close) break;
-  try {
-    if (command.step) {
-      await step(command.step, command.timeoutMs);
-      say({ ok: true });
-    } else if (command.pages) {
-      const pages = context.pages();
-      say({ urls: pages.map((page) => page.url()), current: pages.indexOf(current) });
-    } else if (command.use !== undefined) {
-      current = context.pages()[command.use];
-      await current.bringToFront();
-      say({ ok: true });
-    } else if (command.html) {
-      say({ html: await current.evaluate(() => document.documentElement.outerHTML) });
-    }
-  } catch (error) {
-    say({ error: String(error?.message ?? error).split("\n")[0] });
+// Playwright's messages go on with a call log: the first line says what failed.
+await converse(async (command) => {
+  if (command.step) {
+    await step(command.step, command.timeoutMs);
+    return { ok: true };
+  } else if (command.pages) {
+    const pages = context.pages();
+    return { urls: pages.map((page) => page.url()), current: pages.indexOf(current) };
+  } else if (command.use !== undefined) {
+    current = context.pages()[command.use];
+    await current.bringToFront();
+    return { ok: true };
+  } else if (command.html) {
+    return { html: await current.evaluate(() => document.documentElement.outerHTML) };
   }
-}
-await browser.close();
-say({ closed: true });
+  throw new Error(`unknown command ${JSON.stringify(command)}`);
+}, (error) => String(error?.message ?? error).split("\n")[0]);

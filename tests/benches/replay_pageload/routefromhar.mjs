@@ -4,32 +4,13 @@
 // JavaScript; the Rust benchmark starts this script and drives it, so that both sides load the same pages
 // interleaved from one place.
 //
-// Started as `node routefromhar.mjs CONFIG_JSON`, CONFIG_JSON = {nodeModules, har, chromium, args}, with
-// `playwright-core` installed under `nodeModules`. Speaks JSON lines: it prints {"ready": ...} once the
-// browser runs, then reads one command a line on stdin and answers each with one line on stdout:
+// Started as `node routefromhar.mjs CONFIG_JSON` (see ../playwright.mjs, which also speaks for it), it
+// answers one command:
 //   {"load": URL}  → {"ms": loadEventEnd, "title": T, "requests": N, "failed": [URL, ...]}  or  {"error": MESSAGE}
-//   {"close": true} → {"closed": true}, and exits.
-// Logs go to stderr only.
 
-import { createRequire } from "node:module";
-import path from "node:path";
-import readline from "node:readline";
+import { context, converse } from "../playwright.mjs";
 
 const WAIT_MS = 20_000;
-const config = JSON.parse(process.argv[2]);
-// playwright-core is CommonJS, installed outside the sources: require it from there.
-const require = createRequire(path.join(config.nodeModules, "noop.js"));
-const { chromium } = require("playwright-core");
-const playwrightVersion = require("playwright-core/package.json").version;
-
-const browser = await chromium.launch({
-  executablePath: config.chromium,
-  headless: true,
-  args: config.args,
-});
-const context = await browser.newContext();
-// Every request from the HAR; what it does not hold is aborted, as nothing is live.
-await context.routeFromHAR(config.har, { notFound: "abort" });
 const page = await context.newPage();
 
 let requests = 0;
@@ -56,21 +37,4 @@ async function load(url) {
   throw new Error(`${url} did not finish loading in ${WAIT_MS} ms`);
 }
 
-// The benchmark may be gone (interrupted): then there is no one to answer.
-process.stdout.on("error", () => process.exit(1));
-const say = (message) => process.stdout.write(JSON.stringify(message) + "\n");
-say({ ready: { playwright: playwrightVersion, browser: browser.version() } });
-
-const lines = readline.createInterface({ input: process.stdin });
-for await (const line of lines) {
-  if (!line.trim()) continue;
-  const command = JSON.parse(line);
-  if (command.close) break;
-  try {
-    say(await load(command.load));
-  } catch (error) {
-    say({ error: String(error?.message ?? error) });
-  }
-}
-await browser.close();
-say({ closed: true });
+await converse((command) => load(command.load));
