@@ -1,5 +1,6 @@
-//! Replay fidelity on real applications, side by side with Playwright. Each flow (Django's admin site and
-//! Datasette's SQL editor from [`trace_e2e::apps`]; the demo shop's whole demonstration, its WebSocket
+//! Replay fidelity on real applications, side by side with Playwright. Each flow (Django's admin site,
+//! Datasette's SQL editor, a Sphinx site's search and a PyWebIO application over its WebSocket, from
+//! [`trace_e2e::apps`]; the demo shop's whole demonstration, its WebSocket
 //! chat and its expert answering over server-sent events) is recorded once through the extension and the
 //! host, and exported redacted, as a person sharing it would. Its application is then stopped, and its
 //! steps are re-run offline twice:
@@ -30,7 +31,9 @@ use serde_json::{Value, json};
 use trace_analysis::canonical::canonical_url;
 use trace_analysis::evidence::page_text;
 use trace_analysis::fidelity::{TEXT_TOLERANCE, compare_text};
-use trace_e2e::apps::{self, datasette::Datasette, django_admin::DjangoAdmin};
+use trace_e2e::apps::{
+    self, datasette::Datasette, django_admin::DjangoAdmin, pywebio_app::PyWebIoApp, sphinx_docs::SphinxDocs,
+};
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::playwright::{self, Script};
@@ -154,6 +157,20 @@ async fn record_flows(build: &Build, python: &Path, out: &Path) -> Result<Vec<Fl
     let bundle = app.record(build, &data).await;
     app.server.stop();
     flows.push(export(build, "Datasette SQL editor", &data, &bundle?)?);
+
+    eprintln!("recording: Sphinx documentation");
+    let data = data_dir("sphinx")?;
+    let mut app = SphinxDocs::start(python)?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "Sphinx docs search", &data, &bundle?)?);
+
+    eprintln!("recording: PyWebIO");
+    let data = data_dir("pywebio")?;
+    let mut app = PyWebIoApp::start(python)?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "PyWebIO app (ws)", &data, &bundle?)?);
 
     for (name, dir) in [("demo shop", "demo"), ("demo shop chat (ws)", "chat"), ("demo shop expert (sse)", "ask")] {
         eprintln!("recording: {name}");

@@ -11,6 +11,8 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use trace_e2e::apps::datasette::{self, Datasette};
+use trace_e2e::apps::pywebio_app::PyWebIoApp;
+use trace_e2e::apps::sphinx_docs::{self, SphinxDocs};
 use trace_e2e::apps::{self, django_admin, django_admin::DjangoAdmin};
 use trace_e2e::browser::{Build, click, type_into, wait_for_text};
 use trace_e2e::sentinel::Sentinel;
@@ -141,5 +143,66 @@ async fn datasette_replays_a_query_typed_into_its_code_editor() {
     // The results page was reached by the query the re-run typed, and shows the recorded rows.
     let results = report.steps.iter().find(|step| step.url_reached.as_deref().is_some_and(|url| url.contains("sql=")));
     assert!(results.is_some_and(|step| step.text_shown.is_some_and(|shown| shown >= 0.9)), "{text}");
+    assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_documentation_site_replays_its_client_side_search() {
+    let test = "a_documentation_site_replays_its_client_side_search";
+    let Some(build) = Build::for_tests(test) else { return };
+    let Some(python) = apps::python_for_tests(test) else { return };
+    let mut app = SphinxDocs::start(&python).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = app.record(&build, data.path()).await.unwrap();
+    let port = app.server.port();
+    app.server.stop();
+    let sentinel = Sentinel::start(port);
+
+    let out = tempfile::tempdir().unwrap();
+    let zip = export_redacted(&build, data.path(), &bundle, out.path());
+    let trajectory = trajectory_of(&zip);
+    print_steps(&trajectory);
+    let (report, faithful) = build.replay_human(&zip).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+    assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
+    // The result the person clicked appeared only after the search ran in the page; the re-run waited for
+    // it, followed it, and the page it leads to shows the answer as the recording did.
+    let answer =
+        report.steps.iter().find(|step| step.url_reached.as_deref().is_some_and(|url| url.contains("usage.html")));
+    assert!(answer.is_some_and(|step| step.text_shown.is_some_and(|shown| shown >= 0.9)), "{text}");
+    let query = format!("q={}", sphinx_docs::QUERY);
+    assert!(
+        report.steps.iter().any(|step| step.url_reached.as_deref().is_some_and(|url| url.contains(&query))),
+        "no step reached the search page: {text}"
+    );
+    assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_application_replays_its_conversation_offline() {
+    let test = "a_websocket_application_replays_its_conversation_offline";
+    let Some(build) = Build::for_tests(test) else { return };
+    let Some(python) = apps::python_for_tests(test) else { return };
+    let mut app = PyWebIoApp::start(&python).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = app.record(&build, data.path()).await.unwrap();
+    let port = app.server.port();
+    app.server.stop();
+    let sentinel = Sentinel::start(port);
+
+    let out = tempfile::tempdir().unwrap();
+    let zip = export_redacted(&build, data.path(), &bundle, out.path());
+    let trajectory = trajectory_of(&zip);
+    print_steps(&trajectory);
+    let (report, faithful) = build.replay_human(&zip).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+    assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
+    // The form and the answer came down the socket; the re-run's last step shows the answer.
+    let last = report.steps.iter().rev().find(|step| step.text_shown.is_some()).expect("no step was judged by text");
+    assert!(last.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
+    let frames = &report.websocket_frames;
+    assert!(frames.played > 0 && frames.matched > 0 && frames.unmatched == 0, "{text}");
     assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
 }

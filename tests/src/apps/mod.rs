@@ -14,9 +14,15 @@
 //!   a form whose widget is built by script), and the demonstration recorded on it.
 //! - [`datasette`]: Datasette on a database of its own (a CodeMirror SQL editor, a query run by a form),
 //!   and the demonstration recorded on it.
+//! - [`sphinx_docs`]: a Sphinx documentation site (client-side search whose results appear on a timer),
+//!   and the demonstration recorded on it.
+//! - [`pywebio_app`]: a PyWebIO application (every form and result over one WebSocket), and the
+//!   demonstration recorded on it.
 
 pub mod datasette;
 pub mod django_admin;
+pub mod pywebio_app;
+pub mod sphinx_docs;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
