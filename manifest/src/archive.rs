@@ -41,6 +41,11 @@ pub enum ArchiveError {
     TooLarge { size: u64, limit: u64 },
     #[error("zip entry {name:?} compresses {ratio}:1, which looks like a zip bomb (limit {limit}:1)")]
     SuspiciousRatio { name: String, ratio: u64, limit: u64 },
+    #[error(
+        "{name} is {size} bytes, more than the limit of {limit} for a file read whole \
+         (it holds metadata; bodies are files of their own)"
+    )]
+    DocumentTooLarge { name: String, size: u64, limit: u64 },
     #[error("zip entry {0:?} holds more data than its header declares")]
     SizeMismatch(String),
     #[error("zip entry {name:?} cannot be read: {source}")]
@@ -55,7 +60,15 @@ pub enum ArchiveError {
 
 pub type Result<T, E = ArchiveError> = std::result::Result<T, E>;
 
-/// Limits applied to every zip before anything in it is read.
+/// Is `path` one of the bundle's documents, the files read whole and parsed (the manifest, events, HAR,
+/// storage and what post-processing writes, all at the bundle's top level), as opposed to its bodies,
+/// screenshots and snapshots, which are data kept in folders or in the snapshot pack?
+pub fn is_document(path: &str) -> bool {
+    !path.contains('/') && path != pack::PACK_FILE
+}
+
+/// Limits applied to every zip before anything in it is read, and to a directory's documents before one
+/// is read.
 #[derive(Debug, Clone, Copy)]
 pub struct ZipLimits {
     pub max_entries: usize,
@@ -63,11 +76,26 @@ pub struct ZipLimits {
     pub max_total_bytes: u64,
     /// Entries larger than 1 MiB may compress at most this well.
     pub max_ratio: u64,
+    /// A document ([`is_document`]) may be at most this large. Documents are parsed whole, which
+    /// takes a few times their size in memory; they hold metadata only (a HAR of a long recording is a few
+    /// tens of MB), so a larger one is an attack or damage, not a recording.
+    pub max_document_bytes: u64,
+    /// Documents larger than 1 MiB may compress at most this well. Real ones compress 5–20:1 (JSON with
+    /// repeated headers); a document at the general [`ZipLimits::max_ratio`] would let a small zip expand
+    /// into gigabytes of memory.
+    pub max_document_ratio: u64,
 }
 
 impl Default for ZipLimits {
     fn default() -> ZipLimits {
-        ZipLimits { max_entries: 1_000_000, max_entry_bytes: 4 << 30, max_total_bytes: 64 << 30, max_ratio: 1000 }
+        ZipLimits {
+            max_entries: 1_000_000,
+            max_entry_bytes: 4 << 30,
+            max_total_bytes: 64 << 30,
+            max_ratio: 1000,
+            max_document_bytes: 256 << 20,
+            max_document_ratio: 100,
+        }
     }
 }
 
@@ -76,6 +104,7 @@ impl Default for ZipLimits {
 pub struct Bundle {
     source: Source,
     pack: Option<OpenPack>,
+    limits: ZipLimits,
 }
 
 enum Source {
@@ -106,7 +135,7 @@ impl Bundle {
         } else {
             None
         };
-        Ok(Bundle { source, pack })
+        Ok(Bundle { source, pack, limits })
     }
 
     pub fn path(&self) -> &Path {
@@ -154,10 +183,24 @@ impl Bundle {
         Ok(range.len() as u64)
     }
 
+    /// Reads one file whole. A document larger than [`ZipLimits::max_document_bytes`] is refused before
+    /// it is read (a zip's were refused on opening).
     pub fn read(&mut self, name: &str) -> Result<Vec<u8>> {
+        self.check_document_size(name)?;
         let mut bytes = Vec::new();
         self.copy_to(name, &mut bytes)?;
         Ok(bytes)
+    }
+
+    fn check_document_size(&self, name: &str) -> Result<()> {
+        if let (true, Source::Dir(root)) = (is_document(name), &self.source) {
+            let size = std::fs::metadata(root.join(name)).map_or(0, |metadata| metadata.len());
+            let limit = self.limits.max_document_bytes;
+            if size > limit {
+                return Err(ArchiveError::DocumentTooLarge { name: name.to_owned(), size, limit });
+            }
+        }
+        Ok(())
     }
 
     /// Reads and checks `manifest.json`, refusing a format newer than this program's.
@@ -177,6 +220,7 @@ impl Bundle {
     /// Every event of `events.jsonl`, in order, read line by line: memory holds the events and one line,
     /// never the whole file, and a line longer than [`MAX_EVENT_LINE_BYTES`] is refused as it comes.
     pub fn events(&mut self) -> Result<Vec<EventRecord>> {
+        self.check_document_size(bundle::EVENTS_FILE)?;
         let mut lines = EventLines::default();
         match self.copy_to(bundle::EVENTS_FILE, &mut lines) {
             Ok(_) => {}
@@ -388,8 +432,13 @@ fn check_zip_entries(archive: &mut zip::ZipArchive<File>, limits: ZipLimits) -> 
             return Err(ArchiveError::EntryTooLarge { name, size, limit: limits.max_entry_bytes });
         }
         let ratio = size / entry.compressed_size().max(1);
-        if size > (1 << 20) && ratio > limits.max_ratio {
-            return Err(ArchiveError::SuspiciousRatio { name, ratio, limit: limits.max_ratio });
+        let document = is_document(&name);
+        let max_ratio = if document { limits.max_document_ratio } else { limits.max_ratio };
+        if size > (1 << 20) && ratio > max_ratio {
+            return Err(ArchiveError::SuspiciousRatio { name, ratio, limit: max_ratio });
+        }
+        if document && size > limits.max_document_bytes {
+            return Err(ArchiveError::DocumentTooLarge { name, size, limit: limits.max_document_bytes });
         }
         total = total.saturating_add(size);
         if total > limits.max_total_bytes {
@@ -688,6 +737,34 @@ mod tests {
         let many = zip_with(&[("a", b"1"), ("b", b"2"), ("c", b"3")]);
         let error = open_error(&many, ZipLimits { max_entries: 2, ..ZipLimits::default() });
         assert!(error.contains("3 entries"), "{error}");
+    }
+
+    #[test]
+    fn a_document_that_expands_into_memory_is_refused_where_a_body_may() {
+        // 4 MiB of one repeated run of bytes compress about 250:1: fine for a body, which is streamed, but
+        // a HAR is parsed whole, and a small zip of such documents would take gigabytes of memory to read.
+        let padding: Vec<u8> = (0..4u32 << 20).map(|i| i as u8).collect();
+        let har = zip_with(&[("recording.har", &padding)]);
+        let error = open_error(&har, ZipLimits::default());
+        assert!(error.contains("\"recording.har\" compresses") && error.contains("limit 100:1"), "{error}");
+        let body = zip_with(&[("resources/spaces", &padding)]);
+        assert!(Bundle::open_with_limits(body.path(), ZipLimits::default()).is_ok());
+        let limits = ZipLimits { max_document_bytes: 1 << 20, max_document_ratio: 1000, ..ZipLimits::default() };
+        let error = open_error(&har, limits);
+        assert!(error.contains("recording.har is 4194304 bytes, more than the limit of 1048576"), "{error}");
+    }
+
+    #[test]
+    fn a_directory_document_over_the_limit_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("events.jsonl"), vec![b'\n'; 2 << 20]).unwrap();
+        std::fs::write(dir.path().join("storage.json"), b"{}").unwrap();
+        let limits = ZipLimits { max_document_bytes: 1 << 20, ..ZipLimits::default() };
+        let mut bundle = Bundle::open_with_limits(dir.path(), limits).unwrap();
+        let error = bundle.events().unwrap_err().to_string();
+        assert!(error.contains("events.jsonl is 2097152 bytes, more than the limit"), "{error}");
+        assert!(bundle.read("events.jsonl").is_err());
+        assert_eq!(bundle.read("storage.json").unwrap(), b"{}");
     }
 
     #[test]

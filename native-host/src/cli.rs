@@ -83,6 +83,9 @@ pub enum Command {
         /// Refuse zips that expand to more than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = ZipLimits::default().max_total_bytes)]
         max_size: u64,
+        /// Refuse a document (manifest, events, HAR and the other JSON files read whole) larger than this.
+        #[arg(long, value_name = "BYTES", default_value_t = ZipLimits::default().max_document_bytes)]
+        max_document_size: u64,
         #[arg(long)]
         json: bool,
     },
@@ -197,10 +200,14 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             }
         }
         Command::Validate { bundle, json } => return validate(bundle, *json),
-        Command::Import { zip, max_size, json } => {
+        Command::Import { zip, max_size, max_document_size, json } => {
             let data = data()?;
             let conn = db::open(&data.database())?;
-            let limits = ZipLimits { max_total_bytes: *max_size, ..ZipLimits::default() };
+            let limits = ZipLimits {
+                max_total_bytes: *max_size,
+                max_document_bytes: *max_document_size,
+                ..ZipLimits::default()
+            };
             let report = crate::import::import(&conn, &data, zip, limits)?;
             if *json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;

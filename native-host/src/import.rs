@@ -44,6 +44,9 @@ pub fn import(conn: &Connection, data: &DataDir, zip_path: &Path, limits: ZipLim
     let mut bytes = 0;
     let mut names: Vec<String> = manifest.files.iter().map(|f| f.path.clone()).collect();
     names.push(bundle::MANIFEST_FILE.to_owned());
+    let sizes = source.files()?;
+    let needed = names.iter().filter_map(|name| sizes.get(name)).sum();
+    check_free_space(needed, available_space(data.root()))?;
     for name in &names {
         let path = staging.join(name);
         std::fs::create_dir_all(path.parent().expect("inside staging"))?;
@@ -81,4 +84,59 @@ pub fn import(conn: &Connection, data: &DataDir, zip_path: &Path, limits: ZipLim
         return Err(error.into());
     }
     Ok(ImportReport { task_id, files: names.len(), bytes, events: events.len() })
+}
+
+/// Left free after an import, for the recordings and databases that go on being written.
+const FREE_SPACE_RESERVE: u64 = 256 << 20;
+
+/// Refuses an import that would fill the disk: the zip's sizes were checked against the limits, but a
+/// small zip within them can still expand to gigabytes, and a full disk would fail the recordings too.
+/// `available` is what the file system has free, where the platform says.
+fn check_free_space(needed: u64, available: Option<u64>) -> Result<()> {
+    let Some(available) = available else { return Ok(()) };
+    if needed.saturating_add(FREE_SPACE_RESERVE) > available {
+        bail!(
+            "the bundle expands to {} but only {} is free where the data directory is ({} kept free); \
+             free some space first",
+            crate::cli::human_bytes(needed),
+            crate::cli::human_bytes(available),
+            crate::cli::human_bytes(FREE_SPACE_RESERVE)
+        );
+    }
+    Ok(())
+}
+
+/// Bytes an unprivileged writer may still use on the file system holding `path`, where the platform says.
+#[cfg(target_os = "linux")]
+fn available_space(path: &Path) -> Option<u64> {
+    let stats = rustix::fs::statvfs(path).ok()?;
+    Some(stats.f_bavail.saturating_mul(stats.f_frsize))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn available_space(_path: &Path) -> Option<u64> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_import_that_would_fill_the_disk_is_refused_and_says_how_much_it_needs() {
+        let error = check_free_space(2 << 30, Some(1 << 30)).unwrap_err().to_string();
+        assert!(error.contains("expands to 2.00 GiB") && error.contains("only 1.00 GiB is free"), "{error}");
+        // The reserve counts: a bundle that fits only by eating it is refused too.
+        assert!(check_free_space(900 << 20, Some(1 << 30)).is_err());
+        assert!(check_free_space(100 << 20, Some(1 << 30)).is_ok());
+        // Where the platform cannot say, the import goes on.
+        assert!(check_free_space(u64::MAX, None).is_ok());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_free_space_of_a_real_directory_is_known() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(available_space(dir.path()).is_some_and(|bytes| bytes > 0));
+    }
 }
