@@ -1,7 +1,7 @@
 //! The scripts replay runs in every page before the page's own: determinism (clock and random numbers,
 //! `page/determinism.js`), the restoring of local and session storage (`page/storage.js`), and the
-//! recorded WebSockets played back (`page/websocket.js`). This module fills in their constants; the
-//! scripts say why they are JavaScript.
+//! recorded WebSockets played back (`page/websocket.js`), and the report of WebRTC connections
+//! (`page/live.js`). This module fills in their constants; the scripts say why they are JavaScript.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +11,16 @@ use trace_manifest::event::StorageSnapshot;
 const DETERMINISM: &str = include_str!("../page/determinism.js");
 const STORAGE: &str = include_str!("../page/storage.js");
 const WEBSOCKET: &str = include_str!("../page/websocket.js");
+const LIVE: &str = include_str!("../page/live.js");
+
+/// The DevTools binding (`Runtime.addBinding`) through which pages report their WebRTC connections.
+pub const LIVE_BINDING: &str = "__trace_replay_live__";
+
+/// Reports each WebRTC connection the page makes with ICE servers through [`LIVE_BINDING`], with the
+/// servers' URLs as the payload.
+pub fn live_connections() -> String {
+    LIVE.replace("__TRACE_LIVE_BINDING__", LIVE_BINDING)
+}
 
 /// The clock starts at `start_ms` (milliseconds since the Unix epoch); random numbers follow `seed`.
 pub fn determinism(start_ms: f64, seed: u64) -> String {

@@ -2,8 +2,11 @@
 //! target (tabs, popups, iframes in any process, workers) paused by the `Fetch` domain of the browser
 //! session itself, and answered by the [`Responder`]. Nothing reaches the network unless the user allows
 //! a fallback for misses. Before a page's own scripts run, it gets the determinism script, the recorded
-//! storage and the recorded WebSockets; the recorded cookies are set before the first page opens.
+//! storage and the recorded WebSockets; the recorded cookies are set before the first page opens. What
+//! `Fetch` cannot see is still counted as a live attempt: a WebSocket the page opens for real (the
+//! recorded ones are played without one) and a WebRTC connection with ICE servers.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,11 +20,12 @@ use chromiumoxide::cdp::browser_protocol::fetch::{
     RequestPattern, RequestStage,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    CookieParam, CookieSameSite, ErrorReason, ResourceType, TimeSinceEpoch,
+    CookieParam, CookieSameSite, ErrorReason, EventWebSocketCreated, ResourceType, TimeSinceEpoch,
 };
 use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
 use chromiumoxide::cdp::browser_protocol::storage::GetCookiesParams;
 use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
+use chromiumoxide::cdp::js_protocol::runtime::{AddBindingParams, EventBindingCalled};
 use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
 use tokio::task::JoinHandle;
@@ -58,7 +62,7 @@ impl Default for Options {
 pub struct Replay {
     browser: Option<Arc<Browser>>,
     responder: Arc<Responder>,
-    init_scripts: Arc<Vec<String>>,
+    pages: Arc<PagePreparation>,
     /// Drives chromiumoxide's connection; runs until the browser is gone.
     handler: Option<JoinHandle<()>>,
     /// Answer requests and prepare new pages.
@@ -91,7 +95,7 @@ impl Replay {
         if let Some(script) = page_scripts::websockets(&archive.websockets) {
             init_scripts.push(script);
         }
-        let init_scripts = Arc::new(init_scripts);
+        init_scripts.push(page_scripts::live_connections());
 
         let flag = |name: &str, value: Option<&str>| (name.to_owned(), value.map(str::to_owned));
         // Every frame of a tab in the tab's process, cross-site iframes included, so that the page scripts
@@ -147,11 +151,16 @@ impl Replay {
             options.allow_network_fallback,
             worker_prelude,
         )));
-        tasks.push(tokio::spawn(prepare_new_pages(browser.clone(), init_scripts.clone(), created)));
+        let pages = Arc::new(PagePreparation {
+            scripts: init_scripts,
+            responder: responder.clone(),
+            prepared: tokio::sync::Mutex::default(),
+        });
+        tasks.push(tokio::spawn(prepare_new_pages(browser.clone(), pages.clone(), created)));
         Ok(Replay {
             browser: Some(browser),
             responder,
-            init_scripts,
+            pages,
             handler: Some(handler),
             tasks,
             endpoint,
@@ -180,7 +189,7 @@ impl Replay {
     /// Opens a tab at `url`, with the page scripts in place before its first document.
     pub async fn open(&self, url: &str) -> Result<Page> {
         let page = self.browser().new_page("about:blank").await?;
-        add_init_scripts(&page, &self.init_scripts).await?;
+        self.pages.prepare(&page).await?;
         page.goto(url).await.with_context(|| format!("cannot open {url}"))?;
         Ok(page)
     }
@@ -320,24 +329,21 @@ async fn answer(
 /// it is announced: the scripts then apply from its next document.
 async fn prepare_new_pages(
     browser: Arc<Browser>,
-    scripts: Arc<Vec<String>>,
+    pages: Arc<PagePreparation>,
     mut created: chromiumoxide::listeners::EventStream<EventTargetCreated>,
 ) {
-    if scripts.is_empty() {
-        return;
-    }
     while let Some(event) = created.next().await {
         if event.target_info.r#type != "page" {
             continue;
         }
         let target: TargetId = event.target_info.target_id.clone();
         let browser = browser.clone();
-        let scripts = scripts.clone();
+        let pages = pages.clone();
         tokio::spawn(async move {
             // chromiumoxide attaches to the target just after announcing it.
             for _ in 0..50 {
                 if let Ok(page) = browser.get_page(target.clone()).await {
-                    if let Err(error) = add_init_scripts(&page, &scripts).await {
+                    if let Err(error) = pages.prepare(&page).await {
                         tracing::debug!("cannot prepare a new page: {error:#}");
                     }
                     return;
@@ -348,11 +354,53 @@ async fn prepare_new_pages(
     }
 }
 
-async fn add_init_scripts(page: &Page, scripts: &[String]) -> Result<()> {
-    for script in scripts {
-        page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script.clone())).await?;
+/// What every page of the replay gets before its first document, once: the page scripts, the binding
+/// through which `page/live.js` reports WebRTC connections, and a watch on the WebSockets it opens.
+struct PagePreparation {
+    scripts: Vec<String>,
+    responder: Arc<Responder>,
+    prepared: tokio::sync::Mutex<HashSet<TargetId>>,
+}
+
+impl PagePreparation {
+    async fn prepare(&self, page: &Page) -> Result<()> {
+        // Held until the page is ready, so that a second caller (a tab `open`s and the watch on new
+        // targets both see) returns only once it is.
+        let mut prepared = self.prepared.lock().await;
+        if !prepared.insert(page.target_id().clone()) {
+            return Ok(());
+        }
+        let sockets = page.event_listener::<EventWebSocketCreated>().await?;
+        let reports = page.event_listener::<EventBindingCalled>().await?;
+        tokio::spawn(count_live_connections(self.responder.clone(), sockets, reports));
+        page.execute(AddBindingParams::new(page_scripts::LIVE_BINDING)).await?;
+        for script in &self.scripts {
+            page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script.clone())).await?;
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// Counts what a page reaches for outside `Fetch` as live attempts: each WebSocket it opens for real
+/// (chromiumoxide enables DevTools' `Network` domain on every page, which reports them; a recorded socket
+/// is played by `page/websocket.js` without one, so a real one is one the recording never saw) and each
+/// WebRTC connection `page/live.js` reports. Ends when the page does.
+async fn count_live_connections(
+    responder: Arc<Responder>,
+    mut sockets: chromiumoxide::listeners::EventStream<EventWebSocketCreated>,
+    mut reports: chromiumoxide::listeners::EventStream<EventBindingCalled>,
+) {
+    loop {
+        tokio::select! {
+            Some(socket) = sockets.next() => responder.count_live_attempt("WEBSOCKET", &socket.url),
+            Some(report) = reports.next() => {
+                if report.name == page_scripts::LIVE_BINDING {
+                    responder.count_live_attempt("WEBRTC", &report.payload);
+                }
+            }
+            else => break,
+        }
+    }
 }
 
 /// The request body as sent, which DevTools gives in base64 pieces (`postDataEntries`).
