@@ -18,6 +18,7 @@
 //! - [`ignore`]: which requests replay may fail at once, and reading and applying an ignore list.
 //! - [`postprocess`]: the four files `trace-host process` writes, derived together.
 //! - [`secrets`]: which names and values are secret, and the forms a secret takes.
+//! - [`suspects`]: values no rule chose but whose shape suggests a secret, for a person to decide.
 //! - [`urls`]: the URL rule patterns are written in (scheme-less substrings).
 //! - [`body`]: the one parser of form, JSON and multipart bodies.
 //! - [`canonical`]: canonical URLs, bodies and endpoint keys, which replay matches on.
@@ -37,6 +38,7 @@ pub mod ignore;
 pub mod postprocess;
 pub mod secrets;
 pub mod summary;
+pub mod suspects;
 pub mod trajectory;
 pub mod urls;
 pub mod websocket;

@@ -83,6 +83,13 @@ pub struct RedactionSummary {
     pub replacements: usize,
     /// Files in which something was replaced.
     pub files_changed: usize,
+    /// Values that looked like secrets, no rule chose, and the person chose to redact (counted among the
+    /// `shape` secrets too).
+    #[serde(default)]
+    pub suspects_redacted: usize,
+    /// Values that looked like secrets and the person chose to keep.
+    #[serde(default)]
+    pub suspects_allowed: usize,
 }
 
 /// Where a secret was found, which names its placeholder (`trace-redacted-<kind>-<name>-<n>`).

@@ -19,6 +19,7 @@ use crate::export::{self, ExportOptions};
 use crate::ingest::reconcile_interrupted;
 use crate::install::{self, Browser};
 use crate::paths::DataDir;
+use crate::redact::{SuspectDecisions, SuspectPolicy};
 
 /// `println!` that returns the write's error instead of panicking: a reader that goes away
 /// (`trace-host tasks --json | head -1`) closes the pipe, and `main` takes that for success.
@@ -68,6 +69,8 @@ pub enum Command {
         /// zip still holds any of them.
         #[arg(long)]
         redact: bool,
+        #[command(flatten)]
+        suspects: SuspectArgs,
         #[arg(long)]
         json: bool,
     },
@@ -104,6 +107,8 @@ pub enum Command {
         /// Keep every secret in the bundles and in tasks.jsonl (for private use only).
         #[arg(long)]
         keep_secrets: bool,
+        #[command(flatten)]
+        suspects: SuspectArgs,
         #[arg(long)]
         json: bool,
     },
@@ -115,6 +120,31 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Decisions on values that look like secrets but that no redaction rule chose (listed by id when an
+/// export with `--redact` meets one undecided).
+#[derive(Debug, clap::Args)]
+pub struct SuspectArgs {
+    /// Redact this suspect value, as a secret (its id as the refused export listed it); repeatable.
+    #[arg(long = "redact-suspect", value_name = "ID")]
+    redact_suspect: Vec<String>,
+    /// Keep this suspect value as it is; repeatable.
+    #[arg(long = "allow-suspect", value_name = "ID")]
+    allow_suspect: Vec<String>,
+    /// What to do with suspects no id names: ask (refuse the export, listing them), redact or allow.
+    #[arg(long = "suspects", value_enum, default_value = "ask")]
+    suspects: SuspectPolicy,
+}
+
+impl SuspectArgs {
+    fn decisions(&self) -> SuspectDecisions {
+        SuspectDecisions {
+            redact: self.redact_suspect.iter().cloned().collect(),
+            allow: self.allow_suspect.iter().cloned().collect(),
+            otherwise: self.suspects,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -168,13 +198,14 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 db::tasks(&conn)?.into_iter().filter(|t| *all || t.status != TaskStatus::Discarded).collect();
             print_tasks(&tasks, *json)?;
         }
-        Command::Export { task, out, embed_bodies, redact, json } => {
+        Command::Export { task, out, embed_bodies, redact, suspects, json } => {
             let data = data()?;
             let conn = db::open(&data.database())?;
             let options = ExportOptions {
                 embed_bodies: *embed_bodies,
                 progress: !json && std::io::stderr().is_terminal(),
                 redact: *redact,
+                suspects: suspects.decisions(),
             };
             let report = export::export(&conn, &data, task, out, &options)?;
             if *json {
@@ -221,8 +252,14 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 )?;
             }
         }
-        Command::Dataset { sources, out, format, keep_secrets, json } => {
-            return dataset(sources, out, (*format).into(), !keep_secrets, *json, cli.data.as_deref());
+        Command::Dataset { sources, out, format, keep_secrets, suspects, json } => {
+            let options = DatasetOptions {
+                format: (*format).into(),
+                redact: !keep_secrets,
+                suspects: suspects.decisions(),
+                progress: !json && std::io::stderr().is_terminal(),
+            };
+            return dataset(sources, out, &options, *json, cli.data.as_deref());
         }
         Command::Process { target, json } => {
             let report = process(target, cli.data.as_deref())?;
@@ -285,8 +322,7 @@ impl From<FormatArg> for DatasetFormat {
 fn dataset(
     args: &[String],
     out: &Path,
-    format: DatasetFormat,
-    redact: bool,
+    options: &DatasetOptions,
     json: bool,
     data_dir: Option<&Path>,
 ) -> Result<Outcome> {
@@ -294,20 +330,19 @@ fn dataset(
     let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
     let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
     let sources = dataset::sources(args, conn.as_ref())?;
-    let options = DatasetOptions { format, redact, progress: !json && std::io::stderr().is_terminal() };
-    let report = dataset::build(&sources, conn.as_ref().zip(data.as_ref()), out, &options)?;
+    let report = dataset::build(&sources, conn.as_ref().zip(data.as_ref()), out, options)?;
     if json {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         outln!(
             "wrote a {} dataset of {} task(s) to {}{}",
-            match format {
+            match options.format {
                 DatasetFormat::Trace => "TRACE",
                 DatasetFormat::WebarenaInfinity => "WebArena-Infinity",
             },
             report.tasks.len(),
             out.display(),
-            if redact { ", redacted" } else { ", with secrets kept" }
+            if options.redact { ", redacted" } else { ", with secrets kept" }
         )?;
         for skipped in &report.skipped {
             outln!("skipped {}: {}", skipped.source, skipped.reason)?;
@@ -419,4 +454,18 @@ fn duration_seconds(task: &TaskRow) -> Option<f64> {
 
 pub fn human_bytes(bytes: u64) -> String {
     indicatif::HumanBytes(bytes).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// clap checks a command line's definition (unique names, valid defaults) only when it is built, so a
+    /// mistake would otherwise surface as a panic in the user's hands.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
 }

@@ -22,6 +22,7 @@ use trace_manifest::task::TaskId;
 
 use crate::export::{self, ExportOptions};
 use crate::paths::DataDir;
+use crate::redact::SuspectDecisions;
 use trace_analysis::evidence::Evidence;
 use trace_analysis::postprocess::PostProcessed;
 use trace_manifest::report::{DatasetFormat, DatasetReport, Skipped};
@@ -33,6 +34,9 @@ pub struct DatasetOptions {
     pub format: DatasetFormat,
     /// Redact every bundle (the default: a dataset is for sharing).
     pub redact: bool,
+    /// What to do with values that look like secrets but no rule chose (a bundle with one undecided is
+    /// reported and skipped).
+    pub suspects: SuspectDecisions,
     pub progress: bool,
 }
 
@@ -189,7 +193,12 @@ fn add(
     }
 
     let zip = out.join(format::bundle_path(&task_id));
-    let export_options = ExportOptions { embed_bodies: false, progress: false, redact: options.redact };
+    let export_options = ExportOptions {
+        embed_bodies: false,
+        progress: false,
+        redact: options.redact,
+        suspects: options.suspects.clone(),
+    };
     export::export_bundle(&mut bundle, &zip, &export_options)?;
     drop(bundle);
 

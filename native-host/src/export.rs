@@ -42,6 +42,8 @@ pub struct ExportOptions {
     pub progress: bool,
     /// Replace every secret by a placeholder, and prove the zip holds none.
     pub redact: bool,
+    /// What to do with values that look like secrets but no rule chose (with `redact`).
+    pub suspects: redact::SuspectDecisions,
 }
 
 /// What [`export_bundle`] wrote.
@@ -118,7 +120,7 @@ fn write_redacted_zip(
         .prefix(".trace-redacting-")
         .tempdir_in(beside)
         .with_context(|| format!("cannot create a staging directory in {}", beside.display()))?;
-    let redacted = redact::redact_bundle(source, staging.path())?;
+    let redacted = redact::redact_bundle(source, staging.path(), &options.suspects)?;
     let mut bundle = Bundle::open(staging.path())?;
     let mut manifest = bundle.manifest()?;
     write_zip(&mut bundle, &mut manifest, zip.file(), options)?;

@@ -9,8 +9,12 @@
 //!
 //! Bodies are content-addressed, so a body that changes moves to the name of its new hash, and the events,
 //! the HAR and the index follow it.
+//!
+//! Values no rule chose but that look like secrets ([`trace_analysis::suspects`]) are the person's to
+//! decide: each is redacted or kept as [`SuspectDecisions`] say, and an export with one left undecided is
+//! refused, listing them by id.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
@@ -24,18 +28,106 @@ use trace_manifest::har::Har;
 use trace_manifest::pack;
 
 use trace_analysis::secrets::{Secrets, encoded_forms, values_to_check};
-use trace_manifest::report::RedactionSummary;
+use trace_analysis::suspects::{Suspect, Suspects};
+use trace_manifest::report::{RedactionSummary, SecretKind};
+
+/// What to do with a suspect no id names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SuspectPolicy {
+    /// Refuse the export, listing the suspects by id.
+    #[default]
+    Ask,
+    /// Redact them all, as secrets.
+    Redact,
+    /// Keep them all.
+    Allow,
+}
+
+/// The person's decisions on a recording's suspects: by id, then by policy.
+#[derive(Debug, Clone, Default)]
+pub struct SuspectDecisions {
+    pub redact: BTreeSet<String>,
+    pub allow: BTreeSet<String>,
+    pub otherwise: SuspectPolicy,
+}
+
+impl SuspectDecisions {
+    fn decide(&self, suspect: &Suspect) -> SuspectPolicy {
+        if self.redact.contains(&suspect.id) {
+            SuspectPolicy::Redact
+        } else if self.allow.contains(&suspect.id) {
+            SuspectPolicy::Allow
+        } else {
+            self.otherwise
+        }
+    }
+}
+
+/// Largest request body read for the suspect scan.
+const MAX_SCANNED_BODY_BYTES: u64 = 4 << 20;
+
+/// Adds the suspects the person chose to redact to `secrets`, counting them in `summary`; fails, listing
+/// them, when any is left undecided.
+fn decide_suspects(
+    source: &mut Bundle,
+    har: &Har,
+    storage: &StorageFile,
+    secrets: &mut Secrets,
+    decisions: &SuspectDecisions,
+    summary: &mut RedactionSummary,
+) -> Result<()> {
+    let sizes = source.files()?;
+    let mut body_text = |post: &trace_manifest::har::PostData| match (&post.text, &post.file) {
+        (Some(text), _) => Some(text.clone()),
+        (None, Some(file)) if sizes.get(file).is_some_and(|&size| size <= MAX_SCANNED_BODY_BYTES) => {
+            source.read(file).ok().and_then(|bytes| String::from_utf8(bytes).ok())
+        }
+        _ => None,
+    };
+    let mut suspects = Suspects::default();
+    suspects.scan_recording(har, storage, secrets, &mut body_text);
+    let mut undecided = Vec::new();
+    for suspect in suspects.into_vec() {
+        match decisions.decide(&suspect) {
+            SuspectPolicy::Redact => {
+                secrets.add(SecretKind::Shape, "suspect", &suspect.value);
+                summary.suspects_redacted += 1;
+            }
+            SuspectPolicy::Allow => summary.suspects_allowed += 1,
+            SuspectPolicy::Ask => undecided.push(suspect),
+        }
+    }
+    if !undecided.is_empty() {
+        let listed: Vec<String> =
+            undecided.iter().map(|s| format!("  {}  {} in {}", s.id, s.preview(), s.place)).collect();
+        bail!(
+            "the recording holds {} value(s) that look like secrets but that no redaction rule chose; redact \
+             each with --redact-suspect ID or keep it with --allow-suspect ID (or decide for all with \
+             --suspects redact|allow); nothing was exported:\n{}",
+            undecided.len(),
+            listed.join("\n")
+        );
+    }
+    Ok(())
+}
 
 /// What redaction did, in a line for people.
 pub fn describe(summary: &RedactionSummary) -> String {
     let total: usize = summary.secrets.values().sum();
     let kinds: Vec<String> = summary.secrets.iter().map(|(kind, n)| format!("{n} {}", kind.as_str())).collect();
-    format!(
+    let mut line = format!(
         "{total} secrets ({}) replaced in {} places across {} files",
         if kinds.is_empty() { "none found".to_owned() } else { kinds.join(", ") },
         summary.replacements,
         summary.files_changed
-    )
+    );
+    if summary.suspects_redacted + summary.suspects_allowed > 0 {
+        line += &format!(
+            "; of the values that looked like secrets, {} redacted and {} kept",
+            summary.suspects_redacted, summary.suspects_allowed
+        );
+    }
+    line
 }
 
 /// Every encoded form of every secret, and what replaces it.
@@ -205,16 +297,18 @@ fn each_file(path: &Path, mut visit: impl FnMut(&str, &mut dyn Read) -> Result<(
 ///
 /// Fails, writing nothing useful, when the bundle is not one this program can read or a credential is too
 /// short to redact reliably.
-pub fn redact_bundle(source: &mut Bundle, dest: &Path) -> Result<Redacted> {
+pub fn redact_bundle(source: &mut Bundle, dest: &Path, suspects: &SuspectDecisions) -> Result<Redacted> {
     let manifest = source.manifest()?;
     let events = source.events()?;
     let har: Har = serde_json::from_slice(&source.read(bundle::HAR_FILE)?).context("recording.har does not parse")?;
     let storage: StorageFile =
         serde_json::from_slice(&source.read(bundle::STORAGE_FILE)?).context("storage.json does not parse")?;
-    let secrets = Secrets::find(source, &events, &har, &storage)?;
+    let mut secrets = Secrets::find(source, &events, &har, &storage)?;
+    let mut summary = RedactionSummary::default();
+    decide_suspects(source, &har, &storage, &mut secrets, suspects, &mut summary)?;
+    summary.secrets = secrets.counts();
     let replacer = Replacer::new(&secrets)?;
     let check = Check::new(&values_to_check(&events, &har, &storage))?;
-    let mut summary = RedactionSummary { secrets: secrets.counts(), ..RedactionSummary::default() };
     let mut redact = |bytes: Vec<u8>| {
         let (bytes, count) = replacer.replace(&bytes);
         summary.replacements += count;

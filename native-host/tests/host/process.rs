@@ -469,3 +469,66 @@ fn a_credential_the_sites_addresses_use_refuses_the_redacted_export() {
     // Without --redact the recording is still the person's to export.
     scratch.cli_json(&["export", "common", "--out", zip.to_str().unwrap(), "--json"]);
 }
+
+/// Issue #11: a value no redaction rule chooses (an API key of a service the rules do not know, in an
+/// innocently named query parameter and a custom header) but that has the shape of a secret is listed by
+/// id, without its value, and the redacted export is refused until the person decides: redacted, it is
+/// gone from every file; allowed, it stays; and a policy decides for all.
+#[test]
+fn a_value_that_looks_like_a_secret_is_listed_for_the_person_to_redact_or_allow() {
+    const KEY: &str = "q8Zr2LmX0vTnB4sYwKd7PfJ1";
+    let scratch = Scratch::new();
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("suspect"));
+    let search = format!("{SITE}/api/search?k={KEY}&q=mug");
+    let messages = vec![
+        task.start(task_start("suspect", TaskType::Action)),
+        task.events(vec![
+            navigation(1.0, &format!("{SITE}/")),
+            request(300.0, "1", "GET", &search, &[("X-Client", KEY)], None),
+            response(310.0, "1", &search, 200, "application/json", &[]),
+            finished(311.0, "1", 2),
+        ]),
+        task.stop(T0 + 1000.0, None),
+    ];
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+
+    let zip = scratch.path("suspect.zip");
+    let export = |extra: &[&str]| {
+        let mut args = vec!["export", "suspect", "--out", zip.to_str().unwrap(), "--redact"];
+        args.extend_from_slice(extra);
+        scratch.cli(&args)
+    };
+    let id = trace_analysis::suspects::id_of(KEY);
+    let refused = export(&[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&id) && stderr.contains("the query of GET http"), "{stderr}");
+    assert!(!stderr.contains(KEY), "the refusal shows the value: {stderr}");
+    assert!(!zip.exists());
+
+    let holds_key = |zip: &Path| zip_entries(zip).iter().any(|(_, bytes)| contains(bytes, KEY.as_bytes()));
+    assert!(export(&["--redact-suspect", &id]).status.success());
+    assert!(!holds_key(&zip), "a suspect the person redacted is still in the zip");
+    let validated = scratch.cli_json(&["validate", zip.to_str().unwrap(), "--json"]);
+    assert_eq!(validated["valid"], true, "{validated}");
+    std::fs::remove_file(&zip).unwrap();
+
+    assert!(export(&["--allow-suspect", &id]).status.success());
+    assert!(holds_key(&zip), "a suspect the person allowed was removed");
+    std::fs::remove_file(&zip).unwrap();
+
+    let report = scratch.cli_json(&[
+        "export",
+        "suspect",
+        "--out",
+        zip.to_str().unwrap(),
+        "--redact",
+        "--suspects",
+        "redact",
+        "--json",
+    ]);
+    assert_eq!(report["redaction"]["suspects_redacted"], 1, "{report}");
+    assert!(!holds_key(&zip));
+}
