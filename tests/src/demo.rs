@@ -20,7 +20,7 @@ use crate::browser::{
     Build, RecordingBrowser, click, click_and_wait, click_in_frame, double_click, press_key, scroll_by, settle,
     type_into, visit, wait_for_text,
 };
-use crate::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, ServedRequest, ask, chat};
+use crate::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, ServedRequest, ask, chat, vault};
 
 pub const DESCRIPTION: &str = "Log in and put a blue mug in the cart";
 const WAIT: Duration = Duration::from_secs(20);
@@ -119,6 +119,19 @@ pub async fn record_ask(build: &Build, site: &DemoSite, data_dir: &Path) -> Resu
     let answer = ask::answer(EXPERT_QUESTION);
     wait_for_text(&page, "#answer", WAIT, |t| t.contains(&answer)).await?;
     wait_for_text(&page, "#status", WAIT, |t| t == "Answered").await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop_task(&popup, browser, data_dir).await
+}
+
+/// Records opening the partner vault (`/vault`): the user and [`vault::VAULT_PASSPHRASE`] typed, the
+/// button pressed, until the page says the vault is open; returns the bundle.
+pub async fn record_vault(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<PathBuf> {
+    let browser = RecordingBrowser::launch(build, data_dir, true).await?;
+    let (popup, page) = start_task(&browser, "Open the partner vault", &site.url("/vault")).await?;
+    type_into(&page, "#vault-user", DEMO_USER).await?;
+    type_into(&page, "#vault-passphrase", vault::VAULT_PASSPHRASE).await?;
+    click(&page, "#vault-open").await?;
+    wait_for_text(&page, "#vault-status", WAIT, |t| t.starts_with("Vault open")).await?;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     stop_task(&popup, browser, data_dir).await
 }

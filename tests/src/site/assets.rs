@@ -32,6 +32,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("forge.js", JAVASCRIPT, include_bytes!("static/forge.js")),
     ("chat.js", JAVASCRIPT, include_bytes!("static/chat.js")),
     ("ask.js", JAVASCRIPT, include_bytes!("static/ask.js")),
+    ("vault.js", JAVASCRIPT, include_bytes!("static/vault.js")),
 ];
 
 /// `GET /static/{file}`.

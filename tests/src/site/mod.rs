@@ -3,9 +3,10 @@
 //! background image, images, a script that fetches JSON with a cache-busting query, an analytics beacon, a
 //! sign-in form with a CSRF token and a cookie session, a cart, a search by GET, a redirect, an iframe, a
 //! link that opens a new tab, a page under a strict Content-Security-Policy, a page that shows the time
-//! and a random number, a support chat over a WebSocket, and an expert whose answer streams back as
-//! server-sent events keyed by an id the page makes. Text responses are gzipped when the client accepts it. Apart from session ids and
-//! CSRF tokens, every response is the same from one run to the next.
+//! and a random number, a support chat over a WebSocket, an expert whose answer streams back as
+//! server-sent events keyed by an id the page makes, and a sign-in whose secrets travel the ways no name
+//! rule catches. Text responses are gzipped when the client accepts it. Apart from session ids, CSRF
+//! tokens and the vault's keys, every response is the same from one run to the next.
 //!
 //! This module owns the server: [`router`] builds the site (the `trace-demo-site` binary serves it) and
 //! [`DemoSite`] runs it on its own thread for synchronous tests, remembering every request it served.
@@ -16,6 +17,7 @@
 //! - `account`: sign-in with CSRF, sessions, `/account` and the cart.
 //! - [`chat`]: the support chat, `/chat` and its WebSocket.
 //! - [`ask`]: "Ask an expert", `/ask`, its event stream and the page's own session id.
+//! - [`vault`]: "Partner vault", `/vault`, a sign-in carrying its secrets in script-made encodings.
 //! - `tracker`: the `/collect` endpoint of the analytics beacon, kept apart from the shop itself.
 //! - `assets`: the static files under `/static/`, embedded in the binary from `static/`.
 //! - `html`: the page layout and HTML escaping.
@@ -28,6 +30,7 @@ pub mod chat;
 mod html;
 mod pages;
 mod tracker;
+pub mod vault;
 
 use std::future::IntoFuture;
 use std::net::{Ipv4Addr, TcpListener};
@@ -78,6 +81,7 @@ struct Shared {
     accounts: Mutex<account::Accounts>,
     /// "Ask an expert": session id → the question waiting for its stream.
     questions: Mutex<std::collections::HashMap<String, String>>,
+    vault: Mutex<vault::Vault>,
     print_requests: bool,
 }
 
@@ -98,6 +102,10 @@ impl SiteState {
 
     fn accounts(&self) -> MutexGuard<'_, account::Accounts> {
         lock(&self.shared.accounts)
+    }
+
+    fn vault(&self) -> MutexGuard<'_, vault::Vault> {
+        lock(&self.shared.vault)
     }
 }
 
@@ -129,6 +137,9 @@ pub fn router(state: SiteState) -> Router {
         .route("/ask", get(ask::page))
         .route("/ask/join", axum::routing::post(ask::join))
         .route("/ask/stream", get(ask::stream))
+        .route("/vault", get(vault::page))
+        .route("/vault/connect", axum::routing::post(vault::connect))
+        .route("/vault/check", get(vault::check))
         .route("/collect", any(tracker::collect))
         .route("/static/{file}", get(assets::asset))
         .fallback(pages::not_found)
@@ -214,6 +225,11 @@ impl DemoSite {
     /// Every request served so far, in order: method, path with query, status.
     pub fn served(&self) -> Vec<ServedRequest> {
         self.state.served()
+    }
+
+    /// Every secret the vault handed out so far (session cookies, form keys, API keys and tokens).
+    pub fn vault_secrets(&self) -> Vec<String> {
+        self.state.vault().issued()
     }
 
     /// Stops the site and waits until its thread has ended (dropping it does the same).
