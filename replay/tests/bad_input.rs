@@ -361,6 +361,18 @@ fn a_har_that_does_not_parse_is_refused() {
     assert_serve_refused(&bundle, &[], &needles);
 }
 
+/// Issue #11: the HAR is parsed whole, so one larger than any recording's (here 300 MiB, a sparse file that
+/// takes no disk) is refused by its size before a byte of it is read, by `inspect` and by `serve`.
+#[test]
+fn a_har_too_large_to_parse_in_memory_is_refused_before_it_is_read() {
+    let (_scratch, bundle) = minimal_bundle();
+    let har = std::fs::OpenOptions::new().write(true).open(bundle.join("recording.har")).unwrap();
+    har.set_len(300 << 20).unwrap();
+    let needles = ["recording.har is 314572800 bytes, more than the limit"];
+    inspect(&bundle).assert_refused(&needles);
+    assert_serve_refused(&bundle, &[], &needles);
+}
+
 #[test]
 fn an_inline_body_that_is_not_base64_is_refused() {
     let (_scratch, bundle) = minimal_bundle();
