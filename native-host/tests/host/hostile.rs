@@ -80,6 +80,47 @@ fn a_zip_with_two_entries_of_one_name_is_not_imported() {
     assert!(!elsewhere.capture("twice").exists());
 }
 
+/// Issue #11: an import that would leave the disk nearly full is refused before anything is extracted,
+/// by the free space the file system itself reports. Needs root, to mount a small tmpfs as the data
+/// directory; says so and skips otherwise.
+#[test]
+fn an_import_that_would_fill_the_disk_is_refused_before_anything_is_written() {
+    let scratch = Scratch::new();
+    record_login_and_cart(&scratch, "large");
+    let zip = scratch.path("large.zip");
+    scratch.cli_json(&["export", "large", "--out", zip.to_str().unwrap(), "--json"]);
+
+    let small = Scratch::new();
+    std::fs::create_dir_all(small.data()).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"])
+        .arg(small.data())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !mounted {
+        eprintln!(
+            "skipped an_import_that_would_fill_the_disk_is_refused_before_anything_is_written: cannot mount a tmpfs (needs root)"
+        );
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(small.data());
+
+    let output = small.cli(&["import", zip.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("free some space first") && stderr.contains("MiB is free"), "{stderr}");
+    assert!(!small.capture("large").exists());
+    let staged = std::fs::read_dir(small.data().join("captures")).map(|entries| entries.count()).unwrap_or(0);
+    assert_eq!(staged, 0, "something was extracted");
+}
+
 /// Issue #11: a peer that starts many bodies and finishes none of them for a while (a page with hundreds of
 /// streams) must not run the host out of file descriptors. Under a limit of 128 open files, 600 bodies
 /// started before any ends are all stored, and the bundle validates.
