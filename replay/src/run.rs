@@ -10,7 +10,7 @@
 //! results on timers and animate them in. A page that never settles is acted on at the timeout anyway;
 //! an element that never appears fails the call.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,6 +20,7 @@ use crate::serve::Replay;
 use anyhow::{Context, Result, bail};
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::dom::{GetDocumentParams, GetOuterHtmlParams};
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType, InsertTextParams,
     MouseButton,
@@ -32,7 +33,7 @@ use trace_analysis::evidence::page_text;
 use trace_analysis::fidelity::{TextComparison, compare_text};
 use trace_analysis::trajectory;
 use trace_manifest::archive::Bundle;
-use trace_manifest::event::ElementDescriptor;
+use trace_manifest::event::{ElementDescriptor, EventKind, Viewport};
 use trace_manifest::postprocess::{CREDENTIALS_FILE, CredentialEntry, TRAJECTORY_FILE};
 use trace_manifest::report::{FidelityReport, LocatedBy, RequestCounts, StepFailure, StepOutcome, WebSocketFrames};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
@@ -133,7 +134,18 @@ pub async fn run_human(
     credentials: &[Credential],
     options: RunOptions,
 ) -> Result<FidelityReport> {
-    let mut runner = Runner { replay, bundle: Bundle::open(bundle)?, tabs: Vec::new(), current: 0, options };
+    let mut bundle = Bundle::open(bundle)?;
+    let viewports = bundle
+        .events()
+        .context("the bundle's events")?
+        .into_iter()
+        .filter_map(|record| match record.event.kind {
+            EventKind::Screenshot(shot) => Some((shot.file, shot.viewport?)),
+            _ => None,
+        })
+        .collect();
+    let mut runner =
+        Runner { replay, bundle, tabs: Vec::new(), current: 0, options, viewports, fitted: HashMap::new() };
     let persons = PersonsInput::of(calls, credentials);
     let mut steps = Vec::new();
     for (index, call) in calls.iter().enumerate() {
@@ -314,6 +326,10 @@ struct Runner<'a> {
     tabs: Vec<Page>,
     current: usize,
     options: RunOptions,
+    /// The viewport each screenshot of the recording was taken at, by file.
+    viewports: HashMap<String, Viewport>,
+    /// The viewport set on each tab since it opened at the launch's.
+    fitted: HashMap<usize, Viewport>,
 }
 
 /// Where an element is, in the tab's viewport.
@@ -352,6 +368,7 @@ impl Runner<'_> {
             self.switch_to(tab as usize).await?;
         }
         if !self.tabs.is_empty() {
+            self.fit_viewport(call).await?;
             self.settle().await;
         }
         match &call.action {
@@ -464,6 +481,28 @@ impl Runner<'_> {
 
     fn page(&self) -> Result<&Page> {
         self.tabs.get(self.current).context("no tab is open yet")
+    }
+
+    /// Gives the current tab the viewport the step's screenshot was taken at, when the person had resized
+    /// their window since the recording started (tabs open at the first screenshot's viewport): the page
+    /// then lays out as it did for them, and the screenshots compare.
+    async fn fit_viewport(&mut self, call: &ToolCall) -> Result<()> {
+        let Some(wanted) = call.screenshot.as_ref().and_then(|file| self.viewports.get(file)).copied() else {
+            return Ok(());
+        };
+        let current = self.fitted.get(&self.current).copied().or(self.replay.responder().archive().viewport);
+        if current == Some(wanted) {
+            return Ok(());
+        }
+        let metrics = SetDeviceMetricsOverrideParams::new(
+            i64::from(wanted.width),
+            i64::from(wanted.height),
+            wanted.device_scale_factor,
+            false,
+        );
+        self.page()?.execute(metrics).await.context("cannot set the recorded viewport")?;
+        self.fitted.insert(self.current, wanted);
+        Ok(())
     }
 
     /// Makes `tab` current; a tab the trajectory has not seen yet is the newest page the browser opened.

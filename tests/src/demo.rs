@@ -136,6 +136,24 @@ pub async fn record_vault(build: &Build, site: &DemoSite, data_dir: &Path) -> Re
     stop_task(&popup, browser, data_dir).await
 }
 
+/// The window size [`record_resized`] changes to, in CSS pixels.
+pub const RESIZED: (u32, u32) = (720, 540);
+
+/// Records a person who resizes their window mid-task: the home page, the window made [`RESIZED`], then
+/// the sign-in link followed; returns the bundle.
+pub async fn record_resized(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<PathBuf> {
+    use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+    let browser = RecordingBrowser::launch(build, data_dir, true).await?;
+    let (popup, page) = start_task(&browser, "Find the sign-in page", &site.url("/")).await?;
+    let (width, height) = RESIZED;
+    page.execute(SetDeviceMetricsOverrideParams::new(i64::from(width), i64::from(height), 1.0, false)).await?;
+    settle().await;
+    click(&page, "#login-link").await?;
+    wait_for_url(&page, "/login").await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop_task(&popup, browser, data_dir).await
+}
+
 /// Starts a task from the popup, as a person does: its description and website typed in, Start pressed.
 /// Returns the popup and the task's tab, once the website has loaded there.
 pub async fn start_task(browser: &RecordingBrowser, description: &str, website: &str) -> Result<(Page, Page)> {

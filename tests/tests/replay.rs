@@ -112,6 +112,40 @@ async fn a_recorded_demonstration_replays_offline_as_it_was() {
 }
 
 /// The clock page's time, random number, and whole document.
+/// Issue #10: a person who resizes their window mid-task is replayed at each step's own viewport: the
+/// screenshots after the resize are taken at the recorded size in the re-run too, so they compare (with a
+/// tab kept at the first viewport they would differ entirely), and every step passes offline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_resized_mid_task_is_replayed_at_each_steps_viewport() {
+    let Some(build) = Build::for_tests("a_window_resized_mid_task_is_replayed_at_each_steps_viewport") else {
+        return;
+    };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = demo::record_resized(&build, &site, data.path()).await.unwrap();
+    site.stop();
+
+    // The recording says so: its last screenshot is at the new size, its first is not.
+    let mut recorded = trace_manifest::archive::Bundle::open(&bundle).unwrap();
+    let viewports: Vec<(u32, u32)> = recorded
+        .events()
+        .unwrap()
+        .into_iter()
+        .filter_map(|record| match record.event.kind {
+            trace_manifest::event::EventKind::Screenshot(shot) => shot.viewport.map(|v| (v.width, v.height)),
+            _ => None,
+        })
+        .collect();
+    assert_ne!(viewports.first(), Some(&demo::RESIZED), "{viewports:?}");
+    assert_eq!(viewports.last(), Some(&demo::RESIZED), "{viewports:?}");
+
+    let (report, faithful) = build.replay_human(&bundle).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+    let click = report.steps.iter().find(|step| step.name == "click").expect("the sign-in link's click");
+    assert!(click.screenshot_difference.is_some_and(|difference| difference < 0.2), "{text}");
+}
+
 async fn clock_reading(page: &Page) -> (String, String, String) {
     let now = wait_for_text(page, "#now", WAIT, |t| !t.is_empty()).await.unwrap();
     let random = wait_for_text(page, "#random", WAIT, |t| !t.is_empty()).await.unwrap();
