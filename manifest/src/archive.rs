@@ -46,6 +46,8 @@ pub enum ArchiveError {
          (it holds metadata; bodies are files of their own)"
     )]
     DocumentTooLarge { name: String, size: u64, limit: u64 },
+    #[error("{name} is {size} bytes, more than the limit of {limit} for one file")]
+    FileTooLarge { name: String, size: u64, limit: u64 },
     #[error("zip entry {0:?} holds more data than its header declares")]
     SizeMismatch(String),
     #[error("zip entry {name:?} cannot be read: {source}")]
@@ -72,6 +74,8 @@ pub fn is_document(path: &str) -> bool {
 #[derive(Debug, Clone, Copy)]
 pub struct ZipLimits {
     pub max_entries: usize,
+    /// A file may be at most this large: a body is held in memory whole while it is served or redacted
+    /// (a few times over: read, replaced, encoded for DevTools), so this bounds the memory one file takes.
     pub max_entry_bytes: u64,
     pub max_total_bytes: u64,
     /// Entries larger than 1 MiB may compress at most this well.
@@ -90,7 +94,7 @@ impl Default for ZipLimits {
     fn default() -> ZipLimits {
         ZipLimits {
             max_entries: 1_000_000,
-            max_entry_bytes: 4 << 30,
+            max_entry_bytes: 1 << 30,
             max_total_bytes: 64 << 30,
             max_ratio: 1000,
             max_document_bytes: 256 << 20,
@@ -183,22 +187,26 @@ impl Bundle {
         Ok(range.len() as u64)
     }
 
-    /// Reads one file whole. A document larger than [`ZipLimits::max_document_bytes`] is refused before
-    /// it is read (a zip's were refused on opening).
+    /// Reads one file whole. A document larger than [`ZipLimits::max_document_bytes`], or another file
+    /// larger than [`ZipLimits::max_entry_bytes`], is refused before it is read (a zip's were refused on
+    /// opening; a directory's files may have grown since).
     pub fn read(&mut self, name: &str) -> Result<Vec<u8>> {
-        self.check_document_size(name)?;
+        self.check_size(name)?;
         let mut bytes = Vec::new();
         self.copy_to(name, &mut bytes)?;
         Ok(bytes)
     }
 
-    fn check_document_size(&self, name: &str) -> Result<()> {
-        if let (true, Source::Dir(root)) = (is_document(name), &self.source) {
-            let size = std::fs::metadata(root.join(name)).map_or(0, |metadata| metadata.len());
-            let limit = self.limits.max_document_bytes;
-            if size > limit {
-                return Err(ArchiveError::DocumentTooLarge { name: name.to_owned(), size, limit });
+    fn check_size(&self, name: &str) -> Result<()> {
+        let Source::Dir(root) = &self.source else { return Ok(()) };
+        let size = std::fs::metadata(root.join(name)).map_or(0, |metadata| metadata.len());
+        let name = name.to_owned();
+        if is_document(&name) {
+            if size > self.limits.max_document_bytes {
+                return Err(ArchiveError::DocumentTooLarge { name, size, limit: self.limits.max_document_bytes });
             }
+        } else if size > self.limits.max_entry_bytes {
+            return Err(ArchiveError::FileTooLarge { name, size, limit: self.limits.max_entry_bytes });
         }
         Ok(())
     }
@@ -220,7 +228,7 @@ impl Bundle {
     /// Every event of `events.jsonl`, in order, read line by line: memory holds the events and one line,
     /// never the whole file, and a line longer than [`MAX_EVENT_LINE_BYTES`] is refused as it comes.
     pub fn events(&mut self) -> Result<Vec<EventRecord>> {
-        self.check_document_size(bundle::EVENTS_FILE)?;
+        self.check_size(bundle::EVENTS_FILE)?;
         let mut lines = EventLines::default();
         match self.copy_to(bundle::EVENTS_FILE, &mut lines) {
             Ok(_) => {}

@@ -86,6 +86,9 @@ pub enum Command {
         /// Refuse zips that expand to more than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = ZipLimits::default().max_total_bytes)]
         max_size: u64,
+        /// Refuse a bundle holding a file (a body, a screenshot) larger than this.
+        #[arg(long, value_name = "BYTES", default_value_t = ZipLimits::default().max_entry_bytes)]
+        max_file_size: u64,
         /// Refuse a document (manifest, events, HAR and the other JSON files read whole) larger than this.
         #[arg(long, value_name = "BYTES", default_value_t = ZipLimits::default().max_document_bytes)]
         max_document_size: u64,
@@ -231,11 +234,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             }
         }
         Command::Validate { bundle, json } => return validate(bundle, *json),
-        Command::Import { zip, max_size, max_document_size, json } => {
+        Command::Import { zip, max_size, max_file_size, max_document_size, json } => {
             let data = data()?;
             let conn = db::open(&data.database())?;
             let limits = ZipLimits {
                 max_total_bytes: *max_size,
+                max_entry_bytes: *max_file_size,
                 max_document_bytes: *max_document_size,
                 ..ZipLimits::default()
             };

@@ -15,7 +15,7 @@ use trace_analysis::canonical::Clocks;
 use trace_analysis::exchange;
 use trace_analysis::ignore::{self, ignore_pattern, parse_ignore_list};
 use trace_analysis::websocket::{self, Transcript};
-use trace_manifest::archive::{ArchiveError, Bundle};
+use trace_manifest::archive::{ArchiveError, Bundle, ZipLimits};
 use trace_manifest::bundle::{self, BundleManifest, StorageFile};
 use trace_manifest::event::{ActionKind, EventKind, StoragePhase, StorageSnapshot, Viewport};
 use trace_manifest::har::{Entry, Har};
@@ -66,24 +66,41 @@ pub struct ReplayArchive {
     /// [`trace_analysis::client_ids::Origin`]).
     pub typed: Vec<String>,
     bundle: Mutex<Bundle>,
-    bodies: Mutex<HashMap<String, std::sync::Arc<Vec<u8>>>>,
+    /// Bodies already served, kept to be served again, up to [`BODY_CACHE_BYTES`] in all.
+    bodies: Mutex<BodyCache>,
+    limits: ZipLimits,
+}
+
+/// The most body bytes kept in memory between requests; past it, a body is read from the bundle each
+/// time it is served, so that memory stays bounded however many large bodies a bundle holds.
+const BODY_CACHE_BYTES: usize = 256 << 20;
+
+#[derive(Default)]
+struct BodyCache {
+    by_file: HashMap<String, std::sync::Arc<Vec<u8>>>,
+    bytes: usize,
 }
 
 impl ReplayArchive {
-    /// Opens a bundle directory or an exported zip, refusing it with the reason if anything replay needs
-    /// is missing or damaged.
+    /// Opens a bundle directory or an exported zip with the default limits, refusing it with the reason
+    /// if anything replay needs is missing or damaged.
     pub fn open(path: &Path) -> Result<ReplayArchive> {
+        ReplayArchive::open_with_limits(path, ZipLimits::default())
+    }
+
+    /// [`ReplayArchive::open`] with the given limits on the bundle's files.
+    pub fn open_with_limits(path: &Path, limits: ZipLimits) -> Result<ReplayArchive> {
         let cannot_open = || format!("cannot open the bundle {}", path.display());
         let metadata = std::fs::metadata(path).with_context(cannot_open)?;
         // A FIFO would block opening until something writes to it, and a device can stream forever.
         if !metadata.is_dir() && !metadata.is_file() {
             bail!("cannot open the bundle {}: it is neither a directory nor a zip file", path.display());
         }
-        let bundle = Bundle::open(path).map_err(flatten).with_context(cannot_open)?;
-        ReplayArchive::load(path, bundle).with_context(|| format!("{} is not a usable bundle", path.display()))
+        let bundle = Bundle::open_with_limits(path, limits).map_err(flatten).with_context(cannot_open)?;
+        ReplayArchive::load(path, bundle, limits).with_context(|| format!("{} is not a usable bundle", path.display()))
     }
 
-    fn load(path: &Path, mut bundle: Bundle) -> Result<ReplayArchive> {
+    fn load(path: &Path, mut bundle: Bundle, limits: ZipLimits) -> Result<ReplayArchive> {
         let manifest = bundle.manifest().map_err(flatten)?;
         let har: Har =
             serde_json::from_slice(&read(&mut bundle, bundle::HAR_FILE)?).context("recording.har does not parse")?;
@@ -163,7 +180,8 @@ impl ReplayArchive {
             websockets,
             typed,
             bundle: Mutex::new(bundle),
-            bodies: Mutex::new(HashMap::new()),
+            bodies: Mutex::default(),
+            limits,
         })
     }
 
@@ -198,14 +216,21 @@ impl ReplayArchive {
             return Ok(std::sync::Arc::new(text.clone()));
         }
         let Some(file) = &exchange.body_file else { return Ok(std::sync::Arc::new(Vec::new())) };
-        if let Some(body) = self.bodies.lock().expect("no panics while locked").get(file) {
+        if let Some(body) = self.bodies.lock().expect("no panics while locked").by_file.get(file) {
             return Ok(body.clone());
         }
         let body = std::sync::Arc::new(read(&mut self.bundle.lock().expect("no panics while locked"), file)?);
-        if keep {
-            self.bodies.lock().expect("no panics while locked").insert(file.clone(), body.clone());
+        let mut cache = self.bodies.lock().expect("no panics while locked");
+        if keep && cache.bytes + body.len() <= BODY_CACHE_BYTES {
+            cache.bytes += body.len();
+            cache.by_file.insert(file.clone(), body.clone());
         }
         Ok(body)
+    }
+
+    /// The limits the bundle was opened with, which whatever else reads it uses too.
+    pub fn limits(&self) -> ZipLimits {
+        self.limits
     }
 
     /// Replaces the ignore list (`--ignore-list`).

@@ -10,13 +10,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
+use trace_manifest::archive::ZipLimits;
 use trace_manifest::postprocess::IGNORED_FILE;
 use trace_manifest::report::BundleSummary;
 
 use crate::archive::ReplayArchive;
 
-pub fn inspect(path: &Path) -> Result<BundleSummary> {
-    let archive = ReplayArchive::open(path)?;
+pub fn inspect(path: &Path, limits: ZipLimits) -> Result<BundleSummary> {
+    let archive = ReplayArchive::open_with_limits(path, limits)?;
     let requests: Vec<(&str, u64)> =
         archive.exchanges.iter().map(|exchange| (exchange.request.url.as_str(), exchange.body_size)).collect();
     Ok(trace_analysis::summary::summarize(

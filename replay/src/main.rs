@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use trace_analysis::ignore::parse_ignore_list;
+use trace_manifest::archive::ZipLimits;
 use trace_replay::archive::ReplayArchive;
 use trace_replay::run::{RunOptions, human_trajectory, note_late_misses, run_human};
 use trace_replay::serve::{Options, Replay};
@@ -35,6 +36,8 @@ enum Command {
     /// Summarize a bundle (directory or zip): task, pages, hosts with request counts and bytes.
     Inspect {
         bundle: PathBuf,
+        #[command(flatten)]
+        limits: LimitArgs,
         #[arg(long)]
         json: bool,
     },
@@ -43,6 +46,8 @@ enum Command {
         bundle: PathBuf,
         #[command(flatten)]
         browser: BrowserArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
         /// Let requests that nothing recorded answers go to the live network.
         #[arg(long)]
         allow_network_fallback: bool,
@@ -71,7 +76,31 @@ enum Command {
         step_timeout: f64,
         #[command(flatten)]
         browser: BrowserArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
+}
+
+/// The sizes past which a bundle is refused before anything of it is read: it may come from a stranger.
+#[derive(Debug, clap::Args)]
+struct LimitArgs {
+    /// Refuse a bundle holding a file (a body, a screenshot) larger than this; a body is held in memory
+    /// while it is served.
+    #[arg(long, value_name = "BYTES", default_value_t = ZipLimits::default().max_entry_bytes)]
+    max_file_size: u64,
+    /// Refuse a bundle whose manifest, events, HAR or other JSON file (parsed whole) is larger than this.
+    #[arg(long, value_name = "BYTES", default_value_t = ZipLimits::default().max_document_bytes)]
+    max_document_size: u64,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> ZipLimits {
+        ZipLimits {
+            max_entry_bytes: self.max_file_size,
+            max_document_bytes: self.max_document_size,
+            ..ZipLimits::default()
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -105,8 +134,8 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Inspect { bundle, json } => {
-            let summary = trace_replay::inspect::inspect(&bundle)?;
+        Command::Inspect { bundle, limits, json } => {
+            let summary = trace_replay::inspect::inspect(&bundle, limits.limits())?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&summary)?);
             } else {
@@ -114,8 +143,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Serve { bundle, browser, allow_network_fallback, ignore_list, no_determinism, cdp_port } => {
-            let mut archive = ReplayArchive::open(&bundle)?;
+        Command::Serve { bundle, browser, limits, allow_network_fallback, ignore_list, no_determinism, cdp_port } => {
+            let mut archive = ReplayArchive::open_with_limits(&bundle, limits.limits())?;
             if let Some(file) = ignore_list {
                 let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
                 let list = parse_ignore_list(&bytes).context("an ignore list is a JSON array of strings");
@@ -142,15 +171,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 anyhow::Ok(())
             })
         }
-        Command::Run { bundle, human, json, step_timeout, browser } => {
+        Command::Run { bundle, human, json, step_timeout, browser, limits } => {
             anyhow::ensure!(human, "say --human: the recorded demonstration is the only runner built in");
             anyhow::ensure!(
                 step_timeout.is_finite() && step_timeout > 0.0,
                 "--step-timeout takes a positive number of seconds"
             );
             let run_options = RunOptions { step_timeout: std::time::Duration::from_secs_f64(step_timeout) };
-            let archive = ReplayArchive::open(&bundle)?;
-            let (calls, credentials) = human_trajectory(&bundle)?;
+            let archive = ReplayArchive::open_with_limits(&bundle, limits.limits())?;
+            let (calls, credentials) = human_trajectory(&bundle, limits.limits())?;
             let options = Options {
                 chromium: browser.chromium,
                 headless: browser.headless || std::env::var_os("DISPLAY").is_none(),

@@ -32,7 +32,7 @@ use trace_analysis::canonical::canonical_url;
 use trace_analysis::evidence::page_text;
 use trace_analysis::fidelity::{TextComparison, compare_text};
 use trace_analysis::trajectory;
-use trace_manifest::archive::Bundle;
+use trace_manifest::archive::{Bundle, ZipLimits};
 use trace_manifest::event::{ElementDescriptor, EventKind, Viewport};
 use trace_manifest::postprocess::{CREDENTIALS_FILE, CredentialEntry, TRAJECTORY_FILE};
 use trace_manifest::report::{FidelityReport, LocatedBy, RequestCounts, StepFailure, StepOutcome, WebSocketFrames};
@@ -105,8 +105,9 @@ pub fn text(report: &FidelityReport) -> String {
 /// The demonstration of the bundle at `path` as tool calls, with the credentials its placeholders name:
 /// what post-processing wrote (`trajectory.json` and `credentials.json`) when the bundle was processed, or
 /// else the same derivation from its events.
-pub fn human_trajectory(path: &Path) -> Result<(Vec<ToolCall>, Vec<Credential>)> {
-    let mut bundle = Bundle::open(path).with_context(|| format!("cannot open the bundle {}", path.display()))?;
+pub fn human_trajectory(path: &Path, limits: ZipLimits) -> Result<(Vec<ToolCall>, Vec<Credential>)> {
+    let mut bundle =
+        Bundle::open_with_limits(path, limits).with_context(|| format!("cannot open the bundle {}", path.display()))?;
     if bundle.contains(TRAJECTORY_FILE) {
         let trajectory: Trajectory = serde_json::from_slice(&bundle.read(TRAJECTORY_FILE)?)
             .with_context(|| format!("{TRAJECTORY_FILE} does not parse"))?;
@@ -134,7 +135,7 @@ pub async fn run_human(
     credentials: &[Credential],
     options: RunOptions,
 ) -> Result<FidelityReport> {
-    let mut bundle = Bundle::open(bundle)?;
+    let mut bundle = Bundle::open_with_limits(bundle, replay.responder().archive().limits())?;
     let viewports = bundle
         .events()
         .context("the bundle's events")?

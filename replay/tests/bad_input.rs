@@ -13,6 +13,7 @@ use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use trace_replay::archive::ReplayArchive;
 
 mod common;
 use common::{body_path, files_under, har, har_entry, write_bundle, write_file, write_manifest};
@@ -371,6 +372,20 @@ fn a_har_too_large_to_parse_in_memory_is_refused_before_it_is_read() {
     let needles = ["recording.har is 314572800 bytes, more than the limit"];
     inspect(&bundle).assert_refused(&needles);
     assert_serve_refused(&bundle, &[], &needles);
+}
+
+/// Issue #11: a body is held in memory while it is served, so one over `--max-file-size` is refused when
+/// it would be read, and the limit is the user's to raise.
+#[test]
+fn a_body_over_the_file_size_limit_is_not_read() {
+    let (_scratch, bundle) = minimal_bundle();
+    let limits = trace_manifest::archive::ZipLimits { max_entry_bytes: 16, ..Default::default() };
+    let archive = ReplayArchive::open_with_limits(&bundle, limits).unwrap();
+    let page = archive.exchanges.iter().position(|exchange| exchange.body_file.is_some()).unwrap();
+    let error = format!("{:#}", archive.body(page).unwrap_err());
+    assert!(error.contains("more than the limit of 16 for one file"), "{error}");
+    let archive = ReplayArchive::open(&bundle).unwrap();
+    assert_eq!(archive.body(page).unwrap().as_slice(), PAGE_HTML);
 }
 
 #[test]

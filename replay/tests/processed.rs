@@ -47,7 +47,7 @@ fn unprocessed_bundle() -> tempfile::TempDir {
 }
 
 fn ignored(bundle: &std::path::Path) -> Vec<(String, u64)> {
-    let summary = trace_replay::inspect::inspect(bundle).unwrap();
+    let summary = trace_replay::inspect::inspect(bundle, Default::default()).unwrap();
     summary.ignored.into_iter().map(|ignored| (ignored.pattern, ignored.requests)).collect()
 }
 
@@ -71,7 +71,7 @@ fn the_human_run_follows_the_trajectory_processing_wrote() {
     let bundle = unprocessed_bundle();
     // Never processed: derived from the events, which hold no action (a navigation-less recording ends
     // with its `done`).
-    let (calls, credentials) = human_trajectory(bundle.path()).unwrap();
+    let (calls, credentials) = human_trajectory(bundle.path(), Default::default()).unwrap();
     let names: Vec<&str> = calls.iter().map(|call| call.action.name()).collect();
     assert_eq!(names, ["done"]);
     assert!(credentials.is_empty());
@@ -87,7 +87,7 @@ fn the_human_run_follows_the_trajectory_processing_wrote() {
     write_file(bundle.path(), "trajectory.json", trajectory.to_string().as_bytes());
     write_file(bundle.path(), "credentials.json", credentials.to_string().as_bytes());
     write_manifest(bundle.path(), 1, "ignore-list");
-    let (calls, credentials) = human_trajectory(bundle.path()).unwrap();
+    let (calls, credentials) = human_trajectory(bundle.path(), Default::default()).unwrap();
     let names: Vec<&str> = calls.iter().map(|call| call.action.name()).collect();
     assert_eq!(names, ["navigate", "input", "done"]);
     assert_eq!(credentials.len(), 1);

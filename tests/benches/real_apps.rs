@@ -224,7 +224,7 @@ impl Sizes {
 
 /// Runs the zip's demonstration with Playwright and judges each step.
 async fn run_with_playwright(node_modules: &Path, chromium: &Path, zip: &Path, timeout: Duration) -> Result<Outcome> {
-    let (calls, credentials) = human_trajectory(zip)?;
+    let (calls, credentials) = human_trajectory(zip, Default::default())?;
     let archive = ReplayArchive::open(zip)?;
     let viewport = archive.viewport.map(|v| json!({ "width": v.width as i64, "height": v.height as i64 }));
     let clocks = archive.recorded_clocks();
