@@ -5,8 +5,12 @@
 //
 // A page that opens a recorded URL gets a socket that opens at once and plays the server's frames that
 // came before the page's first one. Each frame the page sends is matched with the next recorded frame the
-// page sent that equals it (as JSON with its keys sorted, when it parses as JSON), else with the next one
-// in order; the server's frames that followed it in the recording are then played. The n-th socket opened
+// page sent that equals it (as JSON with its keys sorted, when it parses as JSON), else that equals it but
+// for its ids (runs of 8 or more letters, digits, `-` and `_` with a digit in them: a conversation id the
+// page made with `Math.random()` differs from the recorded one), else with the next one in order; the
+// server's frames that followed it in the recording are then played. An id matched that way is the page's
+// from then on: the server's frames played on that socket carry the page's value where the recording had
+// its own, as the server would have echoed it. The n-th socket opened
 // to a URL plays the n-th recorded one (the last one again once they are used up). Sockets to URLs never
 // recorded are the browser's own, which reach nothing in an offline replay. What matched and what did not
 // is counted for the re-run's report, in the tab's session storage (under the name below) so that the
@@ -43,6 +47,9 @@
     }
   };
   const bytes = (base64) => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  const ID = /[A-Za-z0-9_-]{8,256}/g;
+  const ids = (text) => (text.match(ID) || []).filter((token) => /[0-9]/.test(token));
+  const template = (text) => text.replace(ID, (token) => (/[0-9]/.test(token) ? "\u0000" : token));
 
   class WebSocket extends EventTarget {
     constructor(url, protocols) {
@@ -54,6 +61,8 @@
       opened.set(absolute, count + 1);
       this._frames = transcripts[Math.min(count, transcripts.length - 1)].frames;
       this._next = 0;
+      // Recorded id → the page's own (see above).
+      this._ids = new Map();
       this.url = absolute;
       this.readyState = WebSocket.CONNECTING;
       this.protocol = Array.isArray(protocols) ? protocols[0] || "" : protocols || "";
@@ -82,7 +91,7 @@
         count("played");
         setTimeout(() => {
           if (this.readyState !== WebSocket.OPEN) return;
-          let data = frame.data;
+          let data = frame.binary ? frame.data : frame.data.replace(ID, (token) => this._ids.get(token) ?? token);
           if (frame.binary) data = this.binaryType === "arraybuffer" ? bytes(data).buffer : new Blob([bytes(data)]);
           this._fire(new MessageEvent("message", { data, origin: new URL(this.url).origin }));
         });
@@ -94,14 +103,25 @@
       if (this.readyState !== WebSocket.OPEN) return;
       const text = typeof data === "string" ? canonical(data) : null;
       let match = -1;
+      let alike = -1;
       let next = -1;
       for (let i = this._next; i < this._frames.length; i++) {
         if (!this._frames[i].sent) continue;
         if (next < 0) next = i;
-        if (text !== null && !this._frames[i].binary && canonical(this._frames[i].data) === text) {
+        if (text === null || this._frames[i].binary) continue;
+        const recorded = canonical(this._frames[i].data);
+        if (recorded === text) {
           match = i;
           break;
         }
+        if (alike < 0 && template(recorded) === template(text)) alike = i;
+      }
+      if (match < 0 && alike >= 0) {
+        match = alike;
+        const theirs = ids(canonical(this._frames[alike].data));
+        ids(text).forEach((mine, k) => {
+          if (mine !== theirs[k]) this._ids.set(theirs[k], mine);
+        });
       }
       count(match >= 0 ? "matched" : "unmatched");
       const at = match >= 0 ? match : next;

@@ -286,7 +286,9 @@ async fn what_a_page_does_by_itself_is_not_the_persons_action() {
 
 /// Issue #10: a conversation over a WebSocket is recorded frame by frame, both ways and in order, with the
 /// socket's URL; with the shop stopped, the person's demonstration re-run offline gets the server's side
-/// played back: the answer shows on the page, and nothing reaches the shop's port.
+/// played back: the answer shows on the page, and nothing reaches the shop's port. The page names its
+/// conversation with an id of its own, which differs in the re-run (its random numbers are seeded): the
+/// played answer must carry the page's new id, or the page would not show it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_websocket_conversation_is_recorded_frame_by_frame_and_played_back_offline() {
     let _one = ONE_BROWSER.lock().await;
@@ -297,14 +299,22 @@ async fn a_websocket_conversation_is_recorded_frame_by_frame_and_played_back_off
     let bundle = demo::record_chat(&build, &site, data.path()).await.unwrap();
     let (question, answer) = (demo::CHAT_QUESTION, chat::answer(demo::CHAT_QUESTION));
 
-    let frames: Vec<(String, String)> = std::fs::read_to_string(bundle.join("events.jsonl"))
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(bundle.join("events.jsonl"))
         .unwrap()
         .lines()
         .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
         .filter(|event| event["type"] == "websocket")
+        .collect();
+    let frames: Vec<(String, String)> = events
+        .iter()
         .map(|event| {
-            let detail = event["url"].as_str().or(event["data"].as_str()).unwrap_or_default();
-            (event["op"].as_str().unwrap().to_owned(), detail.to_owned())
+            let detail = match event["data"].as_str() {
+                Some(data) => {
+                    serde_json::from_str::<serde_json::Value>(data).unwrap()["text"].as_str().unwrap().to_owned()
+                }
+                None => event["url"].as_str().unwrap_or_default().to_owned(),
+            };
+            (event["op"].as_str().unwrap().to_owned(), detail)
         })
         .collect();
     let socket_url = site.url("/chat/socket").replace("http://", "ws://");
@@ -318,6 +328,11 @@ async fn a_websocket_conversation_is_recorded_frame_by_frame_and_played_back_off
     .map(|(op, detail)| (op.to_string(), detail.to_string()))
     .collect();
     assert_eq!(frames[..frames.len().min(4)], expected[..], "{frames:#?}");
+    let conversation = |frame: &serde_json::Value| {
+        serde_json::from_str::<serde_json::Value>(frame["data"].as_str().unwrap()).unwrap()["conversation"].clone()
+    };
+    let recorded_id = conversation(&events[2]);
+    assert!(recorded_id.is_string() && conversation(&events[3]) == recorded_id, "{events:#?}");
 
     // The step that sent the question is judged by the page: the played-back answer must show.
     let report = replay_with_the_shop_stopped(&build, site, &bundle);

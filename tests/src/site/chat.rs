@@ -1,6 +1,9 @@
 //! The shop's support chat: a page whose conversation runs over a WebSocket (`/chat`, and the socket at
 //! `/chat/socket`). The server greets on connecting and answers each message, so that a recording holds
-//! frames both ways and a replay must play the server's side back without a server.
+//! frames both ways and a replay must play the server's side back without a server. Frames are JSON: the
+//! page names its conversation with an id it makes itself (`Math.random()`), the server's answers name it
+//! back, and the page shows only answers to its own conversation, as multiplexing chat clients do, so that
+//! a replay must follow the page's id into the frames it plays.
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::StatusCode;
@@ -33,15 +36,18 @@ pub(super) async fn socket(upgrade: WebSocketUpgrade) -> Response {
 }
 
 async fn converse(mut socket: WebSocket) {
-    if socket.send(Message::Text(GREETING.into())).await.is_err() {
+    let greeting = serde_json::json!({ "text": GREETING }).to_string();
+    if socket.send(Message::Text(greeting.into())).await.is_err() {
         return;
     }
     while let Some(Ok(message)) = socket.recv().await {
-        let reply = match message {
-            Message::Text(text) => answer(text.as_str()),
+        let said: serde_json::Value = match message {
+            Message::Text(text) => serde_json::from_str(text.as_str()).unwrap_or_default(),
             Message::Close(_) => return,
             _ => continue,
         };
+        let text = said["text"].as_str().unwrap_or_default();
+        let reply = serde_json::json!({ "conversation": said["conversation"], "text": answer(text) }).to_string();
         if socket.send(Message::Text(reply.into())).await.is_err() {
             return;
         }
