@@ -187,6 +187,17 @@ impl Bundle {
         Ok(range.len() as u64)
     }
 
+    /// The first `len` bytes of one file (all of it when shorter), reading no further than that.
+    pub fn read_start(&mut self, name: &str, len: usize) -> Result<Vec<u8>> {
+        let mut start = Start { bytes: Vec::new(), len };
+        match self.copy_to(name, &mut start) {
+            Ok(_) => Ok(start.bytes),
+            // The sink's own refusal once it has what it wants.
+            Err(ArchiveError::Io { .. }) if start.bytes.len() == len => Ok(start.bytes),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Reads one file whole. A document larger than [`ZipLimits::max_document_bytes`], or another file
     /// larger than [`ZipLimits::max_entry_bytes`], is refused before it is read (a zip's were refused on
     /// opening; a directory's files may have grown since).
@@ -553,6 +564,28 @@ fn walk_dir(root: &Path, dir: &Path, files: &mut BTreeMap<String, u64>) -> Resul
     Ok(())
 }
 
+/// A sink that takes the first `len` bytes written to it and refuses the rest, which stops the copy.
+struct Start {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Write for Start {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let room = self.len - self.bytes.len();
+        if room == 0 {
+            return Err(io::Error::other("read enough"));
+        }
+        let taken = room.min(buf.len());
+        self.bytes.extend_from_slice(&buf[..taken]);
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A writer that hashes and counts what passes through it.
 pub struct HashingWriter<W> {
     inner: W,
@@ -773,6 +806,16 @@ mod tests {
         assert!(error.contains("events.jsonl is 2097152 bytes, more than the limit"), "{error}");
         assert!(bundle.read("events.jsonl").is_err());
         assert_eq!(bundle.read("storage.json").unwrap(), b"{}");
+    }
+
+    #[test]
+    fn the_start_of_a_file_is_read_without_the_rest() {
+        let long: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+        let zip = zip_with(&[("resources/long", &long), ("resources/short", b"abc")]);
+        let mut bundle = Bundle::open(zip.path()).unwrap();
+        assert_eq!(bundle.read_start("resources/long", 10).unwrap(), &long[..10]);
+        assert_eq!(bundle.read_start("resources/short", 10).unwrap(), b"abc");
+        assert!(matches!(bundle.read_start("resources/none", 10), Err(ArchiveError::Missing(_))));
     }
 
     #[test]
