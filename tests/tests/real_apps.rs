@@ -5,7 +5,7 @@
 //! with no request missed and nothing reaching the network. Needs `cargo xtask dist` and the applications'
 //! Python (`bash .ci/install`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use std::time::Duration;
@@ -13,10 +13,11 @@ use std::time::Duration;
 use trace_e2e::apps::datasette::{self, Datasette};
 use trace_e2e::apps::pywebio_app::PyWebIoApp;
 use trace_e2e::apps::sphinx_docs::{self, SphinxDocs};
-use trace_e2e::apps::{self, django_admin, django_admin::DjangoAdmin};
+use trace_e2e::apps::{self, Server, django_admin, django_admin::DjangoAdmin};
 use trace_e2e::browser::{Build, click, type_into, wait_for_text};
 use trace_e2e::sentinel::Sentinel;
 use trace_manifest::postprocess::CredentialEntry;
+use trace_manifest::report::FidelityReport;
 use trace_manifest::trajectory::{ToolAction, Trajectory};
 use trace_replay::archive::ReplayArchive;
 use trace_replay::serve::{Options, Replay};
@@ -56,6 +57,43 @@ fn trajectory_of(zip: &Path) -> Trajectory {
     serde_json::from_slice(&bundle.read("trajectory.json").unwrap()).unwrap()
 }
 
+/// A recording re-run offline by [`replayed_offline`].
+struct Offline {
+    zip: PathBuf,
+    trajectory: Trajectory,
+    report: FidelityReport,
+    /// The report for people, for assertion messages.
+    text: String,
+    /// On the stopped application's port, for further replays to be checked too.
+    sentinel: Sentinel,
+    _out: tempfile::TempDir,
+}
+
+/// Stops the application, listens on its port, exports the recording redacted, and re-runs it with
+/// `run --human`, which must pass every step with nothing missed, no live attempt and nothing reaching
+/// the port.
+fn replayed_offline(build: &Build, server: &mut Server, data: &Path, bundle: &Path) -> Offline {
+    let port = server.port();
+    server.stop();
+    let sentinel = Sentinel::start(port);
+    let out = tempfile::tempdir().unwrap();
+    let zip = export_redacted(build, data, bundle, out.path());
+    let trajectory = trajectory_of(&zip);
+    print_steps(&trajectory);
+    let (report, faithful) = build.replay_human(&zip).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+    assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
+    assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
+    Offline { zip, trajectory, report, text, sentinel, _out: out }
+}
+
+/// Whether a step that reached a URL containing `part` showed the recorded page's text.
+fn shown_after(report: &FidelityReport, part: &str) -> bool {
+    let step = report.steps.iter().find(|step| step.url_reached.as_deref().is_some_and(|url| url.contains(part)));
+    step.is_some_and(|step| step.text_shown.is_some_and(|shown| shown >= 0.9))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn django_admin_replays_every_step_offline() {
     let test = "django_admin_replays_every_step_offline";
@@ -64,26 +102,16 @@ async fn django_admin_replays_every_step_offline() {
     let mut app = DjangoAdmin::start(&python).unwrap();
     let data = tempfile::tempdir().unwrap();
     let bundle = app.record(&build, data.path()).await.unwrap();
-    let (port, dashboard, login) =
-        (app.server.port(), app.server.url("/admin/"), app.server.url("/admin/login/?next=/admin/"));
-    app.server.stop();
-    let sentinel = Sentinel::start(port);
-
-    let out = tempfile::tempdir().unwrap();
-    let zip = export_redacted(&build, data.path(), &bundle, out.path());
-    let trajectory = trajectory_of(&zip);
+    let (dashboard, login) = (app.server.url("/admin/"), app.server.url("/admin/login/?next=/admin/"));
+    let Offline { zip, trajectory, report, text, sentinel, .. } =
+        replayed_offline(&build, &mut app.server, data.path(), &bundle);
     // The person asked for the dashboard, and the site sent them to log in: the re-run starts where they did.
     assert!(
         matches!(&trajectory.tool_calls[0].action, ToolAction::Navigate { url } if *url == dashboard),
         "{:?}",
         trajectory.tool_calls[0]
     );
-    print_steps(&trajectory);
-    let (report, faithful) = build.replay_human(&zip).unwrap();
-    let text = trace_replay::run::text(&report);
-    assert!(faithful && report.steps_failed == 0, "{text}");
     assert!(report.steps_total >= 9, "{text}");
-    assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
     let saved = report
         .steps
         .iter()
@@ -118,14 +146,7 @@ async fn datasette_replays_a_query_typed_into_its_code_editor() {
     let mut app = Datasette::start(&python).unwrap();
     let data = tempfile::tempdir().unwrap();
     let bundle = app.record(&build, data.path()).await.unwrap();
-    let port = app.server.port();
-    app.server.stop();
-    let sentinel = Sentinel::start(port);
-
-    let out = tempfile::tempdir().unwrap();
-    let zip = export_redacted(&build, data.path(), &bundle, out.path());
-    let trajectory = trajectory_of(&zip);
-    print_steps(&trajectory);
+    let Offline { trajectory, report, text, .. } = replayed_offline(&build, &mut app.server, data.path(), &bundle);
     // The query is one input of the editor, its whole text, not a key at a time.
     let inputs: Vec<&str> = trajectory
         .tool_calls
@@ -136,14 +157,8 @@ async fn datasette_replays_a_query_typed_into_its_code_editor() {
         })
         .collect();
     assert_eq!(inputs, [datasette::QUERY], "{:#?}", trajectory.tool_calls);
-    let (report, faithful) = build.replay_human(&zip).unwrap();
-    let text = trace_replay::run::text(&report);
-    assert!(faithful && report.steps_failed == 0, "{text}");
-    assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
     // The results page was reached by the query the re-run typed, and shows the recorded rows.
-    let results = report.steps.iter().find(|step| step.url_reached.as_deref().is_some_and(|url| url.contains("sql=")));
-    assert!(results.is_some_and(|step| step.text_shown.is_some_and(|shown| shown >= 0.9)), "{text}");
-    assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
+    assert!(shown_after(&report, "sql="), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -154,29 +169,13 @@ async fn a_documentation_site_replays_its_client_side_search() {
     let mut app = SphinxDocs::start(&python).unwrap();
     let data = tempfile::tempdir().unwrap();
     let bundle = app.record(&build, data.path()).await.unwrap();
-    let port = app.server.port();
-    app.server.stop();
-    let sentinel = Sentinel::start(port);
-
-    let out = tempfile::tempdir().unwrap();
-    let zip = export_redacted(&build, data.path(), &bundle, out.path());
-    let trajectory = trajectory_of(&zip);
-    print_steps(&trajectory);
-    let (report, faithful) = build.replay_human(&zip).unwrap();
-    let text = trace_replay::run::text(&report);
-    assert!(faithful && report.steps_failed == 0, "{text}");
-    assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
-    // The result the person clicked appeared only after the search ran in the page; the re-run waited for
-    // it, followed it, and the page it leads to shows the answer as the recording did.
-    let answer =
-        report.steps.iter().find(|step| step.url_reached.as_deref().is_some_and(|url| url.contains("usage.html")));
-    assert!(answer.is_some_and(|step| step.text_shown.is_some_and(|shown| shown >= 0.9)), "{text}");
+    let Offline { report, text, .. } = replayed_offline(&build, &mut app.server, data.path(), &bundle);
+    // The search page was reached, and the result the person clicked, which appeared only after the
+    // search ran in the page, was waited for and followed: the page it leads to shows the answer.
     let query = format!("q={}", sphinx_docs::QUERY);
-    assert!(
-        report.steps.iter().any(|step| step.url_reached.as_deref().is_some_and(|url| url.contains(&query))),
-        "no step reached the search page: {text}"
-    );
-    assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
+    let searched = report.steps.iter().any(|step| step.url_reached.as_deref().is_some_and(|url| url.contains(&query)));
+    assert!(searched, "{text}");
+    assert!(shown_after(&report, "usage.html"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,22 +186,10 @@ async fn a_websocket_application_replays_its_conversation_offline() {
     let mut app = PyWebIoApp::start(&python).unwrap();
     let data = tempfile::tempdir().unwrap();
     let bundle = app.record(&build, data.path()).await.unwrap();
-    let port = app.server.port();
-    app.server.stop();
-    let sentinel = Sentinel::start(port);
-
-    let out = tempfile::tempdir().unwrap();
-    let zip = export_redacted(&build, data.path(), &bundle, out.path());
-    let trajectory = trajectory_of(&zip);
-    print_steps(&trajectory);
-    let (report, faithful) = build.replay_human(&zip).unwrap();
-    let text = trace_replay::run::text(&report);
-    assert!(faithful && report.steps_failed == 0, "{text}");
-    assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
+    let Offline { report, text, .. } = replayed_offline(&build, &mut app.server, data.path(), &bundle);
     // The form and the answer came down the socket; the re-run's last step shows the answer.
     let last = report.steps.iter().rev().find(|step| step.text_shown.is_some()).expect("no step was judged by text");
     assert!(last.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
     let frames = &report.websocket_frames;
     assert!(frames.played > 0 && frames.matched > 0 && frames.unmatched == 0, "{text}");
-    assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
 }

@@ -55,7 +55,7 @@ fn random_token() -> String {
 }
 
 /// The value of cookie `name` in the request, if any.
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(super) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()

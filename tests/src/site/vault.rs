@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde::Deserialize;
 
+use super::account::cookie;
 use super::html::{escape, respond};
 use super::{DEMO_USER, SiteState};
 
@@ -48,16 +49,6 @@ fn random_text(length: usize) -> String {
     let mut bytes = vec![0u8; length];
     getrandom::fill(&mut bytes).expect("the operating system's random source failed");
     bytes.iter().map(|byte| ALPHABET[usize::from(*byte) % ALPHABET.len()] as char).collect()
-}
-
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find_map(|(key, value)| (key == name).then_some(value))
 }
 
 /// `GET /vault`: the form, with a new cookie, form key, API key and API token.
