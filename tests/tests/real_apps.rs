@@ -103,8 +103,9 @@ async fn django_admin_replays_every_step_offline() {
     let data = tempfile::tempdir().unwrap();
     let bundle = app.record(&build, data.path()).await.unwrap();
     let (dashboard, login) = (app.server.url("/admin/"), app.server.url("/admin/login/?next=/admin/"));
-    let Offline { zip, trajectory, report, text, sentinel, .. } =
-        replayed_offline(&build, &mut app.server, data.path(), &bundle);
+    // Kept whole: the zip lives in its temporary directory, which dropping the rest would remove.
+    let offline = replayed_offline(&build, &mut app.server, data.path(), &bundle);
+    let Offline { zip, trajectory, report, text, sentinel, .. } = &offline;
     // The person asked for the dashboard, and the site sent them to log in: the re-run starts where they did.
     assert!(
         matches!(&trajectory.tool_calls[0].action, ToolAction::Navigate { url } if *url == dashboard),
@@ -122,11 +123,11 @@ async fn django_admin_replays_every_step_offline() {
     // cookie: it must be the logged-in dashboard, not the redirect to the login page that the same URL
     // answered before the login in the recording.
     let credentials: Vec<CredentialEntry> = {
-        let mut bundle = trace_manifest::archive::Bundle::open(&zip).unwrap();
+        let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
         serde_json::from_slice(&bundle.read("credentials.json").unwrap()).unwrap()
     };
     let options = Options { chromium: Some(build.chromium.clone()), ..Options::default() };
-    let replay = Replay::launch(ReplayArchive::open(&zip).unwrap(), &options).await.unwrap();
+    let replay = Replay::launch(ReplayArchive::open(zip).unwrap(), &options).await.unwrap();
     let page = replay.open(&login).await.unwrap();
     type_into(&page, "#id_username", django_admin::USER).await.unwrap();
     type_into(&page, "#id_password", &credentials[0].value).await.unwrap();
