@@ -219,3 +219,28 @@ pub fn action(ts: f64, kind: ActionKind, url: &str, selector: &str, value: Optio
 pub fn navigation_by(ts: f64, url: &str, cause: NavigationCause) -> Event {
     event(ts, EventKind::Navigation(Navigation { url: url.into(), cause, main_frame: true }))
 }
+
+/// A small tmpfs mounted on `dir` (which must exist) until dropped, for tests of a full disk; `None`, said
+/// in a line naming `test`, when it cannot be mounted (it needs root).
+pub fn mount_tmpfs(dir: &Path, size: &str, test: &str) -> Option<Unmount> {
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(dir)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !mounted {
+        eprintln!("skipped {test}: cannot mount a tmpfs (needs root)");
+        return None;
+    }
+    Some(Unmount(dir.to_owned()))
+}
+
+/// Unmounts what [`mount_tmpfs`] mounted.
+pub struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}

@@ -170,23 +170,10 @@ fn a_second_host_takes_over_a_task_when_the_first_lets_go() {
 fn tasks_are_listed_when_the_disk_is_full() {
     let scratch = Scratch::new();
     std::fs::create_dir_all(scratch.data()).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
-        .arg(scratch.data())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if !mounted {
-        eprintln!("skipped tasks_are_listed_when_the_disk_is_full: cannot mount a tmpfs (needs root)");
+    let Some(_unmount) = crate::common::mount_tmpfs(&scratch.data(), "8m", "tasks_are_listed_when_the_disk_is_full")
+    else {
         return;
-    }
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(scratch.data());
+    };
 
     crate::process::record_login_and_cart(&scratch, "before-full");
     // Fill the disk to the last byte.

@@ -92,25 +92,8 @@ fn an_import_that_would_fill_the_disk_is_refused_before_anything_is_written() {
 
     let small = Scratch::new();
     std::fs::create_dir_all(small.data()).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"])
-        .arg(small.data())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if !mounted {
-        eprintln!(
-            "skipped an_import_that_would_fill_the_disk_is_refused_before_anything_is_written: cannot mount a tmpfs (needs root)"
-        );
-        return;
-    }
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(small.data());
+    let test = "an_import_that_would_fill_the_disk_is_refused_before_anything_is_written";
+    let Some(_unmount) = crate::common::mount_tmpfs(&small.data(), "16m", test) else { return };
 
     let output = small.cli(&["import", zip.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&output.stderr);
