@@ -163,12 +163,7 @@ impl Secrets {
                 for param in &post_data.params {
                     secrets.scan_field(&param.name, &param.value);
                 }
-                let text = match (&post_data.text, &post_data.file) {
-                    (Some(text), _) => Some(text.clone()),
-                    (None, Some(file)) => read_text(bundle, file),
-                    (None, None) => None,
-                };
-                if let Some(text) = text {
+                if let Some(text) = request_body_text(bundle, post_data) {
                     secrets.scan_body(&post_data.mime_type, &text);
                 }
             }
@@ -502,6 +497,17 @@ fn slug(name: &str) -> String {
 fn is_parsed_text(mime_type: &str) -> bool {
     let mime_type = mime_type.to_ascii_lowercase();
     ["json", "html", "text/", "javascript", "xml", "x-www-form-urlencoded"].iter().any(|kind| mime_type.contains(kind))
+}
+
+/// A request body as text: inline in the HAR, or read from its file when that holds UTF-8 of at most
+/// [`MAX_PARSED_BODY_BYTES`].
+#[cfg(feature = "native")]
+pub fn request_body_text(bundle: &mut Bundle, post_data: &trace_manifest::har::PostData) -> Option<String> {
+    match (&post_data.text, &post_data.file) {
+        (Some(text), _) => Some(text.clone()),
+        (None, Some(file)) => read_text(bundle, file),
+        (None, None) => None,
+    }
 }
 
 #[cfg(feature = "native")]

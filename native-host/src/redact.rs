@@ -27,7 +27,7 @@ use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
 use trace_manifest::pack;
 
-use trace_analysis::secrets::{Secrets, encoded_forms, values_to_check};
+use trace_analysis::secrets::{Secrets, encoded_forms, request_body_text, values_to_check};
 use trace_analysis::suspects::{Suspect, Suspects};
 use trace_manifest::report::{RedactionSummary, SecretKind};
 
@@ -63,9 +63,6 @@ impl SuspectDecisions {
     }
 }
 
-/// Largest request body read for the suspect scan.
-const MAX_SCANNED_BODY_BYTES: u64 = 4 << 20;
-
 /// Adds the suspects the person chose to redact to `secrets`, counting them in `summary`; fails, listing
 /// them, when any is left undecided.
 fn decide_suspects(
@@ -76,14 +73,7 @@ fn decide_suspects(
     decisions: &SuspectDecisions,
     summary: &mut RedactionSummary,
 ) -> Result<()> {
-    let sizes = source.files()?;
-    let mut body_text = |post: &trace_manifest::har::PostData| match (&post.text, &post.file) {
-        (Some(text), _) => Some(text.clone()),
-        (None, Some(file)) if sizes.get(file).is_some_and(|&size| size <= MAX_SCANNED_BODY_BYTES) => {
-            source.read(file).ok().and_then(|bytes| String::from_utf8(bytes).ok())
-        }
-        _ => None,
-    };
+    let mut body_text = |post: &trace_manifest::har::PostData| request_body_text(source, post);
     let mut suspects = Suspects::default();
     suspects.scan_recording(har, storage, secrets, &mut body_text);
     let mut undecided = Vec::new();
