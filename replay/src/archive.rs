@@ -60,6 +60,8 @@ pub struct ReplayArchive {
     pub seed: u64,
     /// The viewport the person's tab had (its first screenshot's), which replayed pages get.
     pub viewport: Option<Viewport>,
+    /// The viewport each screenshot was taken at, by its file: a window resized mid-task.
+    pub viewports: HashMap<String, Viewport>,
     /// The recording's WebSockets, which replayed pages get played back.
     pub websockets: Vec<Transcript>,
     /// What the person typed and chose, which is never an id the page made (see
@@ -140,10 +142,15 @@ impl ReplayArchive {
         } else {
             ignore::ignore_list(&exchange::exchanges(&events))
         };
-        let viewport = events.iter().find_map(|record| match &record.event.kind {
-            EventKind::Screenshot(shot) => shot.viewport,
-            _ => None,
-        });
+        let shots: Vec<(&str, Viewport)> = events
+            .iter()
+            .filter_map(|record| match &record.event.kind {
+                EventKind::Screenshot(shot) => Some((shot.file.as_str(), shot.viewport?)),
+                _ => None,
+            })
+            .collect();
+        let viewport = shots.first().map(|&(_, viewport)| viewport);
+        let viewports = shots.into_iter().map(|(file, viewport)| (file.to_owned(), viewport)).collect();
         let websockets = websocket::transcripts(&events);
         let typed = events
             .iter()
@@ -177,6 +184,7 @@ impl ReplayArchive {
             ended_at_ms,
             seed,
             viewport,
+            viewports,
             websockets,
             typed,
             bundle: Mutex::new(bundle),

@@ -33,7 +33,7 @@ use trace_analysis::evidence::page_text;
 use trace_analysis::fidelity::{TextComparison, compare_text};
 use trace_analysis::trajectory;
 use trace_manifest::archive::{Bundle, ZipLimits};
-use trace_manifest::event::{ElementDescriptor, EventKind, Viewport};
+use trace_manifest::event::{ElementDescriptor, Viewport};
 use trace_manifest::postprocess::{CREDENTIALS_FILE, CredentialEntry, TRAJECTORY_FILE};
 use trace_manifest::report::{FidelityReport, LocatedBy, RequestCounts, StepFailure, StepOutcome, WebSocketFrames};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
@@ -135,18 +135,8 @@ pub async fn run_human(
     credentials: &[Credential],
     options: RunOptions,
 ) -> Result<FidelityReport> {
-    let mut bundle = Bundle::open_with_limits(bundle, replay.responder().archive().limits())?;
-    let viewports = bundle
-        .events()
-        .context("the bundle's events")?
-        .into_iter()
-        .filter_map(|record| match record.event.kind {
-            EventKind::Screenshot(shot) => Some((shot.file, shot.viewport?)),
-            _ => None,
-        })
-        .collect();
-    let mut runner =
-        Runner { replay, bundle, tabs: Vec::new(), current: 0, options, viewports, fitted: HashMap::new() };
+    let bundle = Bundle::open_with_limits(bundle, replay.responder().archive().limits())?;
+    let mut runner = Runner { replay, bundle, tabs: Vec::new(), current: 0, options, fitted: HashMap::new() };
     let persons = PersonsInput::of(calls, credentials);
     let mut steps = Vec::new();
     for (index, call) in calls.iter().enumerate() {
@@ -327,8 +317,6 @@ struct Runner<'a> {
     tabs: Vec<Page>,
     current: usize,
     options: RunOptions,
-    /// The viewport each screenshot of the recording was taken at, by file.
-    viewports: HashMap<String, Viewport>,
     /// The viewport set on each tab since it opened at the launch's.
     fitted: HashMap<usize, Viewport>,
 }
@@ -488,10 +476,11 @@ impl Runner<'_> {
     /// their window since the recording started (tabs open at the first screenshot's viewport): the page
     /// then lays out as it did for them, and the screenshots compare.
     async fn fit_viewport(&mut self, call: &ToolCall) -> Result<()> {
-        let Some(wanted) = call.screenshot.as_ref().and_then(|file| self.viewports.get(file)).copied() else {
+        let archive = self.replay.responder().archive();
+        let Some(wanted) = call.screenshot.as_ref().and_then(|file| archive.viewports.get(file)).copied() else {
             return Ok(());
         };
-        let current = self.fitted.get(&self.current).copied().or(self.replay.responder().archive().viewport);
+        let current = self.fitted.get(&self.current).copied().or(archive.viewport);
         if current == Some(wanted) {
             return Ok(());
         }
