@@ -5,7 +5,7 @@
 //! same thing another way, so that the same bundle gives the same answers wherever it is asked.
 //!
 //! It does no I/O beyond reading a bundle through `trace-manifest`'s reader (feature `native`), keeps no
-//! clock and no randomness, and without `native` builds for `wasm32-unknown-unknown` so that the extension
+//! clock and no randomness (a summary's bootstrap draws from a fixed seed), and without `native` builds for `wasm32-unknown-unknown` so that the extension
 //! can use it too. The types it produces that cross a process or file boundary are `trace-manifest`'s.
 //!
 //! # Layout
@@ -15,6 +15,8 @@
 //! - [`evidence`]: what a recording shows (exchanges, page text) and whether a checkpoint predicate holds.
 //! - [`fidelity`]: how much of a recorded page's text a replayed page shows.
 //! - [`checkpoints`]: which states mark progress, by fixed rules.
+//! - [`score`]: an agent's episode scored against the recording (checkpoints, success, rubric, SPL), and a
+//!   run's summary.
 //! - [`ignore`]: which requests replay may fail at once, and reading and applying an ignore list.
 //! - [`postprocess`]: the four files `trace-host process` writes, derived together.
 //! - [`secrets`]: which names and values are secret, and the forms a secret takes.
@@ -24,6 +26,7 @@
 //! - [`canonical`]: canonical URLs, bodies and endpoint keys, which replay matches on.
 //! - [`client_ids`]: values the page makes itself (session ids), which replay follows.
 //! - [`summary`]: a bundle's summary (task, pages, hosts, what the ignore list removes).
+//! - [`webarena_infinity`]: a trajectory as a task of WebArena-Infinity's trajectory layout.
 //! - [`websocket`]: the recording's WebSockets as transcripts, which replay plays back.
 
 pub mod body;
@@ -36,9 +39,11 @@ pub mod fidelity;
 pub mod har;
 pub mod ignore;
 pub mod postprocess;
+pub mod score;
 pub mod secrets;
 pub mod summary;
 pub mod suspects;
 pub mod trajectory;
 pub mod urls;
+pub mod webarena_infinity;
 pub mod websocket;

@@ -396,6 +396,7 @@ pub fn values_to_check(events: &[EventRecord], har: &Har, storage: &StorageFile)
     values
 }
 
+#[cfg(feature = "native")]
 /// Words a credential may not be: they are parts of every URL and page, so replacing them would wreck the
 /// bundle, and leaving them would not be redaction.
 const COMMON_WORDS: &[&str] = &["http", "https", "www", "html", "json", "true", "false", "null", "index"];
@@ -446,7 +447,7 @@ pub const SECRET_NAME_COMPOUNDS: &[&str] = &["apikey", "accesskey", "privatekey"
 /// Does a cookie, header, parameter, field or key name say that its value is a secret? The name is split
 /// into words (at punctuation and lower-to-upper case changes), each word compared with
 /// [`SECRET_NAME_CONTAINED`] and [`SECRET_NAME_WHOLE`], and the name without `-` and `_` searched for
-/// [`SECRET_NAME_COMPOUNDS`]. The in-page capture script (`extension/page/capture.js`) applies the same rule
+/// [`SECRET_NAME_COMPOUNDS`]. The in-page capture script (`trace_manifest::capture`) applies the same rule
 /// with the same lists to the fields the person types into; a test keeps the two the same.
 pub fn is_secret_name(name: &str) -> bool {
     let mut words = Vec::new();
@@ -680,7 +681,7 @@ mod tests {
     /// [`is_secret_name`] name by name.
     #[test]
     fn the_capture_script_names_secrets_as_this_module_does() {
-        let script = include_str!("../../extension/page/capture.js");
+        let script = include_str!("../../manifest/page/capture.js");
         let list = |name: &str| -> Vec<String> {
             let start = script.find(&format!("const {name} = [")).unwrap_or_else(|| panic!("capture.js has no {name}"));
             let rest = &script[start..];

@@ -1,20 +1,18 @@
 //! The TRACE recorder: a Chrome MV3 extension in Rust, compiled to WebAssembly.
 //!
 //! # Layout
-//! - [`network`], [`outbox`], [`actions`], [`bodies`]: browser-independent logic, tested with plain
-//!   `cargo test`: DevTools network events to TRACE events, the buffer of messages awaiting the host's
-//!   acknowledgement, the checking and coalescing of the actions the in-page script reports, and response
-//!   bodies on their way to the host (taken, streamed or fetched whole).
+//! - [`network`], [`outbox`], [`bodies`]: browser-independent logic, tested with plain `cargo test`:
+//!   DevTools network events to TRACE events, the buffer of messages awaiting the host's acknowledgement,
+//!   and response bodies on their way to the host (taken, streamed or fetched whole).
 //! - [`chrome`], [`debugger`]: bindings to the `chrome.*` APIs used, and DevTools targets and commands.
 //! - [`host_link`]: the service worker's native messaging port to `trace-host`.
 //! - [`recording`]: the recording in progress; [`snapshots`]: screenshots, DOM and storage captures.
 //! - [`popup`]: the task UI (`popup.html`).
 //!
 //! The JavaScript in `static/` only bootstraps: it loads this module, and registers the listeners Chrome
-//! needs at startup, forwarding them here. `page/capture.js` runs inside recorded pages, where wasm may be
-//! forbidden (see [`actions`]).
+//! needs at startup, forwarding them here. The in-page script that reports actions runs inside recorded pages,
+//! where wasm may be forbidden; it is `trace_manifest::capture`'s, shared with `trace-replay eval`.
 
-pub mod actions;
 pub mod bodies;
 pub mod chrome;
 pub mod debugger;

@@ -23,13 +23,13 @@ use trace_manifest::wire::{ClientBody, HostMessage};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::actions::{self, PageReport, TypingCoalescer};
 use crate::bodies::{Bodies, Chunk, ExchangeKey, Finished};
 use crate::chrome::{self, to_js};
 use crate::debugger::{self, Target, command, describe};
 use crate::network::NetworkTranslator;
 use crate::outbox::{DEFAULT_LIMIT_BYTES, Outbox};
 use crate::{host_link, snapshots};
+use trace_manifest::capture::{self as actions, PageReport, TypingCoalescer};
 
 /// What the person asked to record.
 #[derive(Debug, Clone)]

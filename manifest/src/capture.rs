@@ -1,10 +1,12 @@
-//! The person's actions, as the in-page script (`page/capture.js`) reports them: what it is, how it is
-//! installed, and how its reports become TRACE events. Reports are checked here, never trusted: they come
-//! from inside web pages. Typing is coalesced here too: the page reports every change of a field, and one
-//! `input` action per field and run of typing is kept.
+//! The in-page half of every TRACE recorder, and what its reports mean: the script (`page/capture.js`)
+//! that describes the actions done in a page, the isolated world it runs in, the DevTools binding it
+//! reports through, the report format, and typing coalesced into one `input` action per field and run of
+//! typing. Both recorders use it, so that an action means the same wherever it was recorded: the extension
+//! in a person's browser, and `trace-replay eval` in the replayed browser an agent drives. Reports are
+//! checked here, never trusted: they come from inside web pages.
 
+use crate::event::{Action, ActionKind, Event, EventKind, MutationSummary};
 use serde::Deserialize;
-use trace_manifest::event::{Action, ActionKind, Event, EventKind, MutationSummary};
 
 /// The isolated world the script runs in: the page's scripts cannot reach it, nor does the page's CSP.
 pub const WORLD: &str = "trace";
@@ -12,6 +14,13 @@ pub const WORLD: &str = "trace";
 pub const BINDING: &str = "__traceEmit";
 /// The in-page script, injected through the DevTools protocol.
 pub const CAPTURE_SCRIPT: &str = include_str!("../page/capture.js");
+
+/// The in-page script for a browser an agent drives over DevTools (`trace-replay eval`): every trusted
+/// event is the agent's, whatever came before it (a person's recording tells its own input from the
+/// page's by the gesture that preceded it; an agent's typing often has none).
+pub fn agent_capture_script() -> String {
+    format!("globalThis.__traceEveryTrustedEventIsTheActors = true;\n{CAPTURE_SCRIPT}")
+}
 
 /// Reports are small; anything larger is not from our script.
 const REPORT_LIMIT_BYTES: usize = 256 << 10;

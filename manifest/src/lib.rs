@@ -11,6 +11,7 @@
 //! # Layout
 //! - [`event`]: the recorded events (network, actions, navigation, tabs, snapshots, storage).
 //! - [`wire`]: extension ↔ host messages and their limits.
+//! - [`capture`]: the in-page capture script, its reports, and the one rule that turns them into actions.
 //! - [`task`]: task identity and metadata (id, type, status, recorder).
 //! - [`bundle`]: the bundle's file layout and `manifest.json`.
 //! - [`har`]: the HAR 1.2 model.
@@ -18,13 +19,16 @@
 //! - [`trajectory`]: `trajectory.json`, the demonstration as browser-use-style tool calls, and credentials.
 //! - [`postprocess`]: the files `trace-host process` adds: credentials, checkpoints, ignore list.
 //! - [`dataset`]: the dataset layouts `trace-host dataset` writes (TRACE's and WebArena-Infinity's).
+//! - [`eval`]: the files of an evaluation: a task's rubric, the agent's answer, results and summary.
 //! - [`report`]: what the command-line tools print with `--json`.
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
 //! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate.
 //! - [`pack`] (feature `native`): an exported bundle's DOM snapshots as one compressed pack.
 
 pub mod bundle;
+pub mod capture;
 pub mod dataset;
+pub mod eval;
 pub mod event;
 pub mod har;
 pub mod postprocess;

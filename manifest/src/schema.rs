@@ -7,6 +7,7 @@ use schemars::{Schema, schema_for};
 
 use crate::bundle::{BundleManifest, StorageFile};
 use crate::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
+use crate::eval::{AgentDone, AgentResponse, EvalResult, EvalSummary, Rubric};
 use crate::event::EventRecord;
 use crate::postprocess::{Checkpoint, CredentialEntry};
 use crate::report::{
@@ -31,6 +32,11 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("webarena-manifest.schema.json", schema_for!(Vec<WebArenaEntry>)),
         ("webarena-result.schema.json", schema_for!(WebArenaResult)),
         ("browser-use-history.schema.json", schema_for!(BrowserUseHistory)),
+        ("rubric.schema.json", schema_for!(Rubric)),
+        ("agent-done.schema.json", schema_for!(AgentDone)),
+        ("agent-response.schema.json", schema_for!(AgentResponse)),
+        ("eval-result.schema.json", schema_for!(EvalResult)),
+        ("eval-summary.schema.json", schema_for!(EvalSummary)),
         ("report-tasks.schema.json", schema_for!(Vec<TaskSummary>)),
         ("report-install.schema.json", schema_for!(Vec<Installed>)),
         ("report-process.schema.json", schema_for!(ProcessReport)),

@@ -309,8 +309,8 @@ fn process(target: &str, data_dir: Option<&Path>) -> Result<trace_manifest::repo
 pub enum FormatArg {
     /// `tasks.jsonl` and the bundles.
     Trace,
-    /// WebArena-Infinity's results layout: `manifest.json`, and per task a browser-use `history.json`,
-    /// `result.json` and `screenshots/step_N.png`.
+    /// WebArena-Infinity's trajectory layout: `data/manifest.json`, and in `data/human/<environment>/<task>/`
+    /// a browser-use `history.json`, `result.json` and `screenshots/step_N.png`; the bundles beside.
     WebarenaInfinity,
 }
 

@@ -5,7 +5,7 @@
 //! everything the dataset says about the task (trajectory, credentials, checkpoints, ignore list, the
 //! browser-use history and its screenshots) is derived from that exported zip, so that the dataset can hold
 //! nothing the zip does not. A bundle that fails validation or redaction is reported and skipped; the rest
-//! of the dataset is still written. The index (`tasks.jsonl` or `manifest.json`) is written last, under a
+//! of the dataset is still written. The index (`tasks.jsonl` or `data/manifest.json`) is written last, under a
 //! temporary name then renamed, so that an interrupted run never leaves an index that looks whole.
 
 mod webarena;
@@ -240,7 +240,11 @@ fn describe(zip: &Path, task_id: &TaskId, redacted: bool) -> Result<Added> {
 }
 
 fn write_index(out: &Path, name: &str, write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {
-    crate::atomic::write(&out.join(name), write).map(drop)
+    let path = out.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    crate::atomic::write(&path, write).map(drop)
 }
 
 fn progress_bar(total: u64, visible: bool) -> ProgressBar {

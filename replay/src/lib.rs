@@ -8,11 +8,17 @@
 //! - [`responder`]: the decision for each request (answer, ignored, miss), counted and logged. No browser.
 //! - [`page_scripts`]: determinism and storage restoring, run in pages before their own scripts.
 //! - [`serve`]: the replayed Chromium, answering every target's requests from the bundle.
+//! - [`session`]: the session of whoever drives a replay, recorded as a person's is, into a bundle.
 //! - [`run`]: the recorded trajectory re-run in the replayed site, and its fidelity report.
+//! - [`eval`]: an agent's episode on a bundle: run, recorded, scored, written out.
+//! - [`batch`]: a run of episodes over a bundle or a dataset: shards, parallel episodes, resuming, the
+//!   summary, and merging the runs of shards.
 //! - [`inspect`]: a bundle's summary (task, pages, hosts with request counts and bytes).
 
 pub mod archive;
+pub mod batch;
 pub mod chromium;
+pub mod eval;
 pub mod inspect;
 pub mod matcher;
 pub mod page_ids;
@@ -20,3 +26,4 @@ pub mod page_scripts;
 pub mod responder;
 pub mod run;
 pub mod serve;
+pub mod session;

@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 use trace_analysis::ignore::parse_ignore_list;
 use trace_manifest::archive::ZipLimits;
 use trace_replay::archive::ReplayArchive;
+use trace_replay::batch::{BatchOptions, Layout, Shard};
+use trace_replay::eval::{Agent, EvalOptions};
 use trace_replay::run::{RunOptions, human_trajectory, note_late_misses, run_human};
 use trace_replay::serve::{Options, Replay};
 
@@ -79,6 +81,65 @@ enum Command {
         #[command(flatten)]
         limits: LimitArgs,
     },
+    /// Run an agent on a bundle, or on every task of a dataset, in the replayed site, record what it did,
+    /// and score it: checkpoints, success, rubric, SPL (RUN/summary.md).
+    Eval {
+        /// A bundle (directory or zip), or a dataset directory (with tasks.jsonl).
+        source: PathBuf,
+        #[command(flatten)]
+        eval: EvalArgs,
+        #[command(flatten)]
+        browser: BrowserArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// Join the runs of shards into one results file and summary, as one machine would have written them.
+    EvalMerge {
+        /// Run directories (each with its results files).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Where the joined results and summary go [default: the first run].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What `eval` takes beyond the browser and the limits.
+#[derive(Debug, clap::Args)]
+struct EvalArgs {
+    /// The agent: a command line run by the shell, with TRACE_CDP_URL, TRACE_TASK, TRACE_TASK_TYPE,
+    /// TRACE_START_URL, TRACE_CREDENTIALS and TRACE_OUT in its environment; or `human`, the person's
+    /// demonstration re-run.
+    #[arg(long)]
+    agent: String,
+    /// The agent's name where a model's goes (WebArena-Infinity's layout) [default: `human`, or the name of
+    /// the script the command runs].
+    #[arg(long, value_name = "NAME")]
+    agent_name: Option<String>,
+    /// Where the run's outputs go (made if missing; a run already there is resumed).
+    #[arg(long, value_name = "DIR", default_value = "eval-run")]
+    out: PathBuf,
+    /// Stop an agent once it has taken more steps than this.
+    #[arg(long, value_name = "N")]
+    max_steps: Option<usize>,
+    /// Stop an agent after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    timeout: f64,
+    /// Episodes at once, each in its own browser.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    parallel: usize,
+    /// Run one shard of the tasks: `I/N`, or `N` with the index from JOB_COMPLETION_INDEX (Kubernetes
+    /// Indexed Job) or SLURM_ARRAY_TASK_ID (Slurm array); join the shards with `eval-merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// How task directories are named: by task id, or by its digits for WebArena Verified's evaluator.
+    #[arg(long, value_enum, default_value = "trace")]
+    layout: Layout,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The sizes past which a bundle is refused before anything of it is read: it may come from a stranger.
@@ -171,6 +232,42 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 anyhow::Ok(())
             })
         }
+        Command::Eval { source, eval, browser, limits } => {
+            anyhow::ensure!(
+                eval.timeout.is_finite() && eval.timeout > 0.0,
+                "--timeout takes a positive number of seconds"
+            );
+            anyhow::ensure!(eval.parallel > 0, "--parallel takes at least 1");
+            let options = BatchOptions {
+                episode: EvalOptions {
+                    agent_name: match &eval.agent_name {
+                        Some(name) => trace_manifest::dataset::model_name(name),
+                        None => Agent::parse(&eval.agent).short_name(),
+                    },
+                    agent: Agent::parse(&eval.agent),
+                    max_steps: eval.max_steps,
+                    timeout: std::time::Duration::from_secs_f64(eval.timeout),
+                    browser: Options {
+                        chromium: browser.chromium,
+                        headless: browser.headless || std::env::var_os("DISPLAY").is_none(),
+                        ..Options::default()
+                    },
+                    limits: limits.limits(),
+                },
+                parallel: eval.parallel,
+                shard: eval.shard.as_deref().map(Shard::parse).transpose()?,
+                layout: eval.layout,
+                progress: !eval.json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            };
+            let runtime = tokio::runtime::Runtime::new()?;
+            let summary = runtime.block_on(trace_replay::batch::run(&source, &eval.out, &options))?;
+            print_summary(&summary, eval.json, &eval.out)
+        }
+        Command::EvalMerge { runs, out, json } => {
+            let out = out.unwrap_or_else(|| runs[0].clone());
+            let summary = trace_replay::batch::merge(&runs, &out)?;
+            print_summary(&summary, json, &out)
+        }
         Command::Run { bundle, human, json, step_timeout, browser, limits } => {
             anyhow::ensure!(human, "say --human: the recorded demonstration is the only runner built in");
             anyhow::ensure!(
@@ -205,4 +302,24 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+fn print_summary(summary: &trace_manifest::eval::EvalSummary, json: bool, run: &std::path::Path) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(summary)?);
+    } else {
+        println!(
+            "{} task(s): success {:.1}% [{:.1}%, {:.1}%], partial credit {:.1}%, rubric {:.1}%, SPL {:.3}; {} agent error(s)",
+            summary.tasks,
+            summary.success_rate * 100.0,
+            summary.success_interval[0] * 100.0,
+            summary.success_interval[1] * 100.0,
+            summary.partial_credit_mean * 100.0,
+            summary.rubric_averaged_mean * 100.0,
+            summary.spl_averaged,
+            summary.errors
+        );
+        println!("results in {}", run.display());
+    }
+    Ok(())
 }

@@ -35,6 +35,8 @@ use crate::chromium::{self, Chromium, Launch};
 use crate::matcher::{MatchKind, Request, RequestState};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
+use crate::session::{self, Origin, SessionRecorder};
+use trace_manifest::event::{Header, header_value};
 
 /// Where connections go when the network is off: a proxy whose name never resolves (see below).
 const NOWHERE_PROXY: &str = "http://trace-offline.invalid:9";
@@ -61,6 +63,8 @@ impl Default for Options {
 /// A browser serving one bundle.
 pub struct Replay {
     browser: Option<Arc<Browser>>,
+    /// The session recorded for an evaluation, when one is.
+    session: Option<Arc<SessionRecorder>>,
     responder: Arc<Responder>,
     pages: Arc<PagePreparation>,
     /// Drives chromiumoxide's connection; runs until the browser is gone.
@@ -77,6 +81,16 @@ impl Replay {
     /// Launches Chromium serving `archive`. Fails with the reason if Chromium is missing or cannot start,
     /// or the DevTools port is taken.
     pub async fn launch(archive: ReplayArchive, options: &Options) -> Result<Replay> {
+        Replay::launch_recorded(archive, options, None).await
+    }
+
+    /// Launches as [`Replay::launch`] does, recording into `session` everything the browser is asked and
+    /// does (see [`crate::session`]).
+    pub async fn launch_recorded(
+        archive: ReplayArchive,
+        options: &Options,
+        session: Option<Arc<SessionRecorder>>,
+    ) -> Result<Replay> {
         // Refused before anything else is set up, with what to do about it.
         chromium::find(options.chromium.as_deref())?;
         if let Some(port) = options.cdp_port {
@@ -150,15 +164,18 @@ impl Replay {
             paused,
             options.allow_network_fallback,
             worker_prelude,
+            session.clone(),
         )));
         let pages = Arc::new(PagePreparation {
             scripts: init_scripts,
             responder: responder.clone(),
+            session: session.clone(),
             prepared: tokio::sync::Mutex::default(),
         });
         tasks.push(tokio::spawn(prepare_new_pages(browser.clone(), pages.clone(), created)));
         Ok(Replay {
             browser: Some(browser),
+            session,
             responder,
             pages,
             handler: Some(handler),
@@ -184,6 +201,19 @@ impl Replay {
 
     pub fn stats(&self) -> Stats {
         self.responder.stats()
+    }
+
+    pub fn session(&self) -> Option<&Arc<SessionRecorder>> {
+        self.session.as_ref()
+    }
+
+    /// Every tab of the browser, each prepared (so that one an agent opened is observed too).
+    pub async fn pages(&self) -> Result<Vec<Page>> {
+        let pages = self.browser().pages().await?;
+        for page in &pages {
+            self.pages.prepare(page).await?;
+        }
+        Ok(pages)
     }
 
     /// Opens a tab at `url`, with the page scripts in place before its first document.
@@ -237,14 +267,19 @@ async fn answer_requests(
     mut paused: chromiumoxide::listeners::EventStream<EventRequestPaused>,
     allow_network_fallback: bool,
     worker_prelude: Option<Arc<String>>,
+    session: Option<Arc<SessionRecorder>>,
 ) {
     while let Some(event) = paused.next().await {
         let browser = browser.clone();
         let responder = responder.clone();
         let worker_prelude = worker_prelude.clone();
+        let session = session.clone();
         tokio::spawn(async move {
             let prelude = worker_prelude.as_deref().map(String::as_str);
-            if let Err(error) = answer(&browser, &responder, &event, allow_network_fallback, prelude).await {
+            let observed = session.as_deref().map(|session| Observed::request(session, &event));
+            if let Err(error) =
+                answer(&browser, &responder, &event, allow_network_fallback, prelude, observed.as_ref()).await
+            {
                 // A paused request left unanswered would hold its page forever: fail it instead.
                 tracing::warn!("cannot answer {}: {error:#}", event.request.url);
                 let _ = browser.execute(FailRequestParams::new(event.request_id.clone(), ErrorReason::Failed)).await;
@@ -259,9 +294,13 @@ async fn answer(
     event: &EventRequestPaused,
     fallback: bool,
     worker_prelude: Option<&str>,
+    observed: Option<&Observed<'_>>,
 ) -> Result<()> {
     let request = &event.request;
     let body = request_body(event);
+    if let Some(observed) = observed {
+        observed.sent(event, body.as_deref())?;
+    }
     let content_type = header(&request.headers, "content-type");
     let id = event.request_id.clone();
     let mut asked = Request {
@@ -297,32 +336,119 @@ async fn answer(
             let mut fulfill = FulfillRequestParams::builder()
                 .request_id(id)
                 .response_code(i64::from(response.status))
-                .response_headers(headers)
-                .body(base64::engine::general_purpose::STANDARD.encode(body));
+                .response_headers(headers.clone())
+                .body(base64::engine::general_purpose::STANDARD.encode(&body));
             if !response.status_text.is_empty() {
-                fulfill = fulfill.response_phrase(response.status_text);
+                fulfill = fulfill.response_phrase(response.status_text.clone());
             }
             browser.execute(fulfill.build().map_err(anyhow::Error::msg)?).await?;
+            if let Some(observed) = observed {
+                observed.answered(response.status, &response.status_text, &headers, &body)?;
+            }
         }
         Decision::StreamOver { .. } => {
             let over = FulfillRequestParams::builder().request_id(id).response_code(204).body(String::new());
             browser.execute(over.build().map_err(anyhow::Error::msg)?).await?;
+            if let Some(observed) = observed {
+                observed.answered(204, "", &[], &[])?;
+            }
         }
-        Decision::RecordedFailure { .. } => {
-            browser.execute(FailRequestParams::new(id, ErrorReason::Failed)).await?;
-        }
-        Decision::Ignored { .. } => {
-            browser.execute(FailRequestParams::new(id, ErrorReason::BlockedByClient)).await?;
-        }
+        Decision::RecordedFailure { .. } => fail(browser, id, ErrorReason::Failed, observed).await?,
+        Decision::Ignored { .. } => fail(browser, id, ErrorReason::BlockedByClient, observed).await?,
         Decision::Miss if fallback => {
             responder.count_live_attempt(&request.method, &request.url);
             browser.execute(ContinueRequestParams::new(id)).await?;
         }
-        Decision::Miss => {
-            browser.execute(FailRequestParams::new(id, ErrorReason::InternetDisconnected)).await?;
-        }
+        Decision::Miss => fail(browser, id, ErrorReason::InternetDisconnected, observed).await?,
     }
     Ok(())
+}
+
+async fn fail(
+    browser: &Browser,
+    id: chromiumoxide::cdp::browser_protocol::fetch::RequestId,
+    reason: ErrorReason,
+    observed: Option<&Observed<'_>>,
+) -> Result<()> {
+    if let Some(observed) = observed {
+        observed.failed(&reason);
+    }
+    browser.execute(FailRequestParams::new(id, reason)).await?;
+    Ok(())
+}
+
+/// One paused request as the session records it: the browser's id for its exchange (shared by the hops
+/// of a redirect chain, as in a person's recording) and where it came from.
+struct Observed<'s> {
+    session: &'s SessionRecorder,
+    origin: Origin,
+    request_id: String,
+    url: String,
+}
+
+impl<'s> Observed<'s> {
+    fn request(session: &'s SessionRecorder, event: &EventRequestPaused) -> Observed<'s> {
+        let request_id = match &event.network_id {
+            Some(id) => id.inner().clone(),
+            None => format!("fetch-{}", event.request_id.inner()),
+        };
+        Observed {
+            session,
+            origin: session.origin_of_frame(Some(event.frame_id.as_ref())),
+            request_id,
+            url: event.request.url.clone(),
+        }
+    }
+
+    fn sent(&self, event: &EventRequestPaused, body: Option<&[u8]>) -> Result<()> {
+        let headers = event
+            .request
+            .headers
+            .inner()
+            .as_object()
+            .map(|object| {
+                object.iter().map(|(name, value)| Header::new(name, value.as_str().unwrap_or_default())).collect()
+            })
+            .unwrap_or_default();
+        let request = trace_manifest::event::Request {
+            request_id: self.request_id.clone(),
+            url: self.url.clone(),
+            method: event.request.method.clone(),
+            headers,
+            post_data: None,
+            resource_type: Some(event.resource_type.as_ref().to_owned()),
+        };
+        self.session.request(&self.origin, request, body)
+    }
+
+    fn answered(&self, status: u16, status_text: &str, headers: &[HeaderEntry], body: &[u8]) -> Result<()> {
+        let headers: Vec<Header> = headers.iter().map(|h| Header::new(&h.name, &h.value)).collect();
+        let mime_type = header_value(&headers, "content-type")
+            .map(|value| value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        let response = trace_manifest::event::Response {
+            request_id: self.request_id.clone(),
+            url: self.url.clone(),
+            status,
+            status_text: status_text.to_owned(),
+            protocol: Some("http/1.1".to_owned()),
+            headers,
+            mime_type,
+            remote_ip_address: None,
+            from_cache: false,
+            timing: None,
+        };
+        self.session.response(&self.origin, response, body)
+    }
+
+    fn failed(&self, reason: &ErrorReason) {
+        let error_text = match reason {
+            ErrorReason::BlockedByClient => "net::ERR_BLOCKED_BY_CLIENT",
+            ErrorReason::InternetDisconnected => "net::ERR_INTERNET_DISCONNECTED",
+            _ => "net::ERR_FAILED",
+        };
+        self.session.failed(&self.origin, &self.request_id, error_text);
+    }
 }
 
 /// Gives every new tab or popup the page scripts. A popup's first document may already be loading when
@@ -359,6 +485,7 @@ async fn prepare_new_pages(
 struct PagePreparation {
     scripts: Vec<String>,
     responder: Arc<Responder>,
+    session: Option<Arc<SessionRecorder>>,
     prepared: tokio::sync::Mutex<HashSet<TargetId>>,
 }
 
@@ -376,6 +503,9 @@ impl PagePreparation {
         page.execute(AddBindingParams::new(page_scripts::LIVE_BINDING)).await?;
         for script in &self.scripts {
             page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script.clone())).await?;
+        }
+        if let Some(session) = &self.session {
+            session::watch(session.clone(), page.clone()).await?;
         }
         Ok(())
     }

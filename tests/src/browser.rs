@@ -26,6 +26,7 @@ use trace_replay::chromium::{self, Chromium, Launch};
 #[derive(Debug, Clone)]
 pub struct Build {
     pub trace_host: PathBuf,
+    pub trace_replay: PathBuf,
     pub extension: PathBuf,
     pub chromium: PathBuf,
 }
@@ -37,11 +38,12 @@ impl Build {
         let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
         let build = Build {
             trace_host: target.join("release/trace-host"),
+            trace_replay: target.join("release/trace-replay"),
             extension: target.join("extension"),
             chromium: chromium::find(None).context("the end-to-end tests need Chromium (.ci/install installs it)")?,
         };
         ensure!(
-            build.trace_host.exists() && build.extension.join("manifest.json").exists(),
+            build.trace_host.exists() && build.trace_replay.exists() && build.extension.join("manifest.json").exists(),
             "the end-to-end tests need the release build: run `cargo xtask dist` first"
         );
         Ok(build)

@@ -224,15 +224,43 @@ async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
 
     let webarena_dir = data.path().join("dataset-webarena");
     host(&["dataset", &task, "--out", webarena_dir.to_str().unwrap(), "--format", "webarena-infinity"]);
-    let entries: Vec<WebArenaEntry> = read_json(&webarena_dir.join("manifest.json"));
+    let entries: Vec<WebArenaEntry> = read_json(&webarena_dir.join("data/manifest.json"));
     assert_eq!(entries.len(), 1);
+    // The initial navigation is step 0 of a browser-use history; the other calls follow it.
     assert_eq!((entries[0].model.as_str(), entries[0].steps), ("human", EXPECTED_TRAJECTORY.len()));
     assert_eq!(entries[0].difficulty, "hard");
-    let task_dir = webarena_dir.join(&task);
+    assert_eq!(entries[0].environment, format!("127-0-0-1-{port}"));
+    let task_dir = webarena_dir.join("data/human").join(&entries[0].environment).join(&task);
     let history: BrowserUseHistory = read_json(&task_dir.join("history.json"));
     assert_eq!(history.history.len(), EXPECTED_TRAJECTORY.len());
+    let first = &history.history[0];
+    assert_eq!(first.metadata.as_ref().unwrap().step_number, 0);
+    assert_eq!(first.state.title, "Initial Actions");
+    assert!(first.state.screenshot_path.is_none());
+    let navigate = &first.model_output.as_ref().unwrap().action[0]["navigate"];
+    assert_eq!(navigate["new_tab"], false, "{navigate}");
     let result: WebArenaResult = read_json(&task_dir.join("result.json"));
-    assert!(result.success && result.checkpoints.values().all(|&reached| reached), "{result:?}");
+    assert!(result.passed && result.is_done, "{result:?}");
+    assert_eq!((result.steps, result.errors.len()), (history.history.len(), history.history.len()));
+    assert!(result.verifier_message.contains("checkpoints hold"), "{result:?}");
+    let raw: serde_json::Value = read_json(&task_dir.join("result.json"));
+    let keys: Vec<&str> = raw.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "difficulty",
+            "elapsed",
+            "errors",
+            "final_result",
+            "instruction",
+            "is_done",
+            "passed",
+            "steps",
+            "task_id",
+            "verifier_message"
+        ],
+        "WebArena-Infinity's result fields, no others"
+    );
     // Every step whose state had a screenshot points at a real PNG beside it.
     let screenshots: Vec<&String> =
         history.history.iter().filter_map(|step| step.state.screenshot_path.as_ref()).collect();

@@ -1,0 +1,387 @@
+//! A run of episodes: the task of one bundle, or every task of a TRACE dataset (`tasks.jsonl` and its
+//! bundles), sharded across machines by the schedulers people already run, episodes in parallel, and
+//! resumable: each result is appended to the run's results file as it comes, and a task already there
+//! is not run again. Then the run's summary. [`merge`] joins the runs of shards into the summary one
+//! machine would have written (a summary depends only on the results, taken in task order).
+//!
+//! Task directories are named by the task id, or, in WebArena Verified's layout, by the id's digits, so
+//! that its evaluator finds `<run>/<digits>/agent_response.json` and `network.har`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use futures::StreamExt;
+use trace_analysis::score;
+use trace_manifest::archive::Bundle;
+use trace_manifest::dataset::{self, TASKS_FILE, TaskLine, WebArenaEntry, WebArenaResult};
+use trace_manifest::eval::{self as files, CheckpointScores, EpisodeEnd, EvalResult, EvalSummary, RubricScores, Spl};
+use trace_manifest::report::RequestCounts;
+use trace_manifest::task::{TaskId, TaskType};
+use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
+
+use crate::eval::{Episode, EvalOptions};
+
+/// How task directories are named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layout {
+    /// `<run>/<task id>/`.
+    Trace,
+    /// `<run>/<digits of the task id>/`, as WebArena Verified's evaluator reads a run.
+    WebarenaVerified,
+}
+
+/// Which part of the tasks this machine runs: task `k` (in id order) belongs to shard `k mod count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// `I/N`, or `N` alone with the index from the scheduler: `JOB_COMPLETION_INDEX` (a Kubernetes Indexed
+    /// Job), else `SLURM_ARRAY_TASK_ID` (a Slurm array, counted from `SLURM_ARRAY_TASK_MIN`).
+    pub fn parse(spec: &str) -> Result<Shard> {
+        let (index, count) = match spec.split_once('/') {
+            Some((index, count)) => (index.trim().parse().context("the shard index is a number")?, count),
+            None => (Shard::index_from_scheduler()?, spec),
+        };
+        let count: usize = count.trim().parse().context("the shard count is a number")?;
+        if count == 0 || index >= count {
+            bail!("shard {index} of {count} does not exist (shards are numbered from 0 to {})", count.max(1) - 1);
+        }
+        Ok(Shard { index, count })
+    }
+
+    fn index_from_scheduler() -> Result<usize> {
+        let read = |name: &str| std::env::var(name).ok().and_then(|value| value.trim().parse::<usize>().ok());
+        if let Some(index) = read("JOB_COMPLETION_INDEX") {
+            return Ok(index);
+        }
+        if let Some(id) = read("SLURM_ARRAY_TASK_ID") {
+            return Ok(id - read("SLURM_ARRAY_TASK_MIN").unwrap_or(0).min(id));
+        }
+        bail!("--shard N needs JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID in the environment; else say --shard I/N")
+    }
+
+    /// The results file of this shard, so that shards sharing one run directory never write the same file.
+    fn results_file(self) -> String {
+        format!("results.shard-{}-of-{}.jsonl", self.index, self.count)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct BatchOptions {
+    pub episode: EvalOptions,
+    pub parallel: usize,
+    pub shard: Option<Shard>,
+    pub layout: Layout,
+    /// Show a progress bar (on a terminal).
+    pub progress: bool,
+}
+
+/// A task to run: its id, its bundle, and what the dataset says of it (for a result when the bundle
+/// itself cannot be opened).
+#[derive(Debug, Clone)]
+pub struct TaskSource {
+    pub task_id: TaskId,
+    pub bundle: PathBuf,
+    pub description: String,
+    pub task_type: TaskType,
+    pub website: String,
+}
+
+/// The tasks of `source`: a dataset directory (with `tasks.jsonl`), or one bundle (directory or zip).
+pub fn tasks(source: &Path) -> Result<Vec<TaskSource>> {
+    let lines = source.join(TASKS_FILE);
+    if source.is_dir() && lines.is_file() {
+        let text = std::fs::read_to_string(&lines).with_context(|| format!("cannot read {}", lines.display()))?;
+        let mut tasks = Vec::new();
+        for (number, line) in text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()) {
+            let line: TaskLine = serde_json::from_str(line)
+                .with_context(|| format!("line {} of {} is not a task", number + 1, lines.display()))?;
+            if !trace_manifest::bundle::is_safe_relative_path(&line.bundle) {
+                bail!("task {} names the bundle {:?}, outside the dataset", line.task_id, line.bundle);
+            }
+            tasks.push(TaskSource {
+                bundle: source.join(&line.bundle),
+                task_id: line.task_id,
+                description: line.task_description,
+                task_type: line.task_type,
+                website: line.website_url,
+            });
+        }
+        let mut seen = HashSet::new();
+        if let Some(duplicate) = tasks.iter().find(|task| !seen.insert(task.task_id.clone())) {
+            bail!("{} lists the task {} twice", lines.display(), duplicate.task_id);
+        }
+        tasks.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+        return Ok(tasks);
+    }
+    let mut bundle =
+        Bundle::open(source).with_context(|| format!("{} is neither a dataset nor a bundle", source.display()))?;
+    let task = bundle.manifest()?.task.clone();
+    Ok(vec![TaskSource {
+        task_id: task.id,
+        bundle: source.to_owned(),
+        description: task.description,
+        task_type: task.task_type,
+        website: task.website,
+    }])
+}
+
+/// The directory of a task's outputs within the run.
+pub fn task_dir(run: &Path, task_id: &TaskId, layout: Layout) -> Result<PathBuf> {
+    match layout {
+        Layout::Trace => Ok(run.join(task_id.as_str())),
+        Layout::WebarenaVerified => {
+            let digits: String = task_id.as_str().chars().filter(char::is_ascii_digit).collect();
+            let digits = digits.trim_start_matches('0');
+            let digits = if digits.is_empty() && task_id.as_str().contains('0') { "0" } else { digits };
+            if digits.is_empty() {
+                bail!("the task id {task_id} has no digits to name its directory in WebArena Verified's layout");
+            }
+            Ok(run.join(digits))
+        }
+    }
+}
+
+/// Runs the tasks of `source` into `run` and returns the summary of this run (or shard).
+pub async fn run(source: &Path, run: &Path, options: &BatchOptions) -> Result<EvalSummary> {
+    let mut tasks = tasks(source)?;
+    if let Some(shard) = options.shard {
+        tasks = tasks.into_iter().enumerate().filter(|(k, _)| k % shard.count == shard.index).map(|(_, t)| t).collect();
+    }
+    let mut directories = BTreeMap::new();
+    for task in &tasks {
+        let dir = task_dir(run, &task.task_id, options.layout)?;
+        if let Some(other) = directories.insert(dir.clone(), task.task_id.clone()) {
+            bail!("the tasks {other} and {} would share the directory {}", task.task_id, dir.display());
+        }
+    }
+    std::fs::create_dir_all(run).with_context(|| format!("cannot create {}", run.display()))?;
+    let results_path = run.join(options.shard.map_or_else(|| files::RESULTS_FILE.to_owned(), Shard::results_file));
+    let mut results = read_results(&results_path)?;
+    let done: HashSet<TaskId> = results.iter().map(|result| result.task_id.clone()).collect();
+    let pending: Vec<TaskSource> = tasks.into_iter().filter(|task| !done.contains(&task.task_id)).collect();
+    if !done.is_empty() {
+        tracing::info!("{} task(s) already in {}: not run again", done.len(), results_path.display());
+    }
+
+    let bar = indicatif::ProgressBar::new(pending.len() as u64);
+    if options.progress {
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} episodes, {elapsed} ({eta} left) {msg}")
+                .expect("a valid template"),
+        );
+    } else {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let mut results_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&results_path)
+        .with_context(|| format!("cannot open {}", results_path.display()))?;
+    let mut episodes = futures::stream::iter(pending.into_iter().map(|task| {
+        let dir = directories.iter().find(|(_, id)| **id == task.task_id).map(|(dir, _)| dir.clone());
+        async move {
+            let dir = dir.expect("every task has its directory");
+            let episode = Episode { task: &task, out: &dir, options: &options.episode };
+            match episode.run().await {
+                Ok(result) => result,
+                Err(error) => unusable(&task, &options.episode, &format!("{error:#}")),
+            }
+        }
+    }))
+    .buffer_unordered(options.parallel.max(1));
+    while let Some(result) = episodes.next().await {
+        // One line per finished task, written at once: a run stopped half-way keeps every task it finished.
+        let mut line = serde_json::to_vec(&result)?;
+        line.push(b'\n');
+        results_file.write_all(&line).and_then(|()| results_file.sync_data()).context("cannot append a result")?;
+        bar.set_message(format!("{} {}", result.task_id, if result.success > 0.0 { "succeeded" } else { "failed" }));
+        bar.inc(1);
+        results.push(result);
+    }
+    bar.finish_and_clear();
+    let summary = score::summarize(&results);
+    if options.shard.is_none() {
+        write_summary(run, &summary, &results)?;
+    }
+    Ok(summary)
+}
+
+/// The result of a task whose bundle or browser could not be used: no score, and why.
+fn unusable(task: &TaskSource, options: &EvalOptions, error: &str) -> EvalResult {
+    EvalResult {
+        task_id: task.task_id.clone(),
+        website: task.website.clone(),
+        task_type: task.task_type,
+        description: task.description.clone(),
+        agent: options.agent.name().to_owned(),
+        started_at: rfc3339_from_millis(now_ms()),
+        duration_seconds: 0.0,
+        ended: EpisodeEnd::Exited { code: None },
+        error: Some(format!("the episode could not run: {error}")),
+        steps: 0,
+        said_done: false,
+        answer: None,
+        success: 0.0,
+        success_basis: "the episode could not run".to_owned(),
+        checkpoints: CheckpointScores {
+            total: 0,
+            reached_in_order: 0,
+            reached_any_order: 0,
+            partial_credit: 0.0,
+            any_order_share: 0.0,
+            items: Vec::new(),
+        },
+        rubric: RubricScores { source: String::new(), averaged: 0.0, perfect: 0.0, unjudged: 0, items: Vec::new() },
+        spl: Spl::default(),
+        requests: RequestCounts::default(),
+        live_attempts: 0,
+    }
+}
+
+/// The results already in a results file; a last line cut short (a run killed mid-write) is dropped.
+fn read_results(path: &Path) -> Result<Vec<EvalResult>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut results = Vec::new();
+    let lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
+    for (number, line) in lines.iter().enumerate() {
+        match serde_json::from_str(line) {
+            Ok(result) => results.push(result),
+            Err(_) if number + 1 == lines.len() && !text.ends_with('\n') => {
+                tracing::warn!("the last line of {} was cut short; its task runs again", path.display());
+            }
+            Err(error) => bail!("line {} of {} is not a result: {error}", number + 1, path.display()),
+        }
+    }
+    Ok(results)
+}
+
+/// Joins the results of `runs` (each a run directory: its `results.jsonl` and every shard's) into `out`:
+/// `results.jsonl`, `summary.json` and `summary.md`, as one machine would have written them.
+pub fn merge(runs: &[PathBuf], out: &Path) -> Result<EvalSummary> {
+    let mut by_task: BTreeMap<TaskId, EvalResult> = BTreeMap::new();
+    for run in runs {
+        let mut found = false;
+        let entries = std::fs::read_dir(run).with_context(|| format!("cannot read the run {}", run.display()))?;
+        let mut names: Vec<String> = entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+        names.sort();
+        for name in names.iter().filter(|name| name.starts_with("results") && name.ends_with(".jsonl")) {
+            found = true;
+            for result in read_results(&run.join(name))? {
+                if let Some(earlier) = by_task.get(&result.task_id)
+                    && earlier != &result
+                {
+                    bail!("the task {} has two different results ({} and another run)", result.task_id, run.display());
+                }
+                by_task.insert(result.task_id.clone(), result);
+            }
+        }
+        if !found {
+            bail!("{} holds no results file", run.display());
+        }
+    }
+    let results: Vec<EvalResult> = by_task.into_values().collect();
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut lines = Vec::new();
+    for result in &results {
+        serde_json::to_writer(&mut lines, result)?;
+        lines.push(b'\n');
+    }
+    let path = out.join(files::RESULTS_FILE);
+    std::fs::write(&path, lines).with_context(|| format!("cannot write {}", path.display()))?;
+    let summary = score::summarize(&results);
+    write_summary(out, &summary, &results)?;
+    Ok(summary)
+}
+
+/// `RUN/webarena-infinity/data/manifest.json`, from the task folders the episodes wrote (a resumed or
+/// merged run lists every one of them).
+fn write_webarena_manifest(run: &Path) -> Result<()> {
+    let data = run.join(files::WEBARENA_INFINITY_DIR).join(dataset::WEBARENA_DATA_DIR);
+    let mut entries = Vec::new();
+    for model in sorted_dirs(&data)? {
+        for environment in sorted_dirs(&model)? {
+            for task in sorted_dirs(&environment)? {
+                let Ok(bytes) = std::fs::read(task.join(dataset::RESULT_FILE)) else { continue };
+                let result: WebArenaResult = serde_json::from_slice(&bytes)
+                    .with_context(|| format!("{} does not parse", task.join(dataset::RESULT_FILE).display()))?;
+                let name = |dir: &Path| dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                entries.push(WebArenaEntry {
+                    model: name(&model),
+                    environment: name(&environment),
+                    task_id: result.task_id,
+                    difficulty: result.difficulty,
+                    instruction: result.instruction,
+                    elapsed: result.elapsed,
+                    steps: result.steps,
+                    verifier_message: result.verifier_message,
+                });
+            }
+        }
+    }
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let path = run.join(files::WEBARENA_INFINITY_DIR).join(dataset::WEBARENA_MANIFEST_FILE);
+    std::fs::write(&path, serde_json::to_vec_pretty(&entries)?)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
+fn write_summary(run: &Path, summary: &EvalSummary, results: &[EvalResult]) -> Result<()> {
+    write_webarena_manifest(run)?;
+    let path = run.join(files::SUMMARY_FILE);
+    std::fs::write(&path, serde_json::to_vec_pretty(summary)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let path = run.join(files::SUMMARY_TEXT_FILE);
+    std::fs::write(&path, score::summary_text(summary, results))
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_come_from_the_spec_or_the_scheduler() {
+        assert_eq!(Shard::parse("1/4").unwrap(), Shard { index: 1, count: 4 });
+        assert!(Shard::parse("4/4").is_err());
+        assert!(Shard::parse("0/0").is_err());
+        assert!(Shard::parse("a/2").is_err());
+    }
+
+    #[test]
+    fn webarena_directories_are_named_by_the_ids_digits() {
+        let run = Path::new("run");
+        let id = |text: &str| TaskId::try_from(text.to_owned()).unwrap();
+        assert_eq!(task_dir(run, &id("task-0042"), Layout::WebarenaVerified).unwrap(), run.join("42"));
+        assert_eq!(task_dir(run, &id("t_000"), Layout::WebarenaVerified).unwrap(), run.join("0"));
+        assert_eq!(task_dir(run, &id("task-0042"), Layout::Trace).unwrap(), run.join("task-0042"));
+        assert!(task_dir(run, &id("no-digits"), Layout::WebarenaVerified).is_err());
+    }
+
+    #[test]
+    fn a_results_line_cut_short_is_dropped_and_a_damaged_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        std::fs::write(&path, "{\"task_id\":").unwrap();
+        assert!(read_results(&path).unwrap().is_empty());
+        std::fs::write(&path, "not json\n{}\n").unwrap();
+        assert!(read_results(&path).is_err());
+    }
+}

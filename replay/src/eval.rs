@@ -1,0 +1,623 @@
+//! `trace-replay eval`: one episode of an agent on a replayed bundle, recorded and scored.
+//!
+//! The bundle is served as `serve` serves it, with the session recorded ([`crate::session`]). The agent is
+//! a command line run by the shell, with the task in its environment (see [`Episode::environment`]); it
+//! reaches the browser through a loopback port of the runner's that forwards to Chromium's DevTools port,
+//! so that an agent that never connected is told apart from one that did nothing. It is stopped at the
+//! time or step limit, its process group and all. The built-in `human` agent re-runs the person's
+//! demonstration ([`crate::run`]).
+//!
+//! Then the session is processed by the code that processes a person's recording (`trace_analysis`):
+//! its trajectory, its HAR (with text bodies inline, as WebArena Verified reads them), its evidence, and
+//! the scores of `trace_analysis::score` against the bundle's checkpoints, answer and rubric.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use trace_analysis::evidence::Evidence;
+use trace_analysis::{har, postprocess, score, trajectory, webarena_infinity};
+use trace_manifest::archive::{Bundle, ZipLimits};
+use trace_manifest::bundle::TaskInfo;
+use trace_manifest::dataset;
+use trace_manifest::eval::{
+    self as files, AgentDone, AgentResponse, EpisodeEnd, EvalResult, ResponseStatus, ResponseTaskType, Rubric,
+};
+use trace_manifest::har::{Creator, Har};
+use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint, Predicate, TRAJECTORY_FILE};
+use trace_manifest::report::RequestCounts;
+use trace_manifest::task::{TaskStatus, TaskType};
+use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
+use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
+
+use crate::archive::ReplayArchive;
+use crate::batch::TaskSource;
+use crate::run::{RunOptions, human_trajectory, run_human};
+use crate::serve::{Options, Replay};
+use crate::session::{self, SessionRecorder};
+
+/// Who acts in the episode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Agent {
+    /// The person's demonstration, re-run.
+    Human,
+    /// A command line, run by `sh -c`.
+    Command(String),
+}
+
+impl Agent {
+    pub fn parse(text: &str) -> Agent {
+        if text == "human" { Agent::Human } else { Agent::Command(text.to_owned()) }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Agent::Human => "human",
+            Agent::Command(command) => command,
+        }
+    }
+
+    /// A short name for the agent, where a model's name goes: `human`, or the name of the script its command
+    /// runs (`python agents/planner.py --fast` → `planner`), else of its program.
+    pub fn short_name(&self) -> String {
+        let Agent::Command(command) = self else { return "human".to_owned() };
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let script = words.iter().find(|word| {
+            [".py", ".js", ".mjs", ".cjs", ".ts", ".sh"].iter().any(|extension| word.ends_with(extension))
+        });
+        let word = script.or(words.first()).copied().unwrap_or("agent");
+        let file = word.rsplit('/').next().unwrap_or(word);
+        dataset::model_name(file.split('.').next().unwrap_or(file))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    pub agent: Agent,
+    /// The agent's name where a model's goes (WebArena-Infinity's layout).
+    pub agent_name: String,
+    /// Stop the agent once it has taken more steps than this.
+    pub max_steps: Option<usize>,
+    /// Stop the agent after this long.
+    pub timeout: Duration,
+    pub browser: Options,
+    pub limits: ZipLimits,
+}
+
+/// What the bundle says the task is and what reaching it looks like.
+pub struct Reference {
+    pub task: TaskInfo,
+    pub calls: Vec<ToolCall>,
+    pub credentials: Vec<Credential>,
+    pub checkpoints: Vec<Checkpoint>,
+    pub rubric: Option<Rubric>,
+}
+
+impl Reference {
+    /// Reads the bundle's task, demonstration, checkpoints (derived when it was never processed) and rubric.
+    pub fn read(path: &Path, limits: ZipLimits) -> Result<Reference> {
+        let mut bundle = Bundle::open_with_limits(path, limits)
+            .with_context(|| format!("cannot open the bundle {}", path.display()))?;
+        let task = bundle.manifest()?.task.clone();
+        let checkpoints = if bundle.contains(CHECKPOINTS_FILE) {
+            serde_json::from_slice(&bundle.read(CHECKPOINTS_FILE)?)
+                .with_context(|| format!("{CHECKPOINTS_FILE} of {} does not parse", path.display()))?
+        } else {
+            postprocess::derive(&task, &Evidence::load(&mut bundle)?).checkpoints
+        };
+        let rubric = if bundle.contains(files::RUBRIC_FILE) {
+            let rubric: Rubric = serde_json::from_slice(&bundle.read(files::RUBRIC_FILE)?)
+                .with_context(|| format!("{} of {} does not parse", files::RUBRIC_FILE, path.display()))?;
+            if let Some(item) = rubric.items.iter().find(|item| !(item.weight.is_finite() && item.weight > 0.0)) {
+                bail!("the rubric item {} has the weight {}; weights are positive", item.id, item.weight);
+            }
+            Some(rubric)
+        } else {
+            None
+        };
+        let (calls, credentials) = human_trajectory(path, limits)?;
+        Ok(Reference { task, calls, credentials, checkpoints, rubric })
+    }
+
+    /// The task's start: the URL the demonstration first navigated to.
+    pub fn start_url(&self) -> Option<&str> {
+        self.calls.iter().find_map(|call| match &call.action {
+            ToolAction::Navigate { url } => Some(url.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// One episode: the task (as its dataset names it), where its outputs go, and how it is run.
+pub struct Episode<'a> {
+    pub task: &'a TaskSource,
+    /// The task's output directory (`RUN/<task>`).
+    pub out: &'a Path,
+    pub options: &'a EvalOptions,
+}
+
+impl Episode<'_> {
+    /// Runs the episode, writes its outputs and returns its result. An agent that fails (crashes, hangs,
+    /// writes a malformed answer, never connects) gives a result with its `error`; an unusable bundle or
+    /// browser is an `Err`.
+    pub async fn run(&self) -> Result<EvalResult> {
+        let reference = Reference::read(&self.task.bundle, self.options.limits)?;
+        let archive = ReplayArchive::open_with_limits(&self.task.bundle, self.options.limits)?;
+        let start_url = reference.start_url().unwrap_or(archive.start_url()).to_owned();
+        if self.out.exists() {
+            std::fs::remove_dir_all(self.out).with_context(|| format!("cannot clear {}", self.out.display()))?;
+        }
+        let agent_out = self.out.join("agent");
+        std::fs::create_dir_all(&agent_out).with_context(|| format!("cannot create {}", agent_out.display()))?;
+        let session = SessionRecorder::create(&self.out.join(files::SESSION_DIR))?;
+        let started = Instant::now();
+        let started_at_ms = now_ms();
+
+        let replay = Replay::launch_recorded(archive, &self.options.browser, Some(session.clone())).await?;
+        let outcome = match &self.options.agent {
+            Agent::Human => {
+                let report = run_human(
+                    &replay,
+                    &self.task.bundle,
+                    &reference.calls,
+                    &reference.credentials,
+                    RunOptions::default(),
+                )
+                .await;
+                let error = match report {
+                    Ok(report) if report.steps_failed == 0 => None,
+                    Ok(report) => Some(format!("{} of the person's steps failed in the replay", report.steps_failed)),
+                    Err(error) => Some(format!("the re-run failed: {error:#}")),
+                };
+                let done = AgentDone { text: reference.task.answer.clone(), success: Some(error.is_none()) };
+                AgentOutcome {
+                    ended: EpisodeEnd::Replayed,
+                    error,
+                    done: Some(done),
+                    response: None,
+                    connected: true,
+                    first_event: None,
+                }
+            }
+            Agent::Command(command) => {
+                let start = replay.open(&start_url).await?;
+                // The browser's own first tab (a new-tab page) would be one more page for the agent to
+                // choose from, and some agents take the first they see: the start page is the only one.
+                for page in replay.browser().pages().await? {
+                    if page.target_id() != start.target_id() {
+                        let _ = page.close().await;
+                    }
+                }
+                let environment = self.environment(&reference, &start_url, &agent_out)?;
+                run_command(&replay, &session, command, environment, &agent_out, self.options).await?
+            }
+        };
+        settle(&replay).await;
+        for page in replay.pages().await.unwrap_or_default() {
+            if let Err(error) = session::capture_final(&session, &page).await {
+                tracing::debug!("no final capture: {error:#}");
+            }
+        }
+        let stats = replay.close().await?;
+        let browser = self.options.browser.chromium.as_ref().map(|path| path.display().to_string());
+        let session_task = TaskInfo { status: TaskStatus::Stopped, ..reference.task.clone() };
+        let events = session.finish(session_task, browser)?;
+        let duration_seconds = started.elapsed().as_secs_f64();
+
+        // The session, processed as a person's recording is.
+        let mut bundle = Bundle::open_with_limits(session.dir(), self.options.limits)?;
+        let evidence = Evidence::load(&mut bundle)?;
+        let answer = outcome.answer();
+        let derived = trajectory::derive(self.task.task_id.clone(), &events, answer.as_deref());
+        let steps = outcome.steps(&derived.trajectory.tool_calls);
+        let checkpoints = score::checkpoints(&reference.checkpoints, &evidence);
+        let (success, success_basis) = match (reference.task.task_type, &reference.task.answer) {
+            (TaskType::InformationRetrieval, Some(expected)) => {
+                let given = answer.as_deref().unwrap_or_default();
+                let matched = score::answers_match(expected, given);
+                (
+                    matched,
+                    format!("the answer {given:?} {} the person's", if matched { "equals" } else { "differs from" }),
+                )
+            }
+            (TaskType::InformationRetrieval, None) => {
+                (false, "the recording holds no answer to compare the agent's with".to_owned())
+            }
+            (TaskType::Action, _) => score::action_success(&checkpoints),
+        };
+        let rubric = score::rubric(reference.rubric.as_ref(), &reference.checkpoints, &evidence);
+        let spl = score::spl(&rubric, steps);
+        let mut error = outcome.error.clone();
+        if !outcome.connected && error.is_none() {
+            error = Some("the agent never connected to the browser (TRACE_CDP_URL)".to_owned());
+        }
+        let result = EvalResult {
+            task_id: self.task.task_id.clone(),
+            website: reference.task.website.clone(),
+            task_type: reference.task.task_type,
+            description: reference.task.description.clone(),
+            agent: self.options.agent.name().to_owned(),
+            started_at: rfc3339_from_millis(started_at_ms),
+            duration_seconds,
+            ended: outcome.ended.clone(),
+            error,
+            steps,
+            said_done: outcome.said_done(),
+            answer,
+            success: if success { 1.0 } else { 0.0 },
+            success_basis,
+            checkpoints,
+            rubric,
+            spl,
+            requests: RequestCounts {
+                exact: stats.exact,
+                canonical: stats.canonical,
+                fuzzy: stats.fuzzy,
+                ignored: stats.ignored,
+                missed: stats.missed,
+            },
+            live_attempts: stats.live_attempts,
+        };
+
+        write_json(&self.out.join(TRAJECTORY_FILE), &derived.trajectory)?;
+        let har = network_har(&events, &mut bundle)?;
+        write_json(&self.out.join(files::NETWORK_HAR_FILE), &har)?;
+        let response_file = self.out.join(files::AGENT_RESPONSE_FILE);
+        match &outcome.response {
+            Some(raw) => std::fs::write(&response_file, raw)
+                .with_context(|| format!("cannot write {}", response_file.display()))?,
+            None => write_json(&response_file, &outcome.runner_response(&reference, &result))?,
+        }
+        write_json(&self.out.join(files::RESULT_FILE), &result)?;
+        self.write_webarena_infinity(&reference, &derived.trajectory.tool_calls, &evidence, &mut bundle, &result)?;
+        Ok(result)
+    }
+
+    /// The episode in WebArena-Infinity's trajectory layout, under `RUN/webarena-infinity/`, the agent's
+    /// name as the model.
+    fn write_webarena_infinity(
+        &self,
+        reference: &Reference,
+        calls: &[ToolCall],
+        evidence: &Evidence,
+        session: &mut Bundle,
+        result: &EvalResult,
+    ) -> Result<()> {
+        let environment = dataset::environment_name(&reference.task.website);
+        let run = self.out.parent().context("a task's outputs are inside its run")?;
+        let dir = run.join(files::WEBARENA_INFINITY_DIR).join(dataset::webarena_task_dir(
+            &self.options.agent_name,
+            &environment,
+            self.task.task_id.as_str(),
+        ));
+        std::fs::create_dir_all(dir.join("screenshots")).with_context(|| format!("cannot create {}", dir.display()))?;
+        let outcome = webarena_infinity::Outcome {
+            task_id: self.task.task_id.to_string(),
+            instruction: reference.task.description.clone(),
+            demonstration_steps: reference.calls.len(),
+            passed: result.success > 0.0,
+            verifier_message: result.success_basis.clone(),
+            elapsed_seconds: result.duration_seconds,
+            error: result.error.clone(),
+        };
+        let start_url = reference.start_url().unwrap_or(&reference.task.website).to_owned();
+        let ended_at_ms = calls.last().map_or(0.0, |call| call.ts);
+        let task = webarena_infinity::task(calls, evidence, &start_url, ended_at_ms, outcome);
+        for (name, file) in &task.screenshots {
+            let mut target = std::fs::File::create(dir.join(name))?;
+            session.copy_to(file, &mut target)?;
+        }
+        write_json(&dir.join(dataset::HISTORY_FILE), &task.history)?;
+        write_json(&dir.join(dataset::RESULT_FILE), &task.result)
+    }
+
+    /// The agent's environment: where the browser is, what to do, where to start, the credentials (in
+    /// browser-use's `sensitive_data` shape, placeholder name → value), and where to write its answer.
+    fn environment(&self, reference: &Reference, start_url: &str, agent_out: &Path) -> Result<Vec<(String, String)>> {
+        let credentials: serde_json::Map<String, serde_json::Value> = reference
+            .credentials
+            .iter()
+            .map(|credential| (placeholder_name(&credential.placeholder()), credential.value.clone().into()))
+            .collect();
+        let credentials_file = self.out.join("credentials.json");
+        write_json(&credentials_file, &credentials)?;
+        let task_type = match reference.task.task_type {
+            TaskType::Action => "action",
+            TaskType::InformationRetrieval => "information_retrieval",
+        };
+        Ok(vec![
+            ("TRACE_TASK".to_owned(), reference.task.description.clone()),
+            ("TRACE_TASK_ID".to_owned(), self.task.task_id.to_string()),
+            ("TRACE_TASK_TYPE".to_owned(), task_type.to_owned()),
+            ("TRACE_START_URL".to_owned(), start_url.to_owned()),
+            ("TRACE_CREDENTIALS".to_owned(), absolute(&credentials_file)?.display().to_string()),
+            ("TRACE_OUT".to_owned(), absolute(agent_out)?.display().to_string()),
+        ])
+    }
+}
+
+/// `{{credentials.example.com.password}}` → `example.com.password`: the key an agent's `sensitive_data`
+/// uses, which the trajectory's placeholder wraps.
+fn placeholder_name(placeholder: &str) -> String {
+    placeholder.trim_start_matches("{{").trim_end_matches("}}").trim_start_matches("credentials.").to_owned()
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
+}
+
+fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(value)?;
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// What the agent left: how it ended, what went wrong, what it said.
+struct AgentOutcome {
+    ended: EpisodeEnd,
+    error: Option<String>,
+    done: Option<AgentDone>,
+    /// Its own `agent_response.json`, as written (kept byte for byte).
+    response: Option<Vec<u8>>,
+    /// Whether it ever reached the browser.
+    connected: bool,
+    /// The first session event that can be the agent's: the ones before are the runner opening the start
+    /// page. `None` when the agent opens it itself (the person's re-run).
+    first_event: Option<u64>,
+}
+
+impl AgentOutcome {
+    /// The agent's steps: its tool calls but the initial navigation to the start page (the runner's, or the
+    /// re-run's first) and the final `done`.
+    fn steps(&self, calls: &[ToolCall]) -> usize {
+        let initial = |index: usize, call: &ToolCall| match self.first_event {
+            Some(first) => !call.event_ids.is_empty() && call.event_ids.iter().all(|id| *id < first),
+            None => index == 0 && matches!(call.action, ToolAction::Navigate { .. }),
+        };
+        calls
+            .iter()
+            .enumerate()
+            .filter(|(index, call)| !initial(*index, call) && !matches!(call.action, ToolAction::Done { .. }))
+            .count()
+    }
+
+    fn parsed_response(&self) -> Option<AgentResponse> {
+        self.response.as_deref().and_then(|raw| serde_json::from_slice(raw).ok())
+    }
+
+    fn said_done(&self) -> bool {
+        self.done.is_some() || self.parsed_response().is_some_and(|response| response.status == ResponseStatus::Success)
+    }
+
+    /// The answer: `done.json`'s text, else what its `agent_response.json` retrieved, joined as a list.
+    fn answer(&self) -> Option<String> {
+        if let Some(text) = self.done.as_ref().and_then(|done| done.text.clone()) {
+            return Some(text);
+        }
+        let data = self.parsed_response()?.retrieved_data?;
+        let items: Vec<String> = data
+            .iter()
+            .map(|value| match value {
+                serde_json::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        Some(items.join(", "))
+    }
+
+    /// The `agent_response.json` the runner writes for an agent that wrote none: MUTATE when the task
+    /// changes state (a state-changing request among its checkpoints), RETRIEVE with the answer for
+    /// information retrieval, NAVIGATE otherwise; SUCCESS when the agent said it was done.
+    fn runner_response(&self, reference: &Reference, result: &EvalResult) -> AgentResponse {
+        let changes_state =
+            reference.checkpoints.iter().any(|checkpoint| matches!(checkpoint.predicate, Predicate::Request { .. }));
+        let task_type = match reference.task.task_type {
+            TaskType::InformationRetrieval => ResponseTaskType::Retrieve,
+            TaskType::Action if changes_state => ResponseTaskType::Mutate,
+            TaskType::Action => ResponseTaskType::Navigate,
+        };
+        let said_done = self.done.is_some();
+        AgentResponse {
+            task_type,
+            status: if said_done { ResponseStatus::Success } else { ResponseStatus::UnknownError },
+            retrieved_data: (task_type == ResponseTaskType::Retrieve)
+                .then(|| result.answer.iter().map(|answer| answer.clone().into()).collect()),
+            error_details: result.error.clone().filter(|_| !said_done),
+        }
+    }
+}
+
+/// Runs the agent's command until it exits or a limit stops it, then reads what it wrote.
+async fn run_command(
+    replay: &Replay,
+    session: &SessionRecorder,
+    command: &str,
+    environment: Vec<(String, String)>,
+    agent_out: &Path,
+    options: &EvalOptions,
+) -> Result<AgentOutcome> {
+    let port = AgentPort::open(replay.cdp_endpoint()).await?;
+    session.until_first_capture().await;
+    settle(replay).await;
+    let first_event = session.next_event_id();
+    let log = std::fs::File::create(agent_out.join("agent.log")).context("cannot create the agent's log")?;
+    let mut child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .envs(environment)
+        .env("TRACE_CDP_URL", format!("http://127.0.0.1:{}", port.port))
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start the agent {command:?}"))?;
+    let deadline = Instant::now() + options.timeout;
+    let ended = loop {
+        if let Some(status) = child.try_wait()? {
+            break EpisodeEnd::Exited { code: status.code() };
+        }
+        if Instant::now() >= deadline {
+            break EpisodeEnd::Timeout { seconds: options.timeout.as_secs_f64() };
+        }
+        if let Some(max) = options.max_steps
+            && session.actions() > max
+        {
+            break EpisodeEnd::MaxSteps { steps: max };
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    if !matches!(ended, EpisodeEnd::Exited { .. }) {
+        stop(&mut child).await;
+    }
+    let connected = port.connections.load(Ordering::SeqCst) > 0;
+    port.close();
+
+    let mut errors = Vec::new();
+    match &ended {
+        EpisodeEnd::Exited { code: Some(0) } => {}
+        EpisodeEnd::Exited { code: Some(code) } => errors.push(format!("the agent exited with code {code}")),
+        EpisodeEnd::Exited { code: None } => errors.push("the agent was killed by a signal".to_owned()),
+        EpisodeEnd::Timeout { seconds } => errors.push(format!("the agent was stopped after {seconds} s (--timeout)")),
+        EpisodeEnd::MaxSteps { steps } => {
+            errors.push(format!("the agent was stopped past {steps} steps (--max-steps)"))
+        }
+        EpisodeEnd::Replayed => {}
+    }
+    let done = match std::fs::read(agent_out.join(files::DONE_FILE)) {
+        Ok(raw) => match serde_json::from_slice::<AgentDone>(&raw) {
+            Ok(done) => Some(done),
+            Err(error) => {
+                errors.push(format!("the agent's {} is malformed: {error}", files::DONE_FILE));
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    let response = match std::fs::read(agent_out.join(files::AGENT_RESPONSE_FILE)) {
+        Ok(raw) => match serde_json::from_slice::<AgentResponse>(&raw) {
+            Ok(_) => Some(raw),
+            Err(error) => {
+                errors.push(format!("the agent's {} is malformed: {error}", files::AGENT_RESPONSE_FILE));
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    if done.is_none() && response.is_none() && errors.is_empty() {
+        errors.push(format!(
+            "the agent wrote no answer ({} or {} in TRACE_OUT)",
+            files::DONE_FILE,
+            files::AGENT_RESPONSE_FILE
+        ));
+    }
+    let error = (!errors.is_empty()).then(|| errors.join("; "));
+    Ok(AgentOutcome { ended, error, done, response, connected, first_event: Some(first_event) })
+}
+
+/// Stops the agent's whole process group: politely, then for good.
+async fn stop(child: &mut tokio::process::Child) {
+    let group = child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32));
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
+        if tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_ok() {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            return;
+        }
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+    let _ = child.kill().await;
+}
+
+/// Waits for the replay to go quiet (the agent's last action's requests answered), a few seconds at most.
+async fn settle(replay: &Replay) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline && replay.responder().quiet_for() < Duration::from_millis(500) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The agent's door to the browser: a loopback port forwarding to Chromium's DevTools port, counting the
+/// connections made through it. (Chromium's `/json/version` names the WebSocket by the `Host` the request
+/// came to, so a client that starts from the HTTP endpoint stays on this port.)
+struct AgentPort {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl AgentPort {
+    async fn open(cdp_endpoint: &str) -> Result<AgentPort> {
+        let url = url::Url::parse(cdp_endpoint).context("the browser's DevTools endpoint")?;
+        let upstream = format!("{}:{}", url.host_str().unwrap_or("127.0.0.1"), url.port().unwrap_or(9222));
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.context("cannot open the agent's port")?;
+        let port = listener.local_addr()?.port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = connections.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let upstream = upstream.clone();
+                tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        });
+        Ok(AgentPort { port, connections, task })
+    }
+
+    fn close(self) {
+        self.task.abort();
+    }
+}
+
+/// The session's HAR as WebArena Verified reads it: bodies that are text inline in `text`, others left
+/// as files of the session (`session/resources/<sha256>`).
+fn network_har(events: &[trace_manifest::event::EventRecord], bundle: &mut Bundle) -> Result<Har> {
+    let creator = Creator { name: "trace-replay".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() };
+    let mut har = har::build(creator, None, events);
+    for entry in &mut har.log.entries {
+        let content = &mut entry.response.content;
+        if let Some(file) = content.file.clone() {
+            let bytes = bundle.read(&file)?;
+            if std::str::from_utf8(&bytes).is_ok() && trace_manifest::har::is_textual(&content.mime_type) {
+                content.set_inline(&bytes);
+            } else {
+                content.file = Some(format!("{}/{file}", files::SESSION_DIR));
+            }
+        }
+        if let Some(post) = entry.request.post_data.as_mut()
+            && let Some(file) = post.file.take()
+        {
+            let bytes = bundle.read(&file)?;
+            match String::from_utf8(bytes) {
+                Ok(text) => post.text = Some(text),
+                Err(_) => post.file = Some(format!("{}/{file}", files::SESSION_DIR)),
+            }
+        }
+    }
+    Ok(har)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_is_named_by_the_script_it_runs() {
+        let name = |command: &str| Agent::parse(command).short_name();
+        assert_eq!(name("human"), "human");
+        assert_eq!(name("python examples/browser-use/agent.py --fast"), "agent");
+        assert_eq!(name("node /x/shop-agent.mjs /y/node_modules other-path"), "shop-agent");
+        assert_eq!(name("./my_agent --model gpt"), "my_agent");
+    }
+
+    #[test]
+    fn a_credential_is_named_for_an_agent_as_its_placeholder_says() {
+        assert_eq!(placeholder_name("{{credentials.shop.test.password}}"), "shop.test.password");
+    }
+}

@@ -1,0 +1,376 @@
+//! End to end: agents evaluated with `trace-replay eval` on the demonstration of [`trace_e2e::demo`],
+//! recorded with the extension and exported redacted, as a researcher would evaluate theirs. The agents
+//! are the built-in `human` and scripted Playwright agents that attach over CDP (`tests/agents/`): one
+//! that reaches the goal by another path, one that stops half-way, one that does the wrong thing, and
+//! agents that crash, hang, never connect, or answer badly. Their outputs in WebArena Verified's layout
+//! are scored by WebArena Verified's own evaluator (installed by `.ci/install`). A dataset run is resumed
+//! and sharded over two processes, whose merged summary must be the one-process summary. Needs
+//! `cargo xtask dist`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+use trace_e2e::browser::Build;
+use trace_e2e::demo;
+use trace_e2e::site::DemoSite;
+use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
+use trace_manifest::eval::{EpisodeEnd, EvalResult, EvalSummary};
+use trace_manifest::postprocess::Predicate;
+
+/// The demonstration, recorded once for every test of this file.
+struct Recorded {
+    build: Build,
+    /// `trace-host export --redact`'s zip.
+    bundle: PathBuf,
+    /// The shop's origin when it was recorded (the replay serves it there).
+    origin: String,
+    _data: tempfile::TempDir,
+}
+
+static RECORDED: OnceCell<Option<Recorded>> = OnceCell::const_new();
+
+async fn recorded(test: &str) -> Option<&'static Recorded> {
+    RECORDED
+        .get_or_init(|| async {
+            let build = Build::for_tests(test)?;
+            let site = DemoSite::start(0).unwrap();
+            let origin = site.url("/").trim_end_matches('/').to_owned();
+            let data = tempfile::tempdir().unwrap();
+            let demonstration = demo::record(&build, &site, data.path()).await.unwrap();
+            site.stop();
+            let task = demonstration.bundle.file_name().unwrap().to_str().unwrap().to_owned();
+            let bundle = data.path().join(format!("{task}.zip"));
+            let data_dir = data.path().to_str().unwrap();
+            run(
+                &build.trace_host,
+                &["--data", data_dir, "export", &task, "--out", bundle.to_str().unwrap(), "--redact"],
+            );
+            Some(Recorded { build, bundle, origin, _data: data })
+        })
+        .await
+        .as_ref()
+}
+
+fn run(program: &Path, args: &[&str]) -> Output {
+    let output = Command::new(program).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{} {args:?} failed: {}\n{}",
+        program.display(),
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    output
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The command line of a scripted agent in `mode` (see `tests/agents/shop-agent.mjs`).
+fn scripted(mode: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let node_modules = trace_e2e::playwright::install(&root.join("../target/bench-node")).unwrap();
+    format!("node {} {} {mode}", root.join("agents/shop-agent.mjs").display(), node_modules.display())
+}
+
+/// `trace-replay eval SOURCE --agent AGENT --out OUT ...`, and its one task's result.
+fn evaluate(recorded: &Recorded, agent: &str, out: &Path, extra: &[&str]) -> EvalResult {
+    let mut args = vec![
+        "eval",
+        recorded.bundle.to_str().unwrap(),
+        "--agent",
+        agent,
+        "--out",
+        out.to_str().unwrap(),
+        "--timeout",
+        "120",
+    ];
+    args.extend_from_slice(extra);
+    run(&recorded.build.trace_replay, &args);
+    let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let results: Vec<EvalResult> = lines.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(results.len(), 1, "{lines}");
+    results.into_iter().next().unwrap()
+}
+
+/// What must not change between two runs of one agent: every score and what it rests on, but not times or
+/// the session's event ids (events of concurrent requests are numbered as they come).
+fn scores(result: &EvalResult) -> Value {
+    let checkpoints: Vec<Value> = result
+        .checkpoints
+        .items
+        .iter()
+        .map(|item| {
+            json!([
+                item.id,
+                item.reached,
+                item.in_order,
+                item.evidence.as_ref().map(|e| e.split(" (dom/").next().unwrap_or_default().to_owned())
+            ])
+        })
+        .collect();
+    let rubric: Vec<Value> = result.rubric.items.iter().map(|item| json!([item.id, item.satisfied])).collect();
+    json!({
+        "success": result.success,
+        "partial_credit": result.checkpoints.partial_credit,
+        "any_order_share": result.checkpoints.any_order_share,
+        "checkpoints": checkpoints,
+        "rubric": [result.rubric.averaged, result.rubric.perfect, rubric],
+        "spl": result.spl,
+        "steps": result.steps,
+        "answer": result.answer,
+        "error": result.error,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_are_scored_by_the_checkpoints_they_reach_and_by_webarena_verified() {
+    let Some(recorded) = recorded("agents_are_scored_by_the_checkpoints_they_reach_and_by_webarena_verified").await
+    else {
+        return;
+    };
+    let runs = tempfile::tempdir().unwrap();
+    let layout = ["--layout", "webarena-verified"];
+
+    let human = evaluate(recorded, "human", &runs.path().join("human"), &layout);
+    assert_eq!(human.success, 1.0, "{human:#?}");
+    assert!(human.checkpoints.total >= 3, "{:#?}", human.checkpoints);
+    assert_eq!(human.checkpoints.reached_in_order, human.checkpoints.total, "{:#?}", human.checkpoints);
+    assert_eq!((human.rubric.averaged, human.rubric.perfect), (1.0, 1.0), "{:#?}", human.rubric);
+    assert_eq!(human.ended, EpisodeEnd::Replayed);
+    assert!(human.error.is_none() && human.requests.missed == 0, "{human:#?}");
+
+    // The search results reached by their URL instead of by typing: the checkpoint is the page reached.
+    let other = evaluate(recorded, &scripted("other-path"), &runs.path().join("other-path"), &layout);
+    assert_eq!(other.success, 1.0, "{other:#?}");
+    assert_eq!(other.checkpoints.partial_credit, 1.0, "{:#?}", other.checkpoints);
+    assert!(other.error.is_none() && other.said_done, "{other:#?}");
+    assert!(other.steps < human.steps, "another, shorter path: {} against {}", other.steps, human.steps);
+    assert!(other.spl.averaged > human.spl.averaged, "fewer steps, higher SPL");
+    let search = other
+        .checkpoints
+        .items
+        .iter()
+        .find(|item| matches!(&item.predicate, Predicate::Url { pattern } if pattern.contains("search?q=mug")));
+    assert!(search.is_some_and(|item| item.in_order), "{:#?}", other.checkpoints);
+    // The run in WebArena-Infinity's layout too, the agent's script named as the model.
+    let infinity = runs.path().join("other-path/webarena-infinity/data");
+    let entries: Vec<WebArenaEntry> = read_json(&infinity.join("manifest.json"));
+    assert_eq!(entries.len(), 1);
+    assert_eq!((entries[0].model.as_str(), entries[0].task_id.as_str()), ("shop-agent", other.task_id.as_str()));
+    let task_dir = infinity.join("shop-agent").join(&entries[0].environment).join(other.task_id.as_str());
+    let history: BrowserUseHistory = read_json(&task_dir.join("history.json"));
+    let result: WebArenaResult = read_json(&task_dir.join("result.json"));
+    assert!(result.passed && result.is_done && result.final_result.as_deref() == Some("The blue mug is in the cart"));
+    assert_eq!(history.history.len(), result.steps);
+    assert_eq!(history.history[0].state.title, "Initial Actions");
+    assert_eq!(result.steps, other.steps + 2, "the initial navigation (step 0), the steps, and the done");
+    let again = evaluate(recorded, &scripted("other-path"), &runs.path().join("again"), &[]);
+    assert_eq!(scores(&again), scores(&other), "two runs of one agent score alike");
+
+    // Logged in, then stopped: the credit of the checkpoints reached in order, and no success.
+    let halfway = evaluate(recorded, &scripted("halfway"), &runs.path().join("halfway"), &layout);
+    assert_eq!(halfway.success, 0.0, "{halfway:#?}");
+    let reached = halfway.checkpoints.items.iter().take_while(|item| item.in_order).count();
+    assert!(reached >= 1 && reached < halfway.checkpoints.total, "{:#?}", halfway.checkpoints);
+    assert_eq!(halfway.checkpoints.reached_in_order, reached);
+    assert_eq!(halfway.checkpoints.partial_credit, reached as f64 / halfway.checkpoints.total as f64);
+    let login = &halfway.checkpoints.items[0];
+    assert!(
+        matches!(&login.predicate, Predicate::Request { method, url_pattern, .. } if method == "POST" && url_pattern.ends_with("/login")),
+        "{login:#?}"
+    );
+    assert!(login.evidence.as_deref().is_some_and(|e| e.starts_with("POST ") && e.contains("/login")), "{login:#?}");
+
+    let wrong = evaluate(recorded, &scripted("wrong"), &runs.path().join("wrong"), &layout);
+    assert_eq!((wrong.success, wrong.checkpoints.partial_credit), (0.0, 0.0), "{wrong:#?}");
+
+    // The agent's HAR holds its navigations with their `Accept`, and the cart's POST with its body.
+    let digits: String = human.task_id.as_str().chars().filter(char::is_ascii_digit).collect();
+    let digits = digits.trim_start_matches('0').to_owned();
+    let har: Value = read_json(&runs.path().join("other-path").join(&digits).join("network.har"));
+    let entries = har["log"]["entries"].as_array().unwrap();
+    let cart = entries
+        .iter()
+        .find(|e| e["request"]["method"] == "POST" && e["request"]["url"].as_str().unwrap().ends_with("/cart"))
+        .expect("the cart's POST is in the HAR");
+    assert!(cart["request"]["postData"]["text"].as_str().unwrap().contains("product=blue-mug"), "{cart}");
+    assert_eq!(cart["response"]["status"], 303);
+    assert!(cart["response"]["redirectURL"].as_str().unwrap().ends_with("/cart"), "{cart}");
+    let home = entries.iter().find(|e| e["request"]["url"] == format!("{}/", recorded.origin)).unwrap();
+    assert!(home["response"]["content"]["text"].as_str().unwrap().contains("<html"), "text bodies are inline");
+
+    // WebArena Verified's evaluator, on a task of the demo shop in place of one of its own: the agent says
+    // it changed the site, and the cart's POST carries the blue mug.
+    let evaluator = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/webarena-venv/bin");
+    assert!(evaluator.join("webarena-verified").exists(), "`.ci/install` installs WebArena Verified's evaluator");
+    let config = webarena_task_file(runs.path(), &evaluator, &digits, &recorded.origin);
+    for (run, expected) in [("human", 1.0), ("other-path", 1.0), ("halfway", 0.0), ("wrong", 0.0)] {
+        let dir = runs.path().join(run);
+        let output = Command::new(evaluator.join("webarena-verified"))
+            .args(["eval-tasks", "--config", config.to_str().unwrap(), "--output-dir", dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let result = dir.join(&digits).join("eval_result.json");
+        assert!(result.exists(), "{run}: {}", String::from_utf8_lossy(&output.stderr));
+        let result: Value = read_json(&result);
+        assert_eq!(result["score"].as_f64(), Some(expected), "{run}: {result:#}");
+    }
+}
+
+/// WebArena Verified's packaged tasks with its first replaced by the demo shop's, and the configuration
+/// that names the task file and maps its shopping site to the shop. Returns the configuration's path.
+fn webarena_task_file(dir: &Path, evaluator: &Path, task_id: &str, origin: &str) -> PathBuf {
+    let assets = Command::new(evaluator.join("python"))
+        .args(["-c", "import webarena_verified.utils as u; print(u.get_package_assets_path())"])
+        .output()
+        .unwrap();
+    let assets = PathBuf::from(String::from_utf8(assets.stdout).unwrap().trim());
+    let mut tasks: Vec<Value> = read_json(&assets.join("dataset/webarena-verified.json"));
+    tasks[0] = json!({
+        "sites": ["shopping"],
+        "task_id": task_id.parse::<u64>().unwrap(),
+        "intent_template_id": 9000,
+        "start_urls": ["__SHOPPING__/"],
+        "intent": demo::DESCRIPTION,
+        "intent_template": demo::DESCRIPTION,
+        "instantiation_dict": {},
+        "eval": [
+            {
+                "evaluator": "AgentResponseEvaluator",
+                "results_schema": {"type": "null"},
+                "expected": {"task_type": "mutate", "status": "SUCCESS", "retrieved_data": null}
+            },
+            {
+                "evaluator": "NetworkEventEvaluator",
+                "expected": {
+                    "url": "__SHOPPING__/cart",
+                    "http_method": "POST",
+                    "post_data": {"product": "blue-mug", "shipping": "express"},
+                    "response_status": 303
+                }
+            }
+        ],
+        "revision": 1
+    });
+    let task_file = dir.join("webarena-tasks.json");
+    std::fs::write(&task_file, serde_json::to_vec(&tasks).unwrap()).unwrap();
+    let config = dir.join("webarena-config.json");
+    let settings = json!({
+        "test_data_file": task_file,
+        "environments": {"__SHOPPING__": {"urls": [origin]}}
+    });
+    std::fs::write(&config, serde_json::to_vec_pretty(&settings).unwrap()).unwrap();
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() {
+    let Some(recorded) = recorded("a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards").await else {
+        return;
+    };
+    // A dataset whose tasks share the one recording, each named for the way its agent behaves.
+    let dataset = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dataset.path().join("bundles")).unwrap();
+    std::fs::copy(&recorded.bundle, dataset.path().join("bundles/shop.zip")).unwrap();
+    let modes = ["crash", "hang", "malformed", "no-connect", "other-path", "silent"];
+    let mut lines = String::new();
+    for mode in modes {
+        let line = json!({
+            "task_id": mode, "task_description": demo::DESCRIPTION, "task_type": "action",
+            "website_url": recorded.origin, "num_steps": 0, "duration_seconds": 0.0, "tool_calls": [],
+            "credentials": [], "checkpoints": [], "checkpoints_reasoning": "", "ignored": [],
+            "bundle": "bundles/shop.zip", "redacted": true
+        });
+        let _: TaskLine = serde_json::from_value(line.clone()).unwrap();
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(dataset.path().join("tasks.jsonl"), lines).unwrap();
+    // The shell gives each task's agent its mode from the task's id.
+    let agent = scripted("\"$TRACE_TASK_ID\"");
+    let eval = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            dataset.path().to_str().unwrap(),
+            "--agent",
+            &agent,
+            "--out",
+            out.to_str().unwrap(),
+            "--timeout",
+            "8",
+        ];
+        args.extend_from_slice(extra);
+        let mut command = Command::new(&recorded.build.trace_replay);
+        command.args(&args);
+        command
+    };
+    let runs = tempfile::tempdir().unwrap();
+    let single = runs.path().join("single");
+    let output = eval(&single, &["--parallel", "2"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let results: Vec<EvalResult> = std::fs::read_to_string(single.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(results.len(), modes.len(), "every task has its result, whatever its agent did");
+    let result = |mode: &str| results.iter().find(|r| r.task_id.as_str() == mode).unwrap();
+    for (mode, says) in [
+        ("crash", "exited with code 3"),
+        ("hang", "stopped after 8 s"),
+        ("malformed", "done.json is malformed"),
+        ("no-connect", "never connected"),
+        ("silent", "wrote no answer"),
+    ] {
+        let error = result(mode).error.as_deref().unwrap_or_default();
+        assert!(error.contains(says), "{mode}: {error:?}");
+    }
+    assert!(matches!(result("hang").ended, EpisodeEnd::Timeout { .. }));
+    assert!(result("other-path").error.is_none() && result("other-path").success == 1.0, "{:#?}", result("other-path"));
+    // Scores still count what an agent did before it failed: the silent agent did the task.
+    assert_eq!(result("silent").checkpoints.partial_credit, 1.0, "{:#?}", result("silent").checkpoints);
+    let summary: EvalSummary = read_json(&single.join("summary.json"));
+    assert_eq!((summary.tasks, summary.errors), (modes.len(), 5));
+    assert!(std::fs::read_to_string(single.join("summary.md")).unwrap().contains("| other-path |"));
+
+    // Resumed: finished tasks are not run again; a task whose line was lost is.
+    let kept = std::fs::read_to_string(single.join("results.jsonl")).unwrap();
+    let without_last: Vec<&str> = kept.lines().collect();
+    let lost: EvalResult = serde_json::from_str(without_last[without_last.len() - 1]).unwrap();
+    std::fs::write(single.join("results.jsonl"), without_last[..without_last.len() - 1].join("\n") + "\n").unwrap();
+    let untouched = results.iter().find(|r| r.task_id != lost.task_id).unwrap().task_id.clone();
+    let untouched_result = single.join(untouched.as_str()).join("result.json");
+    let before = std::fs::metadata(&untouched_result).unwrap().modified().unwrap();
+    let output = eval(&single, &[]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let resumed = std::fs::read_to_string(single.join("results.jsonl")).unwrap();
+    assert_eq!(resumed.lines().count(), modes.len(), "{resumed}");
+    assert!(resumed.lines().last().unwrap().contains(&format!("\"task_id\":\"{}\"", lost.task_id)));
+    assert_eq!(std::fs::metadata(&untouched_result).unwrap().modified().unwrap(), before, "not run again");
+
+    // Two shards as two processes into one run directory, merged: the one-process summary.
+    let sharded = runs.path().join("sharded");
+    let mut shards: Vec<_> =
+        ["0/2", "1/2"].iter().map(|shard| eval(&sharded, &["--shard", shard]).spawn().unwrap()).collect();
+    for shard in &mut shards {
+        assert!(shard.wait().unwrap().success());
+    }
+    run(&recorded.build.trace_replay, &["eval-merge", sharded.to_str().unwrap()]);
+    let by_task = |run: &Path| -> Vec<(String, Value)> {
+        let mut results: Vec<EvalResult> = std::fs::read_to_string(run.join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        results.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+        results.iter().map(|r| (r.task_id.to_string(), scores(r))).collect()
+    };
+    assert_eq!(by_task(&sharded), by_task(&single));
+    let merged: EvalSummary = read_json(&sharded.join("summary.json"));
+    let single: EvalSummary = read_json(&single.join("summary.json"));
+    let timeless = |summary: &EvalSummary| EvalSummary { seconds_mean: 0.0, ..summary.clone() };
+    assert_eq!(timeless(&merged), timeless(&single));
+}
