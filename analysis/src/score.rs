@@ -248,11 +248,12 @@ pub fn macro_bootstrap_interval(groups: &[Vec<f64>]) -> [f64; 2] {
     [at(0.025), at(0.975)]
 }
 
-/// The resampling's random numbers: SplitMix64, small and fully determined by its seed.
-struct SplitMix64(u64);
+/// The resampling's random numbers: SplitMix64, small and fully determined by its seed (the same sequence
+/// on every machine; benchmarks draw their inputs from it too).
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -260,8 +261,9 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
     }
 }
 

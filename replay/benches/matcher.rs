@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+use trace_analysis::score::SplitMix64;
 
 use trace_replay::matcher::{FUZZY_THRESHOLD, MatchKind, Matcher, RecordedRequest, Request};
 
@@ -19,20 +20,12 @@ const TARGET_P99: Duration = Duration::from_micros(50);
 const JSON: &str = "application/json";
 const FORM: &str = "application/x-www-form-urlencoded";
 
-/// SplitMix64: a few lines, good enough spread, and the same sequence on every machine.
-struct Rng(u64);
+/// The generated traffic's random numbers: the same sequence on every machine.
+struct Rng(SplitMix64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
+        self.0.next_u64() % bound
     }
 
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
@@ -104,7 +97,8 @@ fn generate(rng: &mut Rng, clock: &mut u64) -> Generated {
         // Static assets: content-hashed names, asked exactly again.
         0..=29 => {
             let (dir, ext) = STATIC_KINDS[rng.below(STATIC_KINDS.len() as u64) as usize];
-            let url = format!("https://cdn{host}.example/static/{dir}/{}-{:08x}.{ext}", word(rng), rng.next() as u32);
+            let url =
+                format!("https://cdn{host}.example/static/{dir}/{}-{:08x}.{ext}", word(rng), rng.0.next_u64() as u32);
             (Lookup::get(url.clone()), Some(Lookup::get(format!("{url}#top"))), None)
         }
         // JSON API with a jQuery cache buster.
@@ -169,7 +163,7 @@ fn generate(rng: &mut Rng, clock: &mut u64) -> Generated {
         92..=94 => {
             let url = format!("https://shop{host}.example/login");
             let user = word(rng);
-            let body = format!("user={user}&pass=secret&csrf={:x}", rng.next());
+            let body = format!("user={user}&pass=secret&csrf={:x}", rng.0.next_u64());
             (Lookup::post(url, FORM, body), None, None)
         }
         // Polling: the same URL recorded again and again.
@@ -199,7 +193,7 @@ fn micros(duration: Duration) -> f64 {
 }
 
 fn main() {
-    let mut rng = Rng(0x7124_CE00_0000_0001);
+    let mut rng = Rng(SplitMix64(0x7124_CE00_0000_0001));
     let mut clock = 0;
     let generated: Vec<Generated> = (0..RECORDED).map(|_| generate(&mut rng, &mut clock)).collect();
     let recorded: Vec<RecordedRequest> = generated.iter().map(|g| g.request.clone()).collect();

@@ -4,6 +4,9 @@
 //! is not run again. Then the run's summary. [`merge`] joins the runs of shards into the summary one
 //! machine would have written (a summary depends only on the results, taken in task order).
 //!
+//! The dataset and the run may be in an object store ([`crate::store`]): shards on many machines then
+//! share one run there, each putting its files as they are done.
+//!
 //! Task directories are named by the task id, or, in WebArena Verified's layout, by the id's digits, so
 //! that its evaluator finds `<run>/<digits>/agent_response.json` and `network.har`.
 
@@ -22,6 +25,7 @@ use trace_manifest::task::{TaskId, TaskType};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 
 use crate::eval::{Episode, EvalOptions};
+use crate::store::Location;
 
 /// How task directories are named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -147,9 +151,18 @@ pub fn task_dir(run: &Path, task_id: &TaskId, layout: Layout) -> Result<PathBuf>
     }
 }
 
-/// Runs the tasks of `source` into `run` and returns the summary of this run (or shard).
-pub async fn run(source: &Path, run: &Path, options: &BatchOptions) -> Result<EvalSummary> {
-    let mut tasks = tasks(source)?;
+/// Runs the tasks of `source` (a local path or an object store URL) into `run` (the same) and returns the
+/// summary of this run (or shard).
+pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<EvalSummary> {
+    let source = Location::parse(source)?;
+    if source.is_store() {
+        let fetched = source.fetch(|_| true).await?;
+        tracing::info!("fetched the dataset's {fetched} file(s)");
+    }
+    let location = Location::parse(run)?;
+    let run = location.local().to_owned();
+    let run = run.as_path();
+    let mut tasks = tasks(source.local())?;
     if let Some(shard) = options.shard {
         tasks = tasks.into_iter().enumerate().filter(|(k, _)| k % shard.count == shard.index).map(|(_, t)| t).collect();
     }
@@ -161,7 +174,9 @@ pub async fn run(source: &Path, run: &Path, options: &BatchOptions) -> Result<Ev
         }
     }
     std::fs::create_dir_all(run).with_context(|| format!("cannot create {}", run.display()))?;
-    let results_path = run.join(options.shard.map_or_else(|| files::RESULTS_FILE.to_owned(), Shard::results_file));
+    let results_name = options.shard.map_or_else(|| files::RESULTS_FILE.to_owned(), Shard::results_file);
+    location.fetch(|relative| relative == results_name).await?;
+    let results_path = run.join(&results_name);
     let mut results = read_results(&results_path)?;
     let done: HashSet<TaskId> = results.iter().map(|result| result.task_id.clone()).collect();
     let pending: Vec<TaskSource> = tasks.into_iter().filter(|task| !done.contains(&task.task_id)).collect();
@@ -200,6 +215,15 @@ pub async fn run(source: &Path, run: &Path, options: &BatchOptions) -> Result<Ev
         let mut line = serde_json::to_vec(&result)?;
         line.push(b'\n');
         results_file.write_all(&line).and_then(|()| results_file.sync_data()).context("cannot append a result")?;
+        if location.is_store() {
+            let dir = task_dir(Path::new(""), &result.task_id, options.layout)?;
+            location.put(&dir.to_string_lossy()).await?;
+            let environment = dataset::environment_name(&result.website);
+            let infinity =
+                dataset::webarena_task_dir(&options.episode.agent_name, &environment, result.task_id.as_str());
+            location.put(&format!("{}/{infinity}", files::WEBARENA_INFINITY_DIR)).await?;
+            location.put(&results_name).await?;
+        }
         bar.set_message(format!("{} {}", result.task_id, if result.success > 0.0 { "succeeded" } else { "failed" }));
         bar.inc(1);
         results.push(result);
@@ -207,7 +231,7 @@ pub async fn run(source: &Path, run: &Path, options: &BatchOptions) -> Result<Ev
     bar.finish_and_clear();
     let summary = score::summarize(&results);
     if options.shard.is_none() {
-        write_summary(run, &summary, &results)?;
+        write_summary(&location, &summary, &results).await?;
     }
     Ok(summary)
 }
@@ -265,47 +289,64 @@ fn read_results(path: &Path) -> Result<Vec<EvalResult>> {
     Ok(results)
 }
 
-/// Joins the results of `runs` (each a run directory: its `results.jsonl` and every shard's) into `out`:
-/// `results.jsonl`, `summary.json` and `summary.md`, as one machine would have written them.
-pub fn merge(runs: &[PathBuf], out: &Path) -> Result<EvalSummary> {
+/// Joins the results of `runs` (run directories or object store URLs, each with its `results.jsonl` and
+/// every shard's) into `out` (the first run when `None`): `results.jsonl`, `summary.json` and `summary.md`,
+/// as one machine would have written them.
+pub async fn merge(runs: &[String], out: Option<&str>) -> Result<EvalSummary> {
+    let is_results =
+        |relative: &str| !relative.contains('/') && relative.starts_with("results") && relative.ends_with(".jsonl");
     let mut by_task: BTreeMap<TaskId, EvalResult> = BTreeMap::new();
+    let mut first = None;
     for run in runs {
-        let mut found = false;
-        let entries = std::fs::read_dir(run).with_context(|| format!("cannot read the run {}", run.display()))?;
+        let location = Location::parse(run)?;
+        location.fetch(|relative| is_results(relative) || is_webarena_result(relative)).await?;
+        let entries = std::fs::read_dir(location.local()).with_context(|| format!("cannot read the run {run}"))?;
         let mut names: Vec<String> = entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
         names.sort();
-        for name in names.iter().filter(|name| name.starts_with("results") && name.ends_with(".jsonl")) {
-            found = true;
-            for result in read_results(&run.join(name))? {
+        names.retain(|name| is_results(name));
+        if names.is_empty() {
+            bail!("{run} holds no results file");
+        }
+        for name in names {
+            for result in read_results(&location.local().join(name))? {
                 if let Some(earlier) = by_task.get(&result.task_id)
                     && earlier != &result
                 {
-                    bail!("the task {} has two different results ({} and another run)", result.task_id, run.display());
+                    bail!("the task {} has two different results ({run} and another run)", result.task_id);
                 }
                 by_task.insert(result.task_id.clone(), result);
             }
         }
-        if !found {
-            bail!("{} holds no results file", run.display());
-        }
+        first.get_or_insert(location);
     }
+    let out = match out {
+        Some(out) => Location::parse(out)?,
+        None => first.context("no run to merge")?,
+    };
     let results: Vec<EvalResult> = by_task.into_values().collect();
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    std::fs::create_dir_all(out.local()).with_context(|| format!("cannot create {}", out.local().display()))?;
     let mut lines = Vec::new();
     for result in &results {
         serde_json::to_writer(&mut lines, result)?;
         lines.push(b'\n');
     }
-    let path = out.join(files::RESULTS_FILE);
+    let path = out.local().join(files::RESULTS_FILE);
     std::fs::write(&path, lines).with_context(|| format!("cannot write {}", path.display()))?;
+    out.put(files::RESULTS_FILE).await?;
     let summary = score::summarize(&results);
-    write_summary(out, &summary, &results)?;
+    write_summary(&out, &summary, &results).await?;
     Ok(summary)
 }
 
+/// A task's `result.json` in WebArena-Infinity's layout, relative to a run.
+fn is_webarena_result(relative: &str) -> bool {
+    relative.starts_with(&format!("{}/{}/", files::WEBARENA_INFINITY_DIR, dataset::WEBARENA_DATA_DIR))
+        && relative.ends_with(&format!("/{}", dataset::RESULT_FILE))
+}
+
 /// `RUN/webarena-infinity/data/manifest.json`, from the task folders the episodes wrote (a resumed or
-/// merged run lists every one of them).
-fn write_webarena_manifest(run: &Path) -> Result<()> {
+/// merged run lists every one of them); false when there are none.
+fn write_webarena_manifest(run: &Path) -> Result<bool> {
     let data = run.join(files::WEBARENA_INFINITY_DIR).join(dataset::WEBARENA_DATA_DIR);
     let mut entries = Vec::new();
     for model in sorted_dirs(&data)? {
@@ -329,11 +370,12 @@ fn write_webarena_manifest(run: &Path) -> Result<()> {
         }
     }
     if entries.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let path = run.join(files::WEBARENA_INFINITY_DIR).join(dataset::WEBARENA_MANIFEST_FILE);
     std::fs::write(&path, serde_json::to_vec_pretty(&entries)?)
-        .with_context(|| format!("cannot write {}", path.display()))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(true)
 }
 
 fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
@@ -343,14 +385,19 @@ fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-fn write_summary(run: &Path, summary: &EvalSummary, results: &[EvalResult]) -> Result<()> {
-    write_webarena_manifest(run)?;
+async fn write_summary(location: &Location, summary: &EvalSummary, results: &[EvalResult]) -> Result<()> {
+    let run = location.local();
+    if write_webarena_manifest(run)? {
+        location.put(&format!("{}/{}", files::WEBARENA_INFINITY_DIR, dataset::WEBARENA_MANIFEST_FILE)).await?;
+    }
     let path = run.join(files::SUMMARY_FILE);
     std::fs::write(&path, serde_json::to_vec_pretty(summary)?)
         .with_context(|| format!("cannot write {}", path.display()))?;
     let path = run.join(files::SUMMARY_TEXT_FILE);
     std::fs::write(&path, score::summary_text(summary, results))
-        .with_context(|| format!("cannot write {}", path.display()))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    location.put(files::SUMMARY_FILE).await?;
+    location.put(files::SUMMARY_TEXT_FILE).await
 }
 
 #[cfg(test)]

@@ -27,7 +27,6 @@ use trace_manifest::eval::{
 };
 use trace_manifest::har::{Creator, Har};
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint, Predicate, TRAJECTORY_FILE};
-use trace_manifest::report::RequestCounts;
 use trace_manifest::task::{TaskStatus, TaskType};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
@@ -251,13 +250,7 @@ impl Episode<'_> {
             checkpoints,
             rubric,
             spl,
-            requests: RequestCounts {
-                exact: stats.exact,
-                canonical: stats.canonical,
-                fuzzy: stats.fuzzy,
-                ignored: stats.ignored,
-                missed: stats.missed,
-            },
+            requests: stats.request_counts(),
             live_attempts: stats.live_attempts,
         };
 

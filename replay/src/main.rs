@@ -84,8 +84,8 @@ enum Command {
     /// Run an agent on a bundle, or on every task of a dataset, in the replayed site, record what it did,
     /// and score it: checkpoints, success, rubric, SPL (RUN/summary.md).
     Eval {
-        /// A bundle (directory or zip), or a dataset directory (with tasks.jsonl).
-        source: PathBuf,
+        /// A bundle (directory or zip), or a dataset (with tasks.jsonl): a path, or an object store URL.
+        source: String,
         #[command(flatten)]
         eval: EvalArgs,
         #[command(flatten)]
@@ -95,12 +95,12 @@ enum Command {
     },
     /// Join the runs of shards into one results file and summary, as one machine would have written them.
     EvalMerge {
-        /// Run directories (each with its results files).
+        /// Runs (directories or object store URLs, each with its results files).
         #[arg(required = true)]
-        runs: Vec<PathBuf>,
+        runs: Vec<String>,
         /// Where the joined results and summary go [default: the first run].
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
+        #[arg(long, value_name = "DIR_OR_URL")]
+        out: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -118,9 +118,10 @@ struct EvalArgs {
     /// the script the command runs].
     #[arg(long, value_name = "NAME")]
     agent_name: Option<String>,
-    /// Where the run's outputs go (made if missing; a run already there is resumed).
-    #[arg(long, value_name = "DIR", default_value = "eval-run")]
-    out: PathBuf,
+    /// Where the run's outputs go, a directory or an object store URL (s3://, gs://, az://, file://; made if
+    /// missing; a run already there is resumed).
+    #[arg(long, value_name = "DIR_OR_URL", default_value = "eval-run")]
+    out: String,
     /// Stop an agent once it has taken more steps than this.
     #[arg(long, value_name = "N")]
     max_steps: Option<usize>,
@@ -264,9 +265,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             print_summary(&summary, eval.json, &eval.out)
         }
         Command::EvalMerge { runs, out, json } => {
-            let out = out.unwrap_or_else(|| runs[0].clone());
-            let summary = trace_replay::batch::merge(&runs, &out)?;
-            print_summary(&summary, json, &out)
+            let runtime = tokio::runtime::Runtime::new()?;
+            let summary = runtime.block_on(trace_replay::batch::merge(&runs, out.as_deref()))?;
+            print_summary(&summary, json, out.as_deref().unwrap_or(&runs[0]))
         }
         Command::Run { bundle, human, json, step_timeout, browser, limits } => {
             anyhow::ensure!(human, "say --human: the recorded demonstration is the only runner built in");
@@ -304,7 +305,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-fn print_summary(summary: &trace_manifest::eval::EvalSummary, json: bool, run: &std::path::Path) -> anyhow::Result<()> {
+fn print_summary(summary: &trace_manifest::eval::EvalSummary, json: bool, run: &str) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(summary)?);
     } else {
@@ -319,7 +320,7 @@ fn print_summary(summary: &trace_manifest::eval::EvalSummary, json: bool, run: &
             summary.spl_averaged,
             summary.errors
         );
-        println!("results in {}", run.display());
+        println!("results in {run}");
     }
     Ok(())
 }

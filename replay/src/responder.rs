@@ -54,6 +54,19 @@ pub struct Stats {
     pub divergences: Vec<Divergence>,
 }
 
+impl Stats {
+    /// How the requests were answered, by level, as reports give it.
+    pub fn request_counts(&self) -> trace_manifest::report::RequestCounts {
+        trace_manifest::report::RequestCounts {
+            exact: self.exact,
+            canonical: self.canonical,
+            fuzzy: self.fuzzy,
+            ignored: self.ignored,
+            missed: self.missed,
+        }
+    }
+}
+
 /// A request the fuzzy level answered with a recorded one that differs from it: a page may have sent
 /// something else than the person's did (another option chosen, a word typed differently).
 #[derive(Debug, Clone, PartialEq)]

@@ -35,7 +35,7 @@ use trace_analysis::trajectory;
 use trace_manifest::archive::{Bundle, ZipLimits};
 use trace_manifest::event::{ElementDescriptor, Viewport};
 use trace_manifest::postprocess::{CREDENTIALS_FILE, CredentialEntry, TRAJECTORY_FILE};
-use trace_manifest::report::{FidelityReport, LocatedBy, RequestCounts, StepFailure, StepOutcome, WebSocketFrames};
+use trace_manifest::report::{FidelityReport, LocatedBy, StepFailure, StepOutcome, WebSocketFrames};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 
 /// How long the network must have been idle, as replay sees it, for a page to count as settled.
@@ -222,13 +222,7 @@ pub async fn run_human(
         steps_passed: steps.len() - failures.len(),
         steps_failed: failures.len(),
         failures,
-        requests: RequestCounts {
-            exact: stats.exact,
-            canonical: stats.canonical,
-            fuzzy: stats.fuzzy,
-            ignored: stats.ignored,
-            missed: stats.missed,
-        },
+        requests: stats.request_counts(),
         misses: stats.misses.keys().cloned().collect(),
         misses_after_last_step: Vec::new(),
         live_attempts: stats.live_attempts,

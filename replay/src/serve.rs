@@ -333,25 +333,27 @@ async fn answer(
                 Some(prelude) => [prelude.as_bytes(), b"\n", response.body.as_slice()].concat(),
                 None => response.body.to_vec(),
             };
-            let mut fulfill = FulfillRequestParams::builder()
-                .request_id(id)
-                .response_code(i64::from(response.status))
-                .response_headers(headers.clone())
-                .body(base64::engine::general_purpose::STANDARD.encode(&body));
-            if !response.status_text.is_empty() {
-                fulfill = fulfill.response_phrase(response.status_text.clone());
-            }
-            browser.execute(fulfill.build().map_err(anyhow::Error::msg)?).await?;
+            // Recorded before the browser has it: a redirect's next hop, which the browser asks for as soon
+            // as it does, must come after this answer in the session, as it did in the recording.
             if let Some(observed) = observed {
                 observed.answered(response.status, &response.status_text, &headers, &body)?;
             }
+            let mut fulfill = FulfillRequestParams::builder()
+                .request_id(id)
+                .response_code(i64::from(response.status))
+                .response_headers(headers)
+                .body(base64::engine::general_purpose::STANDARD.encode(&body));
+            if !response.status_text.is_empty() {
+                fulfill = fulfill.response_phrase(response.status_text);
+            }
+            browser.execute(fulfill.build().map_err(anyhow::Error::msg)?).await?;
         }
         Decision::StreamOver { .. } => {
-            let over = FulfillRequestParams::builder().request_id(id).response_code(204).body(String::new());
-            browser.execute(over.build().map_err(anyhow::Error::msg)?).await?;
             if let Some(observed) = observed {
                 observed.answered(204, "", &[], &[])?;
             }
+            let over = FulfillRequestParams::builder().request_id(id).response_code(204).body(String::new());
+            browser.execute(over.build().map_err(anyhow::Error::msg)?).await?;
         }
         Decision::RecordedFailure { .. } => fail(browser, id, ErrorReason::Failed, observed).await?,
         Decision::Ignored { .. } => fail(browser, id, ErrorReason::BlockedByClient, observed).await?,

@@ -9,6 +9,7 @@
 //! - [`sentinel`]: a listener counting connections to a stopped site's port (replay must make none).
 //! - [`browser`]: Debian's Chromium with the built extension and the real host registered, for end-to-end
 //!   tests.
+//! - [`run`]: a program of the build run to completion, its failure a test's panic with what it said.
 //! - `src/bin/trace-demo.rs`: the README's main job (`cargo xtask demo`): record, export, validate, inspect.
 
 pub mod apps;
@@ -17,3 +18,16 @@ pub mod demo;
 pub mod playwright;
 pub mod sentinel;
 pub mod site;
+
+/// Runs `program` with `args` to completion; a failure panics with what it printed, as a test failure.
+pub fn run(program: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let output = std::process::Command::new(program).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{} {args:?} failed: {}\n{}",
+        program.display(),
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    output
+}

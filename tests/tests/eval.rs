@@ -4,16 +4,18 @@
 //! that reaches the goal by another path, one that stops half-way, one that does the wrong thing, and
 //! agents that crash, hang, never connect, or answer badly. Their outputs in WebArena Verified's layout
 //! are scored by WebArena Verified's own evaluator (installed by `.ci/install`). A dataset run is resumed
-//! and sharded over two processes, whose merged summary must be the one-process summary. Needs
+//! and sharded over two processes sharing an object store, whose merged summary must be the one-process
+//! summary. Needs
 //! `cargo xtask dist`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
+use trace_e2e::run;
 use trace_e2e::site::DemoSite;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use trace_manifest::eval::{EpisodeEnd, EvalResult, EvalSummary};
@@ -51,18 +53,6 @@ async fn recorded(test: &str) -> Option<&'static Recorded> {
         })
         .await
         .as_ref()
-}
-
-fn run(program: &Path, args: &[&str]) -> Output {
-    let output = Command::new(program).args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{} {args:?} failed: {}\n{}",
-        program.display(),
-        String::from_utf8_lossy(&output.stderr),
-        String::from_utf8_lossy(&output.stdout)
-    );
-    output
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {
@@ -291,22 +281,15 @@ async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() 
     std::fs::write(dataset.path().join("tasks.jsonl"), lines).unwrap();
     // The shell gives each task's agent its mode from the task's id.
     let agent = scripted("\"$TRACE_TASK_ID\"");
-    let eval = |out: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "eval",
-            dataset.path().to_str().unwrap(),
-            "--agent",
-            &agent,
-            "--out",
-            out.to_str().unwrap(),
-            "--timeout",
-            "8",
-        ];
+    let dataset_dir = dataset.path().to_str().unwrap().to_owned();
+    let eval_from = |source: &str, out: &str, extra: &[&str]| {
+        let mut args = vec!["eval", source, "--agent", &agent, "--out", out, "--timeout", "8"];
         args.extend_from_slice(extra);
         let mut command = Command::new(&recorded.build.trace_replay);
         command.args(&args);
         command
     };
+    let eval = |out: &Path, extra: &[&str]| eval_from(&dataset_dir, out.to_str().unwrap(), extra);
     let runs = tempfile::tempdir().unwrap();
     let single = runs.path().join("single");
     let output = eval(&single, &["--parallel", "2"]).output().unwrap();
@@ -351,14 +334,26 @@ async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() 
     assert!(resumed.lines().last().unwrap().contains(&format!("\"task_id\":\"{}\"", lost.task_id)));
     assert_eq!(std::fs::metadata(&untouched_result).unwrap().modified().unwrap(), before, "not run again");
 
-    // Two shards as two processes into one run directory, merged: the one-process summary.
-    let sharded = runs.path().join("sharded");
-    let mut shards: Vec<_> =
-        ["0/2", "1/2"].iter().map(|shard| eval(&sharded, &["--shard", shard]).spawn().unwrap()).collect();
+    // Two shards as two processes, the dataset and the run in one object store (a local one, through the
+    // same object_store client as S3's), merged: the one-process summary.
+    let store = runs.path().join("store");
+    std::fs::create_dir_all(store.join("run")).unwrap();
+    let copied = store.join("dataset");
+    std::fs::create_dir_all(copied.join("bundles")).unwrap();
+    std::fs::copy(dataset.path().join("tasks.jsonl"), copied.join("tasks.jsonl")).unwrap();
+    std::fs::copy(dataset.path().join("bundles/shop.zip"), copied.join("bundles/shop.zip")).unwrap();
+    let (dataset_url, run_url) =
+        (format!("file://{}", copied.display()), format!("file://{}", store.join("run").display()));
+    let mut shards: Vec<_> = ["0/2", "1/2"]
+        .iter()
+        .map(|shard| eval_from(&dataset_url, &run_url, &["--shard", shard]).spawn().unwrap())
+        .collect();
     for shard in &mut shards {
         assert!(shard.wait().unwrap().success());
     }
-    run(&recorded.build.trace_replay, &["eval-merge", sharded.to_str().unwrap()]);
+    run(&recorded.build.trace_replay, &["eval-merge", &run_url]);
+    let sharded = store.join("run");
+    assert!(sharded.join("hang/result.json").exists(), "each task's outputs are put into the store");
     let by_task = |run: &Path| -> Vec<(String, Value)> {
         let mut results: Vec<EvalResult> = std::fs::read_to_string(run.join("results.jsonl"))
             .unwrap()

@@ -13,6 +13,7 @@ use std::process::{Command, Output};
 use trace_analysis::evidence::{Evidence, holds};
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
+use trace_e2e::run;
 use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, vault};
 use trace_manifest::archive::Bundle;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
@@ -79,18 +80,6 @@ fn summary(trajectory: &Trajectory, port: u16) -> Vec<String> {
             format!("{action} | {target} | {before} -> {after}").replace(&port.to_string(), "PORT")
         })
         .collect()
-}
-
-fn run(program: &Path, args: &[&str]) -> Output {
-    let output = Command::new(program).args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{} {args:?} failed: {}\n{}",
-        program.display(),
-        String::from_utf8_lossy(&output.stderr),
-        String::from_utf8_lossy(&output.stdout)
-    );
-    output
 }
 
 fn json_of(output: &Output) -> serde_json::Value {
