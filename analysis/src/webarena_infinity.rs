@@ -68,10 +68,7 @@ pub fn task(
 ) -> WebArenaTask {
     let titles = PageTitles::of(evidence);
     let (initial_url, calls) = match calls.split_first() {
-        Some((first, rest)) if matches!(first.action, ToolAction::Navigate { .. }) => {
-            let ToolAction::Navigate { url } = &first.action else { unreachable!() };
-            (url.clone(), rest)
-        }
+        Some((ToolCall { action: ToolAction::Navigate { url }, .. }, rest)) => (url.clone(), rest),
         _ => (start_url.to_owned(), calls),
     };
     let started_at = calls.first().map_or(ended_at_ms, |call| call.ts) / 1000.0;

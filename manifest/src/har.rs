@@ -137,6 +137,16 @@ impl Content {
         }
         self.file = None;
     }
+
+    /// Puts `body` into `text` when it is text (by its MIME type, and UTF-8), and returns whether it did; a
+    /// binary body keeps its `_file`, for readers that ignore `encoding` (WebArena Verified).
+    pub fn set_inline_if_text(&mut self, body: &[u8]) -> bool {
+        let text = is_textual(&self.mime_type) && std::str::from_utf8(body).is_ok();
+        if text {
+            self.set_inline(body);
+        }
+        text
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,6 +160,21 @@ pub struct PostData {
     /// A binary request body's path inside the bundle.
     #[serde(default, rename = "_file", skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+}
+
+impl PostData {
+    /// Puts `body` (read from `_file`) into `text` when it is UTF-8, and returns whether it did. HAR's
+    /// postData has no encoding field: a binary body keeps its `_file`.
+    pub fn set_inline_if_text(&mut self, body: Vec<u8>) -> bool {
+        match String::from_utf8(body) {
+            Ok(text) => {
+                self.text = Some(text);
+                self.file = None;
+                true
+            }
+            Err(_) => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -296,11 +296,7 @@ fn with_body(source: &mut Bundle, entry: &Entry) -> Result<Entry> {
     if let Some(post_data) = entry.request.post_data.as_mut()
         && let Some(file) = post_data.file.clone()
     {
-        // HAR's postData has no encoding field: inline a text body, keep a binary one as `_file`.
-        if let Ok(text) = String::from_utf8(source.read(&file)?) {
-            post_data.text = Some(text);
-            post_data.file = None;
-        }
+        post_data.set_inline_if_text(source.read(&file)?);
     }
     Ok(entry)
 }

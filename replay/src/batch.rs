@@ -166,12 +166,15 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     if let Some(shard) = options.shard {
         tasks = tasks.into_iter().enumerate().filter(|(k, _)| k % shard.count == shard.index).map(|(_, t)| t).collect();
     }
-    let mut directories = BTreeMap::new();
-    for task in &tasks {
-        let dir = task_dir(run, &task.task_id, options.layout)?;
-        if let Some(other) = directories.insert(dir.clone(), task.task_id.clone()) {
-            bail!("the tasks {other} and {} would share the directory {}", task.task_id, dir.display());
+    // Each task with its directory, relative to the run.
+    let mut named: BTreeMap<PathBuf, TaskId> = BTreeMap::new();
+    let mut tasks_in_dirs = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        let dir = task_dir(Path::new(""), &task.task_id, options.layout)?;
+        if let Some(other) = named.insert(dir.clone(), task.task_id.clone()) {
+            bail!("the tasks {other} and {} would share the directory {}", task.task_id, run.join(&dir).display());
         }
+        tasks_in_dirs.push((task, dir));
     }
     std::fs::create_dir_all(run).with_context(|| format!("cannot create {}", run.display()))?;
     let results_name = options.shard.map_or_else(|| files::RESULTS_FILE.to_owned(), Shard::results_file);
@@ -179,7 +182,8 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     let results_path = run.join(&results_name);
     let mut results = read_results(&results_path)?;
     let done: HashSet<TaskId> = results.iter().map(|result| result.task_id.clone()).collect();
-    let pending: Vec<TaskSource> = tasks.into_iter().filter(|task| !done.contains(&task.task_id)).collect();
+    let pending: Vec<(TaskSource, PathBuf)> =
+        tasks_in_dirs.into_iter().filter(|(task, _)| !done.contains(&task.task_id)).collect();
     if !done.is_empty() {
         tracing::info!("{} task(s) already in {}: not run again", done.len(), results_path.display());
     }
@@ -198,25 +202,21 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
         .append(true)
         .open(&results_path)
         .with_context(|| format!("cannot open {}", results_path.display()))?;
-    let mut episodes = futures::stream::iter(pending.into_iter().map(|task| {
-        let dir = directories.iter().find(|(_, id)| **id == task.task_id).map(|(dir, _)| dir.clone());
-        async move {
-            let dir = dir.expect("every task has its directory");
-            let episode = Episode { task: &task, out: &dir, options: &options.episode };
-            match episode.run().await {
-                Ok(result) => result,
-                Err(error) => unusable(&task, &options.episode, &format!("{error:#}")),
-            }
-        }
+    let mut episodes = futures::stream::iter(pending.into_iter().map(|(task, dir)| async move {
+        let episode = Episode { task: &task, out: &run.join(&dir), options: &options.episode };
+        let result = match episode.run().await {
+            Ok(result) => result,
+            Err(error) => unusable(&task, &options.episode, &format!("{error:#}")),
+        };
+        (result, dir)
     }))
     .buffer_unordered(options.parallel.max(1));
-    while let Some(result) = episodes.next().await {
+    while let Some((result, dir)) = episodes.next().await {
         // One line per finished task, written at once: a run stopped half-way keeps every task it finished.
         let mut line = serde_json::to_vec(&result)?;
         line.push(b'\n');
         results_file.write_all(&line).and_then(|()| results_file.sync_data()).context("cannot append a result")?;
         if location.is_store() {
-            let dir = task_dir(Path::new(""), &result.task_id, options.layout)?;
             location.put(&dir.to_string_lossy()).await?;
             let environment = dataset::environment_name(&result.website);
             let infinity =

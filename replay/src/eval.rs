@@ -18,14 +18,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use trace_analysis::evidence::Evidence;
-use trace_analysis::{har, postprocess, score, trajectory, webarena_infinity};
+use trace_analysis::{postprocess, score, trajectory, webarena_infinity};
 use trace_manifest::archive::{Bundle, ZipLimits};
-use trace_manifest::bundle::TaskInfo;
+use trace_manifest::bundle::{self, TaskInfo};
 use trace_manifest::dataset;
 use trace_manifest::eval::{
     self as files, AgentDone, AgentResponse, EpisodeEnd, EvalResult, ResponseStatus, ResponseTaskType, Rubric,
 };
-use trace_manifest::har::{Creator, Har};
+use trace_manifest::har::Har;
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint, Predicate, TRAJECTORY_FILE};
 use trace_manifest::task::{TaskStatus, TaskType};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
@@ -33,7 +33,7 @@ use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
 
 use crate::archive::ReplayArchive;
 use crate::batch::TaskSource;
-use crate::run::{RunOptions, human_trajectory, run_human};
+use crate::run::{RunOptions, human_trajectory_of, run_human};
 use crate::serve::{Options, Replay};
 use crate::session::{self, SessionRecorder};
 
@@ -116,7 +116,7 @@ impl Reference {
         } else {
             None
         };
-        let (calls, credentials) = human_trajectory(path, limits)?;
+        let (calls, credentials) = human_trajectory_of(&mut bundle)?;
         Ok(Reference { task, calls, credentials, checkpoints, rubric })
     }
 
@@ -194,8 +194,9 @@ impl Episode<'_> {
             }
         };
         settle(&replay).await;
+        // The last capture of every tab, once the agent is done with it.
         for page in replay.pages().await.unwrap_or_default() {
-            if let Err(error) = session::capture_final(&session, &page).await {
+            if let Err(error) = session::capture_page(&session, &page, "final").await {
                 tracing::debug!("no final capture: {error:#}");
             }
         }
@@ -255,7 +256,7 @@ impl Episode<'_> {
         };
 
         write_json(&self.out.join(TRAJECTORY_FILE), &derived.trajectory)?;
-        let har = network_har(&events, &mut bundle)?;
+        let har = network_har(&mut bundle)?;
         write_json(&self.out.join(files::NETWORK_HAR_FILE), &har)?;
         let response_file = self.out.join(files::AGENT_RESPONSE_FILE);
         match &outcome.response {
@@ -570,27 +571,22 @@ impl AgentPort {
 
 /// The session's HAR as WebArena Verified reads it: bodies that are text inline in `text`, others left
 /// as files of the session (`session/resources/<sha256>`).
-fn network_har(events: &[trace_manifest::event::EventRecord], bundle: &mut Bundle) -> Result<Har> {
-    let creator = Creator { name: "trace-replay".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() };
-    let mut har = har::build(creator, None, events);
+fn network_har(session: &mut Bundle) -> Result<Har> {
+    let mut har: Har = serde_json::from_slice(&session.read(bundle::HAR_FILE)?)
+        .with_context(|| format!("the session's {} does not parse", bundle::HAR_FILE))?;
+    let in_session = |file: &str| format!("{}/{file}", files::SESSION_DIR);
     for entry in &mut har.log.entries {
         let content = &mut entry.response.content;
-        if let Some(file) = content.file.clone() {
-            let bytes = bundle.read(&file)?;
-            if std::str::from_utf8(&bytes).is_ok() && trace_manifest::har::is_textual(&content.mime_type) {
-                content.set_inline(&bytes);
-            } else {
-                content.file = Some(format!("{}/{file}", files::SESSION_DIR));
-            }
+        if let Some(file) = content.file.clone()
+            && !content.set_inline_if_text(&session.read(&file)?)
+        {
+            content.file = Some(in_session(&file));
         }
         if let Some(post) = entry.request.post_data.as_mut()
-            && let Some(file) = post.file.take()
+            && let Some(file) = post.file.clone()
+            && !post.set_inline_if_text(session.read(&file)?)
         {
-            let bytes = bundle.read(&file)?;
-            match String::from_utf8(bytes) {
-                Ok(text) => post.text = Some(text),
-                Err(_) => post.file = Some(format!("{}/{file}", files::SESSION_DIR)),
-            }
+            post.file = Some(in_session(&file));
         }
     }
     Ok(har)

@@ -239,13 +239,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "--timeout takes a positive number of seconds"
             );
             anyhow::ensure!(eval.parallel > 0, "--parallel takes at least 1");
+            let agent = Agent::parse(&eval.agent);
             let options = BatchOptions {
                 episode: EvalOptions {
                     agent_name: match &eval.agent_name {
                         Some(name) => trace_manifest::dataset::model_name(name),
-                        None => Agent::parse(&eval.agent).short_name(),
+                        None => agent.short_name(),
                     },
-                    agent: Agent::parse(&eval.agent),
+                    agent,
                     max_steps: eval.max_steps,
                     timeout: std::time::Duration::from_secs_f64(eval.timeout),
                     browser: Options {

@@ -108,6 +108,11 @@ pub fn text(report: &FidelityReport) -> String {
 pub fn human_trajectory(path: &Path, limits: ZipLimits) -> Result<(Vec<ToolCall>, Vec<Credential>)> {
     let mut bundle =
         Bundle::open_with_limits(path, limits).with_context(|| format!("cannot open the bundle {}", path.display()))?;
+    human_trajectory_of(&mut bundle)
+}
+
+/// [`human_trajectory`] of a bundle already open.
+pub fn human_trajectory_of(bundle: &mut Bundle) -> Result<(Vec<ToolCall>, Vec<Credential>)> {
     if bundle.contains(TRAJECTORY_FILE) {
         let trajectory: Trajectory = serde_json::from_slice(&bundle.read(TRAJECTORY_FILE)?)
             .with_context(|| format!("{TRAJECTORY_FILE} does not parse"))?;

@@ -403,15 +403,7 @@ impl<'s> Observed<'s> {
     }
 
     fn sent(&self, event: &EventRequestPaused, body: Option<&[u8]>) -> Result<()> {
-        let headers = event
-            .request
-            .headers
-            .inner()
-            .as_object()
-            .map(|object| {
-                object.iter().map(|(name, value)| Header::new(name, value.as_str().unwrap_or_default())).collect()
-            })
-            .unwrap_or_default();
+        let headers = header_pairs(&event.request.headers).map(|(name, value)| Header::new(name, value)).collect();
         let request = trace_manifest::event::Request {
             request_id: self.request_id.clone(),
             url: self.url.clone(),
@@ -554,18 +546,12 @@ async fn browser_state(
     browser: &Browser,
     request: &chromiumoxide::cdp::browser_protocol::network::Request,
 ) -> Result<RequestState> {
-    let headers: Vec<(String, String)> = request
-        .headers
-        .inner()
-        .as_object()
-        .map(|object| object.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
-        .unwrap_or_default();
     let cookies = browser.execute(GetCookiesParams::default()).await.context("Storage.getCookies")?.result.cookies;
     let url = url::Url::parse(&request.url).ok();
     let sent = cookies.iter().filter(|cookie| {
         url.as_ref().is_some_and(|url| cookie_is_sent(&cookie.domain, &cookie.path, cookie.secure, url))
     });
-    Ok(RequestState::from_headers(headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    Ok(RequestState::from_headers(header_pairs(&request.headers))
         .with_cookies(sent.map(|cookie| (cookie.name.as_str(), cookie.value.as_str()))))
 }
 
@@ -586,8 +572,16 @@ fn cookie_is_sent(domain: &str, cookie_path: &str, secure: bool, url: &url::Url)
     domain_matches && path_matches && secure_ok
 }
 
+/// DevTools' headers (a JSON object) as name and value pairs.
+fn header_pairs(
+    headers: &chromiumoxide::cdp::browser_protocol::network::Headers,
+) -> impl Iterator<Item = (&str, &str)> {
+    let object = headers.inner().as_object().into_iter().flatten();
+    object.map(|(name, value)| (name.as_str(), value.as_str().unwrap_or_default()))
+}
+
 fn header(headers: &chromiumoxide::cdp::browser_protocol::network::Headers, name: &str) -> Option<String> {
-    headers.inner().as_object()?.iter().find(|(key, _)| key.eq_ignore_ascii_case(name))?.1.as_str().map(str::to_owned)
+    header_pairs(headers).find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.to_owned())
 }
 
 fn cookie_param(cookie: &trace_manifest::event::Cookie, shift_seconds: f64) -> CookieParam {

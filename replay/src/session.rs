@@ -135,23 +135,25 @@ impl SessionRecorder {
         Ok(push_recorded(&mut state, event))
     }
 
-    /// Writes `bytes` under `path` in the bundle and indexes it.
+    /// Writes `bytes` under `path` in the bundle; returns its index entry.
     fn write_file(&self, path: &str, bytes: &[u8]) -> Result<FileEntry> {
-        let sha256 = sha256_hex(bytes);
-        let entry = FileEntry { path: path.to_owned(), size: bytes.len() as u64, sha256 };
+        self.write_hashed(path, bytes, sha256_hex(bytes))
+    }
+
+    fn write_hashed(&self, path: &str, bytes: &[u8], sha256: String) -> Result<FileEntry> {
         let target = self.dir.join(path);
-        if !target.exists() {
-            std::fs::write(&target, bytes).with_context(|| format!("cannot write {}", target.display()))?;
-        }
-        Ok(entry)
+        std::fs::write(&target, bytes).with_context(|| format!("cannot write {}", target.display()))?;
+        Ok(FileEntry { path: path.to_owned(), size: bytes.len() as u64, sha256 })
     }
 
     /// Stores a body, once per content, and records that it belongs to `request_id`.
     pub fn body(&self, origin: &Origin, request_id: &str, part: BodyPart, bytes: &[u8]) -> Result<()> {
         let sha256 = sha256_hex(bytes);
         let path = bundle::resource_path(&sha256);
-        let entry = self.write_file(&path, bytes)?;
-        self.lock().files.insert(path, entry);
+        if !self.lock().files.contains_key(&path) {
+            let entry = self.write_hashed(&path, bytes, sha256.clone())?;
+            self.lock().files.insert(path, entry);
+        }
         let stored = BodyStored { request_id: request_id.to_owned(), part, sha256, size: bytes.len() as u64 };
         self.record(origin, EventKind::Body(stored));
         Ok(())
@@ -224,11 +226,11 @@ impl SessionRecorder {
             serde_json::to_writer(&mut lines, record)?;
             lines.push(b'\n');
         }
-        files.push(self.write_new(bundle::EVENTS_FILE, &lines)?);
+        files.push(self.write_file(bundle::EVENTS_FILE, &lines)?);
         let producer = Creator { name: "trace-replay".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() };
         let browser_creator = browser.clone().map(|name| Creator { name, version: String::new() });
         let har = har::build(producer.clone(), browser_creator, &events);
-        files.push(self.write_new(bundle::HAR_FILE, &serde_json::to_vec(&har)?)?);
+        files.push(self.write_file(bundle::HAR_FILE, &serde_json::to_vec(&har)?)?);
         files.sort();
         let ended_at_ms = events.last().map_or(self.started_at_ms, |record| record.event.ts);
         let manifest = BundleManifest {
@@ -249,15 +251,8 @@ impl SessionRecorder {
             counts: Counts::of(&events),
             files,
         };
-        self.write_new(bundle::MANIFEST_FILE, &serde_json::to_vec_pretty(&manifest)?)?;
+        self.write_file(bundle::MANIFEST_FILE, &serde_json::to_vec_pretty(&manifest)?)?;
         Ok(events)
-    }
-
-    /// Writes a generated file whole, replacing any earlier one.
-    fn write_new(&self, path: &str, bytes: &[u8]) -> Result<FileEntry> {
-        let target = self.dir.join(path);
-        std::fs::write(&target, bytes).with_context(|| format!("cannot write {}", target.display()))?;
-        Ok(FileEntry { path: path.to_owned(), size: bytes.len() as u64, sha256: sha256_hex(bytes) })
     }
 }
 
@@ -438,11 +433,6 @@ pub async fn watch(session: Arc<SessionRecorder>, page: Page) -> Result<()> {
         }
     });
     Ok(())
-}
-
-/// The last capture of a tab, once the agent is done with it.
-pub async fn capture_final(session: &SessionRecorder, page: &Page) -> Result<()> {
-    capture_page(session, page, "final").await
 }
 
 /// The cause of a navigation: the reason the page gave when it asked for it, or, when it did not (the

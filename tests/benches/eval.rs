@@ -23,6 +23,7 @@ use anyhow::{Context, Result, ensure};
 use serde_json::json;
 use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::demo;
+use trace_e2e::median;
 use trace_e2e::site::DemoSite;
 use trace_replay::archive::ReplayArchive;
 use trace_replay::serve::{Options, Replay};
@@ -61,7 +62,7 @@ async fn main() -> Result<()> {
                 phase.push(seconds);
             }
         }
-        let [open, launch, page, total] = phases.map(|mut seconds| median(&mut seconds));
+        let [open, launch, page, total] = phases.map(|seconds| median(&seconds));
         println!(
             "episode start, {name} bundle ({:.1} MB): median {total:.2} s of {STARTS} (target ≤ {target} s){}: \
              bundle opened {open:.2} s, browser up {launch:.2} s, start page loaded {page:.2} s",
@@ -99,14 +100,14 @@ async fn main() -> Result<()> {
     plain.close().await?;
     observed.close().await?;
     let (mut all_plain, mut all_observed, mut log_ratios) = (Vec::new(), Vec::new(), 0.0);
-    for (path, (plain_ms, observed_ms)) in PAGES.iter().zip(&mut samples) {
+    for (path, (plain_ms, observed_ms)) in PAGES.iter().zip(&samples) {
         let (p, o) = (median(plain_ms), median(observed_ms));
         println!("  {path:<16} serve {p:>7.1} ms   eval {o:>7.1} ms   ratio {:.2}", o / p);
         log_ratios += (o / p).ln();
         all_plain.extend(plain_ms.iter());
         all_observed.extend(observed_ms.iter());
     }
-    let ratio_of_medians = median(&mut all_observed) / median(&mut all_plain);
+    let ratio_of_medians = median(&all_observed) / median(&all_plain);
     let geometric_mean = (log_ratios / PAGES.len() as f64).exp();
     println!(
         "observation: ratio of medians {ratio_of_medians:.2}, geometric mean {geometric_mean:.2} over {rounds} rounds (target ≤ 1.10)"
@@ -231,12 +232,6 @@ fn dataset(bundle: &Path, out: &Path) -> Result<PathBuf> {
         writeln!(lines, "{line}")?;
     }
     Ok(out.to_owned())
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let middle = values.len() / 2;
-    if values.len().is_multiple_of(2) { (values[middle - 1] + values[middle]) / 2.0 } else { values[middle] }
 }
 
 /// Records the demonstration (the demo shop stopped after) into `work`, once; later runs reuse it.

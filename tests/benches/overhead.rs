@@ -35,6 +35,7 @@ use anyhow::{Context, Result, ensure};
 use chromiumoxide::cdp::browser_protocol::network::{EnableParams, SetCacheDisabledParams};
 use trace_e2e::browser::{Build, RecordingBrowser, click, load_event_end, type_into, wait_for_text};
 use trace_e2e::demo;
+use trace_e2e::median;
 use trace_e2e::site::DemoSite;
 
 /// The shop's pages that need no login.
@@ -169,11 +170,4 @@ fn report(samples: &Samples, rounds: usize) {
         let verdict = if ratio <= TARGET_RATIO { "met" } else { "NOT met" };
         println!("{name:<25} {ratio:.2}×   target ≤ {TARGET_RATIO:.2}×: {verdict}");
     }
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let middle = sorted.len() / 2;
-    if sorted.len().is_multiple_of(2) { (sorted[middle - 1] + sorted[middle]) / 2.0 } else { sorted[middle] }
 }

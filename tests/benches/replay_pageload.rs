@@ -48,6 +48,7 @@ use chromiumoxide::Page;
 use serde_json::json;
 use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::demo;
+use trace_e2e::median;
 use trace_e2e::playwright::{self, Script};
 use trace_e2e::site::DemoSite;
 use trace_replay::archive::ReplayArchive;
@@ -401,11 +402,4 @@ fn report_live(sentinel: &Sentinel, live: &[(Side, &str, Vec<String>)]) {
             }
         }
     }
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let middle = sorted.len() / 2;
-    if sorted.len().is_multiple_of(2) { (sorted[middle - 1] + sorted[middle]) / 2.0 } else { sorted[middle] }
 }

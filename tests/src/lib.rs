@@ -10,6 +10,7 @@
 //! - [`browser`]: Debian's Chromium with the built extension and the real host registered, for end-to-end
 //!   tests.
 //! - [`run`]: a program of the build run to completion, its failure a test's panic with what it said.
+//! - [`median`]: the middle of the benchmarks' samples.
 //! - `src/bin/trace-demo.rs`: the README's main job (`cargo xtask demo`): record, export, validate, inspect.
 
 pub mod apps;
@@ -30,4 +31,12 @@ pub fn run(program: &std::path::Path, args: &[&str]) -> std::process::Output {
         String::from_utf8_lossy(&output.stdout)
     );
     output
+}
+
+/// The median of `values` (the mean of the middle two for an even count).
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) { (sorted[middle - 1] + sorted[middle]) / 2.0 } else { sorted[middle] }
 }
