@@ -17,6 +17,7 @@
 //! - [`checkpoints`]: which states mark progress, by fixed rules.
 //! - [`score`]: an agent's episode scored against the recording (checkpoints, success, rubric, SPL), and a
 //!   run's summary.
+//! - [`judge`]: the questions a judge model is asked about an episode, and how its replies are read.
 //! - [`ignore`]: which requests replay may fail at once, and reading and applying an ignore list.
 //! - [`postprocess`]: the four files `trace-host process` writes, derived together.
 //! - [`secrets`]: which names and values are secret, and the forms a secret takes.
@@ -38,6 +39,7 @@ pub mod exchange;
 pub mod fidelity;
 pub mod har;
 pub mod ignore;
+pub mod judge;
 pub mod postprocess;
 pub mod score;
 pub mod secrets;

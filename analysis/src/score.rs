@@ -11,13 +11,17 @@
 //!   scored here; a text item needs a judge and is otherwise left unscored (and counted as such).
 //! - **SPL**, as Odysseys defines it: the rubric score over the agent's step count.
 //! - **A run's summary**: means, the success rate's Wilson interval, and per-website (macro) figures with
-//!   bootstrap intervals drawn from a fixed seed.
+//!   bootstrap intervals drawn from a fixed seed; the judge's figures apart, when a judge was asked.
+//!
+//! The judge's verdicts (`--judge`, asked by `trace-replay` with the questions of [`crate::judge`]) never
+//! change a deterministic score; they fill in rubric text items, marked `judged_by`, and stand beside the
+//! rest in `EvalResult::judge`.
 
 use std::collections::BTreeMap;
 
 use trace_manifest::eval::{
-    CheckpointOutcome, CheckpointScores, EvalResult, EvalSummary, Rubric, RubricOutcome, RubricScores, Spl,
-    Verification, WebsiteSummary,
+    CheckpointOutcome, CheckpointScores, EvalResult, EvalSummary, JudgeSummary, Rubric, RubricOutcome, RubricScores,
+    Spl, Verification, WebsiteSummary,
 };
 use trace_manifest::event::EventKind;
 use trace_manifest::postprocess::{Checkpoint, Predicate};
@@ -165,21 +169,31 @@ pub fn rubric(rubric: Option<&Rubric>, checkpoints: &[Checkpoint], evidence: &Ev
                 }
                 Verification::Text(_) => (None, None),
             };
-            RubricOutcome { id, weight, satisfied, evidence }
+            RubricOutcome { id, weight, satisfied, evidence, judged_by: None }
         })
         .collect();
-    let scored: Vec<&RubricOutcome> = outcomes.iter().filter(|item| item.satisfied.is_some()).collect();
-    let weight: f64 = scored.iter().map(|item| item.weight).sum();
-    let earned: f64 = scored.iter().filter(|item| item.satisfied == Some(true)).map(|item| item.weight).sum();
-    let unjudged = outcomes.len() - scored.len();
-    let all_satisfied = outcomes.iter().all(|item| item.satisfied == Some(true));
-    RubricScores {
+    let mut scores = RubricScores {
         source: source.to_owned(),
-        averaged: if weight > 0.0 { earned / weight } else { 0.0 },
-        perfect: if all_satisfied && !outcomes.is_empty() { 1.0 } else { 0.0 },
-        unjudged,
+        averaged: 0.0,
+        perfect: 0.0,
+        unjudged: 0,
+        judged: 0,
         items: outcomes,
-    }
+    };
+    total_rubric(&mut scores);
+    scores
+}
+
+/// Sets a rubric's scores and counts from its items, as they stand once a judge has scored text items.
+pub fn total_rubric(scores: &mut RubricScores) {
+    let items = &scores.items;
+    let scored = || items.iter().filter(|item| item.satisfied.is_some());
+    let weight: f64 = scored().map(|item| item.weight).sum();
+    let earned: f64 = scored().filter(|item| item.satisfied == Some(true)).map(|item| item.weight).sum();
+    scores.averaged = if weight > 0.0 { earned / weight } else { 0.0 };
+    scores.perfect = if !items.is_empty() && items.iter().all(|item| item.satisfied == Some(true)) { 1.0 } else { 0.0 };
+    scores.unjudged = items.iter().filter(|item| item.satisfied.is_none()).count();
+    scores.judged = items.iter().filter(|item| item.judged_by.is_some() && item.satisfied.is_some()).count();
 }
 
 /// SPL of one episode: the rubric scores over the agent's step count (at least one).
@@ -316,7 +330,43 @@ pub fn summarize(results: &[EvalResult]) -> EvalSummary {
         macro_partial_credit: mean(&mut websites.iter().map(|w| w.partial_credit_mean)),
         macro_partial_credit_interval: macro_bootstrap_interval(&credit_groups),
         websites,
+        judge: summarize_judge(&results),
     }
+}
+
+/// The judge's figures over the tasks it gave a success verdict on; `None` when no task was judged.
+fn summarize_judge(results: &[&EvalResult]) -> Option<JudgeSummary> {
+    let judged: Vec<&EvalResult> = results.iter().copied().filter(|r| r.judge.is_some()).collect();
+    if judged.is_empty() {
+        return None;
+    }
+    let mut models: Vec<String> = judged.iter().filter_map(|r| r.judge.as_ref()).map(|j| j.model.clone()).collect();
+    models.sort();
+    models.dedup();
+    let verdicts: Vec<(&EvalResult, bool, f64)> = judged
+        .iter()
+        .filter_map(|r| {
+            let judge = r.judge.as_ref()?;
+            Some((*r, judge.success.as_ref()?.satisfied, judge.partial_credit))
+        })
+        .collect();
+    let n = verdicts.len();
+    let share = |count: usize| if n == 0 { 0.0 } else { count as f64 / n as f64 };
+    let successes = verdicts.iter().filter(|(_, success, _)| *success).count();
+    let agreeing = verdicts.iter().filter(|(r, success, _)| (r.success > 0.0) == *success).count();
+    Some(JudgeSummary {
+        models,
+        tasks: n,
+        success_rate: share(successes),
+        success_interval: wilson_interval(successes as f64, n),
+        partial_credit_mean: if n == 0 {
+            0.0
+        } else {
+            verdicts.iter().map(|(_, _, credit)| credit).sum::<f64>() / n as f64
+        },
+        agreement: share(agreeing),
+        errors: judged.iter().filter(|r| r.judge.as_ref().is_some_and(|j| j.error.is_some())).count(),
+    })
 }
 
 /// `summary.md`: the summary as a person reads it, then one line per task.
@@ -357,6 +407,28 @@ pub fn summary_text(summary: &EvalSummary, results: &[EvalResult]) -> String {
         percent(summary.macro_partial_credit),
         interval(summary.macro_partial_credit_interval)
     );
+    if let Some(judge) = &summary.judge {
+        let _ = writeln!(
+            text,
+            "| judge ({}): success | {} (Wilson 95% {}) over {} tasks, agreeing with the rules on {} |",
+            judge.models.join(", "),
+            percent(judge.success_rate),
+            interval(judge.success_interval),
+            judge.tasks,
+            percent(judge.agreement)
+        );
+        let _ = writeln!(
+            text,
+            "| judge: partial credit | {} ({} tasks judged in part) |",
+            percent(judge.partial_credit_mean),
+            judge.errors
+        );
+        let _ = writeln!(
+            text,
+            "\nThe judge's figures come from a model. Every other figure is computed from the recorded sessions, but \
+             rubric text items, which only the judge scores (marked `judged_by` in `result.json`)."
+        );
+    }
     let _ = writeln!(text, "\n## Websites\n\n| website | tasks | success | 95% | partial credit | rubric | SPL |");
     let _ = writeln!(text, "|---|---|---|---|---|---|---|");
     for site in &summary.websites {
@@ -372,16 +444,28 @@ pub fn summary_text(summary: &EvalSummary, results: &[EvalResult]) -> String {
             site.spl_averaged
         );
     }
-    let _ =
-        writeln!(text, "\n## Tasks\n\n| task | website | success | checkpoints | rubric | steps | seconds | error |");
-    let _ = writeln!(text, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        text,
+        "\n## Tasks\n\n| task | website | success | judge | checkpoints | rubric | steps | seconds | error |"
+    );
+    let _ = writeln!(text, "|---|---|---|---|---|---|---|---|---|");
     for result in results {
         let _ = writeln!(
             text,
-            "| {} | {} | {} | {}/{} | {} | {} | {:.1} | {} |",
+            "| {} | {} | {} | {} | {}/{} | {} | {} | {:.1} | {} |",
             result.task_id,
             result.website,
             result.success,
+            match result.judge.as_ref().and_then(|judge| judge.success.as_ref()) {
+                Some(verdict) =>
+                    if verdict.satisfied {
+                        "yes"
+                    } else {
+                        "no"
+                    },
+                None if result.judge.is_some() => "?",
+                None => "",
+            },
             result.checkpoints.reached_in_order,
             result.checkpoints.total,
             percent(result.rubric.averaged),

@@ -159,6 +159,51 @@ pub struct EvalResult {
     /// How replay answered the agent's requests.
     pub requests: RequestCounts,
     pub live_attempts: u64,
+    /// What the optional judge said (`--judge MODEL`); absent when none was asked. Its verdicts stand
+    /// beside the deterministic scores above and never replace them, but for the rubric's text items,
+    /// which only a judge can score (each marked `judged_by`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeScores>,
+}
+
+/// The judge's verdicts on one episode: TRACE's binary judge and its checkpoint judge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JudgeScores {
+    /// The model asked.
+    pub model: String,
+    /// Whether the agent accomplished the task, judged from the task, the person's demonstration and the
+    /// agent's steps, answer and final page. Absent when the judge could not be asked (see `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success: Option<JudgeVerdict>,
+    /// The checkpoints judged in order, stopping at the first missed (TRACE's rule): the ones after it are
+    /// not asked.
+    pub checkpoints: Vec<JudgedCheckpoint>,
+    /// Checkpoints the judge found reached in order, over all checkpoints (1 when there are none).
+    pub partial_credit: f64,
+    /// Questions answered from the cache rather than by the model.
+    pub cached: usize,
+    /// Questions the model answered in this run.
+    pub asked: usize,
+    /// Why some verdicts are missing: the endpoint failed or answered with no verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JudgeVerdict {
+    pub satisfied: bool,
+    /// The judge's reason, in its words.
+    pub reason: String,
+    /// SHA-256 of the request sent (model, messages, settings): the cache key, so the verdict can be traced
+    /// to the exact question.
+    pub input_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JudgedCheckpoint {
+    pub id: String,
+    #[serde(flatten)]
+    pub verdict: JudgeVerdict,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -198,8 +243,11 @@ pub struct RubricScores {
     pub averaged: f64,
     /// 1 when every item is satisfied, else 0.
     pub perfect: f64,
-    /// Text items left unscored for want of a judge (`--judge`).
+    /// Text items left unscored for want of a judge (`--judge`), or because it gave no verdict.
     pub unjudged: usize,
+    /// Text items the judge scored (each marked `judged_by`).
+    #[serde(default)]
+    pub judged: usize,
     pub items: Vec<RubricOutcome>,
 }
 
@@ -212,6 +260,9 @@ pub struct RubricOutcome {
     pub satisfied: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
+    /// The model that scored the item, for a text item the judge scored; absent for a predicate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_by: Option<String>,
 }
 
 /// Success weighted by steps, as Odysseys defines it: the rubric score over the agent's step count.
@@ -245,6 +296,26 @@ pub struct EvalSummary {
     pub macro_partial_credit: f64,
     pub macro_partial_credit_interval: [f64; 2],
     pub websites: Vec<WebsiteSummary>,
+    /// The judge's figures, when any task was judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeSummary>,
+}
+
+/// A run's judge figures, over the tasks whose success the judge gave a verdict on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JudgeSummary {
+    /// The models asked, in name order (one, unless runs were merged).
+    pub models: Vec<String>,
+    /// Tasks with a success verdict.
+    pub tasks: usize,
+    pub success_rate: f64,
+    /// Wilson score interval, 95%.
+    pub success_interval: [f64; 2],
+    pub partial_credit_mean: f64,
+    /// Share of those tasks where the judge's success equals the deterministic one.
+    pub agreement: f64,
+    /// Tasks whose judging failed in part (`judge.error`).
+    pub errors: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -261,10 +261,18 @@ fn unusable(task: &TaskSource, options: &EvalOptions, error: &str) -> EvalResult
             any_order_share: 0.0,
             items: Vec::new(),
         },
-        rubric: RubricScores { source: String::new(), averaged: 0.0, perfect: 0.0, unjudged: 0, items: Vec::new() },
+        rubric: RubricScores {
+            source: String::new(),
+            averaged: 0.0,
+            perfect: 0.0,
+            unjudged: 0,
+            judged: 0,
+            items: Vec::new(),
+        },
         spl: Spl::default(),
         requests: RequestCounts::default(),
         live_attempts: 0,
+        judge: None,
     }
 }
 

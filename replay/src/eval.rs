@@ -9,7 +9,8 @@
 //!
 //! Then the session is processed by the code that processes a person's recording (`trace_analysis`):
 //! its trajectory, its HAR (with text bodies inline, as WebArena Verified reads them), its evidence, and
-//! the scores of `trace_analysis::score` against the bundle's checkpoints, answer and rubric.
+//! the scores of `trace_analysis::score` against the bundle's checkpoints, answer and rubric, and, when
+//! asked for, the judge's verdicts ([`crate::judge`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +34,7 @@ use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
 
 use crate::archive::ReplayArchive;
 use crate::batch::TaskSource;
+use crate::judge::{self, Judge};
 use crate::run::{RunOptions, human_trajectory_of, run_human};
 use crate::serve::{Options, Replay};
 use crate::session::{self, SessionRecorder};
@@ -83,6 +85,8 @@ pub struct EvalOptions {
     pub timeout: Duration,
     pub browser: Options,
     pub limits: ZipLimits,
+    /// The optional judge (`--judge MODEL`), shared by the episodes of a run.
+    pub judge: Option<Arc<Judge>>,
 }
 
 /// What the bundle says the task is and what reaching it looks like.
@@ -233,7 +237,7 @@ impl Episode<'_> {
         if !outcome.connected && error.is_none() {
             error = Some("the agent never connected to the browser (TRACE_CDP_URL)".to_owned());
         }
-        let result = EvalResult {
+        let mut result = EvalResult {
             task_id: self.task.task_id.clone(),
             website: reference.task.website.clone(),
             task_type: reference.task.task_type,
@@ -253,7 +257,19 @@ impl Episode<'_> {
             spl,
             requests: stats.request_counts(),
             live_attempts: stats.live_attempts,
+            judge: None,
         };
+        if let Some(judge) = &self.options.judge {
+            let answer = result.answer.clone();
+            let episode = trace_analysis::judge::Episode {
+                task: &reference.task,
+                demonstration: &reference.calls,
+                agent_steps: &derived.trajectory.tool_calls,
+                answer: answer.as_deref(),
+                evidence: &evidence,
+            };
+            judge::judge_episode(judge, &episode, &reference.checkpoints, reference.rubric.as_ref(), &mut result).await;
+        }
 
         write_json(&self.out.join(TRAJECTORY_FILE), &derived.trajectory)?;
         let har = network_har(&mut bundle)?;

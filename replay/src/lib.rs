@@ -21,6 +21,7 @@ pub mod batch;
 pub mod chromium;
 pub mod eval;
 pub mod inspect;
+pub mod judge;
 pub mod matcher;
 pub mod page_ids;
 pub mod page_scripts;

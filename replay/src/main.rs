@@ -10,6 +10,7 @@ use trace_manifest::archive::ZipLimits;
 use trace_replay::archive::ReplayArchive;
 use trace_replay::batch::{BatchOptions, Layout, Shard};
 use trace_replay::eval::{Agent, EvalOptions};
+use trace_replay::judge::Judge;
 use trace_replay::run::{RunOptions, human_trajectory, note_late_misses, run_human};
 use trace_replay::serve::{Options, Replay};
 
@@ -138,6 +139,14 @@ struct EvalArgs {
     /// How task directories are named: by task id, or by its digits for WebArena Verified's evaluator.
     #[arg(long, value_enum, default_value = "trace")]
     layout: Layout,
+    /// Also ask this model, at the OpenAI-compatible endpoint of OPENAI_BASE_URL (with OPENAI_API_KEY), for
+    /// TRACE's binary and checkpoint judges and the rubric's text items; its verdicts are reported apart
+    /// and cached by the hash of each question.
+    #[arg(long, value_name = "MODEL")]
+    judge: Option<String>,
+    /// Where the judge's replies are cached [default: $XDG_CACHE_HOME/trace/judge or ~/.cache/trace/judge].
+    #[arg(long, value_name = "DIR", requires = "judge")]
+    judge_cache: Option<PathBuf>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -240,6 +249,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             anyhow::ensure!(eval.parallel > 0, "--parallel takes at least 1");
             let agent = Agent::parse(&eval.agent);
+            let judge = match &eval.judge {
+                Some(model) => Some(std::sync::Arc::new(Judge::from_env(model, eval.judge_cache.clone())?)),
+                None => None,
+            };
             let options = BatchOptions {
                 episode: EvalOptions {
                     agent_name: match &eval.agent_name {
@@ -255,6 +268,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         ..Options::default()
                     },
                     limits: limits.limits(),
+                    judge,
                 },
                 parallel: eval.parallel,
                 shard: eval.shard.as_deref().map(Shard::parse).transpose()?,

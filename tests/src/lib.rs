@@ -9,6 +9,7 @@
 //! - [`sentinel`]: a listener counting connections to a stopped site's port (replay must make none).
 //! - [`browser`]: Debian's Chromium with the built extension and the real host registered, for end-to-end
 //!   tests.
+//! - [`judge`]: a scripted judge, an OpenAI-compatible endpoint on loopback answering by a fixed rule.
 //! - [`run`]: a program of the build run to completion, its failure a test's panic with what it said.
 //! - [`median`]: the middle of the benchmarks' samples.
 //! - `src/bin/trace-demo.rs`: the README's main job (`cargo xtask demo`): record, export, validate, inspect.
@@ -16,6 +17,7 @@
 pub mod apps;
 pub mod browser;
 pub mod demo;
+pub mod judge;
 pub mod playwright;
 pub mod sentinel;
 pub mod site;

@@ -5,7 +5,8 @@
 //! agents that crash, hang, never connect, or answer badly. Their outputs in WebArena Verified's layout
 //! are scored by WebArena Verified's own evaluator (installed by `.ci/install`). A dataset run is resumed
 //! and sharded over two processes sharing an object store, whose merged summary must be the one-process
-//! summary. Needs
+//! summary. A judge ([`trace_e2e::judge`]'s scripted one) scores a rubric's text items beside the rules.
+//! Needs
 //! `cargo xtask dist`.
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
+use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::run;
 use trace_e2e::site::DemoSite;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
@@ -68,18 +70,23 @@ fn scripted(mode: &str) -> String {
 
 /// `trace-replay eval SOURCE --agent AGENT --out OUT ...`, and its one task's result.
 fn evaluate(recorded: &Recorded, agent: &str, out: &Path, extra: &[&str]) -> EvalResult {
-    let mut args = vec![
-        "eval",
-        recorded.bundle.to_str().unwrap(),
-        "--agent",
-        agent,
-        "--out",
-        out.to_str().unwrap(),
-        "--timeout",
-        "120",
-    ];
+    evaluate_bundle(recorded, &recorded.bundle, agent, out, extra, &[])
+}
+
+/// [`evaluate`] on `bundle`, with `env` set for `trace-replay`.
+fn evaluate_bundle(
+    recorded: &Recorded,
+    bundle: &Path,
+    agent: &str,
+    out: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> EvalResult {
+    let mut args =
+        vec!["eval", bundle.to_str().unwrap(), "--agent", agent, "--out", out.to_str().unwrap(), "--timeout", "120"];
     args.extend_from_slice(extra);
-    run(&recorded.build.trace_replay, &args);
+    let output = Command::new(&recorded.build.trace_replay).args(&args).envs(env.iter().copied()).output().unwrap();
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
     let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
     let results: Vec<EvalResult> = lines.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     assert_eq!(results.len(), 1, "{lines}");
@@ -199,6 +206,76 @@ async fn agents_are_scored_by_the_checkpoints_they_reach_and_by_webarena_verifie
         let result: Value = read_json(&result);
         assert_eq!(result["score"].as_f64(), Some(expected), "{run}: {result:#}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_judge_scores_what_rules_cannot_beside_the_rules() {
+    let Some(recorded) = recorded("a_judge_scores_what_rules_cannot_beside_the_rules").await else {
+        return;
+    };
+    let runs = tempfile::tempdir().unwrap();
+    // The bundle unpacked, with a rubric: one item a predicate, two that only words verify.
+    let bundle = runs.path().join("bundle");
+    zip::ZipArchive::new(std::fs::File::open(&recorded.bundle).unwrap()).unwrap().extract(&bundle).unwrap();
+    let rubric = json!({"items": [
+        {"id": "cart-post", "weight": 2, "requirement": "The mug was put in the cart",
+         "verification": {"kind": "request", "method": "POST", "url_pattern": "/cart"}},
+        {"id": "gift-wrapped", "requirement": "The mug is to be gift-wrapped (`gift_wrap`)",
+         "verification": "Read the fields the cart was sent"},
+        {"id": "refund", "requirement": "A `refund` was issued for the order",
+         "verification": "Look for the refund's confirmation"}
+    ]});
+    std::fs::write(bundle.join("rubric.json"), rubric.to_string()).unwrap();
+    let judge = ScriptedJudge::start(Behaviour::Scripted).await;
+    let base_url = judge.base_url();
+    let cache = runs.path().join("judge-cache");
+    let judged = |agent: String, out: &str| {
+        let (recorded, bundle, out) = (recorded, bundle.clone(), runs.path().join(out));
+        let (base_url, cache) = (base_url.clone(), cache.clone());
+        // Blocking, off the runtime that serves the scripted judge.
+        tokio::task::spawn_blocking(move || {
+            let extra = ["--judge", "scripted-model", "--judge-cache", cache.to_str().unwrap()];
+            let env = [("OPENAI_BASE_URL", base_url.as_str()), ("OPENAI_API_KEY", "not-a-secret")];
+            (evaluate_bundle(recorded, &bundle, &agent, &out, &extra, &env), out)
+        })
+    };
+
+    let (human, out) = judged("human".to_owned(), "human").await.unwrap();
+    let verdicts = human.judge.as_ref().expect("the judge's verdicts are in the result");
+    assert_eq!(verdicts.model, "scripted-model");
+    assert!(verdicts.error.is_none(), "{verdicts:#?}");
+    assert!(verdicts.success.as_ref().is_some_and(|v| v.satisfied), "{verdicts:#?}");
+    assert_eq!(verdicts.checkpoints.len(), human.checkpoints.total, "every checkpoint judged: {verdicts:#?}");
+    assert!(verdicts.checkpoints.iter().all(|c| c.verdict.satisfied), "{verdicts:#?}");
+    assert_eq!(verdicts.partial_credit, 1.0);
+    let questions = 1 + human.checkpoints.total + 2;
+    assert_eq!((verdicts.asked, verdicts.cached, judge.requests()), (questions, 0, questions));
+    // The rules' scores stand; the text items are the judge's, and say so.
+    assert_eq!(human.success, 1.0);
+    let item = |result: &EvalResult, id: &str| result.rubric.items.iter().find(|i| i.id == id).unwrap().clone();
+    assert_eq!((item(&human, "cart-post").satisfied, item(&human, "cart-post").judged_by), (Some(true), None));
+    assert_eq!(item(&human, "gift-wrapped").satisfied, Some(true), "{:#?}", human.rubric);
+    assert_eq!(item(&human, "gift-wrapped").judged_by.as_deref(), Some("scripted-model"));
+    assert_eq!(item(&human, "refund").satisfied, Some(false), "{:#?}", human.rubric);
+    assert_eq!((human.rubric.judged, human.rubric.unjudged), (2, 0));
+    assert_eq!((human.rubric.averaged, human.rubric.perfect), (0.75, 0.0), "weights 2 + 1 of 4");
+    let summary: EvalSummary = read_json(&out.join("summary.json"));
+    let figures = summary.judge.expect("the summary has the judge's figures");
+    assert_eq!(
+        (figures.models, figures.tasks, figures.success_rate, figures.agreement),
+        (vec!["scripted-model".to_owned()], 1, 1.0, 1.0)
+    );
+    let text = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(text.contains("judge (scripted-model)") && text.contains("come from a model"), "{text}");
+
+    // An agent that does the wrong thing: the judge says no, and the checkpoints stop at the first missed.
+    let (wrong, _) = judged(scripted("wrong"), "wrong").await.unwrap();
+    let verdicts = wrong.judge.as_ref().unwrap();
+    assert!(verdicts.success.as_ref().is_some_and(|v| !v.satisfied), "{verdicts:#?}");
+    assert_eq!(verdicts.checkpoints.len(), 1, "{verdicts:#?}");
+    assert_eq!(verdicts.partial_credit, 0.0);
+    assert_eq!(item(&wrong, "gift-wrapped").satisfied, Some(false), "{:#?}", wrong.rubric);
+    assert_eq!((wrong.rubric.averaged, wrong.success), (0.0, 0.0), "{:#?}", wrong.rubric);
 }
 
 /// WebArena Verified's packaged tasks with its first replaced by the demo shop's, and the configuration
