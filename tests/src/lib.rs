@@ -6,6 +6,7 @@
 //!   test checks, in Chromium with the extension and the real `trace-host`.
 //! - [`site`]: the TRACE Demo Shop, the local site that tests and the demo record (`trace-demo-site` serves it).
 //! - [`playwright`]: Playwright from npm and the Node scripts of the benchmarks that measure TRACE against it.
+//! - [`s3`]: an S3 server on loopback (moto's) for runs and datasets in an object store.
 //! - [`sentinel`]: a listener counting connections to a stopped site's port (replay must make none).
 //! - [`browser`]: Debian's Chromium with the built extension and the real host registered, for end-to-end
 //!   tests.
@@ -19,6 +20,7 @@ pub mod browser;
 pub mod demo;
 pub mod judge;
 pub mod playwright;
+pub mod s3;
 pub mod sentinel;
 pub mod site;
 

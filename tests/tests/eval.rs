@@ -4,8 +4,8 @@
 //! that reaches the goal by another path, one that stops half-way, one that does the wrong thing, and
 //! agents that crash, hang, never connect, or answer badly. Their outputs in WebArena Verified's layout
 //! are scored by WebArena Verified's own evaluator (installed by `.ci/install`). A dataset run is resumed
-//! and sharded over two processes sharing an object store, whose merged summary must be the one-process
-//! summary. A judge ([`trace_e2e::judge`]'s scripted one) scores a rubric's text items beside the rules.
+//! and sharded over two processes sharing an S3 bucket (moto's server on loopback), whose merged summary
+//! must be the one-process summary. A judge ([`trace_e2e::judge`]'s scripted one) scores a rubric's text items beside the rules.
 //! Needs
 //! `cargo xtask dist`.
 
@@ -18,6 +18,7 @@ use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::run;
+use trace_e2e::s3::S3Server;
 use trace_e2e::site::DemoSite;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use trace_manifest::eval::{EpisodeEnd, EvalResult, EvalSummary};
@@ -401,37 +402,32 @@ async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() 
     assert!(resumed.lines().last().unwrap().contains(&format!("\"task_id\":\"{}\"", lost.task_id)));
     assert_eq!(std::fs::metadata(&untouched_result).unwrap().modified().unwrap(), before, "not run again");
 
-    // Two shards as two processes, the dataset and the run in one object store (a local one, through the
-    // same object_store client as S3's), merged: the one-process summary.
-    let store = runs.path().join("store");
-    std::fs::create_dir_all(store.join("run")).unwrap();
-    let copied = store.join("dataset");
-    std::fs::create_dir_all(copied.join("bundles")).unwrap();
-    std::fs::copy(dataset.path().join("tasks.jsonl"), copied.join("tasks.jsonl")).unwrap();
-    std::fs::copy(dataset.path().join("bundles/shop.zip"), copied.join("bundles/shop.zip")).unwrap();
-    let (dataset_url, run_url) =
-        (format!("file://{}", copied.display()), format!("file://{}", store.join("run").display()));
+    // Two shards as two processes, the dataset and the run in one S3 bucket (moto's server, on loopback),
+    // merged: the one-process summary.
+    let s3 = S3Server::start().expect("an S3 server for object store runs");
+    s3.create_bucket("trace");
+    s3.upload_dir(dataset.path(), "trace", "datasets/shop");
+    let (dataset_url, run_url) = ("s3://trace/datasets/shop", "s3://trace/runs/mine");
     let mut shards: Vec<_> = ["0/2", "1/2"]
         .iter()
-        .map(|shard| eval_from(&dataset_url, &run_url, &["--shard", shard]).spawn().unwrap())
+        .map(|shard| eval_from(dataset_url, run_url, &["--shard", shard]).envs(s3.env()).spawn().unwrap())
         .collect();
     for shard in &mut shards {
         assert!(shard.wait().unwrap().success());
     }
-    run(&recorded.build.trace_replay, &["eval-merge", &run_url]);
-    let sharded = store.join("run");
-    assert!(sharded.join("hang/result.json").exists(), "each task's outputs are put into the store");
-    let by_task = |run: &Path| -> Vec<(String, Value)> {
-        let mut results: Vec<EvalResult> = std::fs::read_to_string(run.join("results.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect();
+    let merge =
+        Command::new(&recorded.build.trace_replay).args(["eval-merge", run_url]).envs(s3.env()).output().unwrap();
+    assert!(merge.status.success(), "{}", String::from_utf8_lossy(&merge.stderr));
+    let keys = s3.list("trace", "runs/mine");
+    assert!(keys.iter().any(|key| key == "hang/result.json"), "each task's outputs are put into the store: {keys:?}");
+    let by_task = |results: &str| -> Vec<(String, Value)> {
+        let mut results: Vec<EvalResult> = results.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
         results.sort_by(|a, b| a.task_id.cmp(&b.task_id));
         results.iter().map(|r| (r.task_id.to_string(), scores(r))).collect()
     };
-    assert_eq!(by_task(&sharded), by_task(&single));
-    let merged: EvalSummary = read_json(&sharded.join("summary.json"));
+    let sharded = String::from_utf8(s3.get("trace", "runs/mine/results.jsonl")).unwrap();
+    assert_eq!(by_task(&sharded), by_task(&std::fs::read_to_string(single.join("results.jsonl")).unwrap()));
+    let merged: EvalSummary = serde_json::from_slice(&s3.get("trace", "runs/mine/summary.json")).unwrap();
     let single: EvalSummary = read_json(&single.join("summary.json"));
     let timeless = |summary: &EvalSummary| EvalSummary { seconds_mean: 0.0, ..summary.clone() };
     assert_eq!(timeless(&merged), timeless(&single));
