@@ -348,6 +348,11 @@ pub async fn watch(session: Arc<SessionRecorder>, page: Page) -> Result<()> {
             |frame: &str| Origin { tab_id: Some(session.tab_of(&target_id)), frame_id: Some(frame.to_owned()) };
         loop {
             tokio::select! {
+                // In the order of the branches: the events come from one connection in the page's order, and
+                // a navigation's request must be read before the navigation it explains (unbiased, a busy
+                // machine saw a form's commit before its request, typed the form's navigation and gave the
+                // next typed one the form's reason).
+                biased;
                 Some(context) = contexts.next() => {
                     if context.context.name == capture::WORLD
                         && let Some(frame) = context.context.aux_data.as_ref().and_then(|data| data["frameId"].as_str())
