@@ -76,6 +76,30 @@ pub struct Derived {
     pub credentials: Vec<Credential>,
 }
 
+/// A bundle's demonstration as tool calls, with the credentials its placeholders name: what
+/// post-processing wrote (`trajectory.json` and `credentials.json`) when the bundle was processed, or else
+/// [`derive`] from its events.
+#[cfg(feature = "native")]
+pub fn of_bundle(bundle: &mut trace_manifest::archive::Bundle) -> anyhow::Result<(Vec<ToolCall>, Vec<Credential>)> {
+    use anyhow::Context as _;
+    use trace_manifest::postprocess::{CREDENTIALS_FILE, CredentialEntry, TRAJECTORY_FILE};
+    if bundle.contains(TRAJECTORY_FILE) {
+        let trajectory: Trajectory = serde_json::from_slice(&bundle.read(TRAJECTORY_FILE)?)
+            .with_context(|| format!("{TRAJECTORY_FILE} does not parse"))?;
+        let credentials: Vec<CredentialEntry> = if bundle.contains(CREDENTIALS_FILE) {
+            serde_json::from_slice(&bundle.read(CREDENTIALS_FILE)?)
+                .with_context(|| format!("{CREDENTIALS_FILE} does not parse"))?
+        } else {
+            Vec::new()
+        };
+        return Ok((trajectory.tool_calls, credentials.iter().map(Credential::from).collect()));
+    }
+    let manifest = bundle.manifest()?;
+    let events = bundle.events().context("the bundle's events")?;
+    let derived = derive(manifest.task.id.clone(), &events, manifest.task.answer.as_deref());
+    Ok((derived.trajectory.tool_calls, derived.credentials))
+}
+
 /// Derives the trajectory of a recording from its events (any order; they are read by `id`). `answer` is the
 /// task's answer for information-retrieval tasks, the text of the final `done`.
 pub fn derive(task_id: TaskId, events: &[EventRecord], answer: Option<&str>) -> Derived {

@@ -10,6 +10,7 @@
 //! RUN/<task>/agent_response.json   WebArena Verified's answer (the agent's own, or the runner's)
 //! RUN/<task>/network.har           the agent's traffic, bodies inline as text where they are text
 //! RUN/<task>/trajectory.json       the agent's steps as browser-use tool calls
+//! RUN/<task>/demonstration.json    the person's steps, the same way
 //! RUN/<task>/session/              the agent's session as a bundle (events, bodies, screenshots, DOM)
 //! RUN/webarena-infinity/data/       the run in WebArena-Infinity's trajectory layout (crate::dataset)
 //! ```
@@ -32,6 +33,9 @@ pub const RESULTS_FILE: &str = "results.jsonl";
 pub const SUMMARY_FILE: &str = "summary.json";
 pub const SUMMARY_TEXT_FILE: &str = "summary.md";
 pub const NETWORK_HAR_FILE: &str = "network.har";
+/// In a task's output: the person's demonstration (a `trajectory.json` of the bundle's), to set the agent's
+/// steps beside.
+pub const DEMONSTRATION_FILE: &str = "demonstration.json";
 /// The agent's session, a bundle directory inside the task's output.
 pub const SESSION_DIR: &str = "session";
 /// In a run: every episode in WebArena-Infinity's trajectory layout (`data/<agent>/<environment>/<task>/`).

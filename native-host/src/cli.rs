@@ -115,6 +115,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Look at recordings and agents' runs in the browser: a local, read-only web app on 127.0.0.1.
+    ///
+    /// Prints the URL to open (with its token; nothing answers without it) and serves until stopped.
+    View {
+        /// A task id of the data directory, a bundle (zip or directory), or a run of `trace-replay eval`
+        /// [default: the data directory's recordings].
+        #[arg(value_name = "TASK|BUNDLE|RUN")]
+        what: Option<String>,
+        /// The port to listen on [default: a free one].
+        #[arg(long)]
+        port: Option<u16>,
+        /// Open the URL in the default browser.
+        #[arg(long)]
+        open: bool,
+    },
     /// Derive trajectory.json, credentials.json, checkpoints.json and ignored.json into a bundle.
     Process {
         /// A task id of the data directory, or a bundle directory.
@@ -265,6 +280,17 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             };
             return dataset(sources, out, &options, *json, cli.data.as_deref());
         }
+        Command::View { what, port, open } => {
+            let (target, first) = crate::view::Target::resolve(what.as_deref(), &data()?)?;
+            let options = crate::view::Options { port: port.unwrap_or(0) };
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(crate::view::serve(target, first, options, |url| {
+                let _ = outln!("TRACE viewer at {url} (Ctrl+C stops it)");
+                if *open {
+                    open_in_browser(url);
+                }
+            }))?;
+        }
         Command::Process { target, json } => {
             let report = process(target, cli.data.as_deref())?;
             if *json {
@@ -284,6 +310,14 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
     }
     Ok(Outcome::Success)
+}
+
+/// Opens `url` with the desktop's opener; a failure is said, never fatal (the URL is printed).
+fn open_in_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    if let Err(error) = std::process::Command::new(opener).arg(url).spawn() {
+        eprintln!("trace-host: cannot open a browser with {opener}: {error}; open the URL above");
+    }
 }
 
 /// A task id names a task of the data directory; anything else, or an id no task has, is a bundle directory.

@@ -34,3 +34,4 @@ pub mod paths;
 pub mod process;
 pub mod redact;
 pub mod task_lock;
+pub mod view;

@@ -30,12 +30,12 @@ use trace_manifest::har::Har;
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint, Predicate, TRAJECTORY_FILE};
 use trace_manifest::task::{TaskStatus, TaskType};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
-use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
+use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 
 use crate::archive::ReplayArchive;
 use crate::batch::TaskSource;
 use crate::judge::{self, Judge};
-use crate::run::{RunOptions, human_trajectory_of, run_human};
+use crate::run::{RunOptions, run_human};
 use crate::serve::{Options, Replay};
 use crate::session::{self, SessionRecorder};
 
@@ -120,7 +120,7 @@ impl Reference {
         } else {
             None
         };
-        let (calls, credentials) = human_trajectory_of(&mut bundle)?;
+        let (calls, credentials) = trajectory::of_bundle(&mut bundle)?;
         Ok(Reference { task, calls, credentials, checkpoints, rubric })
     }
 
@@ -272,6 +272,8 @@ impl Episode<'_> {
         }
 
         write_json(&self.out.join(TRAJECTORY_FILE), &derived.trajectory)?;
+        let demonstration = Trajectory { task_id: reference.task.id.clone(), tool_calls: reference.calls.clone() };
+        write_json(&self.out.join(files::DEMONSTRATION_FILE), &demonstration)?;
         let har = network_har(&mut bundle)?;
         write_json(&self.out.join(files::NETWORK_HAR_FILE), &har)?;
         let response_file = self.out.join(files::AGENT_RESPONSE_FILE);

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use trace_analysis::judge::{Episode, Message, Question, read_verdict};
 use trace_analysis::score;
+use trace_manifest::archive::sha256_hex;
 use trace_manifest::eval::{EvalResult, JudgeScores, JudgeVerdict, JudgedCheckpoint, Rubric};
 use trace_manifest::postprocess::Checkpoint;
 
@@ -106,7 +106,7 @@ impl Judge {
     pub async fn ask(&self, question: &Question) -> Result<(JudgeVerdict, bool)> {
         let body =
             serde_json::to_vec(&ChatRequest { model: &self.model, messages: &question.messages, temperature: 0.0 })?;
-        let input_hash = hex(&Sha256::digest(&body));
+        let input_hash = sha256_hex(&body);
         let cache_file = self.cache.join(format!("{input_hash}.json"));
         let (reply, from_cache) = match read_cached(&cache_file) {
             Some(reply) => (reply, true),
@@ -197,10 +197,6 @@ fn write_cached(path: &Path, entry: &CachedReply) -> Result<()> {
     serde_json::to_writer_pretty(&mut file, entry)?;
     file.persist(path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// Asks the judge about an episode and records its verdicts in `result`: the binary judge, the checkpoint

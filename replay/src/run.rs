@@ -34,9 +34,8 @@ use trace_analysis::fidelity::{TextComparison, compare_text};
 use trace_analysis::trajectory;
 use trace_manifest::archive::{Bundle, ZipLimits};
 use trace_manifest::event::{ElementDescriptor, Viewport};
-use trace_manifest::postprocess::{CREDENTIALS_FILE, CredentialEntry, TRAJECTORY_FILE};
 use trace_manifest::report::{FidelityReport, LocatedBy, StepFailure, StepOutcome, WebSocketFrames};
-use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
+use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
 
 /// How long the network must have been idle, as replay sees it, for a page to count as settled.
 pub const QUIET: Duration = Duration::from_millis(400);
@@ -102,32 +101,11 @@ pub fn text(report: &FidelityReport) -> String {
     f
 }
 
-/// The demonstration of the bundle at `path` as tool calls, with the credentials its placeholders name:
-/// what post-processing wrote (`trajectory.json` and `credentials.json`) when the bundle was processed, or
-/// else the same derivation from its events.
+/// The demonstration of the bundle at `path` (`trace_analysis::trajectory::of_bundle`).
 pub fn human_trajectory(path: &Path, limits: ZipLimits) -> Result<(Vec<ToolCall>, Vec<Credential>)> {
     let mut bundle =
         Bundle::open_with_limits(path, limits).with_context(|| format!("cannot open the bundle {}", path.display()))?;
-    human_trajectory_of(&mut bundle)
-}
-
-/// [`human_trajectory`] of a bundle already open.
-pub fn human_trajectory_of(bundle: &mut Bundle) -> Result<(Vec<ToolCall>, Vec<Credential>)> {
-    if bundle.contains(TRAJECTORY_FILE) {
-        let trajectory: Trajectory = serde_json::from_slice(&bundle.read(TRAJECTORY_FILE)?)
-            .with_context(|| format!("{TRAJECTORY_FILE} does not parse"))?;
-        let credentials: Vec<CredentialEntry> = if bundle.contains(CREDENTIALS_FILE) {
-            serde_json::from_slice(&bundle.read(CREDENTIALS_FILE)?)
-                .with_context(|| format!("{CREDENTIALS_FILE} does not parse"))?
-        } else {
-            Vec::new()
-        };
-        return Ok((trajectory.tool_calls, credentials.iter().map(Credential::from).collect()));
-    }
-    let manifest = bundle.manifest()?;
-    let events = bundle.events().context("the bundle's events")?;
-    let derived = trajectory::derive(manifest.task.id.clone(), &events, manifest.task.answer.as_deref());
-    Ok((derived.trajectory.tool_calls, derived.credentials))
+    trajectory::of_bundle(&mut bundle)
 }
 
 /// Runs `calls` in `replay`, then reports. Requests missed once the last call's page has settled (a

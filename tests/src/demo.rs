@@ -9,6 +9,8 @@
 //! Two shorter demonstrations use the shop's streaming pages: asking the support chat a question over its
 //! WebSocket ([`record_chat`]) and asking the expert, whose answer streams back as server-sent events keyed
 //! by an id the page made ([`record_ask`]).
+//!
+//! [`record_and_export`] records the demonstration and exports it redacted, as a researcher shares it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -34,6 +36,33 @@ pub struct Demonstration {
 }
 
 /// Records the demonstration on `site`, with the host keeping its data in `data_dir`.
+/// The demonstration in a fresh data directory, exported redacted with `trace-host export --redact`.
+pub struct Exported {
+    /// The data directory it was recorded into (removed on drop).
+    pub data: tempfile::TempDir,
+    /// The exported zip.
+    pub bundle: PathBuf,
+    /// The shop's origin when it was recorded (replay serves it there).
+    pub origin: String,
+}
+
+/// Records the demonstration on a shop of its own, stopped afterwards, and exports it redacted.
+pub async fn record_and_export(build: &Build) -> Result<Exported> {
+    let site = DemoSite::start(0)?;
+    let origin = site.url("/").trim_end_matches('/').to_owned();
+    let data = tempfile::tempdir()?;
+    let demonstration = record(build, &site, data.path()).await?;
+    site.stop();
+    let task = demonstration.bundle.file_name().and_then(|name| name.to_str()).context("a task's bundle")?.to_owned();
+    let bundle = data.path().join(format!("{task}.zip"));
+    let data_dir = data.path().to_str().context("a UTF-8 data directory")?;
+    crate::run(
+        &build.trace_host,
+        &["--data", data_dir, "export", &task, "--out", bundle.to_str().context("a UTF-8 path")?, "--redact"],
+    );
+    Ok(Exported { data, bundle, origin })
+}
+
 pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<Demonstration> {
     let browser = RecordingBrowser::launch(build, data_dir, true).await?;
     let (popup, shop) = start_task(&browser, DESCRIPTION, &site.url("/")).await?;

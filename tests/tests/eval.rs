@@ -17,9 +17,7 @@ use tokio::sync::OnceCell;
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
-use trace_e2e::run;
 use trace_e2e::s3::S3Server;
-use trace_e2e::site::DemoSite;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use trace_manifest::eval::{EpisodeEnd, EvalResult, EvalSummary};
 use trace_manifest::postprocess::Predicate;
@@ -31,7 +29,7 @@ struct Recorded {
     bundle: PathBuf,
     /// The shop's origin when it was recorded (the replay serves it there).
     origin: String,
-    _data: tempfile::TempDir,
+    _exported: demo::Exported,
 }
 
 static RECORDED: OnceCell<Option<Recorded>> = OnceCell::const_new();
@@ -40,19 +38,13 @@ async fn recorded(test: &str) -> Option<&'static Recorded> {
     RECORDED
         .get_or_init(|| async {
             let build = Build::for_tests(test)?;
-            let site = DemoSite::start(0).unwrap();
-            let origin = site.url("/").trim_end_matches('/').to_owned();
-            let data = tempfile::tempdir().unwrap();
-            let demonstration = demo::record(&build, &site, data.path()).await.unwrap();
-            site.stop();
-            let task = demonstration.bundle.file_name().unwrap().to_str().unwrap().to_owned();
-            let bundle = data.path().join(format!("{task}.zip"));
-            let data_dir = data.path().to_str().unwrap();
-            run(
-                &build.trace_host,
-                &["--data", data_dir, "export", &task, "--out", bundle.to_str().unwrap(), "--redact"],
-            );
-            Some(Recorded { build, bundle, origin, _data: data })
+            let exported = demo::record_and_export(&build).await.unwrap();
+            Some(Recorded {
+                build,
+                bundle: exported.bundle.clone(),
+                origin: exported.origin.clone(),
+                _exported: exported,
+            })
         })
         .await
         .as_ref()

@@ -1,0 +1,341 @@
+//! `trace-host view`: a local, read-only web app to look at recordings and agents' runs.
+//!
+//! It listens on 127.0.0.1 only, at a random port unless `--port` says otherwise, and answers only requests
+//! that carry its token: the URL it prints has `?token=…`, which the first page trades for a cookie scoped to
+//! the app, so links need not carry it. What it shows:
+//! - the data directory's tasks, or a run's tasks (`trace-replay eval`'s output), filterable;
+//! - a recording ([`recording::Recording`]): its steps with screenshots and the target's box, its network
+//!   entries with headers and bodies, its DOM snapshots (rendered in a sandbox, scripts off), checkpoints
+//!   and credentials (names only).
+//!
+//! Pages are rendered on the server ([`pages`]); there is no script. A bundle is read in place (a zip is
+//! never unpacked to disk) and never written to. Files of a bundle are served under a `sandbox` content
+//! security policy, so that nothing a stranger's bundle holds runs as the app.
+
+mod pages;
+mod recording;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use axum::Router;
+use axum::extract::{Path as UrlPath, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use serde::Deserialize;
+use trace_manifest::eval::{DEMONSTRATION_FILE, EvalResult, RESULT_FILE, RESULTS_FILE, SESSION_DIR};
+use trace_manifest::task::TaskId;
+use trace_manifest::trajectory::Trajectory;
+
+use crate::db::{self, TaskRow};
+use crate::paths::DataDir;
+pub use pages::NetworkFilter;
+use recording::Recording;
+
+/// The cookie the token is traded for.
+const COOKIE: &str = "trace_view";
+/// The policy of the app's own pages: nothing from elsewhere, no script.
+const APP_POLICY: &str =
+    "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'";
+/// The policy of a bundle's files: a sandbox (no script, its own origin), nothing fetched.
+const FILE_POLICY: &str = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'";
+
+/// What is being looked at.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// The data directory's recordings.
+    Tasks(PathBuf),
+    /// One bundle, a zip or a directory.
+    Bundle(PathBuf),
+    /// A run of `trace-replay eval`: its results and each agent's session.
+    Run(PathBuf),
+}
+
+impl Target {
+    /// What `trace-host view [WHAT]` names: nothing (the data directory), a task id of it, a bundle (zip or
+    /// directory), or a run directory (with `results.jsonl`).
+    pub fn resolve(what: Option<&str>, data: &DataDir) -> Result<(Target, Option<String>)> {
+        let Some(what) = what else { return Ok((Target::Tasks(data.root().to_owned()), None)) };
+        let path = Path::new(what);
+        if path.is_dir() && path.join(RESULTS_FILE).exists() {
+            return Ok((Target::Run(path.to_owned()), None));
+        }
+        if path.exists() {
+            return Ok((Target::Bundle(path.to_owned()), Some(BUNDLE_KEY.to_owned())));
+        }
+        let id: TaskId =
+            what.parse().map_err(|_| anyhow::anyhow!("{what} is neither a file, a directory nor a task id"))?;
+        anyhow::ensure!(data.capture(&id).exists(), "no task {what} in {}", data.root().display());
+        Ok((Target::Tasks(data.root().to_owned()), Some(id.to_string())))
+    }
+}
+
+/// The key of the one recording of [`Target::Bundle`].
+const BUNDLE_KEY: &str = "bundle";
+
+pub struct Options {
+    /// 0 for any free port.
+    pub port: u16,
+}
+
+struct App {
+    target: Target,
+    token: String,
+    /// Recordings opened so far, by key.
+    recordings: Mutex<HashMap<String, Arc<Recording>>>,
+}
+
+/// Starts the viewer and serves until the process is stopped. `ready` receives the URL to open (with its
+/// token) once the app listens.
+pub async fn serve(target: Target, first: Option<String>, options: Options, ready: impl FnOnce(&str)) -> Result<()> {
+    let token = random_token()?;
+    let app = Arc::new(App { target, token: token.clone(), recordings: Mutex::new(HashMap::new()) });
+    let router = Router::new()
+        .route("/", get(index))
+        .route("/r/{key}/", get(recording_page))
+        .route("/r/{key}/network", get(network_page))
+        .route("/r/{key}/compare", get(comparison_page))
+        .route("/r/{key}/network/{index}", get(entry_page))
+        .route("/r/{key}/file/{*path}", get(bundle_file))
+        .layer(middleware::from_fn_with_state(app.clone(), require_token))
+        .with_state(app);
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], options.port)))
+        .await
+        .with_context(|| format!("cannot listen on 127.0.0.1:{}", options.port))?;
+    let address = listener.local_addr()?;
+    let start = first.map_or_else(|| "/".to_owned(), |key| format!("/r/{key}/"));
+    ready(&format!("http://{address}{start}?token={token}"));
+    axum::serve(listener, router).await.context("the viewer stopped")
+}
+
+fn random_token() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|error| anyhow::anyhow!("no randomness for the token: {error}"))?;
+    Ok(hex::encode(bytes))
+}
+
+#[derive(Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+/// Lets through requests with the token's cookie; trades a right `?token=` for the cookie; refuses the rest.
+async fn require_token(
+    State(app): State<Arc<App>>,
+    Query(query): Query<TokenQuery>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if query.token.as_deref() == Some(app.token.as_str()) {
+        let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", app.token);
+        // The same page without the token, which then stays out of the history and the address bar.
+        let kept: Vec<(String, String)> =
+            url::form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
+                .filter(|(name, _)| name != "token")
+                .map(|(name, value)| (name.into_owned(), value.into_owned()))
+                .collect();
+        let mut target = request.uri().path().to_owned();
+        if !kept.is_empty() {
+            target.push('?');
+            target.push_str(&url::form_urlencoded::Serializer::new(String::new()).extend_pairs(kept).finish());
+        }
+        let mut response = Redirect::to(&target).into_response();
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().insert(header::SET_COOKIE, value);
+        }
+        return response;
+    }
+    if has_token_cookie(request.headers(), &app.token) {
+        return next.run(request).await;
+    }
+    (StatusCode::FORBIDDEN, "This viewer answers only the URL it printed (with its token).").into_response()
+}
+
+fn has_token_cookie(headers: &HeaderMap, token: &str) -> bool {
+    headers.get_all(header::COOKIE).iter().filter_map(|value| value.to_str().ok()).any(|cookies| {
+        cookies
+            .split(';')
+            .filter_map(|pair| pair.trim().split_once('='))
+            .any(|(name, value)| name == COOKIE && value == token)
+    })
+}
+
+/// A page of the app, or a clear page saying what went wrong.
+type PageResult = std::result::Result<Response, Failure>;
+
+struct Failure(StatusCode, String);
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Failure {
+        Failure(StatusCode::UNPROCESSABLE_ENTITY, format!("{error:#}"))
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        app_page(self.0, pages::failure(&self.1))
+    }
+}
+
+fn not_found(what: &str) -> Failure {
+    Failure(StatusCode::NOT_FOUND, format!("{what} is not here"))
+}
+
+fn app_page(status: StatusCode, markup: maud::Markup) -> Response {
+    let mut response = (status, markup).into_response();
+    response.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(APP_POLICY));
+    response
+}
+
+impl App {
+    fn in_run(&self) -> bool {
+        matches!(self.target, Target::Run(_))
+    }
+
+    /// The bundle a key names: a task's capture, the one bundle, or a run task's session.
+    fn bundle_path(&self, key: &str) -> Option<PathBuf> {
+        match &self.target {
+            Target::Bundle(path) => (key == BUNDLE_KEY).then(|| path.clone()),
+            Target::Tasks(root) => {
+                let id: TaskId = key.parse().ok()?;
+                Some(DataDir::at(root.clone()).ok()?.capture(&id))
+            }
+            Target::Run(run) => {
+                let id: TaskId = key.parse().ok()?;
+                Some(run.join(id.as_str()).join(SESSION_DIR))
+            }
+        }
+    }
+
+    /// The recording a key names, opened once (on a blocking thread: a large zip takes a while).
+    async fn recording(&self, key: &str) -> std::result::Result<Arc<Recording>, Failure> {
+        if let Some(recording) = self.recordings.lock().unwrap_or_else(|p| p.into_inner()).get(key) {
+            return Ok(recording.clone());
+        }
+        let path = self.bundle_path(key).filter(|path| path.exists()).ok_or_else(|| not_found(key))?;
+        let opened = tokio::task::spawn_blocking(move || Recording::open(&path))
+            .await
+            .map_err(|error| Failure(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()))??;
+        let recording = Arc::new(opened);
+        self.recordings.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_owned(), recording.clone());
+        Ok(recording)
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct IndexQuery {
+    #[serde(default)]
+    q: String,
+}
+
+async fn index(State(app): State<Arc<App>>, Query(query): Query<IndexQuery>) -> PageResult {
+    match &app.target {
+        Target::Bundle(_) => Ok(Redirect::to(&format!("/r/{BUNDLE_KEY}/")).into_response()),
+        Target::Tasks(root) => {
+            let data = DataDir::at(root.clone())?;
+            let tasks: Vec<TaskRow> = match db::open_to_read(&data.database()) {
+                Ok((conn, _)) => db::tasks(&conn)?,
+                Err(_) => Vec::new(),
+            };
+            Ok(app_page(StatusCode::OK, pages::tasks(&tasks, &query.q)))
+        }
+        Target::Run(run) => {
+            let results = read_results(run)?;
+            Ok(app_page(StatusCode::OK, pages::run(run, &results, &query.q)))
+        }
+    }
+}
+
+fn read_results(run: &Path) -> Result<Vec<EvalResult>> {
+    let path = run.join(RESULTS_FILE);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    // A line cut short by a stopped run is left out, as `trace-replay` leaves it out.
+    Ok(text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect())
+}
+
+#[derive(Deserialize, Default)]
+struct StepQuery {
+    step: Option<usize>,
+}
+
+async fn recording_page(
+    State(app): State<Arc<App>>,
+    UrlPath(key): UrlPath<String>,
+    Query(query): Query<StepQuery>,
+) -> PageResult {
+    let recording = app.recording(&key).await?;
+    Ok(app_page(StatusCode::OK, pages::recording(&key, &recording, query.step, app.in_run())))
+}
+
+async fn network_page(
+    State(app): State<Arc<App>>,
+    UrlPath(key): UrlPath<String>,
+    Query(filter): Query<NetworkFilter>,
+) -> PageResult {
+    let recording = app.recording(&key).await?;
+    Ok(app_page(StatusCode::OK, pages::network(&key, &recording, &filter, app.in_run())))
+}
+
+async fn entry_page(State(app): State<Arc<App>>, UrlPath((key, index)): UrlPath<(String, usize)>) -> PageResult {
+    let recording = app.recording(&key).await?;
+    if index >= recording.entries.len() {
+        return Err(not_found(&format!("request {index}")));
+    }
+    let body = match &recording.entries[index].1.response.content.file {
+        Some(file) => recording.file(file)?,
+        None => None,
+    };
+    Ok(app_page(StatusCode::OK, pages::entry(&key, &recording, index, body.as_deref(), app.in_run())))
+}
+
+/// A task of a run: the agent's episode beside the person's demonstration.
+async fn comparison_page(State(app): State<Arc<App>>, UrlPath(key): UrlPath<String>) -> PageResult {
+    let Target::Run(run) = &app.target else { return Err(not_found("a comparison outside a run")) };
+    let id: TaskId = key.parse().map_err(|_| not_found(&key))?;
+    let dir = run.join(id.as_str());
+    let result: EvalResult = read_json(&dir.join(RESULT_FILE))?.ok_or_else(|| not_found(&key))?;
+    // Runs made before the demonstration was written beside the result show the agent alone.
+    let person: Option<Trajectory> = read_json(&dir.join(DEMONSTRATION_FILE))?;
+    let agent = app.recording(&key).await?;
+    let person = person.map(|trajectory| trajectory.tool_calls).unwrap_or_default();
+    Ok(app_page(StatusCode::OK, pages::comparison(&key, &result, &person, &agent)))
+}
+
+/// A JSON file of a run, `None` when it is not there.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("{} does not parse", path.display()))?))
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// A file of the bundle, as it is, under the sandbox policy.
+async fn bundle_file(State(app): State<Arc<App>>, UrlPath((key, path)): UrlPath<(String, String)>) -> PageResult {
+    let recording = app.recording(&key).await?;
+    let bytes = recording.file(&path)?.ok_or_else(|| not_found(&path))?;
+    let mut response = bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type(&path)));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(FILE_POLICY));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    Ok(response)
+}
+
+/// The type a bundle file is served as: images and snapshots as what they are, anything else as bytes.
+fn content_type(path: &str) -> &'static str {
+    match path.rsplit('.').next().unwrap_or_default() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "html" => "text/html; charset=utf-8",
+        "json" | "jsonl" | "har" => "application/json",
+        _ => "application/octet-stream",
+    }
+}

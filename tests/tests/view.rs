@@ -1,0 +1,286 @@
+//! End to end: `trace-host view` on the demonstration of [`trace_e2e::demo`], recorded with the extension and
+//! exported redacted, looked at in headless Chromium as a person would: the steps with their screenshots and
+//! the target's box, the network panel with its filters and a JSON body, a DOM snapshot whose script must not
+//! run; and what it must refuse: requests without the token, paths out of the bundle, a corrupt zip. Needs
+//! `cargo xtask dist`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use chromiumoxide::Page;
+use tokio::sync::OnceCell;
+use trace_e2e::browser::Build;
+use trace_e2e::demo;
+use trace_e2e::run;
+use trace_manifest::archive::Bundle;
+use trace_manifest::har::Har;
+use trace_replay::chromium::{self, Chromium, Launch};
+
+struct Recorded {
+    build: Build,
+    exported: demo::Exported,
+}
+
+static RECORDED: OnceCell<Option<Recorded>> = OnceCell::const_new();
+
+async fn recorded(test: &str) -> Option<&'static Recorded> {
+    RECORDED
+        .get_or_init(|| async {
+            let build = Build::for_tests(test)?;
+            let exported = demo::record_and_export(&build).await.unwrap();
+            Some(Recorded { build, exported })
+        })
+        .await
+        .as_ref()
+}
+
+/// `trace-host view WHAT` running, and the URL it printed.
+struct Viewer {
+    child: Child,
+    url: String,
+}
+
+impl Viewer {
+    fn start(recorded: &Recorded, what: Option<&Path>) -> Viewer {
+        let mut command = Command::new(&recorded.build.trace_host);
+        command.args(["--data", recorded.exported.data.path().to_str().unwrap(), "view"]);
+        if let Some(what) = what {
+            command.arg(what);
+        }
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        let url = line.split_whitespace().find(|word| word.starts_with("http://127.0.0.1:")).expect(&line).to_owned();
+        Viewer { child, url }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    fn origin(&self) -> &str {
+        let after_scheme = &self.url["http://".len()..];
+        &self.url[..("http://".len() + after_scheme.find('/').unwrap())]
+    }
+
+    /// The cookie its token is traded for.
+    fn cookie(&self) -> String {
+        format!("trace_view={}", self.url.rsplit("token=").next().unwrap())
+    }
+
+    /// A raw HTTP GET of `path` with `cookie`, and the status code it got.
+    fn status_of(&self, path: &str, cookie: Option<&str>) -> u16 {
+        let address = &self.origin()["http://".len()..];
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        let cookie = cookie.map(|cookie| format!("Cookie: {cookie}\r\n")).unwrap_or_default();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\n{cookie}Connection: close\r\n\r\n").unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response.split_whitespace().nth(1).and_then(|code| code.parse().ok()).unwrap_or(0)
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn browser(build: &Build) -> Chromium {
+    chromium::launch(&Launch { chromium: Some(build.chromium.clone()), headless: true, ..Launch::default() })
+        .await
+        .unwrap()
+}
+
+async fn text(page: &Page, script: &str) -> String {
+    page.evaluate(script).await.unwrap().into_value::<String>().unwrap()
+}
+
+async fn number(page: &Page, script: &str) -> f64 {
+    page.evaluate(script).await.unwrap().into_value::<f64>().unwrap()
+}
+
+async fn goto(page: &Page, url: &str) {
+    page.goto(url).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
+    let Some(recorded) = recorded("a_recording_is_shown_step_by_step_with_its_network_and_snapshots").await else {
+        return;
+    };
+    let mut bundle = Bundle::open(&recorded.exported.bundle).unwrap();
+    let (steps, _) = trace_analysis::trajectory::of_bundle(&mut bundle).unwrap();
+    let har: Har = serde_json::from_slice(&bundle.read(trace_manifest::bundle::HAR_FILE).unwrap()).unwrap();
+    let viewer = Viewer::start(recorded, Some(&recorded.exported.bundle));
+    let chromium = browser(&recorded.build).await;
+    let page = chromium.browser.new_page("about:blank").await.unwrap();
+
+    // The printed URL trades its token for a cookie and shows the recording: every step, in order.
+    goto(&page, &viewer.url).await;
+    assert!(!page.url().await.unwrap().unwrap().contains("token="), "the token leaves the address bar");
+    let listed = number(&page, "document.querySelectorAll('.steps ol li').length").await;
+    assert_eq!(listed as usize, steps.len());
+    assert!(text(&page, "document.querySelector('h1').textContent").await.contains(demo::DESCRIPTION));
+
+    // A click with a target: its screenshot before (with the target's box) and after, both loaded.
+    let clicked = steps
+        .iter()
+        .position(|step| step.target.as_ref().is_some_and(|t| t.selector.contains("add-to-cart")))
+        .expect("the demonstration clicks add-to-cart");
+    let links = page.find_elements(".steps ol li a").await.unwrap();
+    links[clicked].click().await.unwrap();
+    let wanted = format!("?step={clicked}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !page.url().await.unwrap().unwrap_or_default().ends_with(&wanted) {
+        assert!(std::time::Instant::now() < deadline, "the step's link leads to {wanted}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    page.wait_for_navigation().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let loaded = "[...document.querySelectorAll('.shot img')].filter(i => i.complete && i.naturalWidth > 0).length";
+    assert_eq!(number(&page, loaded).await, 2.0, "before and after, both loaded");
+    let target_box = "(() => { const r = document.querySelector('.shot .box').getBoundingClientRect(); \
+         const s = document.querySelector('.shot img').getBoundingClientRect(); \
+         return r.width > 4 && r.height > 4 && r.left >= s.left && r.bottom <= s.bottom + 1 ? 'inside' : 'outside'; })()";
+    assert_eq!(text(&page, target_box).await, "inside", "the target's box is drawn on the screenshot");
+    let screenshot = page.screenshot(chromiumoxide::page::ScreenshotParams::builder().build()).await.unwrap();
+    assert!(screenshot.len() > 20_000, "a view with screenshots in it, not a blank page ({} bytes)", screenshot.len());
+
+    // The network panel: every request, a host filter, and the products API's JSON pretty-printed.
+    goto(&page, &format!("{}/r/bundle/network", viewer.origin())).await;
+    let rows = number(&page, "document.querySelectorAll('tbody tr').length").await as usize;
+    assert_eq!(rows, har.log.entries.len().min(500));
+    let host = url::Url::parse(&har.log.entries[0].request.url).unwrap().host_str().unwrap().to_owned();
+    let of_host = har.log.entries.iter().filter(|e| e.request.url.contains(&format!("//{host}"))).count();
+    goto(&page, &format!("{}/r/bundle/network?host={host}", viewer.origin())).await;
+    assert_eq!(number(&page, "document.querySelectorAll('tbody tr').length").await as usize, of_host.min(500));
+    let api = har.log.entries.iter().position(|e| e.request.url.contains("/api/products")).unwrap();
+    goto(&page, &format!("{}/r/bundle/network/{api}", viewer.origin())).await;
+    let body = text(&page, "document.querySelector('pre').textContent").await;
+    assert!(body.contains("\n  ") && body.contains("\"Blue Mug\""), "pretty-printed JSON: {body}");
+
+    // A DOM snapshot is rendered with scripts off: one that would retitle itself does not.
+    let snapshot = steps.iter().find_map(|step| step.dom_snapshot.clone()).unwrap();
+    goto(&page, &format!("{}/r/bundle/file/{snapshot}", viewer.origin())).await;
+    let title = text(&page, "document.title").await;
+    drop(viewer);
+    let tampered = tempfile::tempdir().unwrap();
+    let dir = tampered.path().join("bundle");
+    zip::ZipArchive::new(std::fs::File::open(&recorded.exported.bundle).unwrap()).unwrap().extract(&dir).unwrap();
+    // Snapshots may be packed (`dom.pack`); a file of the same name beside the pack is read first.
+    let html = String::from_utf8(bundle.read(&snapshot).unwrap()).unwrap();
+    let script = "<script>document.title = 'changed by the snapshot'</script>";
+    assert!(html.contains("</head>"));
+    std::fs::create_dir_all(dir.join(&snapshot).parent().unwrap()).unwrap();
+    std::fs::write(dir.join(&snapshot), html.replacen("</head>", &format!("{script}</head>"), 1)).unwrap();
+    let viewer = Viewer::start(recorded, Some(&dir));
+    goto(&page, &viewer.url).await;
+    goto(&page, &format!("{}/r/bundle/file/{snapshot}", viewer.origin())).await;
+    assert_eq!(text(&page, "document.title").await, title, "the snapshot's script did not run");
+    chromium.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_refuses_strangers_paths_out_of_the_bundle_and_explains_a_corrupt_zip() {
+    let Some(recorded) =
+        recorded("the_viewer_refuses_strangers_paths_out_of_the_bundle_and_explains_a_corrupt_zip").await
+    else {
+        return;
+    };
+    // The data directory's recordings, listed.
+    let viewer = Viewer::start(recorded, None);
+    let chromium = browser(&recorded.build).await;
+    let page = chromium.browser.new_page("about:blank").await.unwrap();
+    goto(&page, &viewer.url).await;
+    let rows = number(&page, "document.querySelectorAll('tbody tr').length").await;
+    assert_eq!(rows, 1.0, "the one recording of the data directory");
+    let cookies = page.get_cookies().await.unwrap();
+    let cookie = cookies.iter().find(|c| c.name == "trace_view").expect("the token's cookie");
+    let cookie = format!("trace_view={}", cookie.value);
+
+    // Without the token, nothing; with a wrong one, nothing.
+    assert_eq!(viewer.status_of("/", None), 403);
+    assert_eq!(viewer.status_of("/?token=0123", None), 403);
+    assert_eq!(viewer.status_of("/", Some("trace_view=0123")), 403);
+    assert_eq!(viewer.status_of("/", Some(&cookie)), 200);
+    drop(viewer);
+
+    // Out of the bundle: refused, however it is spelled.
+    let viewer = Viewer::start(recorded, Some(&recorded.exported.bundle));
+    for path in [
+        "/r/bundle/file/../manifest.json",
+        "/r/bundle/file/..%2F..%2Fetc%2Fpasswd",
+        "/r/bundle/file//etc/passwd",
+        "/r/other/",
+    ] {
+        assert_eq!(viewer.status_of(path, Some(&viewer.cookie())), 404, "{path}");
+    }
+    assert_eq!(viewer.status_of("/r/bundle/file/manifest.json", Some(&viewer.cookie())), 200);
+    drop(viewer);
+
+    // A corrupt zip: a page that says so.
+    let corrupt = tempfile::tempdir().unwrap();
+    let zip = corrupt.path().join("broken.zip");
+    std::fs::write(&zip, b"PK\x03\x04 this is not a zip").unwrap();
+    let viewer = Viewer::start(recorded, Some(&zip));
+    goto(&page, &viewer.url).await;
+    let said = text(&page, "document.body.innerText").await;
+    assert!(said.contains("Cannot show this") && said.contains("cannot open the bundle"), "{said}");
+    chromium.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_run_is_shown_beside_the_persons_demonstration() {
+    let Some(recorded) = recorded("an_agents_run_is_shown_beside_the_persons_demonstration").await else {
+        return;
+    };
+    let runs = tempfile::tempdir().unwrap();
+    let out = runs.path().join("human");
+    run(
+        &recorded.build.trace_replay,
+        &["eval", recorded.exported.bundle.to_str().unwrap(), "--agent", "human", "--out", out.to_str().unwrap()],
+    );
+    let result: trace_manifest::eval::EvalResult =
+        serde_json::from_str(std::fs::read_to_string(out.join("results.jsonl")).unwrap().lines().next().unwrap())
+            .unwrap();
+    let mut bundle = Bundle::open(&recorded.exported.bundle).unwrap();
+    let (person, _) = trace_analysis::trajectory::of_bundle(&mut bundle).unwrap();
+
+    let viewer = Viewer::start(recorded, Some(&out));
+    let chromium = browser(&recorded.build).await;
+    let page = chromium.browser.new_page("about:blank").await.unwrap();
+    goto(&page, &viewer.url).await;
+    assert_eq!(number(&page, "document.querySelectorAll('tbody tr').length").await, 1.0, "the run's one task");
+    let links = page.find_elements("tbody tr td a").await.unwrap();
+    links[0].click().await.unwrap();
+    let compare = format!("/r/{}/compare", result.task_id);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !page.url().await.unwrap().unwrap_or_default().ends_with(&compare) {
+        assert!(std::time::Instant::now() < deadline, "the task leads to its comparison");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    page.wait_for_navigation().await.unwrap();
+    // The person's steps and the agent's, side by side; the checkpoints with what reached them.
+    let columns = "[...document.querySelectorAll('.steps.even ol')].map(o => o.children.length).join(',')";
+    let counts: Vec<usize> = text(&page, columns).await.split(',').map(|n| n.parse().unwrap()).collect();
+    assert_eq!(counts.len(), 2);
+    assert_eq!(counts[0], person.len(), "every step of the person");
+    assert!(counts[1] >= result.steps && counts[1] > 0, "the agent's steps: {counts:?}");
+    let checkpoints = number(&page, "document.querySelectorAll('table tbody tr').length").await as usize;
+    assert_eq!(checkpoints, result.checkpoints.total);
+    let said = text(&page, "document.body.innerText").await;
+    assert!(said.contains(&result.success_basis), "{said}");
+    // An agent's step opens in its session, as a recording's does.
+    let agent_step = page.find_elements(".steps.even div:nth-child(2) ol li a").await.unwrap();
+    agent_step[1].click().await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !page.url().await.unwrap().unwrap_or_default().ends_with("?step=1") {
+        assert!(std::time::Instant::now() < deadline, "the agent's step opens");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    page.wait_for_navigation().await.unwrap();
+    assert!(
+        text(&page, "document.querySelector('.steps > div:nth-child(2) h2').textContent").await.starts_with("Step 2")
+    );
+    chromium.close().await.unwrap();
+}
