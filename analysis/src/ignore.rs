@@ -104,6 +104,23 @@ pub fn parse_ignore_list(bytes: &[u8]) -> Result<Vec<String>, serde_json::Error>
     Ok(list.into_iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
 }
 
+/// A bundle's ignore list: what post-processing wrote (`ignored.json`), or, for a bundle never processed,
+/// the same derivation from its `events`.
+#[cfg(feature = "native")]
+pub fn of_bundle(
+    bundle: &mut trace_manifest::archive::Bundle,
+    events: &[trace_manifest::event::EventRecord],
+) -> anyhow::Result<Vec<String>> {
+    use anyhow::Context as _;
+    use trace_manifest::postprocess::IGNORED_FILE;
+    if !bundle.contains(IGNORED_FILE) {
+        return Ok(ignore_list(&crate::exchange::exchanges(events)));
+    }
+    parse_ignore_list(&bundle.read(IGNORED_FILE)?)
+        .context("an ignore list is a JSON array of strings")
+        .context(IGNORED_FILE)
+}
+
 fn is_type(exchange: &Exchange, resource_type: &str) -> bool {
     exchange.resource_type.as_deref() == Some(resource_type)
 }

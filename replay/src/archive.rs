@@ -12,14 +12,12 @@ use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use trace_analysis::canonical::Clocks;
-use trace_analysis::exchange;
-use trace_analysis::ignore::{self, ignore_pattern, parse_ignore_list};
+use trace_analysis::ignore::{self, ignore_pattern};
 use trace_analysis::websocket::{self, Transcript};
 use trace_manifest::archive::{ArchiveError, Bundle, ZipLimits};
 use trace_manifest::bundle::{self, BundleManifest, StorageFile};
 use trace_manifest::event::{ActionKind, EventKind, StoragePhase, StorageSnapshot, Viewport};
 use trace_manifest::har::{Entry, Har};
-use trace_manifest::postprocess::IGNORED_FILE;
 use trace_manifest::time_fmt::millis_from_rfc3339;
 
 use crate::matcher::RecordedRequest;
@@ -134,14 +132,7 @@ impl ReplayArchive {
         };
         let mut events = bundle.events().map_err(flatten).context("events.jsonl")?;
         events.sort_by_key(|record| record.id);
-        // What post-processing wrote, or, for a bundle never processed, the same derivation.
-        let ignored = if bundle.contains(IGNORED_FILE) {
-            parse_ignore_list(&read(&mut bundle, IGNORED_FILE)?)
-                .context("an ignore list is a JSON array of strings")
-                .context(IGNORED_FILE)?
-        } else {
-            ignore::ignore_list(&exchange::exchanges(&events))
-        };
+        let ignored = ignore::of_bundle(&mut bundle, &events)?;
         let shots: Vec<(&str, Viewport)> = events
             .iter()
             .filter_map(|record| match &record.event.kind {

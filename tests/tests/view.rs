@@ -14,6 +14,8 @@ use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::run;
 use trace_manifest::archive::Bundle;
+use trace_manifest::bundle::{STORAGE_FILE, StorageFile};
+use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
 use trace_replay::chromium::{self, Chromium, Launch};
 
@@ -150,6 +152,18 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     goto(&page, &format!("{}/r/bundle/network", viewer.origin())).await;
     let rows = number(&page, "document.querySelectorAll('tbody tr').length").await as usize;
     assert_eq!(rows, har.log.entries.len().min(500));
+    // What replay's ignore list fails at once is marked (the shop's analytics beacons).
+    let events = bundle.events().unwrap();
+    let ignored = trace_analysis::ignore::of_bundle(&mut bundle, &events).unwrap();
+    let beacons = har
+        .log
+        .entries
+        .iter()
+        .filter(|e| trace_analysis::ignore::ignore_pattern(&ignored, &e.request.url).is_some())
+        .count();
+    assert!(beacons > 0, "{ignored:?}");
+    let marked = "[...document.querySelectorAll('tbody tr td:last-child')].filter(td => td.textContent.trim() === 'ignored').length";
+    assert_eq!(number(&page, marked).await as usize, beacons);
     let host = url::Url::parse(&har.log.entries[0].request.url).unwrap().host_str().unwrap().to_owned();
     let of_host = har.log.entries.iter().filter(|e| e.request.url.contains(&format!("//{host}"))).count();
     goto(&page, &format!("{}/r/bundle/network?host={host}", viewer.origin())).await;
@@ -158,6 +172,15 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     goto(&page, &format!("{}/r/bundle/network/{api}", viewer.origin())).await;
     let body = text(&page, "document.querySelector('pre').textContent").await;
     assert!(body.contains("\n  ") && body.contains("\"Blue Mug\""), "pretty-printed JSON: {body}");
+
+    // The console messages, each once, and the cookies and storage at the start and the end.
+    let console = events.iter().filter(|r| matches!(r.event.kind, EventKind::Console(_))).count();
+    let storage: StorageFile = serde_json::from_slice(&bundle.read(STORAGE_FILE).unwrap()).unwrap();
+    goto(&page, &format!("{}/r/bundle/state", viewer.origin())).await;
+    assert_eq!(number(&page, "document.querySelectorAll('#console tbody tr').length").await as usize, console);
+    let cookies: usize = storage.snapshots.iter().map(|timed| timed.snapshot.cookies.len()).sum();
+    assert!(cookies > 0, "the shop's session cookie is in the recording");
+    assert_eq!(number(&page, "document.querySelectorAll('table.cookies tbody tr').length").await as usize, cookies);
 
     // A DOM snapshot is rendered with scripts off: one that would retitle itself does not.
     let snapshot = steps.iter().find_map(|step| step.dom_snapshot.clone()).unwrap();

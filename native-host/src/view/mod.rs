@@ -5,8 +5,8 @@
 //! the app, so links need not carry it. What it shows:
 //! - the data directory's tasks, or a run's tasks (`trace-replay eval`'s output), filterable;
 //! - a recording ([`recording::Recording`]): its steps with screenshots and the target's box, its network
-//!   entries with headers and bodies, its DOM snapshots (rendered in a sandbox, scripts off), checkpoints
-//!   and credentials (names only).
+//!   entries with headers and bodies, its DOM snapshots (rendered in a sandbox, scripts off), checkpoints,
+//!   credentials (names only), console messages, cookies and web storage.
 //!
 //! Pages are rendered on the server ([`pages`]); there is no script. A bundle is read in place (a zip is
 //! never unpacked to disk) and never written to. Files of a bundle are served under a `sandbox` content
@@ -100,6 +100,7 @@ pub async fn serve(target: Target, first: Option<String>, options: Options, read
         .route("/r/{key}/", get(recording_page))
         .route("/r/{key}/network", get(network_page))
         .route("/r/{key}/compare", get(comparison_page))
+        .route("/r/{key}/state", get(state_page))
         .route("/r/{key}/network/{index}", get(entry_page))
         .route("/r/{key}/file/{*path}", get(bundle_file))
         .layer(middleware::from_fn_with_state(app.clone(), require_token))
@@ -291,6 +292,11 @@ async fn entry_page(State(app): State<Arc<App>>, UrlPath((key, index)): UrlPath<
         None => None,
     };
     Ok(app_page(StatusCode::OK, pages::entry(&key, &recording, index, body.as_deref(), app.in_run())))
+}
+
+async fn state_page(State(app): State<Arc<App>>, UrlPath(key): UrlPath<String>) -> PageResult {
+    let recording = app.recording(&key).await?;
+    Ok(app_page(StatusCode::OK, pages::state(&key, &recording, app.in_run())))
 }
 
 /// A task of a run: the agent's episode beside the person's demonstration.

@@ -233,7 +233,70 @@ fn recording_nav(key: &str, in_run: bool) -> Markup {
         @if in_run { a href={ "/r/" (key) "/compare" } { "Agent beside person" } }
         a href={ "/r/" (key) "/" } { "Steps" }
         a href={ "/r/" (key) "/network" } { "Network" }
+        a href={ "/r/" (key) "/state" } { "Console and storage" }
     }
+}
+
+/// The longest value shown in the storage tables (cookies and storage hold long tokens).
+const MAX_SHOWN_VALUE: usize = 120;
+
+/// A recording's console messages, each linked to its step, and its cookies and web storage at the start
+/// and the end.
+pub fn state(key: &str, recording: &Recording, in_run: bool) -> Markup {
+    let start = recording.steps.first().map_or(0.0, |step| step.ts);
+    let cut = |value: &str| match value.char_indices().nth(MAX_SHOWN_VALUE) {
+        Some((end, _)) => format!("{}…", &value[..end]),
+        None => value.to_owned(),
+    };
+    let step_at = |ts: f64| recording.steps.iter().rposition(|step| step.ts <= ts).unwrap_or(0);
+    layout(
+        "Console and storage",
+        recording_nav(key, in_run),
+        html! {
+            h1 { "Console " span.muted { (recording.console.len()) " messages" } }
+            table id="console" {
+                thead { tr { th { "Time" } th { "Level" } th { "Message" } th { "Page" } th { "Step" } } }
+                tbody {
+                    @for (ts, message) in &recording.console {
+                        tr {
+                            td { (format!("{:.2} s", (ts - start) / 1000.0)) }
+                            td class=(if message.level == "error" { "failed" } else { "" }) { (message.level) }
+                            td.url { (message.text) }
+                            td.url { (message.url.as_deref().unwrap_or("")) }
+                            td { @if !recording.steps.is_empty() { a href={ "/r/" (key) "/?step=" (step_at(*ts)) } { (step_at(*ts) + 1) } } }
+                        }
+                    }
+                }
+            }
+            @match &recording.storage {
+                None => p.muted { "The bundle has no storage snapshot." },
+                Some(storage) => {
+                    @for timed in &storage.snapshots {
+                        @let snapshot = &timed.snapshot;
+                        h2 { "Storage at the " (format!("{:?}", snapshot.phase).to_lowercase()) " " span.muted { (timed.time) } }
+                        table.cookies {
+                            thead { tr { th { "Cookie" } th { "Domain" } th { "Path" } th { "Value" } th { "Flags" } } }
+                            tbody {
+                                @for cookie in &snapshot.cookies {
+                                    tr {
+                                        td { (cookie.name) } td { (cookie.domain) } td { (cookie.path) }
+                                        td.url { (cut(&cookie.value)) }
+                                        td { @if cookie.http_only { "HttpOnly " } @if cookie.secure { "Secure " } (cookie.same_site.as_deref().unwrap_or("")) }
+                                    }
+                                }
+                            }
+                        }
+                        @for (kind, areas) in [("localStorage", &snapshot.local_storage), ("sessionStorage", &snapshot.session_storage)] {
+                            @for (origin, entries) in areas {
+                                h2 { (kind) " of " (origin) }
+                                table { tbody { @for (name, value) in entries { tr { th { (name) } td.url { (cut(value)) } } } } }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
 }
 
 /// A recording: the task, its steps (the selected one with its screenshots before and after, the target's
@@ -429,7 +492,7 @@ pub fn network(key: &str, recording: &Recording, filter: &NetworkFilter, in_run:
                 @if pages > 1 { span.muted { " · page " (page + 1) " of " (pages) } }
             }
             table {
-                thead { tr { th { "#" } th { "Time" } th { "Method" } th { "Status" } th { "URL" } th { "Type" } th { "Size" } th { "Step" } } }
+                thead { tr { th { "#" } th { "Time" } th { "Method" } th { "Status" } th { "URL" } th { "Type" } th { "Size" } th { "Step" } th { "In replay" } } }
                 tbody {
                     @for index in shown {
                         @let entry = &recording.entries[*index].1;
@@ -442,6 +505,7 @@ pub fn network(key: &str, recording: &Recording, filter: &NetworkFilter, in_run:
                             td { (entry.resource_type.as_deref().unwrap_or("")) }
                             td { (bytes(entry.response.content.size.max(0) as u64)) }
                             td { @if let Some(step) = recording.step_of_entry(*index) { a href={ "/r/" (key) "/?step=" (step) } { (step + 1) } } }
+                            td { @if let Some(pattern) = recording.ignored_by(*index) { span.muted title={ "ignore list: " (pattern) } { "ignored" } } }
                         }
                     }
                 }
@@ -497,6 +561,12 @@ pub fn entry(key: &str, recording: &Recording, index: usize, stored_body: Option
                 @if !entry.response.redirect_url.is_empty() { dt { "Redirect to" } dd { (entry.response.redirect_url) } }
                 dt { "Started" } dd { (entry.started_date_time) " · " (format!("{:.0} ms", entry.time)) }
                 @if let Some(kind) = &entry.resource_type { dt { "Type" } dd { (kind) } }
+            dt { "In replay" } dd {
+                @match recording.ignored_by(index) {
+                    Some(pattern) => { "failed at once: the ignore list names it (" code { (pattern) } ")" },
+                    None => { "not on the ignore list: answered from the recording" },
+                }
+            }
                 @if let Some(step) = recording.step_of_entry(index) { dt { "Step" } dd { a href={ "/r/" (key) "/?step=" (step) } { (step + 1) ". " (step_in_words(&recording.steps[step])) } } }
             }
             h2 { "Request headers" } (headers(&entry.request.headers))

@@ -1,7 +1,7 @@
 //! A recording as the viewer shows it, read once when first opened and kept: the manifest, the steps (the
 //! trajectory the bundle was processed into, else derived from its events, by `trace_analysis`), the
 //! network entries (the bundle's HAR, else built from its events), the viewport of each screenshot, the
-//! checkpoints and the credentials. Files (screenshots, bodies, DOM snapshots) stay in the bundle, a zip
+//! checkpoints, the credentials, the console messages, the storage snapshots and the ignore list. Files (screenshots, bodies, DOM snapshots) stay in the bundle, a zip
 //! read in place or a directory, and are read when a page asks for one.
 
 use std::collections::HashMap;
@@ -9,10 +9,10 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use trace_analysis::{har, trajectory};
+use trace_analysis::{har, ignore, trajectory};
 use trace_manifest::archive::{Bundle, ZipLimits};
-use trace_manifest::bundle::{BundleManifest, HAR_FILE, is_safe_relative_path};
-use trace_manifest::event::{EventKind, Viewport};
+use trace_manifest::bundle::{BundleManifest, HAR_FILE, STORAGE_FILE, StorageFile, is_safe_relative_path};
+use trace_manifest::event::{ConsoleMessage, EventKind, Viewport};
 use trace_manifest::har::{Creator, Entry, Har};
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
 use trace_manifest::time_fmt::millis_from_rfc3339;
@@ -28,6 +28,12 @@ pub struct Recording {
     /// The processed checkpoints, when the bundle was processed.
     pub checkpoints: Option<Vec<Checkpoint>>,
     pub credentials: Vec<Credential>,
+    /// The pages' console messages, each with its time in milliseconds since the Unix epoch.
+    pub console: Vec<(f64, ConsoleMessage)>,
+    /// Cookies and web storage at the start and the end, when the bundle has them.
+    pub storage: Option<StorageFile>,
+    /// The ignore list replay applies: URL patterns it fails at once instead of answering.
+    pub ignored: Vec<String>,
     bundle: Mutex<Bundle>,
 }
 
@@ -58,12 +64,39 @@ impl Recording {
                 _ => None,
             })
             .collect();
+        let console = events
+            .iter()
+            .filter_map(|record| match &record.event.kind {
+                EventKind::Console(message) => Some((record.event.ts, message.clone())),
+                _ => None,
+            })
+            .collect();
+        let storage = if bundle.contains(STORAGE_FILE) {
+            Some(
+                serde_json::from_slice(&bundle.read(STORAGE_FILE)?)
+                    .with_context(|| format!("{STORAGE_FILE} does not parse"))?,
+            )
+        } else {
+            None
+        };
+        let ignored = ignore::of_bundle(&mut bundle, &events)?;
         let checkpoints = if bundle.contains(CHECKPOINTS_FILE) {
             serde_json::from_slice(&bundle.read(CHECKPOINTS_FILE)?).ok()
         } else {
             None
         };
-        Ok(Recording { manifest, steps, entries, viewports, checkpoints, credentials, bundle: Mutex::new(bundle) })
+        Ok(Recording {
+            manifest,
+            steps,
+            entries,
+            viewports,
+            checkpoints,
+            credentials,
+            console,
+            storage,
+            ignored,
+            bundle: Mutex::new(bundle),
+        })
     }
 
     /// A file of the bundle, when `name` is one of its files (never a path that leaves it).
@@ -89,6 +122,11 @@ impl Recording {
         let first = self.entries.partition_point(|(ts, _)| *ts < start);
         let last = self.entries.partition_point(|(ts, _)| *ts < end);
         first..last.max(first)
+    }
+
+    /// The ignore list's pattern that makes replay fail network entry `index` at once, if one does.
+    pub fn ignored_by(&self, index: usize) -> Option<&str> {
+        ignore::ignore_pattern(&self.ignored, &self.entries.get(index)?.1.request.url)
     }
 
     /// The step during which network entry `index` started (the first, for what came before any step).
