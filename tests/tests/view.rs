@@ -101,6 +101,15 @@ async fn number(page: &Page, script: &str) -> f64 {
     page.evaluate(script).await.unwrap().into_value::<f64>().unwrap()
 }
 
+/// Waits (10 s at most) until the page's URL ends with `suffix`: a link followed; `what` says which.
+async fn wait_until_at(page: &Page, suffix: &str, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !page.url().await.unwrap().unwrap_or_default().ends_with(suffix) {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 async fn goto(page: &Page, url: &str) {
     page.goto(url).await.unwrap();
 }
@@ -132,11 +141,7 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     let links = page.find_elements(".steps ol li a").await.unwrap();
     links[clicked].click().await.unwrap();
     let wanted = format!("?step={clicked}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !page.url().await.unwrap().unwrap_or_default().ends_with(&wanted) {
-        assert!(std::time::Instant::now() < deadline, "the step's link leads to {wanted}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    wait_until_at(&page, &wanted, &format!("the step's link leads to {wanted}")).await;
     page.wait_for_navigation().await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let loaded = "[...document.querySelectorAll('.shot img')].filter(i => i.complete && i.naturalWidth > 0).length";
@@ -277,11 +282,7 @@ async fn an_agents_run_is_shown_beside_the_persons_demonstration() {
     let links = page.find_elements("tbody tr td a").await.unwrap();
     links[0].click().await.unwrap();
     let compare = format!("/r/{}/compare", result.task_id);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !page.url().await.unwrap().unwrap_or_default().ends_with(&compare) {
-        assert!(std::time::Instant::now() < deadline, "the task leads to its comparison");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    wait_until_at(&page, &compare, "the task leads to its comparison").await;
     page.wait_for_navigation().await.unwrap();
     // The person's steps and the agent's, side by side; the checkpoints with what reached them.
     let columns = "[...document.querySelectorAll('.steps.even ol')].map(o => o.children.length).join(',')";
@@ -296,11 +297,7 @@ async fn an_agents_run_is_shown_beside_the_persons_demonstration() {
     // An agent's step opens in its session, as a recording's does.
     let agent_step = page.find_elements(".steps.even div:nth-child(2) ol li a").await.unwrap();
     agent_step[1].click().await.unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !page.url().await.unwrap().unwrap_or_default().ends_with("?step=1") {
-        assert!(std::time::Instant::now() < deadline, "the agent's step opens");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    wait_until_at(&page, "?step=1", "the agent's step opens").await;
     page.wait_for_navigation().await.unwrap();
     assert!(
         text(&page, "document.querySelector('.steps > div:nth-child(2) h2').textContent").await.starts_with("Step 2")
