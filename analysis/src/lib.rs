@@ -9,6 +9,8 @@
 //! can use it too. The types it produces that cross a process or file boundary are `trace-manifest`'s.
 //!
 //! # Layout
+//! - [`accessibility`]: a page's accessibility tree as a screen reader presents it.
+//! - [`answering`]: how replay will answer each recorded request (keys, twins, state), in words.
 //! - [`exchange`]: the one pairing of requests with their responses, failures and bodies.
 //! - [`har`]: the HAR 1.2 log of a recording.
 //! - [`trajectory`]: the demonstration as browser-use-style tool calls, and the credentials typed in it.
@@ -20,6 +22,7 @@
 //! - [`judge`]: the questions a judge model is asked about an episode, and how its replies are read.
 //! - [`ignore`]: which requests replay may fail at once, and reading and applying an ignore list.
 //! - [`postprocess`]: the four files `trace-host process` writes, derived together.
+//! - [`request_state`]: the browser's state a request carries, which chooses among recorded twins.
 //! - [`secrets`]: which names and values are secret, and the forms a secret takes.
 //! - [`suspects`]: values no rule chose but whose shape suggests a secret, for a person to decide.
 //! - [`urls`]: the URL rule patterns are written in (scheme-less substrings).
@@ -30,6 +33,8 @@
 //! - [`webarena_infinity`]: a trajectory as a task of WebArena-Infinity's trajectory layout.
 //! - [`websocket`]: the recording's WebSockets as transcripts, which replay plays back.
 
+pub mod accessibility;
+pub mod answering;
 pub mod body;
 pub mod canonical;
 pub mod checkpoints;
@@ -41,6 +46,7 @@ pub mod har;
 pub mod ignore;
 pub mod judge;
 pub mod postprocess;
+pub mod request_state;
 pub mod score;
 pub mod secrets;
 pub mod summary;

@@ -41,6 +41,8 @@ use std::fmt;
 use trace_analysis::canonical::{self, Clocks, Param, Place};
 #[cfg(doc)]
 use trace_analysis::canonical::{canonical_body, canonical_url};
+use trace_analysis::request_state;
+pub use trace_analysis::request_state::RequestState;
 use trace_manifest::event::header_value;
 use trace_manifest::har::HarRequest;
 
@@ -88,68 +90,6 @@ impl RecordedRequest {
             state: RequestState::from_headers(request.headers.iter().map(|h| (h.name.as_str(), h.value.as_str()))),
         }
     }
-}
-
-/// What a request carries of the browser's state: its cookies, and the headers that carry credentials
-/// (`Authorization`, and any whose name speaks of a token, session, CSRF or auth), as sorted
-/// (key, value) pairs. Keys are `cookie:<name>` and `header:<lower-case name>`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestState {
-    pairs: Vec<(String, String)>,
-}
-
-impl RequestState {
-    /// The state in a request's headers (a `Cookie` header is split into its cookies).
-    pub fn from_headers<'h>(headers: impl IntoIterator<Item = (&'h str, &'h str)>) -> RequestState {
-        let mut pairs = Vec::new();
-        for (name, value) in headers {
-            let name = name.to_ascii_lowercase();
-            if name == "cookie" {
-                pairs.extend(cookie_pairs(value).map(|(cookie, value)| (format!("cookie:{cookie}"), value.to_owned())));
-            } else if is_state_header(&name) {
-                pairs.push((format!("header:{name}"), value.to_owned()));
-            }
-        }
-        RequestState::from_pairs(pairs)
-    }
-
-    /// The state of a request whose cookies the browser keeps apart from its headers (as DevTools' `Fetch`
-    /// domain does): `cookies` are (name, value) pairs.
-    pub fn with_cookies<'c>(mut self, cookies: impl IntoIterator<Item = (&'c str, &'c str)>) -> RequestState {
-        self.pairs.retain(|(key, _)| !key.starts_with("cookie:"));
-        self.pairs.extend(cookies.into_iter().map(|(name, value)| (format!("cookie:{name}"), value.to_owned())));
-        RequestState::from_pairs(self.pairs)
-    }
-
-    fn from_pairs(mut pairs: Vec<(String, String)>) -> RequestState {
-        pairs.sort();
-        pairs.dedup_by(|a, b| a.0 == b.0);
-        RequestState { pairs }
-    }
-
-    fn get(&self, key: &str) -> Option<&str> {
-        let found = self.pairs.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
-        Some(&self.pairs[found].1)
-    }
-
-    fn keys(&self) -> impl Iterator<Item = &str> {
-        self.pairs.iter().map(|(key, _)| key.as_str())
-    }
-}
-
-/// The (name, value) pairs of a `Cookie` header.
-fn cookie_pairs(header: &str) -> impl Iterator<Item = (&str, &str)> {
-    header.split(';').filter_map(|pair| {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let name = name.trim();
-        (!name.is_empty()).then(|| (name, value.trim()))
-    })
-}
-
-/// Request headers that carry the browser's credentials rather than describe the request.
-fn is_state_header(lower_case_name: &str) -> bool {
-    lower_case_name == "authorization"
-        || ["token", "session", "csrf", "xsrf", "auth"].iter().any(|word| lower_case_name.contains(word))
 }
 
 /// A request the browser makes, as the matcher reads it.
@@ -264,8 +204,11 @@ impl Queue {
     }
 
     fn next_in_state(&self, answered: &[bool], states: &[RequestState], state: &RequestState) -> usize {
-        let scores: Vec<f64> =
-            self.indices.iter().map(|&index| state_similarity(&self.distinguishing, state, &states[index])).collect();
+        let scores: Vec<f64> = self
+            .indices
+            .iter()
+            .map(|&index| request_state::similarity(&self.distinguishing, state, &states[index]))
+            .collect();
         let best = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let closest = || self.indices.iter().zip(&scores).filter(|(_, score)| **score == best).map(|(index, _)| *index);
         closest().find(|&index| !answered[index]).or_else(|| closest().next_back()).expect("a queue is never empty")
@@ -273,33 +216,8 @@ impl Queue {
 
     /// Finds the state keys that tell the queue's requests apart.
     fn find_distinguishing(&mut self, states: &[RequestState]) {
-        if self.indices.len() < 2 {
-            return;
-        }
-        let first = &states[self.indices[0]];
-        let mut keys: Vec<&str> = self.indices.iter().flat_map(|&index| states[index].keys()).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        self.distinguishing = keys
-            .into_iter()
-            .filter(|key| self.indices.iter().any(|&index| states[index].get(key) != first.get(key)))
-            .map(str::to_owned)
-            .collect();
+        self.distinguishing = request_state::distinguishing_keys(self.indices.iter().map(|&index| &states[index]));
     }
-}
-
-/// How alike two states are on `keys`, from 0 to 1: the mean over the keys of 1 for the same value (or
-/// absent from both), ½ for present in both with different values, 0 for present in one only.
-fn state_similarity(keys: &[String], a: &RequestState, b: &RequestState) -> f64 {
-    let total: f64 = keys
-        .iter()
-        .map(|key| match (a.get(key), b.get(key)) {
-            (x, y) if x == y => 1.0,
-            (Some(_), Some(_)) => 0.5,
-            _ => 0.0,
-        })
-        .sum();
-    total / keys.len().max(1) as f64
 }
 
 #[derive(Debug)]
@@ -1143,22 +1061,6 @@ mod tests {
             Some(0),
             "a different value of the same cookie scores half, a missing one nothing"
         );
-    }
-
-    #[test]
-    fn state_comes_from_cookies_and_credential_headers() {
-        let state = RequestState::from_headers([
-            ("Cookie", "a=1; b = 2 ;flag"),
-            ("Authorization", "Bearer x"),
-            ("X-CSRFToken", "t"),
-            ("Accept", "text/html"),
-            ("User-Agent", "u"),
-        ]);
-        let keys: Vec<&str> = state.keys().collect();
-        assert_eq!(keys, ["cookie:a", "cookie:b", "cookie:flag", "header:authorization", "header:x-csrftoken"]);
-        assert_eq!(state.get("cookie:b"), Some("2"));
-        let browser = state.with_cookies([("c", "3")]);
-        assert_eq!(browser.keys().collect::<Vec<_>>(), ["cookie:c", "header:authorization", "header:x-csrftoken"]);
     }
 
     #[test]

@@ -21,10 +21,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use serde_json::json;
+use trace_e2e::bench::{copy_dir, directory_size, recorded_demo};
 use trace_e2e::browser::{Build, load_event_end};
-use trace_e2e::demo;
 use trace_e2e::median;
-use trace_e2e::site::DemoSite;
 use trace_replay::archive::ReplayArchive;
 use trace_replay::serve::{Options, Replay};
 use trace_replay::session::SessionRecorder;
@@ -46,7 +45,7 @@ async fn main() -> Result<()> {
     let build = Build::from_workspace()?;
     let bundle = match std::env::var_os("TRACE_BENCH_BUNDLE") {
         Some(bundle) => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(bundle).canonicalize()?,
-        None => record(&build, &work).await?,
+        None => recorded_demo(&build, &work).await?,
     };
     println!("bundle: {}", bundle.display());
     let options = Options { chromium: Some(build.chromium.clone()), ..Options::default() };
@@ -191,29 +190,6 @@ fn grown(bundle: &Path, out: &Path, bytes: u64) -> Result<PathBuf> {
     Ok(out.to_owned())
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
-}
-
-fn directory_size(path: &Path) -> Result<u64> {
-    let mut total = 0;
-    for entry in std::fs::read_dir(path)? {
-        let entry = entry?;
-        total += if entry.file_type()?.is_dir() { directory_size(&entry.path())? } else { entry.metadata()?.len() };
-    }
-    Ok(total)
-}
-
 /// A dataset of [`DATASET_TASKS`] tasks sharing the one recording.
 fn dataset(bundle: &Path, out: &Path) -> Result<PathBuf> {
     let _ = std::fs::remove_dir_all(out);
@@ -232,21 +208,4 @@ fn dataset(bundle: &Path, out: &Path) -> Result<PathBuf> {
         writeln!(lines, "{line}")?;
     }
     Ok(out.to_owned())
-}
-
-/// Records the demonstration (the demo shop stopped after) into `work`, once; later runs reuse it.
-async fn record(build: &Build, work: &Path) -> Result<PathBuf> {
-    let kept = work.join("bundle");
-    if kept.join("manifest.json").exists() {
-        return Ok(kept);
-    }
-    std::fs::create_dir_all(work)?;
-    let site = DemoSite::start(0)?;
-    let data = tempfile::tempdir_in(work)?;
-    eprintln!("recording the demonstration on {} (TRACE_BENCH_BUNDLE=DIR skips this)", site.url("/"));
-    let demonstration = demo::record(build, &site, data.path()).await?;
-    site.stop();
-    let _ = std::fs::remove_dir_all(&kept);
-    copy_dir(&demonstration.bundle, &kept)?;
-    Ok(kept)
 }

@@ -12,10 +12,12 @@
 //!   tests.
 //! - [`judge`]: a scripted judge, an OpenAI-compatible endpoint on loopback answering by a fixed rule.
 //! - [`run`]: a program of the build run to completion, its failure a test's panic with what it said.
+//! - [`bench`]: what the benchmarks share: the demonstration recorded once, bundle directories copied.
 //! - [`median`]: the middle of the benchmarks' samples.
 //! - `src/bin/trace-demo.rs`: the README's main job (`cargo xtask demo`): record, export, validate, inspect.
 
 pub mod apps;
+pub mod bench;
 pub mod browser;
 pub mod demo;
 pub mod judge;

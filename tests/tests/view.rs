@@ -1,7 +1,8 @@
 //! End to end: `trace-host view` on the demonstration of [`trace_e2e::demo`], recorded with the extension and
 //! exported redacted, looked at in headless Chromium as a person would: the steps with their screenshots and
-//! the target's box, the network panel with its filters and a JSON body, a DOM snapshot whose script must not
-//! run; and what it must refuse: requests without the token, paths out of the bundle, a corrupt zip. Needs
+//! the target's box and the accessibility tree, checkpoints with their evidence, the network panel with its
+//! filters, a JSON body and how replay answers a request, a DOM snapshot with its stylesheet whose script
+//! must not run; and what it must refuse: requests without the token, paths out of the bundle, a corrupt zip. Needs
 //! `cargo xtask dist`.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -17,6 +18,7 @@ use trace_manifest::archive::Bundle;
 use trace_manifest::bundle::{STORAGE_FILE, StorageFile};
 use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
+use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint, Predicate};
 use trace_replay::chromium::{self, Chromium, Launch};
 
 struct Recorded {
@@ -122,6 +124,7 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     let mut bundle = Bundle::open(&recorded.exported.bundle).unwrap();
     let (steps, _) = trace_analysis::trajectory::of_bundle(&mut bundle).unwrap();
     let har: Har = serde_json::from_slice(&bundle.read(trace_manifest::bundle::HAR_FILE).unwrap()).unwrap();
+    let events = bundle.events().unwrap();
     let viewer = Viewer::start(recorded, Some(&recorded.exported.bundle));
     let chromium = browser(&recorded.build).await;
     let page = chromium.browser.new_page("about:blank").await.unwrap();
@@ -153,12 +156,35 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     let screenshot = page.screenshot(chromiumoxide::page::ScreenshotParams::builder().build()).await.unwrap();
     assert!(screenshot.len() > 20_000, "a view with screenshots in it, not a blank page ({} bytes)", screenshot.len());
 
+    // The step's DOM snapshot has its accessibility tree, every node the outline reads, the shop's home
+    // link among them.
+    let snapshot_file = steps[clicked].dom_snapshot.clone().expect("the click's snapshot");
+    let accessibility = events
+        .iter()
+        .find_map(|record| match &record.event.kind {
+            EventKind::DomSnapshot(dom) if dom.file == snapshot_file => dom.accessibility_file.clone(),
+            _ => None,
+        })
+        .expect("the recorder captured the accessibility tree");
+    let nodes: serde_json::Value = serde_json::from_slice(&bundle.read(&accessibility).unwrap()).unwrap();
+    let outline = trace_analysis::accessibility::outline(&nodes);
+    assert_eq!(number(&page, "document.querySelectorAll('details.ax li').length").await as usize, outline.walk().len());
+    let home_link = "[...document.querySelectorAll('details.ax li')].some(li =>          li.querySelector('.role').textContent === 'link' && li.querySelector('q')?.textContent === 'TRACE Demo Shop')";
+    assert!(page.evaluate(home_link).await.unwrap().into_value::<bool>().unwrap());
+
+    // Each checkpoint with the recording's evidence for it; a request's links to its network entry.
+    let checkpoints: Vec<Checkpoint> = serde_json::from_slice(&bundle.read(CHECKPOINTS_FILE).unwrap()).unwrap();
+    assert_eq!(number(&page, "document.querySelectorAll('tr.checkpoint').length").await as usize, checkpoints.len());
+    assert_eq!(number(&page, "document.querySelectorAll('td.evidence .failed').length").await, 0.0);
+    let requests = checkpoints.iter().filter(|c| matches!(c.predicate, Predicate::Request { .. })).count();
+    let linked = "[...document.querySelectorAll('tr.checkpoint')].filter(tr => tr.querySelector('td.evidence a[href*=\"/network/\"]')).length";
+    assert_eq!(number(&page, linked).await as usize, requests);
+
     // The network panel: every request, a host filter, and the products API's JSON pretty-printed.
     goto(&page, &format!("{}/r/bundle/network", viewer.origin())).await;
     let rows = number(&page, "document.querySelectorAll('tbody tr').length").await as usize;
     assert_eq!(rows, har.log.entries.len().min(500));
     // What replay's ignore list fails at once is marked (the shop's analytics beacons).
-    let events = bundle.events().unwrap();
     let ignored = trace_analysis::ignore::of_bundle(&mut bundle, &events).unwrap();
     let beacons = har
         .log
@@ -177,6 +203,12 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     goto(&page, &format!("{}/r/bundle/network/{api}", viewer.origin())).await;
     let body = text(&page, "document.querySelector('pre').textContent").await;
     assert!(body.contains("\n  ") && body.contains("\"Blue Mug\""), "pretty-printed JSON: {body}");
+    // The shop stamps its API calls with `_=<time>`: replay matches them canonically, and says so.
+    let replay = text(&page, "document.querySelector('dd.replay').textContent").await;
+    assert!(replay.contains("leaves out _="), "{replay}");
+    goto(&page, &format!("{}/r/bundle/network", viewer.origin())).await;
+    let api_row = format!("document.querySelectorAll('tbody tr')[{api}].lastElementChild.textContent");
+    assert!(text(&page, &api_row).await.starts_with("canonical"));
 
     // The console messages, each once, and the cookies and storage at the start and the end.
     let console = events.iter().filter(|r| matches!(r.event.kind, EventKind::Console(_))).count();
@@ -187,8 +219,18 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     assert!(cookies > 0, "the shop's session cookie is in the recording");
     assert_eq!(number(&page, "document.querySelectorAll('table.cookies tbody tr').length").await as usize, cookies);
 
-    // A DOM snapshot is rendered with scripts off: one that would retitle itself does not.
+    // A DOM snapshot is rendered as the page looked, offline: the stylesheet with the font and the
+    // background image it loads, and the logo, all from the recording.
     let snapshot = steps.iter().find_map(|step| step.dom_snapshot.clone()).unwrap();
+    goto(&page, &format!("{}/r/bundle/snapshot/{snapshot}", viewer.origin())).await;
+    let background = text(&page, "getComputedStyle(document.body).backgroundImage").await;
+    assert!(background.starts_with("url(\"data:image/png;base64,"), "{}", &background[..background.len().min(80)]);
+    let font = "document.fonts.ready.then(fonts => [...fonts].some(f => f.family.includes('TRACE Shop Display') && f.status === 'loaded'))";
+    assert!(page.evaluate(font).await.unwrap().into_value::<bool>().unwrap(), "the stylesheet's font loaded");
+    let images = "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length";
+    assert!(number(&page, images).await >= 1.0, "the logo shows");
+
+    // A DOM snapshot is rendered with scripts off: one that would retitle itself does not.
     goto(&page, &format!("{}/r/bundle/file/{snapshot}", viewer.origin())).await;
     let title = text(&page, "document.title").await;
     drop(viewer);
@@ -203,8 +245,10 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     std::fs::write(dir.join(&snapshot), html.replacen("</head>", &format!("{script}</head>"), 1)).unwrap();
     let viewer = Viewer::start(recorded, Some(&dir));
     goto(&page, &viewer.url).await;
-    goto(&page, &format!("{}/r/bundle/file/{snapshot}", viewer.origin())).await;
-    assert_eq!(text(&page, "document.title").await, title, "the snapshot's script did not run");
+    for route in ["file", "snapshot"] {
+        goto(&page, &format!("{}/r/bundle/{route}/{snapshot}", viewer.origin())).await;
+        assert_eq!(text(&page, "document.title").await, title, "the snapshot's script did not run ({route})");
+    }
     chromium.close().await.unwrap();
 }
 

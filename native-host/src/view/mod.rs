@@ -5,8 +5,9 @@
 //! the app, so links need not carry it. What it shows:
 //! - the data directory's tasks, or a run's tasks (`trace-replay eval`'s output), filterable;
 //! - a recording ([`recording::Recording`]): its steps with screenshots and the target's box, its network
-//!   entries with headers and bodies, its DOM snapshots (rendered in a sandbox, scripts off), checkpoints,
-//!   credentials (names only), console messages, cookies and web storage.
+//!   entries with headers and bodies and how replay answers each, its DOM snapshots (rendered in a sandbox,
+//!   scripts off, with the recording's stylesheets and images, [`snapshot`]) and accessibility trees,
+//!   checkpoints with their evidence, credentials (names only), console messages, cookies and web storage.
 //!
 //! Pages are rendered on the server ([`pages`]); there is no script. A bundle is read in place (a zip is
 //! never unpacked to disk) and never written to. Files of a bundle are served under a `sandbox` content
@@ -14,6 +15,7 @@
 
 mod pages;
 mod recording;
+mod snapshot;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -28,6 +30,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use serde::Deserialize;
+use trace_analysis::accessibility::{self, Outline};
 use trace_manifest::eval::{DEMONSTRATION_FILE, EvalResult, RESULT_FILE, RESULTS_FILE, SESSION_DIR};
 use trace_manifest::task::TaskId;
 use trace_manifest::trajectory::Trajectory;
@@ -44,6 +47,9 @@ const APP_POLICY: &str =
     "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'";
 /// The policy of a bundle's files: a sandbox (no script, its own origin), nothing fetched.
 const FILE_POLICY: &str = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'";
+/// The policy of a rendered DOM snapshot: as a file's, with the inlined stylesheets, fonts and images.
+const SNAPSHOT_POLICY: &str =
+    "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline' data:; font-src data:; media-src data:";
 
 /// What is being looked at.
 #[derive(Debug, Clone)]
@@ -103,6 +109,7 @@ pub async fn serve(target: Target, first: Option<String>, options: Options, read
         .route("/r/{key}/state", get(state_page))
         .route("/r/{key}/network/{index}", get(entry_page))
         .route("/r/{key}/file/{*path}", get(bundle_file))
+        .route("/r/{key}/snapshot/{*path}", get(rendered_snapshot))
         .layer(middleware::from_fn_with_state(app.clone(), require_token))
         .with_state(app);
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], options.port)))
@@ -270,7 +277,21 @@ async fn recording_page(
     Query(query): Query<StepQuery>,
 ) -> PageResult {
     let recording = app.recording(&key).await?;
-    Ok(app_page(StatusCode::OK, pages::recording(&key, &recording, query.step, app.in_run())))
+    let selected =
+        query.step.filter(|step| *step < recording.steps.len()).or((!recording.steps.is_empty()).then_some(0));
+    let accessibility = selected.map(|step| accessibility_of(&recording, step)).transpose()?.flatten();
+    Ok(app_page(StatusCode::OK, pages::recording(&key, &recording, selected, accessibility.as_ref(), app.in_run())))
+}
+
+/// The accessibility tree of step `step`'s DOM snapshot, when one was captured.
+fn accessibility_of(recording: &Recording, step: usize) -> Result<Option<Outline>> {
+    let Some(file) = recording.steps[step].dom_snapshot.as_deref() else { return Ok(None) };
+    let Some(tree) = recording.snapshots.get(file).and_then(|snapshot| snapshot.accessibility_file.as_deref()) else {
+        return Ok(None);
+    };
+    let Some(bytes) = recording.file(tree)? else { return Ok(None) };
+    let nodes: serde_json::Value = serde_json::from_slice(&bytes).with_context(|| format!("{tree} does not parse"))?;
+    Ok(Some(accessibility::outline(&nodes)))
 }
 
 async fn network_page(
@@ -331,6 +352,26 @@ async fn bundle_file(State(app): State<Arc<App>>, UrlPath((key, path)): UrlPath<
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type(&path)));
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(FILE_POLICY));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    Ok(response)
+}
+
+/// A DOM snapshot as the page looked: its stylesheets and images inlined from the recording, under the
+/// sandbox policy.
+async fn rendered_snapshot(State(app): State<Arc<App>>, UrlPath((key, path)): UrlPath<(String, String)>) -> PageResult {
+    let recording = app.recording(&key).await?;
+    let Some(snapshot) = recording.snapshots.get(&path) else { return Err(not_found(&path)) };
+    let html = recording.file(&path)?.ok_or_else(|| not_found(&path))?;
+    let (url, at) = (snapshot.url.clone(), snapshot.ts);
+    let rendered = tokio::task::spawn_blocking(move || {
+        snapshot::render(&String::from_utf8_lossy(&html), &url, &recording.responses_at(at))
+    })
+    .await
+    .map_err(|error| Failure(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()))?;
+    let mut response = rendered.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(SNAPSHOT_POLICY));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     Ok(response)
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde::Deserialize;
+use trace_analysis::accessibility::{AxNode, Outline};
 use trace_analysis::judge::{predicate_in_words, step_in_words};
 use trace_manifest::eval::EvalResult;
 use trace_manifest::event::Header;
@@ -18,6 +19,8 @@ use crate::db::TaskRow;
 
 /// Rows of the network table per page: a bundle may have thousands of requests.
 const ENTRIES_PER_PAGE: usize = 500;
+/// Twins of a request linked by number on its page; a static file fetched on every page has hundreds.
+const MAX_TWIN_LINKS: usize = 40;
 /// Bodies longer than this are cut when shown (the file link has all of it).
 const MAX_SHOWN_BODY: usize = 200_000;
 
@@ -45,6 +48,8 @@ tr.selected { background: #fff4cc; }
 .film img { height: 72px; border: 1px solid #ccc; }
 pre { background: #fff; border: 1px solid #e5e5e5; padding: 8px; overflow: auto; max-height: 60vh; white-space: pre-wrap; word-break: break-all; }
 iframe.dom { width: 100%; height: 480px; border: 1px solid #ccc; background: #fff; }
+details.ax ul { list-style: none; padding-left: 16px; margin: 0; } details.ax > ul { max-height: 60vh; overflow: auto; background: #fff; border: 1px solid #e5e5e5; padding: 8px; }
+details.ax .role { color: #6b3fa0; font-family: monospace; } details.ax .state { color: #0a5d8a; font-size: 12px; } details.ax li.interactive > .role { font-weight: 600; }
 form.filter { margin: 8px 0; display: flex; gap: 8px; flex-wrap: wrap; align-items: center; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; } dt { color: #666; }
 ";
@@ -300,11 +305,17 @@ pub fn state(key: &str, recording: &Recording, in_run: bool) -> Markup {
 }
 
 /// A recording: the task, its steps (the selected one with its screenshots before and after, the target's
-/// box drawn on the first), the filmstrip, checkpoints and credentials.
-pub fn recording(key: &str, recording: &Recording, selected: Option<usize>, in_run: bool) -> Markup {
+/// box drawn on the first, its DOM snapshot and accessibility tree), the filmstrip, checkpoints with their
+/// evidence and credentials.
+pub fn recording(
+    key: &str,
+    recording: &Recording,
+    selected: Option<usize>,
+    accessibility: Option<&Outline>,
+    in_run: bool,
+) -> Markup {
     let task = &recording.manifest.task;
     let steps = &recording.steps;
-    let selected = selected.filter(|index| *index < steps.len()).or(if steps.is_empty() { None } else { Some(0) });
     layout(
         &task.description,
         recording_nav(key, in_run),
@@ -338,20 +349,32 @@ pub fn recording(key: &str, recording: &Recording, selected: Option<usize>, in_r
                     }
                 }
                 div {
-                    @if let Some(index) = selected { (step_detail(key, recording, index)) }
+                    @if let Some(index) = selected { (step_detail(key, recording, index, accessibility)) }
                 }
             }
             @if let Some(checkpoints) = &recording.checkpoints {
                 h2 { "Checkpoints" }
                 table {
-                    thead { tr { th { "Checkpoint" } th { "Why" } th { "Holds when" } th { "Step" } } }
+                    thead { tr { th { "Checkpoint" } th { "Why" } th { "Holds when" } th { "Step" } th { "Evidence in the recording" } } }
                     tbody {
-                        @for checkpoint in checkpoints {
-                            tr {
+                        @for (checkpoint, proofs) in checkpoints {
+                            tr.checkpoint {
                                 td { (checkpoint.id) }
                                 td { (checkpoint.reason) }
                                 td { (predicate_in_words(&checkpoint.predicate)) }
                                 td { @if let Some(step) = checkpoint.step { a href={ "?step=" (step) } { (step + 1) } } }
+                                td.evidence {
+                                    @if proofs.is_empty() { span.failed { "nothing in the recording satisfies it" } }
+                                    @for proof in proofs {
+                                        div.url {
+                                            @match proof.entry {
+                                                Some(entry) => { a href={ "/r/" (key) "/network/" (entry) } { (proof.what) } },
+                                                None => { (proof.what) },
+                                            }
+                                            @if let Some(step) = proof.step { " · " a href={ "?step=" (step) } { "step " (step + 1) } }
+                                        }
+                                    }
+                                }
                             }
                         }
                     }
@@ -378,12 +401,11 @@ pub fn recording(key: &str, recording: &Recording, selected: Option<usize>, in_r
     )
 }
 
-fn step_detail(key: &str, recording: &Recording, index: usize) -> Markup {
+fn step_detail(key: &str, recording: &Recording, index: usize, accessibility: Option<&Outline>) -> Markup {
     let step = &recording.steps[index];
-    // The page as the step found it: the latest screenshot of the steps before (not every step has one).
-    let before = recording.steps[..index].iter().rev().find_map(|previous| previous.screenshot.as_deref());
-    let box_style = before.and_then(|shot| {
-        let viewport = recording.viewports.get(shot)?;
+    let before = recording.screenshot_before(index);
+    let box_style = before.and_then(|(shot, _)| {
+        let viewport = recording.viewport_of(&shot.file)?;
         let rect = step.target.as_ref()?.bbox.as_ref()?;
         let (width, height) = (f64::from(viewport.width), f64::from(viewport.height));
         Some(format!(
@@ -404,11 +426,11 @@ fn step_detail(key: &str, recording: &Recording, index: usize) -> Markup {
             dt { "Requests" } dd { a href={ "/r/" (key) "/network?step=" (index) } { (requests.len()) " during this step" } }
         }
         div.shots {
-            @if let Some(shot) = before {
+            @if let Some((shot, age)) = before {
                 div.shot {
-                    img alt="before the step" src={ "/r/" (key) "/file/" (shot) };
+                    img alt="before the step" src={ "/r/" (key) "/file/" (shot.file) };
                     @if let Some(style) = &box_style { div.box style=(style) {} }
-                    div.muted { "Before (the target boxed)" }
+                    div.muted { "Before, the target boxed (taken " (format!("{:.1} s", age / 1000.0)) " before the step: the page may have changed since)" }
                 }
             }
             @if let Some(shot) = &step.screenshot {
@@ -419,8 +441,28 @@ fn step_detail(key: &str, recording: &Recording, index: usize) -> Markup {
             }
         }
         @if let Some(snapshot) = &step.dom_snapshot {
-            h2 { "DOM snapshot " span.muted { "(rendered without scripts)" } }
-            iframe.dom sandbox="" src={ "/r/" (key) "/file/" (snapshot) } {}
+            h2 { "DOM snapshot " span.muted { "(rendered without scripts, with the recording's stylesheets and images; " a href={ "/r/" (key) "/file/" (snapshot) } { "as recorded" } ")" } }
+            iframe.dom sandbox="" src={ "/r/" (key) "/snapshot/" (snapshot) } {}
+        }
+        @if let Some(outline) = accessibility {
+            @let nodes = outline.walk().len();
+            details.ax open[nodes <= 400] {
+                summary { "Accessibility tree " span.muted { "(" (nodes) " nodes" @if outline.left_out > 0 { ", " (outline.left_out) " more not shown" } ")" } }
+                ul { @for node in &outline.roots { (ax_node(node)) } }
+            }
+        }
+    }
+}
+
+/// One node of an accessibility tree with its children: role, name, value and states, as a reader says them.
+fn ax_node(node: &AxNode) -> Markup {
+    html! {
+        li class=(if node.is_interactive() { "interactive" } else { "" }) {
+            span.role { (node.role) }
+            @if !node.name.is_empty() { " " q { (node.name) } }
+            @if let Some(value) = &node.value { " = " code { (value) } }
+            @for state in &node.states { @if state != "focusable" { " " span.state { (state) } } }
+            @if !node.children.is_empty() { ul { @for child in &node.children { (ax_node(child)) } } }
         }
     }
 }
@@ -505,7 +547,7 @@ pub fn network(key: &str, recording: &Recording, filter: &NetworkFilter, in_run:
                             td { (entry.resource_type.as_deref().unwrap_or("")) }
                             td { (bytes(entry.response.content.size.max(0) as u64)) }
                             td { @if let Some(step) = recording.step_of_entry(*index) { a href={ "/r/" (key) "/?step=" (step) } { (step + 1) } } }
-                            td { @if let Some(pattern) = recording.ignored_by(*index) { span.muted title={ "ignore list: " (pattern) } { "ignored" } } }
+                            td { (replay_in_brief(recording, *index)) }
                         }
                     }
                 }
@@ -561,12 +603,7 @@ pub fn entry(key: &str, recording: &Recording, index: usize, stored_body: Option
                 @if !entry.response.redirect_url.is_empty() { dt { "Redirect to" } dd { (entry.response.redirect_url) } }
                 dt { "Started" } dd { (entry.started_date_time) " · " (format!("{:.0} ms", entry.time)) }
                 @if let Some(kind) = &entry.resource_type { dt { "Type" } dd { (kind) } }
-            dt { "In replay" } dd {
-                @match recording.ignored_by(index) {
-                    Some(pattern) => { "failed at once: the ignore list names it (" code { (pattern) } ")" },
-                    None => { "not on the ignore list: answered from the recording" },
-                }
-            }
+                dt { "In replay" } dd.replay { (replay_in_words(key, recording, index)) }
                 @if let Some(step) = recording.step_of_entry(index) { dt { "Step" } dd { a href={ "/r/" (key) "/?step=" (step) } { (step + 1) ". " (step_in_words(&recording.steps[step])) } } }
             }
             h2 { "Request headers" } (headers(&entry.request.headers))
@@ -583,6 +620,59 @@ pub fn entry(key: &str, recording: &Recording, index: usize, stored_body: Option
             }
         },
     )
+}
+
+/// How replay answers entry `index`, in a word or two for the network table: `ignored` (failed at once),
+/// `exact`, `canonical` (volatile parts left out), with `twins` and `by state` when they apply.
+fn replay_in_brief(recording: &Recording, index: usize) -> Markup {
+    if let Some(pattern) = recording.ignored_by(index) {
+        return html! { span.muted title={ "ignore list: " (pattern) } { "ignored" } };
+    }
+    let Some(how) = recording.answering.get(index) else { return html! {} };
+    let level = if how.left_out.is_empty() { "exact" } else { "canonical" };
+    let twins = how.canonical_twins.len();
+    html! {
+        (level)
+        @if twins > 1 { " · " (twins) " twins" }
+        @if !how.chosen_by.is_empty() { " · by state" }
+    }
+}
+
+/// How replay answers entry `index`, told in full: the ignore list, or the levels that find it, its twins
+/// and whether the browser's state chooses among them.
+fn replay_in_words(key: &str, recording: &Recording, index: usize) -> Markup {
+    if let Some(pattern) = recording.ignored_by(index) {
+        return html! { "Failed at once: the ignore list names it (" code { (pattern) } ")." };
+    }
+    let Some(how) = recording.answering.get(index) else { return html! {} };
+    let position = |twins: &[usize]| twins.iter().position(|&twin| twin == index).map_or(0, |p| p + 1);
+    let twin_links = |twins: &[usize]| {
+        html! {
+            @for (n, twin) in twins.iter().take(MAX_TWIN_LINKS).enumerate() { @if n > 0 { ", " } @if *twin == index { "this" } @else { a href={ "/r/" (key) "/network/" (twin) } { (twin) } } }
+            @if twins.len() > MAX_TWIN_LINKS { " and " (twins.len() - MAX_TWIN_LINKS) " more" }
+        }
+    };
+    html! {
+        ul {
+            li { "Answered from the recording when the browser asks for exactly this method, URL and body"
+                @if how.exact_twins.len() > 1 { ": " (how.exact_twins.len()) " identical requests were recorded (" (twin_links(&how.exact_twins)) "); this is number " (position(&how.exact_twins)) ", answered in recorded order" }
+                "." }
+            @if how.left_out.is_empty() {
+                li { "Its URL has nothing volatile: a request that differs in any part is not matched canonically." }
+            } @else {
+                li { "Also answered when only what changes on every load differs: replay leaves out " @for (n, part) in how.left_out.iter().enumerate() { @if n > 0 { ", " } code { (part) } } " and compares " code.url { (how.canonical_url) } "." }
+            }
+            @if how.canonical_twins.len() > how.exact_twins.len() {
+                li { (how.canonical_twins.len()) " recorded requests have this canonical form (" (twin_links(&how.canonical_twins)) ")." }
+            }
+            @if !how.chosen_by.is_empty() {
+                li { "The browser's state chooses among them: the twin whose " @for (n, state) in how.chosen_by.iter().enumerate() { @if n > 0 { ", " } code { (state) } } " is closest to the browser's answers first." }
+            }
+            @if how.endpoint_requests > 0 {
+                li { "Otherwise the closest of the " (how.endpoint_requests) " recorded requests to the same method, host and path answers, if its parameters are alike enough (fuzzy); else the request fails." }
+            }
+        }
+    }
 }
 
 fn headers(headers: &[Header]) -> Markup {

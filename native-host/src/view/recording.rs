@@ -1,20 +1,26 @@
 //! A recording as the viewer shows it, read once when first opened and kept: the manifest, the steps (the
 //! trajectory the bundle was processed into, else derived from its events, by `trace_analysis`), the
-//! network entries (the bundle's HAR, else built from its events), the viewport of each screenshot, the
-//! checkpoints, the credentials, the console messages, the storage snapshots and the ignore list. Files (screenshots, bodies, DOM snapshots) stay in the bundle, a zip
-//! read in place or a directory, and are read when a page asks for one.
+//! network entries (the bundle's HAR, else built from its events) with how replay answers each, the
+//! screenshots and DOM snapshots with when they were taken, the checkpoints with the evidence that
+//! satisfies each, the credentials, the console messages, the storage snapshots and the ignore list. Files
+//! (screenshots, bodies, DOM snapshots, accessibility trees) stay in the bundle, a zip read in place or a
+//! directory, and are read when a page asks for one.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
+use trace_analysis::answering::{self, HowAnswered};
+use trace_analysis::canonical::Clocks;
+use trace_analysis::evidence::{self, Evidence};
+use trace_analysis::request_state::RequestState;
 use trace_analysis::{har, ignore, trajectory};
 use trace_manifest::archive::{Bundle, ZipLimits};
 use trace_manifest::bundle::{BundleManifest, HAR_FILE, STORAGE_FILE, StorageFile, is_safe_relative_path};
 use trace_manifest::event::{ConsoleMessage, EventKind, Viewport};
 use trace_manifest::har::{Creator, Entry, Har};
-use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
+use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint, Predicate};
 use trace_manifest::time_fmt::millis_from_rfc3339;
 use trace_manifest::trajectory::{Credential, ToolCall};
 
@@ -23,10 +29,15 @@ pub struct Recording {
     pub steps: Vec<ToolCall>,
     /// Network entries in time order, each with its start in milliseconds since the Unix epoch.
     pub entries: Vec<(f64, Entry)>,
-    /// Screenshot file → the viewport it was taken at.
-    pub viewports: HashMap<String, Viewport>,
-    /// The processed checkpoints, when the bundle was processed.
-    pub checkpoints: Option<Vec<Checkpoint>>,
+    /// How replay answers each network entry, in the entries' order.
+    pub answering: Vec<HowAnswered>,
+    /// Screenshots in time order: when each was taken (epoch milliseconds), its tab, file and viewport.
+    pub screenshots: Vec<Screenshot>,
+    /// DOM snapshot file → what it shows and when.
+    pub snapshots: HashMap<String, Snapshot>,
+    /// The processed checkpoints, when the bundle was processed, each with the evidence that satisfies it
+    /// in the recording.
+    pub checkpoints: Option<Vec<(Checkpoint, Vec<Proof>)>>,
     pub credentials: Vec<Credential>,
     /// The pages' console messages, each with its time in milliseconds since the Unix epoch.
     pub console: Vec<(f64, ConsoleMessage)>,
@@ -34,8 +45,51 @@ pub struct Recording {
     pub storage: Option<StorageFile>,
     /// The ignore list replay applies: URL patterns it fails at once instead of answering.
     pub ignored: Vec<String>,
+    /// Network entries by URL (fragment left out), in time order: the recorded responses a DOM snapshot's
+    /// stylesheets and images are taken from.
+    by_url: HashMap<String, Vec<usize>>,
     bundle: Mutex<Bundle>,
 }
+
+pub struct Screenshot {
+    pub ts: f64,
+    pub tab_id: Option<i64>,
+    pub file: String,
+    pub viewport: Option<Viewport>,
+}
+
+pub struct Snapshot {
+    pub ts: f64,
+    /// The document's URL, which its relative links resolve against.
+    pub url: String,
+    /// Its accessibility tree (`dom/<id>.a11y.json`), when one was captured.
+    pub accessibility_file: Option<String>,
+}
+
+/// The recorded responses as a page loaded at one time had them, for rendering its snapshot.
+pub struct ResponsesAt<'r> {
+    recording: &'r Recording,
+    at: f64,
+}
+
+impl super::snapshot::Responses for ResponsesAt<'_> {
+    fn response(&self, url: &str) -> Option<(String, Vec<u8>)> {
+        self.recording.recorded_response(url, self.at)
+    }
+}
+
+/// One piece of the recording that satisfies a checkpoint.
+pub struct Proof {
+    /// What it is, in words: the request and its status, the page reached, the page showing the text.
+    pub what: String,
+    /// The step it happened during.
+    pub step: Option<usize>,
+    /// The network entry, for a request.
+    pub entry: Option<usize>,
+}
+
+/// The most pieces of evidence listed per checkpoint.
+const MAX_PROOFS: usize = 5;
 
 impl Recording {
     pub fn open(path: &Path) -> Result<Recording> {
@@ -57,10 +111,30 @@ impl Recording {
             .map(|entry| (millis_from_rfc3339(&entry.started_date_time).unwrap_or(0.0), entry))
             .collect();
         entries.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let viewports = events
+        let mut screenshots: Vec<Screenshot> = events
             .iter()
             .filter_map(|record| match &record.event.kind {
-                EventKind::Screenshot(shot) => Some((shot.file.clone(), shot.viewport?)),
+                EventKind::Screenshot(shot) => Some(Screenshot {
+                    ts: record.event.ts,
+                    tab_id: record.event.tab_id,
+                    file: shot.file.clone(),
+                    viewport: shot.viewport,
+                }),
+                _ => None,
+            })
+            .collect();
+        screenshots.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+        let snapshots = events
+            .iter()
+            .filter_map(|record| match &record.event.kind {
+                EventKind::DomSnapshot(snapshot) => Some((
+                    snapshot.file.clone(),
+                    Snapshot {
+                        ts: record.event.ts,
+                        url: snapshot.url.clone(),
+                        accessibility_file: snapshot.accessibility_file.clone(),
+                    },
+                )),
                 _ => None,
             })
             .collect();
@@ -80,17 +154,39 @@ impl Recording {
             None
         };
         let ignored = ignore::of_bundle(&mut bundle, &events)?;
-        let checkpoints = if bundle.contains(CHECKPOINTS_FILE) {
+        let checkpoints: Option<Vec<Checkpoint>> = if bundle.contains(CHECKPOINTS_FILE) {
             serde_json::from_slice(&bundle.read(CHECKPOINTS_FILE)?).ok()
         } else {
             None
         };
+        let checkpoints = match checkpoints {
+            Some(checkpoints) => {
+                let evidence = Evidence::load(&mut bundle).context("the recording's evidence")?;
+                let proven = checkpoints
+                    .into_iter()
+                    .map(|checkpoint| {
+                        let proofs = proofs(&checkpoint.predicate, &evidence, &steps, &entries);
+                        (checkpoint, proofs)
+                    })
+                    .collect();
+                Some(proven)
+            }
+            None => None,
+        };
+        let answering = answering_of(&mut bundle, &manifest, &entries);
+        let mut by_url: HashMap<String, Vec<usize>> = HashMap::new();
+        for (index, (_, entry)) in entries.iter().enumerate() {
+            by_url.entry(without_fragment(&entry.request.url).to_owned()).or_default().push(index);
+        }
         Ok(Recording {
             manifest,
             steps,
             entries,
-            viewports,
+            answering,
+            screenshots,
+            snapshots,
             checkpoints,
+            by_url,
             credentials,
             console,
             storage,
@@ -109,6 +205,60 @@ impl Recording {
             return Ok(None);
         }
         Ok(Some(bundle.read(name)?))
+    }
+
+    /// The recorded response to a GET of `url` (fragment left out) that a page loaded at `at` (epoch
+    /// milliseconds) had: the latest successful one started by then, else the first. Its MIME type and body.
+    pub fn recorded_response(&self, url: &str, at: f64) -> Option<(String, Vec<u8>)> {
+        let answered: Vec<usize> = self
+            .by_url
+            .get(without_fragment(url))?
+            .iter()
+            .copied()
+            .filter(|&index| {
+                let entry = &self.entries[index].1;
+                entry.request.method == "GET" && (200..300).contains(&entry.response.status)
+            })
+            .collect();
+        let chosen = answered.iter().rev().find(|&&index| self.entries[index].0 <= at).or(answered.first())?;
+        let content = &self.entries[*chosen].1.response.content;
+        let body = match (&content.file, &content.text) {
+            (Some(file), _) => self.file(file).ok()??,
+            (None, Some(text)) if content.encoding.as_deref() == Some("base64") => {
+                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, text).ok()?
+            }
+            (None, Some(text)) => text.as_bytes().to_vec(),
+            (None, None) => return None,
+        };
+        Some((content.mime_type.clone(), body))
+    }
+
+    /// The recorded responses as a page loaded at `at` (epoch milliseconds) had them.
+    pub fn responses_at(&self, at: f64) -> ResponsesAt<'_> {
+        ResponsesAt { recording: self, at }
+    }
+
+    /// The page as step `index` found it: the latest screenshot of its tab taken before the step, and how
+    /// long before the step it was taken (in milliseconds). The recorder takes screenshots when pages load
+    /// and after actions, so the page may have changed since (a menu opened, a field filled).
+    pub fn screenshot_before(&self, index: usize) -> Option<(&Screenshot, f64)> {
+        let step = self.steps.get(index)?;
+        let tab = self.tab_of_step(index);
+        let before = self.screenshots.partition_point(|shot| shot.ts < step.ts);
+        let shot =
+            self.screenshots[..before].iter().rev().find(|shot| tab.is_none_or(|tab| shot.tab_id == Some(tab)))?;
+        Some((shot, step.ts - shot.ts))
+    }
+
+    /// The tab step `index` acted in, when its screenshot says.
+    fn tab_of_step(&self, index: usize) -> Option<i64> {
+        let file = self.steps.get(index)?.screenshot.as_deref()?;
+        self.screenshots.iter().find(|shot| shot.file == file)?.tab_id
+    }
+
+    /// The viewport a screenshot was taken at.
+    pub fn viewport_of(&self, file: &str) -> Option<Viewport> {
+        self.screenshots.iter().find(|shot| shot.file == file)?.viewport
     }
 
     /// The network entries that started while step `index` was the latest: from its start (the very first
@@ -131,10 +281,91 @@ impl Recording {
 
     /// The step during which network entry `index` started (the first, for what came before any step).
     pub fn step_of_entry(&self, index: usize) -> Option<usize> {
-        let ts = self.entries.get(index)?.0;
-        if self.steps.is_empty() {
-            return None;
-        }
-        Some(self.steps.iter().rposition(|step| step.ts <= ts).unwrap_or(0))
+        step_at(&self.steps, self.entries.get(index)?.0)
     }
+}
+
+/// The step that was the latest at `ts` (the first, for what came before any step).
+fn step_at(steps: &[ToolCall], ts: f64) -> Option<usize> {
+    if steps.is_empty() {
+        return None;
+    }
+    Some(steps.iter().rposition(|step| step.ts <= ts).unwrap_or(0))
+}
+
+fn without_fragment(url: &str) -> &str {
+    url.split_once('#').map_or(url, |(before, _)| before)
+}
+
+/// How replay answers each entry, read as replay reads the recording: request bodies from `postData.text`,
+/// or from the bundle when stored apart; numbers read as clocks within the recording's times.
+fn answering_of(bundle: &mut Bundle, manifest: &BundleManifest, entries: &[(f64, Entry)]) -> Vec<HowAnswered> {
+    let bodies: Vec<Vec<u8>> = entries
+        .iter()
+        .map(|(_, entry)| match &entry.request.post_data {
+            Some(post) => match (&post.text, &post.file) {
+                (Some(text), _) => text.as_bytes().to_vec(),
+                (None, Some(file)) => bundle.read(file).unwrap_or_default(),
+                (None, None) => Vec::new(),
+            },
+            None => Vec::new(),
+        })
+        .collect();
+    let recorded: Vec<answering::Recorded<'_>> = entries
+        .iter()
+        .zip(&bodies)
+        .map(|((_, entry), body)| answering::Recorded {
+            method: &entry.request.method,
+            url: &entry.request.url,
+            body,
+            content_type: entry
+                .request
+                .post_data
+                .as_ref()
+                .map(|post| post.mime_type.as_str())
+                .filter(|m| !m.is_empty()),
+            state: RequestState::from_headers(
+                entry.request.headers.iter().map(|header| (header.name.as_str(), header.value.as_str())),
+            ),
+        })
+        .collect();
+    let started = millis_from_rfc3339(&manifest.started_at).unwrap_or(0.0);
+    let ended = manifest.ended_at.as_deref().and_then(millis_from_rfc3339).unwrap_or(started);
+    answering::explain(&recorded, &Clocks::around(started, ended))
+}
+
+/// What in the recording satisfies `predicate`, as [`evidence::holds`] finds it, told in words and linked
+/// to its step and network entry.
+fn proofs(predicate: &Predicate, evidence: &Evidence, steps: &[ToolCall], entries: &[(f64, Entry)]) -> Vec<Proof> {
+    let event =
+        |id: u64| evidence.events.binary_search_by_key(&id, |record| record.id).ok().map(|i| &evidence.events[i]);
+    evidence::holds(predicate, evidence)
+        .into_iter()
+        .take(MAX_PROOFS)
+        .filter_map(|id| {
+            let step = event(id).and_then(|record| step_at(steps, record.event.ts));
+            match predicate {
+                Predicate::Request { .. } => {
+                    let exchange = evidence.exchanges.iter().find(|exchange| exchange.request_event == id)?;
+                    let entry = entries.iter().position(|(_, entry)| {
+                        entry.request_id.as_deref() == Some(exchange.request_id.as_str())
+                            && entry.request.url == exchange.url
+                    });
+                    let status = exchange.status.map_or_else(|| "no answer".to_owned(), |status| status.to_string());
+                    Some(Proof { what: format!("{} {} → {status}", exchange.method, exchange.url), step, entry })
+                }
+                Predicate::Url { .. } => match &event(id)?.event.kind {
+                    EventKind::Navigation(navigation) => {
+                        Some(Proof { what: format!("reached {}", navigation.url), step, entry: None })
+                    }
+                    _ => None,
+                },
+                Predicate::Text { .. } => {
+                    let page = evidence.pages.iter().find(|page| page.event_id == id)?;
+                    let step = steps.iter().position(|s| s.dom_snapshot.as_deref() == Some(&page.file)).or(step);
+                    Some(Proof { what: format!("shown on {}", page.url), step, entry: None })
+                }
+            }
+        })
+        .collect()
 }
