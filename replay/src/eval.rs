@@ -198,6 +198,7 @@ impl Episode<'_> {
             }
         };
         settle(&replay).await;
+        session.caught_up(replay.browser(), CATCH_UP).await;
         // The last capture of every tab, once the agent is done with it.
         for page in replay.pages().await.unwrap_or_default() {
             if let Err(error) = session::capture_page(&session, &page, "final").await {
@@ -452,6 +453,7 @@ async fn run_command(
     let port = AgentPort::open(replay.cdp_endpoint()).await?;
     session.until_first_capture().await;
     settle(replay).await;
+    session.caught_up(replay.browser(), CATCH_UP).await;
     let first_event = session.next_event_id();
     let log = std::fs::File::create(agent_out.join("agent.log")).context("cannot create the agent's log")?;
     let mut child = tokio::process::Command::new("sh")
@@ -542,6 +544,9 @@ async fn stop(child: &mut tokio::process::Child) {
     }
     let _ = child.kill().await;
 }
+
+/// How long the session may take to handle what the browser sent before an episode starts or ends.
+const CATCH_UP: Duration = Duration::from_secs(10);
 
 /// Waits for the replay to go quiet (the agent's last action's requests answered), a few seconds at most.
 async fn settle(replay: &Replay) {

@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::dom::{GetDocumentParams, GetOuterHtmlParams};
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, CaptureScreenshotFormat, ClientNavigationReason, EventFrameAttached,
@@ -22,7 +21,9 @@ use chromiumoxide::cdp::browser_protocol::page::{
 };
 use chromiumoxide::cdp::js_protocol::runtime::{AddBindingParams, EventBindingCalled, EventExecutionContextCreated};
 use chromiumoxide::page::ScreenshotParams;
+use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
+use tokio::sync::{mpsc, oneshot};
 use trace_analysis::har;
 use trace_manifest::archive::sha256_hex;
 use trace_manifest::bundle::{self, BundleManifest, Counts, FileEntry, ProducerInfo, TaskInfo};
@@ -70,6 +71,8 @@ struct State {
     actions: usize,
     /// A capture is waiting to be taken, per target.
     capture_pending: HashSet<String>,
+    /// Each watched page's door to its event loop, which answers once it has handled every event before.
+    catch_up: Vec<mpsc::UnboundedSender<oneshot::Sender<()>>>,
 }
 
 impl SessionRecorder {
@@ -100,6 +103,27 @@ impl SessionRecorder {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits (`within` at most) until every page's watch has handled every event the browser sent before
+    /// this call: a busy machine's watches lag behind the browser, and what they have not handled yet
+    /// (the agent's last navigation) would miss the session's count of steps and its end.
+    pub async fn caught_up(&self, browser: &Browser, within: Duration) {
+        let waited = async {
+            // A command's answer comes after every event the browser sent before it, on the one connection
+            // events come by: once it is here, those events are in the watches' queues.
+            let _ = browser.version().await;
+            let doors = self.lock().catch_up.clone();
+            for door in doors {
+                let (done, answered) = oneshot::channel();
+                if door.send(done).is_ok() {
+                    let _ = answered.await;
+                }
+            }
+        };
+        if tokio::time::timeout(within, waited).await.is_err() {
+            tracing::debug!("the session's watches did not catch up within {within:?}");
         }
     }
 
@@ -322,6 +346,8 @@ pub async fn watch(session: Arc<SessionRecorder>, page: Page) -> Result<()> {
     let mut loaded = page.event_listener::<EventLoadEventFired>().await?;
     let mut attached = page.event_listener::<EventFrameAttached>().await?;
     let mut requested = page.event_listener::<EventFrameRequestedNavigation>().await?;
+    let (door, mut catch_up) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
+    session.lock().catch_up.push(door);
     page.execute(
         AddBindingParams::builder()
             .name(capture::BINDING)
@@ -423,7 +449,9 @@ pub async fn watch(session: Arc<SessionRecorder>, page: Page) -> Result<()> {
                     let origin = if main_frame { main() } else { subframe(navigation.frame_id.as_ref()) };
                     session.record(&origin, EventKind::Navigation(Navigation { url: navigation.url.clone(), cause: NavigationCause::Script, main_frame }));
                 }
-                Some(_) = loaded.next() => {
+                load = loaded.next() => {
+                    // The last branch to end: when it has, every stream before it has ended and been drained.
+                    let Some(_) = load else { break };
                     let (url, title) = location(&page).await;
                     if !is_site(&url) {
                         continue;
@@ -432,6 +460,10 @@ pub async fn watch(session: Arc<SessionRecorder>, page: Page) -> Result<()> {
                     if let Err(error) = capture_page(&session, &page, "load").await {
                         tracing::debug!("no capture of a tab at its load: {error:#}");
                     }
+                }
+                // Polled only when no event waits (the select is biased): everything before is handled.
+                Some(done) = catch_up.recv() => {
+                    let _ = done.send(());
                 }
                 else => break,
             }
