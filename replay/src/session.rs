@@ -452,14 +452,7 @@ pub async fn watch(session: Arc<SessionRecorder>, page: Page) -> Result<()> {
                 load = loaded.next() => {
                     // The last branch to end: when it has, every stream before it has ended and been drained.
                     let Some(_) = load else { break };
-                    let (url, title) = location(&page).await;
-                    if !is_site(&url) {
-                        continue;
-                    }
-                    session.record(&main(), EventKind::PageLoad(PageLoad { url, title, dom_content_loaded_ms: None, load_ms: None }));
-                    if let Err(error) = capture_page(&session, &page, "load").await {
-                        tracing::debug!("no capture of a tab at its load: {error:#}");
-                    }
+                    tokio::spawn(record_load(session.clone(), page.clone(), main()));
                 }
                 // Polled only when no event waits (the select is biased): everything before is handled.
                 Some(done) = catch_up.recv() => {
@@ -487,6 +480,20 @@ fn cause_of(asked: Option<&ClientNavigationReason>) -> NavigationCause {
             NavigationCause::Redirect
         }
         Some(_) => NavigationCause::Other,
+    }
+}
+
+/// A page's load: its URL and title recorded, then a capture. Apart from the page's watch, whose loop must
+/// keep up with the browser: a busy machine takes seconds to capture, and a loop waiting for it would handle
+/// what came meanwhile out of the browser's order (an action before the navigation that preceded it).
+async fn record_load(session: Arc<SessionRecorder>, page: Page, origin: Origin) {
+    let (url, title) = location(&page).await;
+    if !is_site(&url) {
+        return;
+    }
+    session.record(&origin, EventKind::PageLoad(PageLoad { url, title, dom_content_loaded_ms: None, load_ms: None }));
+    if let Err(error) = capture_page(&session, &page, "load").await {
+        tracing::debug!("no capture of a tab at its load: {error:#}");
     }
 }
 
