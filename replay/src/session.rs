@@ -452,7 +452,7 @@ pub async fn watch(session: Arc<SessionRecorder>, page: Page) -> Result<()> {
                 load = loaded.next() => {
                     // The last branch to end: when it has, every stream before it has ended and been drained.
                     let Some(_) = load else { break };
-                    tokio::spawn(record_load(session.clone(), page.clone(), main()));
+                    tokio::spawn(record_load(session.clone(), page.clone()));
                 }
                 // Polled only when no event waits (the select is biased): everything before is handled.
                 Some(done) = catch_up.recv() => {
@@ -486,11 +486,13 @@ fn cause_of(asked: Option<&ClientNavigationReason>) -> NavigationCause {
 /// A page's load: its URL and title recorded, then a capture. Apart from the page's watch, whose loop must
 /// keep up with the browser: a busy machine takes seconds to capture, and a loop waiting for it would handle
 /// what came meanwhile out of the browser's order (an action before the navigation that preceded it).
-async fn record_load(session: Arc<SessionRecorder>, page: Page, origin: Origin) {
+async fn record_load(session: Arc<SessionRecorder>, page: Page) {
     let (url, title) = location(&page).await;
+    // Only now is the tab numbered: the browser's own first tab, which loads no page of the site, takes none.
     if !is_site(&url) {
         return;
     }
+    let origin = Origin { tab_id: Some(session.tab_of(page.target_id().as_ref())), frame_id: None };
     session.record(&origin, EventKind::PageLoad(PageLoad { url, title, dom_content_loaded_ms: None, load_ms: None }));
     if let Err(error) = capture_page(&session, &page, "load").await {
         tracing::debug!("no capture of a tab at its load: {error:#}");
