@@ -1,14 +1,15 @@
 //! The HAR of a recording, built from its events: the view of `events.jsonl` for the tools that speak HAR
 //! (Playwright's `routeFromHAR`, Chrome DevTools' import, the WebArena evaluator), in the model of
 //! [`trace_manifest::har`]. Bodies are referenced by `content._file` (and `postData._file` for binary
-//! request bodies) rather than inlined.
+//! request bodies) rather than inlined. A WebSocket is an entry of its own (`_resourceType: websocket`,
+//! status 101) carrying its frames in `_webSocketMessages`, as Chrome DevTools exports them.
 
 use std::collections::HashMap;
 
-use trace_manifest::event::{EventKind, EventRecord, NavigationCause, Request, Response, header_value};
+use trace_manifest::event::{EventKind, EventRecord, NavigationCause, Request, Response, WebSocketOp, header_value};
 use trace_manifest::har::{
     Cache, Content, Creator, Entry, Har, HarCookie, HarRequest, HarResponse, Log, NameValue, Page, PageTimings,
-    PostData, Timings,
+    PostData, Timings, WebSocketMessage,
 };
 use trace_manifest::time_fmt::rfc3339_from_millis;
 
@@ -29,6 +30,7 @@ pub fn build(creator: Creator, browser: Option<Creator>, events: &[EventRecord])
             (hop.request.ts, entry(hop, pageref))
         })
         .collect();
+    entries.extend(sockets(events, &pages));
     entries.sort_by(|a, b| a.0.total_cmp(&b.0));
     let entries = entries.into_iter().map(|(_, entry)| entry).collect();
     Har { log: Log { version: "1.2".to_owned(), creator, browser, pages: pages.list, entries } }
@@ -127,6 +129,58 @@ fn entry(hop: &Hop<'_>, pageref: Option<String>) -> Entry {
     entry
 }
 
+/// The recording's WebSockets as entries, each with its start: the handshake (its headers were not recorded)
+/// answered `101`, and the text and binary frames both ways in the order they passed (events are read by
+/// `id`). Frames of a socket whose opening was not recorded are left out, as [`crate::websocket`] leaves them.
+fn sockets(events: &[EventRecord], pages: &Pages) -> Vec<(f64, Entry)> {
+    let mut ordered: Vec<&EventRecord> = events.iter().collect();
+    ordered.sort_by_key(|record| record.id);
+    let mut sockets: Vec<(f64, Entry)> = Vec::new();
+    let mut open: HashMap<(Option<i64>, &str), usize> = HashMap::new();
+    for record in ordered {
+        let EventKind::WebSocket(socket) = &record.event.kind else { continue };
+        let (ts, tab_id) = (record.event.ts, record.event.tab_id);
+        let key = (tab_id, socket.request_id.as_str());
+        if socket.op == WebSocketOp::Opened {
+            let Some(url) = &socket.url else { continue };
+            let handshake = Request {
+                request_id: socket.request_id.clone(),
+                url: url.clone(),
+                method: "GET".to_owned(),
+                headers: Vec::new(),
+                post_data: None,
+                resource_type: Some("websocket".to_owned()),
+            };
+            let pageref = pages.at(tab_id, ts).map(|index| pages.list[index].id.clone());
+            let mut entry = new_entry(&handshake, pageref, ts);
+            entry.response.status = 101;
+            entry.response.status_text = "Switching Protocols".to_owned();
+            open.insert(key, sockets.len());
+            sockets.push((ts, entry));
+            continue;
+        }
+        let Some(&index) = open.get(&key) else { continue };
+        let entry = &mut sockets[index].1;
+        match socket.op {
+            WebSocketOp::Sent | WebSocketOp::Received => {
+                // Control frames (ping, pong, close) are the browser's business; DevTools leaves them out too.
+                let opcode = socket.opcode.unwrap_or(1);
+                if opcode == 1 || opcode == 2 {
+                    entry.web_socket_messages.push(WebSocketMessage {
+                        kind: if socket.op == WebSocketOp::Sent { "send" } else { "receive" }.to_owned(),
+                        time: ts / 1000.0,
+                        opcode,
+                        data: socket.data.clone().unwrap_or_default(),
+                    });
+                }
+            }
+            WebSocketOp::Error => entry.error = socket.data.clone().or_else(|| Some("the socket failed".to_owned())),
+            WebSocketOp::Opened | WebSocketOp::Closed => {}
+        }
+    }
+    sockets
+}
+
 fn new_entry(request: &Request, pageref: Option<String>, ts: f64) -> Entry {
     let cookies = header_value(&request.headers, "cookie").map(parse_cookie_header).unwrap_or_default();
     let post_data = request.post_data.as_ref().map(|text| {
@@ -170,6 +224,7 @@ fn new_entry(request: &Request, pageref: Option<String>, ts: f64) -> Entry {
         resource_type: request.resource_type.clone(),
         request_id: Some(request.request_id.clone()),
         error: None,
+        web_socket_messages: Vec::new(),
     }
 }
 
@@ -301,6 +356,7 @@ mod tests {
     use super::*;
     use trace_manifest::event::{
         BodyPart, BodyStored, Event, Header, Navigation, NavigationCause, PageLoad, RequestFailed, RequestFinished,
+        WebSocketEvent,
     };
 
     fn record(id: u64, ts: f64, kind: EventKind) -> EventRecord {
@@ -499,6 +555,44 @@ mod tests {
         }
         assert_eq!(entry["request"]["queryString"], serde_json::json!([]));
         assert_eq!(json["log"]["version"], "1.2");
+    }
+
+    #[test]
+    fn a_websocket_is_an_entry_with_its_frames_as_devtools_writes_them() {
+        let socket = |op, url: Option<&str>, opcode: Option<u8>, data: Option<&str>| {
+            EventKind::WebSocket(WebSocketEvent {
+                request_id: "ws1".into(),
+                op,
+                url: url.map(str::to_owned),
+                opcode,
+                data: data.map(str::to_owned),
+            })
+        };
+        let events = vec![
+            record(0, 1_000.0, request("a", "GET", "http://h/chat", vec![], None)),
+            record(1, 1_010.0, response("a", "http://h/chat", 200, vec![])),
+            record(2, 1_500.0, socket(WebSocketOp::Opened, Some("ws://h/chat/socket"), None, None)),
+            record(3, 1_600.0, socket(WebSocketOp::Sent, None, Some(1), Some("{\"say\":\"hi\"}"))),
+            record(4, 1_700.0, socket(WebSocketOp::Received, None, Some(9), Some(""))),
+            record(5, 1_750.0, socket(WebSocketOp::Received, None, Some(2), Some("AAE="))),
+            record(6, 1_800.0, socket(WebSocketOp::Closed, None, None, None)),
+        ];
+        let har = build(creator(), None, &events);
+        assert_eq!(har.log.entries.len(), 2);
+        let entry = &har.log.entries[1];
+        assert_eq!((entry.request.url.as_str(), entry.response.status), ("ws://h/chat/socket", 101));
+        assert_eq!(entry.resource_type.as_deref(), Some("websocket"));
+        assert_eq!(entry.pageref.as_deref(), har.log.entries[0].pageref.as_deref());
+        let json = serde_json::to_value(entry).unwrap();
+        assert_eq!(
+            json["_webSocketMessages"],
+            serde_json::json!([
+                {"type": "send", "time": 1.6, "opcode": 1, "data": "{\"say\":\"hi\"}"},
+                {"type": "receive", "time": 1.75, "opcode": 2, "data": "AAE="},
+            ]),
+            "a ping is left out"
+        );
+        assert!(serde_json::to_value(&har.log.entries[0]).unwrap().get("_webSocketMessages").is_none());
     }
 
     #[test]

@@ -73,6 +73,22 @@ pub struct Entry {
     /// Why no response was recorded (network error, cancelled, still pending when recording stopped).
     #[serde(default, rename = "_error", skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A WebSocket's frames both ways, on the socket's entry, as Chrome DevTools writes and reads them.
+    #[serde(default, rename = "_webSocketMessages", skip_serializing_if = "Vec::is_empty")]
+    pub web_socket_messages: Vec<WebSocketMessage>,
+}
+
+/// One frame of a WebSocket, in DevTools' HAR extension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebSocketMessage {
+    /// `send` (by the page) or `receive` (from the server).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// When it passed, in seconds since the Unix epoch.
+    pub time: f64,
+    /// 1 for text, 2 for binary (whose `data` is base64).
+    pub opcode: u8,
+    pub data: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -105,7 +105,11 @@ impl ReplayArchive {
         let har: Har =
             serde_json::from_slice(&read(&mut bundle, bundle::HAR_FILE)?).context("recording.har does not parse")?;
         let mut exchanges = Vec::with_capacity(har.log.entries.len());
-        for entry in &har.log.entries {
+        // A socket's entry holds its frames for other tools: replay plays sockets back from their
+        // transcripts (`trace_analysis::websocket`), never through the request matcher.
+        for entry in
+            har.log.entries.iter().filter(|entry| entry.web_socket_messages.is_empty() && entry.response.status != 101)
+        {
             let mut exchange = exchange(entry)?;
             // Every body is checked now, so that a damaged bundle is refused before a browser starts
             // rather than leaving one page short of a response. Request bodies are small and the matcher
