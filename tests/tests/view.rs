@@ -193,6 +193,11 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
         .filter(|e| trace_analysis::ignore::ignore_pattern(&ignored, &e.request.url).is_some())
         .count();
     assert!(beacons > 0, "{ignored:?}");
+    // Each request's bar in the waterfall, placed by its start over the whole recording.
+    let lefts = "JSON.stringify([...document.querySelectorAll('.wf div')].map(bar => parseFloat(bar.style.left)))";
+    let lefts: Vec<f64> = serde_json::from_str(&text(&page, lefts).await).unwrap();
+    assert_eq!(lefts.len(), rows);
+    assert!(lefts.windows(2).all(|pair| pair[0] <= pair[1]) && lefts[lefts.len() - 1] > 50.0, "{lefts:?}");
     let marked = "[...document.querySelectorAll('tbody tr td:last-child')].filter(td => td.textContent.trim() === 'ignored').length";
     assert_eq!(number(&page, marked).await as usize, beacons);
     let host = url::Url::parse(&har.log.entries[0].request.url).unwrap().host_str().unwrap().to_owned();
@@ -209,6 +214,15 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     goto(&page, &format!("{}/r/bundle/network", viewer.origin())).await;
     let api_row = format!("document.querySelectorAll('tbody tr')[{api}].lastElementChild.textContent");
     assert!(text(&page, &api_row).await.starts_with("canonical"));
+    // An HTML document pretty-printed, one element a line, indented by nesting.
+    let document = har.log.entries.iter().position(|e| e.response.content.mime_type.contains("html")).unwrap();
+    goto(&page, &format!("{}/r/bundle/network/{document}", viewer.origin())).await;
+    let html = text(&page, "document.querySelector('pre').textContent").await;
+    assert!(
+        html.contains("\n  <head>") && html.contains("\n    <title>"),
+        "indented HTML: {}",
+        &html[..html.len().min(300)]
+    );
 
     // The console messages, each once, and the cookies and storage at the start and the end.
     let console = events.iter().filter(|r| matches!(r.event.kind, EventKind::Console(_))).count();

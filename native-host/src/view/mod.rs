@@ -14,6 +14,7 @@
 //! security policy, so that nothing a stranger's bundle holds runs as the app.
 
 mod pages;
+mod pretty;
 mod recording;
 mod snapshot;
 

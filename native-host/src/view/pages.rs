@@ -14,6 +14,7 @@ use trace_manifest::event::Header;
 use trace_manifest::har::Entry;
 use trace_manifest::trajectory::ToolCall;
 
+use super::pretty;
 use super::recording::Recording;
 use crate::db::TaskRow;
 
@@ -50,6 +51,7 @@ pre { background: #fff; border: 1px solid #e5e5e5; padding: 8px; overflow: auto;
 iframe.dom { width: 100%; height: 480px; border: 1px solid #ccc; background: #fff; }
 details.ax ul { list-style: none; padding-left: 16px; margin: 0; } details.ax > ul { max-height: 60vh; overflow: auto; background: #fff; border: 1px solid #e5e5e5; padding: 8px; }
 details.ax .role { color: #6b3fa0; font-family: monospace; } details.ax .state { color: #0a5d8a; font-size: 12px; } details.ax li.interactive > .role { font-weight: 600; }
+.wf { position: relative; width: 200px; height: 10px; background: #f0f0f0; } .wf div { position: absolute; top: 0; height: 10px; background: #4a90d9; }
 form.filter { margin: 8px 0; display: flex; gap: 8px; flex-wrap: wrap; align-items: center; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; } dt { color: #666; }
 ";
@@ -242,17 +244,22 @@ fn recording_nav(key: &str, in_run: bool) -> Markup {
     }
 }
 
-/// The longest value shown in the storage tables (cookies and storage hold long tokens).
+/// The longest value shown in the storage and frame tables (cookies and storage hold long tokens).
 const MAX_SHOWN_VALUE: usize = 120;
+
+/// `value` cut to `most` characters, with an ellipsis when it was longer.
+fn cut(value: &str, most: usize) -> String {
+    match value.char_indices().nth(most) {
+        Some((end, _)) => format!("{}…", &value[..end]),
+        None => value.to_owned(),
+    }
+}
 
 /// A recording's console messages, each linked to its step, and its cookies and web storage at the start
 /// and the end.
 pub fn state(key: &str, recording: &Recording, in_run: bool) -> Markup {
     let start = recording.steps.first().map_or(0.0, |step| step.ts);
-    let cut = |value: &str| match value.char_indices().nth(MAX_SHOWN_VALUE) {
-        Some((end, _)) => format!("{}…", &value[..end]),
-        None => value.to_owned(),
-    };
+    let cut = |value: &str| cut(value, MAX_SHOWN_VALUE);
     let step_at = |ts: f64| recording.steps.iter().rposition(|step| step.ts <= ts).unwrap_or(0);
     layout(
         "Console and storage",
@@ -501,9 +508,19 @@ fn host_of(url: &str) -> String {
     url::Url::parse(url).ok().and_then(|url| url.host_str().map(str::to_owned)).unwrap_or_default()
 }
 
-/// The network panel: every entry (a page of them at a time), filtered by host, type, status or step.
+/// The network panel: every entry (a page of them at a time) with its bar in the waterfall of the whole
+/// recording, filtered by host, type, status or step.
 pub fn network(key: &str, recording: &Recording, filter: &NetworkFilter, in_run: bool) -> Markup {
     let start = recording.entries.first().map_or(0.0, |(ts, _)| *ts);
+    // The waterfall spans the whole recording's traffic, so that bars of different pages compare.
+    let end = recording.entries.iter().map(|(ts, entry)| ts + entry.time.max(0.0)).fold(start, f64::max);
+    let span = (end - start).max(1.0);
+    let bar = |index: usize| {
+        let (ts, entry) = &recording.entries[index];
+        let left = (ts - start) / span * 100.0;
+        let width = (entry.time.max(0.0) / span * 100.0).max(0.2);
+        format!("left: {left:.3}%; width: {width:.3}%")
+    };
     let range = filter.step.map_or(0..recording.entries.len(), |step| recording.entries_of_step(step));
     let kept: Vec<usize> = range.filter(|index| filter.keeps(&recording.entries[*index].1)).collect();
     let hosts: BTreeSet<String> = recording.entries.iter().map(|(_, entry)| host_of(&entry.request.url)).collect();
@@ -534,7 +551,7 @@ pub fn network(key: &str, recording: &Recording, filter: &NetworkFilter, in_run:
                 @if pages > 1 { span.muted { " · page " (page + 1) " of " (pages) } }
             }
             table {
-                thead { tr { th { "#" } th { "Time" } th { "Method" } th { "Status" } th { "URL" } th { "Type" } th { "Size" } th { "Step" } th { "In replay" } } }
+                thead { tr { th { "#" } th { "Time" } th { "Method" } th { "Status" } th { "URL" } th { "Type" } th { "Size" } th { "Waterfall" } th { "Step" } th { "In replay" } } }
                 tbody {
                     @for index in shown {
                         @let entry = &recording.entries[*index].1;
@@ -546,6 +563,7 @@ pub fn network(key: &str, recording: &Recording, filter: &NetworkFilter, in_run:
                             td.url { a href={ "/r/" (key) "/network/" (index) } { (entry.request.url) } }
                             td { (entry.resource_type.as_deref().unwrap_or("")) }
                             td { (bytes(entry.response.content.size.max(0) as u64)) }
+                            td { div.wf title={ (format!("{:.0} ms", entry.time)) } { div style=(bar(*index)) {} } }
                             td { @if let Some(step) = recording.step_of_entry(*index) { a href={ "/r/" (key) "/?step=" (step) } { (step + 1) } } }
                             td { (replay_in_brief(recording, *index)) }
                         }
@@ -606,6 +624,21 @@ pub fn entry(key: &str, recording: &Recording, index: usize, stored_body: Option
                 dt { "In replay" } dd.replay { (replay_in_words(key, recording, index)) }
                 @if let Some(step) = recording.step_of_entry(index) { dt { "Step" } dd { a href={ "/r/" (key) "/?step=" (step) } { (step + 1) ". " (step_in_words(&recording.steps[step])) } } }
             }
+            @if !entry.web_socket_messages.is_empty() {
+                h2 { "Frames " span.muted { (entry.web_socket_messages.len()) } }
+                table.frames {
+                    thead { tr { th { "Time" } th { "Direction" } th { "Data" } } }
+                    tbody {
+                        @for message in &entry.web_socket_messages {
+                            tr {
+                                td { (format!("{:.3} s", message.time - entry.web_socket_messages[0].time)) }
+                                td { (if message.kind == "send" { "↑ sent" } else { "↓ received" }) }
+                                td.url { @if message.opcode == 2 { span.muted { "binary, base64: " } } (cut(&message.data, MAX_SHOWN_VALUE)) }
+                            }
+                        }
+                    }
+                }
+            }
             h2 { "Request headers" } (headers(&entry.request.headers))
             @if let Some(post) = &entry.request.post_data {
                 h2 { "Request body " span.muted { (post.mime_type) } }
@@ -628,6 +661,9 @@ fn replay_in_brief(recording: &Recording, index: usize) -> Markup {
     if let Some(pattern) = recording.ignored_by(index) {
         return html! { span.muted title={ "ignore list: " (pattern) } { "ignored" } };
     }
+    if recording.entries[index].1.resource_type.as_deref() == Some("websocket") {
+        return html! { "played back" };
+    }
     let Some(how) = recording.answering.get(index) else { return html! {} };
     let level = if how.left_out.is_empty() { "exact" } else { "canonical" };
     let twins = how.canonical_twins.len();
@@ -643,6 +679,9 @@ fn replay_in_brief(recording: &Recording, index: usize) -> Markup {
 fn replay_in_words(key: &str, recording: &Recording, index: usize) -> Markup {
     if let Some(pattern) = recording.ignored_by(index) {
         return html! { "Failed at once: the ignore list names it (" code { (pattern) } ")." };
+    }
+    if recording.entries[index].1.resource_type.as_deref() == Some("websocket") {
+        return html! { "A WebSocket: replay plays its frames back to a page that opens this URL, each server frame after the page's frames that came before it in the recording." };
     }
     let Some(how) = recording.answering.get(index) else { return html! {} };
     let position = |twins: &[usize]| twins.iter().position(|&twin| twin == index).map_or(0, |p| p + 1);
@@ -681,7 +720,7 @@ fn headers(headers: &[Header]) -> Markup {
     }
 }
 
-/// A body as what it is: an image shown, JSON pretty-printed, text (HTML included) as text.
+/// A body as what it is: an image shown, JSON and HTML pretty-printed, other text as it is.
 fn body_view(key: &str, mime_type: &str, body: &[u8], file: Option<&str>) -> Markup {
     let mime = mime_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     let link = file.map(|file| html! { p { a href={ "/r/" (key) "/file/" (file) } { "the body as stored" } } });
@@ -694,10 +733,14 @@ fn body_view(key: &str, mime_type: &str, body: &[u8], file: Option<&str>) -> Mar
     let Ok(text) = std::str::from_utf8(body) else {
         return html! { p.muted { (bytes(body.len() as u64)) " of binary data." } (link.unwrap_or_default()) };
     };
-    let pretty = (mime.contains("json") || trace_analysis::body::looks_like_json(body))
-        .then(|| serde_json::from_str::<serde_json::Value>(text).ok())
-        .flatten()
-        .and_then(|value| serde_json::to_string_pretty(&value).ok());
+    let pretty = if mime.contains("html") {
+        pretty::html(text)
+    } else {
+        (mime.contains("json") || trace_analysis::body::looks_like_json(body))
+            .then(|| serde_json::from_str::<serde_json::Value>(text).ok())
+            .flatten()
+            .and_then(|value| serde_json::to_string_pretty(&value).ok())
+    };
     let shown = pretty.as_deref().unwrap_or(text);
     let cut = shown.char_indices().nth(MAX_SHOWN_BODY).map(|(end, _)| end);
     html! {
