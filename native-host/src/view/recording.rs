@@ -88,6 +88,9 @@ pub struct Proof {
     pub entry: Option<usize>,
 }
 
+/// Request bodies stored apart up to this size are read to tell how replay answers their requests.
+const MAX_READ_REQUEST_BODY: i64 = 4 << 20;
+
 /// The most pieces of evidence listed per checkpoint.
 const MAX_PROOFS: usize = 5;
 
@@ -305,7 +308,11 @@ fn answering_of(bundle: &mut Bundle, manifest: &BundleManifest, entries: &[(f64,
         .map(|(_, entry)| match &entry.request.post_data {
             Some(post) => match (&post.text, &post.file) {
                 (Some(text), _) => text.as_bytes().to_vec(),
-                (None, Some(file)) => bundle.read(file).unwrap_or_default(),
+                // An upload is not read whole to be told about: its twins are found by the rest.
+                (None, Some(file)) if entry.request.body_size <= MAX_READ_REQUEST_BODY => {
+                    bundle.read(file).unwrap_or_default()
+                }
+                (None, Some(_)) => Vec::new(),
                 (None, None) => Vec::new(),
             },
             None => Vec::new(),
