@@ -19,6 +19,7 @@
 //! - [`checkpoints`]: which states mark progress, by fixed rules.
 //! - [`score`]: an agent's episode scored against the recording (checkpoints, success, rubric, SPL), and a
 //!   run's summary.
+//! - [`journeys`]: a person's browsing history grouped into journeys by TRACE's rule, URLs cleaned.
 //! - [`judge`]: the questions a judge model is asked about an episode, and how its replies are read.
 //! - [`ignore`]: which requests replay may fail at once, and reading and applying an ignore list.
 //! - [`postprocess`]: the four files `trace-host process` writes, derived together.
@@ -44,6 +45,7 @@ pub mod exchange;
 pub mod fidelity;
 pub mod har;
 pub mod ignore;
+pub mod journeys;
 pub mod judge;
 pub mod postprocess;
 pub mod request_state;

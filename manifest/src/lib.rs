@@ -19,6 +19,7 @@
 //! - [`trajectory`]: `trajectory.json`, the demonstration as browser-use-style tool calls, and credentials.
 //! - [`postprocess`]: the files `trace-host process` adds: credentials, checkpoints, ignore list.
 //! - [`dataset`]: the dataset layouts `trace-host dataset` writes (TRACE's and WebArena-Infinity's).
+//! - [`campaign`]: crowdsourced annotation: a campaign, the journeys of a person's history, annotations.
 //! - [`eval`]: the files of an evaluation: a task's rubric, the agent's answer, results and summary.
 //! - [`report`]: what the command-line tools print with `--json`.
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
@@ -26,6 +27,7 @@
 //! - [`pack`] (feature `native`): an exported bundle's DOM snapshots as one compressed pack.
 
 pub mod bundle;
+pub mod campaign;
 pub mod capture;
 pub mod dataset;
 pub mod eval;

@@ -6,6 +6,7 @@
 use schemars::{Schema, schema_for};
 
 use crate::bundle::{BundleManifest, StorageFile};
+use crate::campaign::{Campaign, Journey, JourneyAnnotation};
 use crate::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use crate::eval::{AgentDone, AgentResponse, EvalResult, EvalSummary, Rubric};
 use crate::event::EventRecord;
@@ -33,6 +34,9 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("webarena-result.schema.json", schema_for!(WebArenaResult)),
         ("browser-use-history.schema.json", schema_for!(BrowserUseHistory)),
         ("rubric.schema.json", schema_for!(Rubric)),
+        ("campaign.schema.json", schema_for!(Campaign)),
+        ("journey.schema.json", schema_for!(Journey)),
+        ("journey-annotation.schema.json", schema_for!(JourneyAnnotation)),
         ("agent-done.schema.json", schema_for!(AgentDone)),
         ("agent-response.schema.json", schema_for!(AgentResponse)),
         ("eval-result.schema.json", schema_for!(EvalResult)),

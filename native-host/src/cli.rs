@@ -130,6 +130,22 @@ pub enum Command {
         #[arg(long)]
         open: bool,
     },
+    /// The journeys of a Chrome profile's browsing history (Chrome's own clusters, else TRACE's rule), with
+    /// secret-looking URL parameters replaced, for annotation. Reads a copy; never writes to the profile.
+    Journeys {
+        /// The profile's `History` database [default: Chrome's default profile's, else Chromium's].
+        #[arg(long, value_name = "FILE")]
+        history: Option<PathBuf>,
+        /// How many days back to read.
+        #[arg(long, default_value_t = 7)]
+        days: u32,
+        /// Leave out this domain and its subdomains; repeatable.
+        #[arg(long = "exclude", value_name = "DOMAIN")]
+        excluded: Vec<String>,
+        /// One journey per line, as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Derive trajectory.json, credentials.json, checkpoints.json and ignored.json into a bundle.
     Process {
         /// A task id of the data directory, or a bundle directory.
@@ -290,6 +306,26 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     open_in_browser(url);
                 }
             }))?;
+        }
+        Command::Journeys { history, days, excluded, json } => {
+            let history = match history {
+                Some(history) => history.clone(),
+                None => crate::journeys::default_history()
+                    .context("no Chrome or Chromium profile history found; name one with --history")?,
+            };
+            let since_ms = trace_manifest::time_fmt::now_ms() - f64::from(*days) * 24.0 * 3600.0 * 1000.0;
+            let options = crate::journeys::Options { since_ms, excluded: excluded.clone() };
+            let journeys = crate::journeys::from_history(&history, &options)?;
+            for journey in &journeys {
+                if *json {
+                    outln!("{}", serde_json::to_string(journey)?)?;
+                    continue;
+                }
+                outln!("{} ({} steps)", journey.id, journey.steps.len())?;
+                for step in &journey.steps {
+                    outln!("  {}  {}  {}", step.time, step.title, step.url)?;
+                }
+            }
         }
         Command::Process { target, json } => {
             let report = process(target, cli.data.as_deref())?;

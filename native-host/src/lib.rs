@@ -14,6 +14,8 @@
 //! - [`redact`]: a bundle's secrets found and replaced for sharing, and the exported zip searched for them.
 //! - [`dataset`]: many bundles made into a dataset folder (TRACE's or WebArena-Infinity's layout).
 //! - [`install`]: registers the host with Chrome and Chromium.
+//! - [`journeys`]: a Chrome profile's history (a copy of it) grouped into journeys for annotation.
+//! - [`view`]: the local, read-only viewer of recordings and runs.
 //! - [`cli`]: the commands people run; [`paths`]: where the data lives.
 //! - [`atomic`]: the one way a file others read is written (partial name, synced, renamed).
 //! - [`client`]: the extension's side of the protocol, for tests, the benchmark and the demo.
@@ -28,6 +30,7 @@ pub mod finalize;
 pub mod import;
 pub mod ingest;
 pub mod install;
+pub mod journeys;
 pub mod messaging;
 pub mod native;
 pub mod paths;
