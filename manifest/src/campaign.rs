@@ -173,6 +173,87 @@ pub fn check_id(what: &str, id: &str) -> Result<(), CampaignError> {
     }
 }
 
+/// The annotation uploaded beside a submitted recording (`<task>.annotation.json`): which campaign task
+/// it is, by whom (a pseudonym), and what was submitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskAnnotation {
+    pub campaign: String,
+    /// The campaign's task the recording does.
+    pub campaign_task: String,
+    pub pseudonym: String,
+    /// The recording's own task id.
+    pub task_id: crate::task::TaskId,
+    pub description: String,
+    pub task_type: TaskType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The submitted zip's size and SHA-256 (hex), as the store must hold it.
+    pub bundle_size: u64,
+    pub bundle_sha256: String,
+    /// When it was submitted, RFC 3339.
+    pub submitted_at: String,
+}
+
+/// A submission waiting in (or sent from) the outbox: `outbox.json` in its folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OutboxEntry {
+    /// `<campaign>/<pseudonym>/<task>`.
+    pub name: String,
+    /// The campaign's destination ([`Campaign::destination`]); `None` for the host's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    pub files: Vec<OutboxFile>,
+    /// Attempts to send it so far.
+    #[serde(default)]
+    pub attempts: u32,
+    /// Why the last attempt failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When it was queued, RFC 3339.
+    pub queued_at: String,
+}
+
+impl OutboxEntry {
+    pub fn is_sent(&self) -> bool {
+        self.files.iter().all(|file| file.landed)
+    }
+}
+
+/// One file of a submission: where it goes and what must land there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OutboxFile {
+    /// Its key under the destination.
+    pub key: String,
+    /// Its name in the submission's folder.
+    pub file: String,
+    pub size: u64,
+    pub sha256: String,
+    /// Whether it was put and read back alike.
+    #[serde(default)]
+    pub landed: bool,
+}
+
+/// `collected.json`: what `trace-host collect` took from a campaign's submissions, and what it did not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CollectReport {
+    /// The submissions taken (`<campaign>/<pseudonym>/<task>`), in key order.
+    pub submissions: Vec<String>,
+    /// Submissions taken per campaign task.
+    pub per_task: std::collections::BTreeMap<String, usize>,
+    /// Submissions taken per pseudonym.
+    pub per_pseudonym: std::collections::BTreeMap<String, usize>,
+    /// Journeys joined into `journeys.jsonl`.
+    pub journeys: usize,
+    pub skipped: Vec<CollectSkipped>,
+}
+
+/// A submission `collect` left out, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CollectSkipped {
+    pub submission: String,
+    pub reason: String,
+}
+
 /// A journey: visits of the person's browsing history that belong together, in time order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Journey {

@@ -25,6 +25,8 @@
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
 //! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate.
 //! - [`pack`] (feature `native`): an exported bundle's DOM snapshots as one compressed pack.
+//! - [`store`] (feature `store`): a directory here or under an object store prefix (runs, datasets,
+//!   campaign submissions).
 
 pub mod bundle;
 pub mod campaign;
@@ -45,6 +47,8 @@ pub mod wire;
 pub mod archive;
 #[cfg(feature = "native")]
 pub mod pack;
+#[cfg(feature = "store")]
+pub mod store;
 
 /// The version of the bundle format and of the wire protocol that this crate writes. Readers accept any
 /// version up to this one and refuse newer ones with a clear error. Version 2 added the snapshot pack

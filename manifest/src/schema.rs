@@ -6,7 +6,7 @@
 use schemars::{Schema, schema_for};
 
 use crate::bundle::{BundleManifest, StorageFile};
-use crate::campaign::{Campaign, Journey, JourneyAnnotation};
+use crate::campaign::{Campaign, CollectReport, Journey, JourneyAnnotation, OutboxEntry, TaskAnnotation};
 use crate::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use crate::eval::{AgentDone, AgentResponse, EvalResult, EvalSummary, Rubric};
 use crate::event::EventRecord;
@@ -37,6 +37,9 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("campaign.schema.json", schema_for!(Campaign)),
         ("journey.schema.json", schema_for!(Journey)),
         ("journey-annotation.schema.json", schema_for!(JourneyAnnotation)),
+        ("task-annotation.schema.json", schema_for!(TaskAnnotation)),
+        ("outbox.schema.json", schema_for!(OutboxEntry)),
+        ("collected.schema.json", schema_for!(CollectReport)),
         ("agent-done.schema.json", schema_for!(AgentDone)),
         ("agent-response.schema.json", schema_for!(AgentResponse)),
         ("eval-result.schema.json", schema_for!(EvalResult)),

@@ -130,6 +130,44 @@ pub enum Command {
         #[arg(long)]
         open: bool,
     },
+    /// Submit a recording to a campaign: exported redacted, annotated, put into the campaign's store (or
+    /// kept in the outbox until it can be, if the store cannot be reached). Exits 1 if it was not sent.
+    Submit {
+        task: TaskId,
+        /// The campaign's `campaign.json`.
+        #[arg(long, value_name = "FILE")]
+        campaign: PathBuf,
+        /// The campaign's task the recording does [default: the recording's source, if a task of it].
+        #[arg(long = "as", value_name = "CAMPAIGN_TASK")]
+        campaign_task: Option<String>,
+        #[command(flatten)]
+        suspects: SuspectArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The submissions waiting to be sent, and those sent; `--send` tries the waiting ones again first.
+    /// Exits 1 if any is still waiting.
+    Outbox {
+        #[arg(long)]
+        send: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring a campaign's submissions together into a dataset: each zip checked against its annotation
+    /// and validated, duplicates dropped, the review's rejections left out; journeys joined.
+    Collect {
+        /// Where the campaign's submissions went: an object store URL or a directory.
+        #[arg(value_name = "STORE")]
+        store: String,
+        /// The folder to write; it must not exist yet, or be empty.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The coordinator's decisions: `{"campaign/pseudonym/task": {"accept": false, "reason": "..."}}`.
+        #[arg(long, value_name = "FILE")]
+        review: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// The journeys of a Chrome profile's browsing history (Chrome's own clusters, else TRACE's rule), with
     /// secret-looking URL parameters replaced, for annotation. Reads a copy; never writes to the profile.
     Journeys {
@@ -154,6 +192,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Submissions, a line each (or as JSON); a failure when any is still waiting.
+fn print_outbox(entries: &[trace_manifest::campaign::OutboxEntry], json: bool) -> Result<Outcome> {
+    if json {
+        outln!("{}", serde_json::to_string_pretty(entries)?)?;
+    }
+    for entry in entries.iter().filter(|_| !json) {
+        match &entry.last_error {
+            _ if entry.is_sent() => outln!("sent     {}", entry.name)?,
+            Some(error) => outln!("waiting  {} (attempt {}: {error})", entry.name, entry.attempts)?,
+            None => outln!("waiting  {}", entry.name)?,
+        }
+    }
+    Ok(if entries.iter().all(|entry| entry.is_sent()) { Outcome::Success } else { Outcome::Failure })
 }
 
 /// Decisions on values that look like secrets but that no redaction rule chose (listed by id when an
@@ -306,6 +359,61 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     open_in_browser(url);
                 }
             }))?;
+        }
+        Command::Submit { task, campaign, campaign_task, suspects, json } => {
+            let data = data()?;
+            let bytes = std::fs::read(campaign).with_context(|| format!("cannot read {}", campaign.display()))?;
+            let campaign = trace_manifest::campaign::Campaign::parse(&bytes)?;
+            let (conn, _) = db::open_to_read(&data.database())?;
+            let row = db::task(&conn, task)?.with_context(|| format!("no task {task}"))?;
+            let campaign_task = match campaign_task {
+                Some(chosen) => chosen.clone(),
+                None if campaign.task(&row.source).is_some() => row.source.clone(),
+                None => anyhow::bail!(
+                    "{task} was recorded as {:?}, which is not a task of the campaign {}; name the task with --as",
+                    row.source,
+                    campaign.id
+                ),
+            };
+            let pseudonym = crate::submit::pseudonym(&data)?;
+            crate::submit::enqueue(&conn, &data, &campaign, &campaign_task, task, &pseudonym, &suspects.decisions())?;
+            let runtime = tokio::runtime::Runtime::new()?;
+            let sent = runtime.block_on(crate::submit::send(&data, &crate::submit::BACKOFF))?;
+            return print_outbox(&sent, *json);
+        }
+        Command::Outbox { send, json } => {
+            let data = data()?;
+            if *send {
+                let runtime = tokio::runtime::Runtime::new()?;
+                runtime.block_on(crate::submit::send(&data, &crate::submit::BACKOFF))?;
+            }
+            let entries: Vec<_> = crate::submit::outbox(&data)?.into_iter().map(|(_, entry)| entry).collect();
+            return print_outbox(&entries, *json);
+        }
+        Command::Collect { store, out, review, json } => {
+            let review = match review {
+                Some(path) => crate::collect::Review::read(path)?,
+                None => crate::collect::Review::default(),
+            };
+            let runtime = tokio::runtime::Runtime::new()?;
+            let report = runtime.block_on(crate::collect::collect(store, out, &review))?;
+            if *json {
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
+            } else {
+                outln!("collected {} submissions into {}", report.submissions.len(), out.display())?;
+                for (task, count) in &report.per_task {
+                    outln!("  task {task}: {count}")?;
+                }
+                for (pseudonym, count) in &report.per_pseudonym {
+                    outln!("  {pseudonym}: {count}")?;
+                }
+                if report.journeys > 0 {
+                    outln!("  {} journeys", report.journeys)?;
+                }
+                for skipped in &report.skipped {
+                    outln!("skipped {}: {}", skipped.submission, skipped.reason)?;
+                }
+            }
         }
         Command::Journeys { history, days, excluded, json } => {
             let history = match history {

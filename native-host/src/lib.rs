@@ -14,6 +14,8 @@
 //! - [`redact`]: a bundle's secrets found and replaced for sharing, and the exported zip searched for them.
 //! - [`dataset`]: many bundles made into a dataset folder (TRACE's or WebArena-Infinity's layout).
 //! - [`install`]: registers the host with Chrome and Chromium.
+//! - [`collect`]: a campaign's submissions checked and made into a dataset.
+//! - [`submit`]: a recording submitted to a campaign's store through an outbox on disk.
 //! - [`journeys`]: a Chrome profile's history (a copy of it) grouped into journeys for annotation.
 //! - [`view`]: the local, read-only viewer of recordings and runs.
 //! - [`cli`]: the commands people run; [`paths`]: where the data lives.
@@ -23,6 +25,7 @@
 pub mod atomic;
 pub mod cli;
 pub mod client;
+pub mod collect;
 pub mod dataset;
 pub mod db;
 pub mod export;
@@ -36,5 +39,6 @@ pub mod native;
 pub mod paths;
 pub mod process;
 pub mod redact;
+pub mod submit;
 pub mod task_lock;
 pub mod view;

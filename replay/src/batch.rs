@@ -25,7 +25,7 @@ use trace_manifest::task::{TaskId, TaskType};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 
 use crate::eval::{Episode, EvalOptions};
-use crate::store::Location;
+use trace_manifest::store::Location;
 
 /// How task directories are named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

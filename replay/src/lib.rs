@@ -13,7 +13,6 @@
 //! - [`eval`]: an agent's episode on a bundle: run, recorded, scored, written out.
 //! - [`batch`]: a run of episodes over a bundle or a dataset: shards, parallel episodes, resuming, the
 //!   summary, and merging the runs of shards.
-//! - [`store`]: a run's or a dataset's directory, local or in an object store.
 //! - [`inspect`]: a bundle's summary (task, pages, hosts with request counts and bytes).
 
 pub mod archive;
@@ -29,4 +28,3 @@ pub mod responder;
 pub mod run;
 pub mod serve;
 pub mod session;
-pub mod store;

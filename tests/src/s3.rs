@@ -47,11 +47,11 @@ impl S3Server {
     }
 
     /// Runs a boto3 script with `s3`, a client of this server, and `args` bound.
-    fn boto3(&self, script: &str, args: &[&str]) -> String {
+    fn boto3(&self, script: &str, args: &[&str]) -> Vec<u8> {
         let program = format!("import boto3, sys, os\ns3 = boto3.client('s3')\nargs = sys.argv[1:]\n{script}");
         let output = Command::new(&self.python).arg("-c").arg(program).args(args).envs(self.env()).output().unwrap();
         assert!(output.status.success(), "boto3: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8(output.stdout).unwrap()
+        output.stdout
     }
 
     pub fn create_bucket(&self, bucket: &str) {
@@ -67,7 +67,8 @@ impl S3Server {
     /// The keys under `s3://bucket/prefix/`, relative to it, sorted.
     pub fn list(&self, bucket: &str, prefix: &str) -> Vec<String> {
         let script = "for page in s3.get_paginator('list_objects_v2').paginate(Bucket=args[0], Prefix=args[1] + '/'):\n    for item in page.get('Contents', []):\n        print(item['Key'][len(args[1]) + 1:])";
-        let mut keys: Vec<String> = self.boto3(script, &[bucket, prefix]).lines().map(str::to_owned).collect();
+        let listed = String::from_utf8(self.boto3(script, &[bucket, prefix])).unwrap();
+        let mut keys: Vec<String> = listed.lines().map(str::to_owned).collect();
         keys.sort();
         keys
     }
@@ -75,7 +76,7 @@ impl S3Server {
     /// The object at `s3://bucket/key`.
     pub fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
         let script = "sys.stdout.buffer.write(s3.get_object(Bucket=args[0], Key=args[1])['Body'].read())";
-        self.boto3(script, &[bucket, key]).into_bytes()
+        self.boto3(script, &[bucket, key])
     }
 }
 

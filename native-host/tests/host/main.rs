@@ -9,4 +9,5 @@ mod hostile;
 mod malformed;
 mod process;
 mod session;
+mod submit;
 mod transfer;

@@ -1,0 +1,146 @@
+//! `trace-host collect`: a campaign's submissions brought together into a TRACE dataset.
+//!
+//! From the store (or directory) the campaign sent to, every `<campaign>/<pseudonym>/<task>.zip` with its
+//! `<task>.annotation.json` is fetched and checked: the zip must be what its annotation says (size and
+//! SHA-256) and a valid bundle; the same bundle submitted twice is kept once; the coordinator's review
+//! file may reject a submission, with a reason. What passes becomes a dataset as `trace-host dataset`
+//! writes one (`tasks.jsonl` and `bundles/`, redacted again); every `<pseudonym>/journeys.jsonl` is joined
+//! into `journeys.jsonl`; and `collected.json` says which submissions were taken, per campaign task and per
+//! pseudonym, and which were not and why.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use trace_manifest::archive::{self, Bundle, sha256_hex};
+use trace_manifest::campaign::{CollectReport, CollectSkipped, TaskAnnotation};
+use trace_manifest::store::Location;
+
+use crate::dataset::{self, DatasetOptions, Source};
+use crate::redact::{SuspectDecisions, SuspectPolicy};
+
+/// What `collected.json` is called in the dataset.
+pub const REPORT_FILE: &str = "collected.json";
+/// The joined journeys, in the dataset.
+pub const JOURNEYS_FILE: &str = "journeys.jsonl";
+
+/// The coordinator's review: by submission (`<campaign>/<pseudonym>/<task>`), a decision.
+#[derive(Debug, Default, Deserialize)]
+pub struct Review(BTreeMap<String, Decision>);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    pub accept: bool,
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl Review {
+    pub fn read(path: &Path) -> Result<Review> {
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_slice(&bytes).with_context(|| {
+            format!(
+                "{} is not a review file ({{\"campaign/pseudonym/task\": {{\"accept\": false, \"reason\": \"...\"}}}})",
+                path.display()
+            )
+        })
+    }
+}
+
+/// Collects the submissions at `store` into the dataset folder `out` (new or empty).
+pub async fn collect(store: &str, out: &Path, review: &Review) -> Result<CollectReport> {
+    let location = Location::parse(store)?;
+    let keys = location.list().await?;
+    let staging = tempfile::tempdir().context("cannot make a staging folder")?;
+    let mut report = CollectReport::default();
+    let mut taken: Vec<(String, TaskAnnotation, std::path::PathBuf)> = Vec::new();
+    let mut seen_bundles = HashSet::new();
+    for key in keys.iter().filter(|key| key.ends_with(".annotation.json")) {
+        let name = key.trim_end_matches(".annotation.json").to_owned();
+        let skip = |reason: String| CollectSkipped { submission: name.clone(), reason };
+        if let Some(decision) = review.0.get(&name).filter(|decision| !decision.accept) {
+            report.skipped.push(skip(format!("rejected in review: {}", decision.reason)));
+            continue;
+        }
+        let annotation: TaskAnnotation = match location.get(key).await?.map(|bytes| serde_json::from_slice(&bytes)) {
+            Some(Ok(annotation)) => annotation,
+            Some(Err(error)) => {
+                report.skipped.push(skip(format!("its annotation does not parse: {error}")));
+                continue;
+            }
+            None => continue,
+        };
+        let Some(zip) = location.get(&format!("{name}.zip")).await? else {
+            report.skipped.push(skip("its zip is missing".to_owned()));
+            continue;
+        };
+        if zip.len() as u64 != annotation.bundle_size || sha256_hex(&zip) != annotation.bundle_sha256 {
+            report.skipped.push(skip("its zip is not the one its annotation describes".to_owned()));
+            continue;
+        }
+        if !seen_bundles.insert(annotation.bundle_sha256.clone()) {
+            report.skipped.push(skip("the same bundle was submitted already".to_owned()));
+            continue;
+        }
+        let path = staging.path().join(format!("{}.zip", taken.len()));
+        std::fs::write(&path, &zip)?;
+        if let Err(reason) = valid(&path) {
+            report.skipped.push(skip(format!("not a valid bundle: {reason}")));
+            continue;
+        }
+        taken.push((name, annotation, path));
+    }
+
+    // Bundles were redacted before they left each person's machine; the dataset checks them again.
+    let options = DatasetOptions {
+        format: trace_manifest::report::DatasetFormat::Trace,
+        redact: true,
+        suspects: SuspectDecisions { otherwise: SuspectPolicy::Allow, ..SuspectDecisions::default() },
+        progress: false,
+    };
+    let sources: Vec<Source> = taken.iter().map(|(_, _, path)| Source::Bundle(path.clone())).collect();
+    let built = dataset::build(&sources, None, out, &options)?;
+    for skipped in built.skipped {
+        let submission = taken
+            .iter()
+            .find(|(_, _, path)| path.display().to_string() == skipped.source)
+            .map_or(skipped.source.clone(), |(name, _, _)| name.clone());
+        report.skipped.push(CollectSkipped { submission, reason: skipped.reason });
+    }
+    for (name, annotation, _) in &taken {
+        if built.tasks.contains(&annotation.task_id) {
+            report.submissions.push(name.clone());
+            *report.per_task.entry(annotation.campaign_task.clone()).or_default() += 1;
+            *report.per_pseudonym.entry(annotation.pseudonym.clone()).or_default() += 1;
+        }
+    }
+
+    let mut journeys = Vec::new();
+    for key in keys.iter().filter(|key| key.ends_with(&format!("/{JOURNEYS_FILE}"))) {
+        if let Some(bytes) = location.get(key).await? {
+            for line in String::from_utf8_lossy(&bytes).lines().filter(|line| !line.trim().is_empty()) {
+                journeys.push(line.to_owned());
+                report.journeys += 1;
+            }
+        }
+    }
+    if !journeys.is_empty() {
+        std::fs::write(out.join(JOURNEYS_FILE), journeys.join("\n") + "\n")?;
+    }
+    crate::atomic::write_json(&out.join(REPORT_FILE), &report)?;
+    Ok(report)
+}
+
+/// Whether the zip at `path` is a bundle that validates against its own index; else what is wrong.
+fn valid(path: &Path) -> std::result::Result<(), String> {
+    let mut bundle = Bundle::open(path).map_err(|error| error.to_string())?;
+    let validation = archive::validate(&mut bundle, &mut |_| {}).map_err(|error| error.to_string())?;
+    if validation.is_valid() {
+        return Ok(());
+    }
+    let problems: Vec<String> =
+        validation.problems.iter().map(|problem| format!("{}: {}", problem.file, problem.message)).collect();
+    Err(problems.join("; "))
+}

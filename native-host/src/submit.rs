@@ -1,0 +1,232 @@
+//! Submissions to a campaign (`trace-host submit`, `trace-host outbox`): a recording exported redacted
+//! (the export's own search for secrets must pass), with its annotation, put into the campaign's store
+//! under keys that do not change however often they are sent, and read back to check what landed.
+//!
+//! Everything goes through an outbox on disk, `<data>/outbox/<campaign>--<pseudonym>--<task>/`: the zip,
+//! the annotation and `outbox.json` (each file's key, size and SHA-256, whether it landed, the attempts and
+//! the last error). A submission enters the outbox whole (made under a partial name, then renamed), so a
+//! crash leaves all of it or none. Sending puts each file not yet landed, reads it back, and marks it
+//! landed only when size and hash agree, retrying with backoff; what still fails stays in the outbox with
+//! its error and goes with the next send (offline now, after a restart, a killed host mid-upload: a put
+//! under the same key replaces what a cut one left). A sent submission's folder moves to `outbox/sent/`,
+//! its zip removed and its `outbox.json` kept as the receipt.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use rusqlite::Connection;
+use trace_manifest::archive::sha256_hex;
+use trace_manifest::campaign::{Campaign, OutboxEntry, OutboxFile, TaskAnnotation, check_id};
+use trace_manifest::store::Location;
+use trace_manifest::task::TaskId;
+use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
+
+use crate::atomic;
+use crate::db;
+use crate::export::{self, ExportOptions};
+use crate::paths::DataDir;
+use crate::redact::SuspectDecisions;
+
+const OUTBOX_DIR: &str = "outbox";
+const SENT_DIR: &str = "sent";
+const ENTRY_FILE: &str = "outbox.json";
+/// Where submissions go when the campaign names no destination: under the data directory.
+const DEFAULT_DESTINATION_DIR: &str = "submissions";
+const PSEUDONYM_FILE: &str = "pseudonym";
+
+/// The waits between attempts to put a file: three tries in all within one send.
+pub const BACKOFF: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
+
+/// This data directory's pseudonym, made once at random: the only name a campaign knows its person by.
+pub fn pseudonym(data: &DataDir) -> Result<String> {
+    let path = data.root().join(PSEUDONYM_FILE);
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let existing = existing.trim().to_owned();
+        check_id("the pseudonym", &existing).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
+        return Ok(existing);
+    }
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|error| anyhow::anyhow!("no randomness for a pseudonym: {error}"))?;
+    let made = format!("p-{}", hex::encode(bytes));
+    atomic::write(&path, |out| Ok(out.write_all(made.as_bytes())?))?;
+    Ok(made)
+}
+
+/// Puts the recording `task_id`, as `campaign_task` of `campaign`, into the outbox: exported redacted,
+/// annotated. Returns its folder. A submission of the same task waiting already is replaced.
+pub fn enqueue(
+    conn: &Connection,
+    data: &DataDir,
+    campaign: &Campaign,
+    campaign_task: &str,
+    task_id: &TaskId,
+    pseudonym: &str,
+    suspects: &SuspectDecisions,
+) -> Result<PathBuf> {
+    check_id("the pseudonym", pseudonym)?;
+    let Some(wanted) = campaign.task(campaign_task) else {
+        bail!("the campaign {} has no task {campaign_task:?}", campaign.id);
+    };
+    let task = db::task(conn, task_id)?.with_context(|| format!("no task {task_id}"))?;
+    if task.task_type != wanted.task_type {
+        bail!(
+            "{task_id} is a {} task; the campaign's {campaign_task} is {}",
+            task.task_type.as_str(),
+            wanted.task_type.as_str()
+        );
+    }
+    let name = format!("{}--{pseudonym}--{campaign_task}", campaign.id);
+    let outbox = data.root().join(OUTBOX_DIR);
+    std::fs::create_dir_all(&outbox).with_context(|| format!("cannot create {}", outbox.display()))?;
+    let partial = outbox.join(format!(".{name}.partial"));
+    let _ = std::fs::remove_dir_all(&partial);
+    std::fs::create_dir(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
+
+    let zip = partial.join(format!("{campaign_task}.zip"));
+    let options = ExportOptions { redact: true, suspects: suspects.clone(), ..ExportOptions::default() };
+    export::export(conn, data, task_id, &zip, &options).context("the recording cannot be exported redacted")?;
+    let bytes = std::fs::read(&zip)?;
+    let annotation = TaskAnnotation {
+        campaign: campaign.id.clone(),
+        campaign_task: campaign_task.to_owned(),
+        pseudonym: pseudonym.to_owned(),
+        task_id: task_id.clone(),
+        description: task.description.clone(),
+        task_type: task.task_type,
+        answer: task.answer.clone(),
+        bundle_size: bytes.len() as u64,
+        bundle_sha256: sha256_hex(&bytes),
+        submitted_at: rfc3339_from_millis(now_ms()),
+    };
+    let annotation_file = format!("{campaign_task}.annotation.json");
+    let (annotation_size, annotation_sha256) = atomic::write_json(&partial.join(&annotation_file), &annotation)?;
+    let key = |file: &str| campaign.submission_key(pseudonym, file);
+    let entry = OutboxEntry {
+        name: format!("{}/{pseudonym}/{campaign_task}", campaign.id),
+        destination: campaign.destination.clone(),
+        files: vec![
+            OutboxFile {
+                key: key(&format!("{campaign_task}.zip")),
+                file: format!("{campaign_task}.zip"),
+                size: annotation.bundle_size,
+                sha256: annotation.bundle_sha256.clone(),
+                landed: false,
+            },
+            // The annotation goes last: a coordinator who sees it can count on the zip being there.
+            OutboxFile {
+                key: key(&annotation_file),
+                file: annotation_file,
+                size: annotation_size,
+                sha256: annotation_sha256,
+                landed: false,
+            },
+        ],
+        attempts: 0,
+        last_error: None,
+        queued_at: rfc3339_from_millis(now_ms()),
+    };
+    atomic::write_json(&partial.join(ENTRY_FILE), &entry)?;
+    let folder = outbox.join(&name);
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::rename(&partial, &folder).with_context(|| format!("cannot put {name} into the outbox"))?;
+    Ok(folder)
+}
+
+/// The submissions in the outbox: waiting ones, then sent ones, each in name order.
+pub fn outbox(data: &DataDir) -> Result<Vec<(PathBuf, OutboxEntry)>> {
+    let root = data.root().join(OUTBOX_DIR);
+    let mut found = entries_in(&root)?;
+    found.extend(entries_in(&root.join(SENT_DIR))?);
+    Ok(found)
+}
+
+fn entries_in(dir: &Path) -> Result<Vec<(PathBuf, OutboxEntry)>> {
+    let Ok(listing) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
+    let mut found = Vec::new();
+    for item in listing {
+        let folder = item?.path();
+        let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        if name.starts_with('.') || name == SENT_DIR || !folder.join(ENTRY_FILE).is_file() {
+            continue;
+        }
+        let entry: OutboxEntry = serde_json::from_slice(&std::fs::read(folder.join(ENTRY_FILE))?)
+            .with_context(|| format!("{} does not parse", folder.join(ENTRY_FILE).display()))?;
+        found.push((folder, entry));
+    }
+    found.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+    Ok(found)
+}
+
+/// Sends every waiting submission, waiting `backoff` between a file's attempts. Returns each one's entry
+/// after the attempt, sent or still waiting with its error.
+pub async fn send(data: &DataDir, backoff: &[Duration]) -> Result<Vec<OutboxEntry>> {
+    let mut reports = Vec::new();
+    for (folder, mut entry) in entries_in(&data.root().join(OUTBOX_DIR))? {
+        entry.attempts += 1;
+        entry.last_error = match send_one(data, &folder, &mut entry, backoff).await {
+            Ok(()) => None,
+            Err(error) => Some(format!("{error:#}")),
+        };
+        atomic::write_json(&folder.join(ENTRY_FILE), &entry)?;
+        if entry.is_sent() {
+            let sent = data.root().join(OUTBOX_DIR).join(SENT_DIR);
+            std::fs::create_dir_all(&sent)?;
+            for file in &entry.files {
+                if file.file.ends_with(".zip") {
+                    let _ = std::fs::remove_file(folder.join(&file.file));
+                }
+            }
+            let receipt = sent.join(folder.file_name().context("a folder name")?);
+            let _ = std::fs::remove_dir_all(&receipt);
+            std::fs::rename(&folder, &receipt)?;
+        }
+        reports.push(entry);
+    }
+    Ok(reports)
+}
+
+/// Puts the files of one submission that have not landed, in order, each read back before the next.
+async fn send_one(data: &DataDir, folder: &Path, entry: &mut OutboxEntry, backoff: &[Duration]) -> Result<()> {
+    let destination = match &entry.destination {
+        Some(destination) => destination.clone(),
+        None => data.root().join(DEFAULT_DESTINATION_DIR).to_string_lossy().into_owned(),
+    };
+    let location = Location::parse_impatient(destination.strip_prefix("file://").unwrap_or(&destination))?;
+    for index in 0..entry.files.len() {
+        if entry.files[index].landed {
+            continue;
+        }
+        let file = entry.files[index].clone();
+        let bytes = std::fs::read(folder.join(&file.file)).with_context(|| format!("{} is missing", file.file))?;
+        anyhow::ensure!(
+            bytes.len() as u64 == file.size && sha256_hex(&bytes) == file.sha256,
+            "{} changed in the outbox since it was queued",
+            file.file
+        );
+        let mut attempt = 0;
+        loop {
+            match put_and_check(&location, &file, bytes.clone()).await {
+                Ok(()) => break,
+                Err(error) if attempt < backoff.len() => {
+                    tracing::info!("sending {} failed, trying again: {error:#}", file.key);
+                    tokio::time::sleep(backoff[attempt]).await;
+                    attempt += 1;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        entry.files[index].landed = true;
+        atomic::write_json(&folder.join(ENTRY_FILE), &*entry)?;
+    }
+    Ok(())
+}
+
+async fn put_and_check(location: &Location, file: &OutboxFile, bytes: Vec<u8>) -> Result<()> {
+    location.put_bytes(&file.key, bytes).await?;
+    match location.read_back(&file.key).await? {
+        Some((size, sha256)) if size == file.size && sha256 == file.sha256 => Ok(()),
+        Some((size, _)) => bail!("{} landed as {size} bytes that differ from the {} sent", file.key, file.size),
+        None => bail!("{} is not where it was put", file.key),
+    }
+}
