@@ -7,13 +7,14 @@
 //! - [`chrome`], [`debugger`]: bindings to the `chrome.*` APIs used, and DevTools targets and commands.
 //! - [`host_link`]: the service worker's native messaging port to `trace-host`.
 //! - [`recording`]: the recording in progress; [`snapshots`]: screenshots, DOM and storage captures.
-//! - [`popup`]: the task UI (`popup.html`).
+//! - [`popup`]: the task UI (`popup.html`); [`campaign`]: a coordinator's campaign loaded in it.
 //!
 //! The JavaScript in `static/` only bootstraps: it loads this module, and registers the listeners Chrome
 //! needs at startup, forwarding them here. The in-page script that reports actions runs inside recorded pages,
 //! where wasm may be forbidden; it is `trace_manifest::capture`'s, shared with `trace-replay eval`.
 
 pub mod bodies;
+pub mod campaign;
 pub mod chrome;
 pub mod debugger;
 pub mod host_link;

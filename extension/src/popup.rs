@@ -1,6 +1,8 @@
 //! The task UI, `popup.html` (also usable as the side panel): the host's state (and how to install it when
-//! it is missing), the task form, and while recording, live counts with Stop and Discard. The page only
-//! asks; the service worker records.
+//! it is missing), a campaign's tasks ([`crate::campaign`]), the task form, and while recording, live
+//! counts with Stop and Discard. The page only asks; the service worker records.
+
+use std::cell::RefCell;
 
 use serde_json::{Value, json};
 use wasm_bindgen::prelude::*;
@@ -12,14 +14,20 @@ use crate::chrome::{self, from_js, to_js};
 /// How often the popup asks the service worker for its state.
 const REFRESH_MS: i32 = 500;
 
+thread_local! {
+    /// The source of the task being recorded, as the service worker last said.
+    static RECORDING_SOURCE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
 /// Called by the popup bootstrap once the module is loaded.
 #[wasm_bindgen]
 pub fn popup_main() {
     let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
     on_click(&document, "start", || command(json!({"command": "start"}), true));
     on_click(&document, "record-current", || command(json!({"command": "record_current"}), true));
-    on_click(&document, "stop", || command(json!({"command": "stop", "answer": value("answer")}), false));
+    on_click(&document, "stop", || wasm_bindgen_futures::spawn_local(stop()));
     on_click(&document, "discard", || command(json!({"command": "discard"}), false));
+    crate::campaign::init(&document);
     wasm_bindgen_futures::spawn_local(async {
         loop {
             ask(json!({"command": "status"})).await;
@@ -47,13 +55,45 @@ fn command(mut message: Value, with_form: bool) {
             message[key] = value(id).into();
         }
     }
-    wasm_bindgen_futures::spawn_local(ask(message));
+    wasm_bindgen_futures::spawn_local(async move {
+        ask(message).await;
+    });
 }
 
-async fn ask(message: Value) {
+/// Starts a campaign's task, with its id as the source.
+pub fn start_task(source: &str, task_type: &str, description: &str, website: &str) {
+    let message = json!({
+        "command": "start", "source": source, "task_type": task_type, "description": description, "website": website
+    });
+    wasm_bindgen_futures::spawn_local(async move {
+        ask(message).await;
+    });
+}
+
+/// Stops the recording; a campaign task stopped well counts as recorded.
+async fn stop() {
+    let source = RECORDING_SOURCE.with(|source| source.borrow().clone());
+    let reply = ask(json!({"command": "stop", "answer": value("answer")})).await;
+    if let (Some(reply), Some(source)) = (reply, source)
+        && reply["recording"].is_null()
+        && reply["error"].is_null()
+    {
+        crate::campaign::mark_done(&source);
+    }
+}
+
+/// Sends `message` to the service worker and shows its reply, which it returns.
+async fn ask(message: Value) -> Option<Value> {
     match JsFuture::from(chrome::send_message(&to_js(&message))).await {
-        Ok(reply) => render(&from_js(&reply)),
-        Err(error) => set_text("status", &format!("cannot reach the recorder: {error:?}")),
+        Ok(reply) => {
+            let reply = from_js(&reply);
+            render(&reply);
+            Some(reply)
+        }
+        Err(error) => {
+            set_text("status", &format!("cannot reach the recorder: {error:?}"));
+            None
+        }
     }
 }
 
@@ -72,6 +112,7 @@ fn render(reply: &Value) {
         text
     };
     let recording = &reply["recording"];
+    RECORDING_SOURCE.with(|source| *source.borrow_mut() = recording["source"].as_str().map(str::to_owned));
     if let Some(task_id) = recording["task_id"].as_str() {
         status = format!("Recording {task_id}. {status}");
         let elapsed = (js_sys::Date::now() - recording["started_at"].as_f64().unwrap_or(0.0)) / 1000.0;
@@ -95,11 +136,11 @@ fn render(reply: &Value) {
     set_hidden("task-form", !recording.is_null());
 }
 
-fn element(id: &str) -> Option<web_sys::Element> {
+pub(crate) fn element(id: &str) -> Option<web_sys::Element> {
     web_sys::window()?.document()?.get_element_by_id(id)
 }
 
-fn value(id: &str) -> String {
+pub(crate) fn value(id: &str) -> String {
     let Some(element) = element(id) else { return String::new() };
     if let Some(input) = element.dyn_ref::<HtmlInputElement>() {
         input.value()
@@ -112,13 +153,13 @@ fn value(id: &str) -> String {
     }
 }
 
-fn set_text(id: &str, text: &str) {
+pub(crate) fn set_text(id: &str, text: &str) {
     if let Some(element) = element(id) {
         element.set_text_content(Some(text));
     }
 }
 
-fn set_hidden(id: &str, hidden: bool) {
+pub(crate) fn set_hidden(id: &str, hidden: bool) {
     if let Some(element) = element(id).and_then(|e| e.dyn_into::<HtmlElement>().ok()) {
         element.set_hidden(hidden);
     }

@@ -46,6 +46,8 @@ pub struct TaskRequest {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Progress {
     pub task_id: String,
+    /// The task's source: a campaign task's id when the popup started one.
+    pub source: String,
     pub task_type: String,
     pub started_at: f64,
     pub requests: u64,
@@ -127,6 +129,7 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
             typing: TypingCoalescer::default(),
             progress: Progress {
                 task_id: task_id.to_string(),
+                source: request.source.clone(),
                 task_type: request.task_type.as_str().to_owned(),
                 started_at,
                 ..Progress::default()
