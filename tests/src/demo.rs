@@ -46,6 +46,27 @@ pub struct Exported {
     pub origin: String,
 }
 
+/// The demonstration, recorded and exported once for every test of a test binary that only looks at it.
+pub struct Recorded {
+    pub build: Build,
+    pub exported: Exported,
+}
+
+static RECORDED: tokio::sync::OnceCell<Option<Recorded>> = tokio::sync::OnceCell::const_new();
+
+/// The test binary's one recording, made by its first test to ask; `None` when the build is missing
+/// (`test` then says it is skipped, as [`Build::for_tests`] does).
+pub async fn recorded_once(test: &str) -> Option<&'static Recorded> {
+    RECORDED
+        .get_or_init(|| async {
+            let build = Build::for_tests(test)?;
+            let exported = record_and_export(&build).await.unwrap();
+            Some(Recorded { build, exported })
+        })
+        .await
+        .as_ref()
+}
+
 /// Records the demonstration on a shop of its own, stopped afterwards, and exports it redacted.
 pub async fn record_and_export(build: &Build) -> Result<Exported> {
     let site = DemoSite::start(0)?;

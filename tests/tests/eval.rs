@@ -13,42 +13,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
-use trace_e2e::browser::Build;
-use trace_e2e::demo;
+use trace_e2e::demo::{self, Recorded, recorded_once as recorded};
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::s3::S3Server;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use trace_manifest::eval::{EpisodeEnd, EvalResult, EvalSummary, WebsiteSummary};
 use trace_manifest::postprocess::Predicate;
-
-/// The demonstration, recorded once for every test of this file.
-struct Recorded {
-    build: Build,
-    /// `trace-host export --redact`'s zip.
-    bundle: PathBuf,
-    /// The shop's origin when it was recorded (the replay serves it there).
-    origin: String,
-    _exported: demo::Exported,
-}
-
-static RECORDED: OnceCell<Option<Recorded>> = OnceCell::const_new();
-
-async fn recorded(test: &str) -> Option<&'static Recorded> {
-    RECORDED
-        .get_or_init(|| async {
-            let build = Build::for_tests(test)?;
-            let exported = demo::record_and_export(&build).await.unwrap();
-            Some(Recorded {
-                build,
-                bundle: exported.bundle.clone(),
-                origin: exported.origin.clone(),
-                _exported: exported,
-            })
-        })
-        .await
-        .as_ref()
-}
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -63,7 +33,7 @@ fn scripted(mode: &str) -> String {
 
 /// `trace-replay eval SOURCE --agent AGENT --out OUT ...`, and its one task's result.
 fn evaluate(recorded: &Recorded, agent: &str, out: &Path, extra: &[&str]) -> EvalResult {
-    evaluate_bundle(recorded, &recorded.bundle, agent, out, extra, &[])
+    evaluate_bundle(recorded, &recorded.exported.bundle, agent, out, extra, &[])
 }
 
 /// [`evaluate`] on `bundle`, with `env` set for `trace-replay`.
@@ -180,14 +150,14 @@ async fn agents_are_scored_by_the_checkpoints_they_reach_and_by_webarena_verifie
     assert!(cart["request"]["postData"]["text"].as_str().unwrap().contains("product=blue-mug"), "{cart}");
     assert_eq!(cart["response"]["status"], 303);
     assert!(cart["response"]["redirectURL"].as_str().unwrap().ends_with("/cart"), "{cart}");
-    let home = entries.iter().find(|e| e["request"]["url"] == format!("{}/", recorded.origin)).unwrap();
+    let home = entries.iter().find(|e| e["request"]["url"] == format!("{}/", recorded.exported.origin)).unwrap();
     assert!(home["response"]["content"]["text"].as_str().unwrap().contains("<html"), "text bodies are inline");
 
     // WebArena Verified's evaluator, on a task of the demo shop in place of one of its own: the agent says
     // it changed the site, and the cart's POST carries the blue mug.
     let evaluator = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/webarena-venv/bin");
     assert!(evaluator.join("webarena-verified").exists(), "`.ci/install` installs WebArena Verified's evaluator");
-    let config = webarena_task_file(runs.path(), &evaluator, &digits, &recorded.origin);
+    let config = webarena_task_file(runs.path(), &evaluator, &digits, &recorded.exported.origin);
     for (run, expected) in [("human", 1.0), ("other-path", 1.0), ("halfway", 0.0), ("wrong", 0.0)] {
         let dir = runs.path().join(run);
         let output = Command::new(evaluator.join("webarena-verified"))
@@ -209,7 +179,7 @@ async fn a_judge_scores_what_rules_cannot_beside_the_rules() {
     let runs = tempfile::tempdir().unwrap();
     // The bundle unpacked, with a rubric: one item a predicate, two that only words verify.
     let bundle = runs.path().join("bundle");
-    zip::ZipArchive::new(std::fs::File::open(&recorded.bundle).unwrap()).unwrap().extract(&bundle).unwrap();
+    zip::ZipArchive::new(std::fs::File::open(&recorded.exported.bundle).unwrap()).unwrap().extract(&bundle).unwrap();
     let rubric = json!({"items": [
         {"id": "cart-post", "weight": 2, "requirement": "The mug was put in the cart",
          "verification": {"kind": "request", "method": "POST", "url_pattern": "/cart"}},
@@ -325,13 +295,13 @@ async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() 
     // A dataset whose tasks share the one recording, each named for the way its agent behaves.
     let dataset = tempfile::tempdir().unwrap();
     std::fs::create_dir(dataset.path().join("bundles")).unwrap();
-    std::fs::copy(&recorded.bundle, dataset.path().join("bundles/shop.zip")).unwrap();
+    std::fs::copy(&recorded.exported.bundle, dataset.path().join("bundles/shop.zip")).unwrap();
     let modes = ["crash", "hang", "malformed", "no-connect", "other-path", "silent"];
     let mut lines = String::new();
     for mode in modes {
         let line = json!({
             "task_id": mode, "task_description": demo::DESCRIPTION, "task_type": "action",
-            "website_url": recorded.origin, "num_steps": 0, "duration_seconds": 0.0, "tool_calls": [],
+            "website_url": recorded.exported.origin, "num_steps": 0, "duration_seconds": 0.0, "tool_calls": [],
             "credentials": [], "checkpoints": [], "checkpoints_reasoning": "", "ignored": [],
             "bundle": "bundles/shop.zip", "redacted": true
         });

@@ -10,9 +10,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use chromiumoxide::Page;
-use tokio::sync::OnceCell;
 use trace_e2e::browser::Build;
-use trace_e2e::demo;
+use trace_e2e::demo::{self, Recorded, recorded_once as recorded};
 use trace_e2e::run;
 use trace_manifest::archive::Bundle;
 use trace_manifest::bundle::{STORAGE_FILE, StorageFile};
@@ -20,24 +19,6 @@ use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint, Predicate};
 use trace_replay::chromium::{self, Chromium, Launch};
-
-struct Recorded {
-    build: Build,
-    exported: demo::Exported,
-}
-
-static RECORDED: OnceCell<Option<Recorded>> = OnceCell::const_new();
-
-async fn recorded(test: &str) -> Option<&'static Recorded> {
-    RECORDED
-        .get_or_init(|| async {
-            let build = Build::for_tests(test)?;
-            let exported = demo::record_and_export(&build).await.unwrap();
-            Some(Recorded { build, exported })
-        })
-        .await
-        .as_ref()
-}
 
 /// `trace-host view WHAT` running, and the URL it printed.
 struct Viewer {
