@@ -309,10 +309,7 @@ async fn entry_page(State(app): State<Arc<App>>, UrlPath((key, index)): UrlPath<
     if index >= recording.entries.len() {
         return Err(not_found(&format!("request {index}")));
     }
-    let body = match &recording.entries[index].1.response.content.file {
-        Some(file) => recording.file(file)?,
-        None => None,
-    };
+    let body = recording.response_body(index)?;
     Ok(app_page(StatusCode::OK, pages::entry(&key, &recording, index, body.as_deref(), app.in_run())))
 }
 
@@ -349,12 +346,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
 async fn bundle_file(State(app): State<Arc<App>>, UrlPath((key, path)): UrlPath<(String, String)>) -> PageResult {
     let recording = app.recording(&key).await?;
     let bytes = recording.file(&path)?.ok_or_else(|| not_found(&path))?;
-    let mut response = bytes.into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type(&path)));
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(FILE_POLICY));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    Ok(response)
+    Ok(sandboxed(bytes, content_type(&path), FILE_POLICY))
 }
 
 /// A DOM snapshot as the page looked: its stylesheets and images inlined from the recording, under the
@@ -369,12 +361,17 @@ async fn rendered_snapshot(State(app): State<Arc<App>>, UrlPath((key, path)): Ur
     })
     .await
     .map_err(|error| Failure(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()))?;
-    let mut response = rendered.into_response();
+    Ok(sandboxed(rendered.into_bytes(), "text/html; charset=utf-8", SNAPSHOT_POLICY))
+}
+
+/// Content from a bundle as a response: of the type given (never sniffed), under `policy`.
+fn sandboxed(body: Vec<u8>, content_type: &'static str, policy: &'static str) -> Response {
+    let mut response = body.into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(SNAPSHOT_POLICY));
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(policy));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    Ok(response)
+    response
 }
 
 /// The type a bundle file is served as: images and snapshots as what they are, anything else as bytes.

@@ -600,16 +600,9 @@ fn status_text(status: u16) -> String {
 }
 
 /// One request: what was sent and what came back, bodies shown as what they are.
-pub fn entry(key: &str, recording: &Recording, index: usize, stored_body: Option<&[u8]>, in_run: bool) -> Markup {
+pub fn entry(key: &str, recording: &Recording, index: usize, body: Option<&[u8]>, in_run: bool) -> Markup {
     let entry = &recording.entries[index].1;
     let content = &entry.response.content;
-    let body: Option<Vec<u8>> = stored_body.map(<[u8]>::to_vec).or_else(|| {
-        let text = content.text.as_deref()?;
-        match content.encoding.as_deref() {
-            Some("base64") => base64::Engine::decode(&base64::engine::general_purpose::STANDARD, text).ok(),
-            _ => Some(text.as_bytes().to_vec()),
-        }
-    });
     layout(
         &entry.request.url,
         recording_nav(key, in_run),
@@ -647,7 +640,7 @@ pub fn entry(key: &str, recording: &Recording, index: usize, stored_body: Option
             }
             h2 { "Response headers" } (headers(&entry.response.headers))
             h2 { "Response body " span.muted { (content.mime_type) " · " (bytes(content.size.max(0) as u64)) } }
-            @match &body {
+            @match body {
                 Some(body) => (body_view(key, &content.mime_type, body, content.file.as_deref())),
                 None => p.muted { "No body was recorded." },
             }

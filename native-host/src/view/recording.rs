@@ -164,7 +164,8 @@ impl Recording {
         };
         let checkpoints = match checkpoints {
             Some(checkpoints) => {
-                let evidence = Evidence::load(&mut bundle).context("the recording's evidence")?;
+                let evidence =
+                    Evidence::load_with_events(&mut bundle, events.clone()).context("the recording's evidence")?;
                 let proven = checkpoints
                     .into_iter()
                     .map(|checkpoint| {
@@ -223,17 +224,24 @@ impl Recording {
                 entry.request.method == "GET" && (200..300).contains(&entry.response.status)
             })
             .collect();
-        let chosen = answered.iter().rev().find(|&&index| self.entries[index].0 <= at).or(answered.first())?;
-        let content = &self.entries[*chosen].1.response.content;
-        let body = match (&content.file, &content.text) {
-            (Some(file), _) => self.file(file).ok()??,
+        let chosen = *answered.iter().rev().find(|&&index| self.entries[index].0 <= at).or(answered.first())?;
+        let body = self.response_body(chosen).ok()??;
+        Some((self.entries[chosen].1.response.content.mime_type.clone(), body))
+    }
+
+    /// The response body of network entry `index`: stored apart in the bundle, or inline in the HAR (as
+    /// text, or base64 when its `encoding` says so). `None` when none was recorded.
+    pub fn response_body(&self, index: usize) -> Result<Option<Vec<u8>>> {
+        let Some((_, entry)) = self.entries.get(index) else { return Ok(None) };
+        let content = &entry.response.content;
+        Ok(match (&content.file, &content.text) {
+            (Some(file), _) => self.file(file)?,
             (None, Some(text)) if content.encoding.as_deref() == Some("base64") => {
-                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, text).ok()?
+                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, text).ok()
             }
-            (None, Some(text)) => text.as_bytes().to_vec(),
-            (None, None) => return None,
-        };
-        Some((content.mime_type.clone(), body))
+            (None, Some(text)) => Some(text.as_bytes().to_vec()),
+            (None, None) => None,
+        })
     }
 
     /// The recorded responses as a page loaded at `at` (epoch milliseconds) had them.
