@@ -2,18 +2,18 @@
 //!
 //! From the store (or directory) the campaign sent to, every `<campaign>/<pseudonym>/<task>.zip` with its
 //! `<task>.annotation.json` is fetched and checked: the zip must be what its annotation says (size and
-//! SHA-256) and a valid bundle; the same bundle submitted twice is kept once; the coordinator's review
-//! file may reject a submission, with a reason. What passes becomes a dataset as `trace-host dataset`
-//! writes one (`tasks.jsonl` and `bundles/`, redacted again); every `<pseudonym>/journeys.jsonl` is joined
-//! into `journeys.jsonl`; and `collected.json` says which submissions were taken, per campaign task and per
-//! pseudonym, and which were not and why.
+//! SHA-256), and then a valid bundle (as `dataset` checks every bundle); the same bundle submitted twice is
+//! kept once; the coordinator's review file may reject a submission, with a reason. What passes becomes a
+//! dataset as `trace-host dataset` writes one (`tasks.jsonl` and `bundles/`, redacted again); every
+//! `<pseudonym>/journeys.jsonl` is joined into `journeys.jsonl`; and `collected.json` says which submissions
+//! were taken, per campaign task and per pseudonym, and which were not and why.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
-use trace_manifest::archive::{self, Bundle, sha256_hex};
+use trace_manifest::archive::sha256_hex;
 use trace_manifest::campaign::{CollectReport, CollectSkipped, TaskAnnotation};
 use trace_manifest::store::Location;
 
@@ -86,14 +86,11 @@ pub async fn collect(store: &str, out: &Path, review: &Review) -> Result<Collect
         }
         let path = staging.path().join(format!("{}.zip", taken.len()));
         std::fs::write(&path, &zip)?;
-        if let Err(reason) = valid(&path) {
-            report.skipped.push(skip(format!("not a valid bundle: {reason}")));
-            continue;
-        }
         taken.push((name, annotation, path));
     }
 
-    // Bundles were redacted before they left each person's machine; the dataset checks them again.
+    // The dataset validates each bundle (an invalid one is skipped, with why) and redacts it again, though
+    // it was redacted before it left the person's machine.
     let options = DatasetOptions {
         format: trace_manifest::report::DatasetFormat::Trace,
         redact: true,
@@ -131,16 +128,4 @@ pub async fn collect(store: &str, out: &Path, review: &Review) -> Result<Collect
     }
     crate::atomic::write_json(&out.join(REPORT_FILE), &report)?;
     Ok(report)
-}
-
-/// Whether the zip at `path` is a bundle that validates against its own index; else what is wrong.
-fn valid(path: &Path) -> std::result::Result<(), String> {
-    let mut bundle = Bundle::open(path).map_err(|error| error.to_string())?;
-    let validation = archive::validate(&mut bundle, &mut |_| {}).map_err(|error| error.to_string())?;
-    if validation.is_valid() {
-        return Ok(());
-    }
-    let problems: Vec<String> =
-        validation.problems.iter().map(|problem| format!("{}: {}", problem.file, problem.message)).collect();
-    Err(problems.join("; "))
 }
