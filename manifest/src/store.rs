@@ -118,11 +118,7 @@ impl Location {
             return Ok(());
         }
         let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        store
-            .put(&Self::key(prefix, relative), PutPayload::from(bytes))
-            .await
-            .with_context(|| format!("cannot put {relative} into the object store"))?;
-        Ok(())
+        put_object(store.as_ref(), prefix, relative, bytes).await
     }
 }
 
@@ -132,12 +128,7 @@ impl Location {
     pub async fn put_bytes(&self, relative: &str, bytes: Vec<u8>) -> Result<()> {
         anyhow::ensure!(crate::bundle::is_safe_relative_path(relative), "{relative} is not a key under the location");
         match &self.store {
-            Some((store, prefix)) => {
-                store
-                    .put(&Self::key(prefix, relative), PutPayload::from(bytes))
-                    .await
-                    .with_context(|| format!("cannot put {relative} into the object store"))?;
-            }
+            Some((store, prefix)) => put_object(store.as_ref(), prefix, relative, bytes).await?,
             None => {
                 let target = self.local.join(relative);
                 if let Some(parent) = target.parent() {
@@ -190,6 +181,15 @@ impl Location {
         found.sort();
         Ok(found)
     }
+}
+
+/// Puts `bytes` under `prefix` at `relative`.
+async fn put_object(store: &dyn ObjectStore, prefix: &StorePath, relative: &str, bytes: Vec<u8>) -> Result<()> {
+    store
+        .put(&Location::key(prefix, relative), PutPayload::from(bytes))
+        .await
+        .with_context(|| format!("cannot put {relative} into the object store"))?;
+    Ok(())
 }
 
 /// The files under `dir`, relative to the listing's root (`prefix`), partial files left out.
