@@ -43,7 +43,13 @@ impl Evidence {
     /// Reads the events, the DOM snapshots and the text request bodies of a bundle.
     #[cfg(feature = "native")]
     pub fn load(bundle: &mut Bundle) -> anyhow::Result<Evidence> {
-        let mut events = bundle.events()?;
+        let events = bundle.events()?;
+        Evidence::load_with_events(bundle, events)
+    }
+
+    /// As [`Evidence::load`], for a caller that has read the bundle's events already.
+    #[cfg(feature = "native")]
+    pub fn load_with_events(bundle: &mut Bundle, mut events: Vec<EventRecord>) -> anyhow::Result<Evidence> {
         events.sort_by_key(|record| record.id);
         let mut exchanges = crate::exchange::exchanges(&events);
         for exchange in &mut exchanges {

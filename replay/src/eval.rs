@@ -213,9 +213,10 @@ impl Episode<'_> {
 
         // The session, processed as a person's recording is.
         let mut bundle = Bundle::open_with_limits(session.dir(), self.options.limits)?;
-        let evidence = Evidence::load(&mut bundle)?;
+        // The session's events are in hand: they are not read back from the bundle just written.
+        let evidence = Evidence::load_with_events(&mut bundle, events)?;
         let answer = outcome.answer();
-        let derived = trajectory::derive(self.task.task_id.clone(), &events, answer.as_deref());
+        let derived = trajectory::derive(self.task.task_id.clone(), &evidence.events, answer.as_deref());
         let steps = outcome.steps(&derived.trajectory.tool_calls);
         let checkpoints = score::checkpoints(&reference.checkpoints, &evidence);
         let (success, success_basis) = match (reference.task.task_type, &reference.task.answer) {
