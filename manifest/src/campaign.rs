@@ -20,6 +20,9 @@ use crate::task::TaskType;
 pub const CAMPAIGN_FILE: &str = "campaign.json";
 /// The annotation of a submitted task or journey, uploaded beside it.
 pub const ANNOTATION_FILE: &str = "annotation.json";
+/// A person's submitted journeys in a campaign's store (`<campaign>/<pseudonym>/journeys.jsonl`), and all
+/// of them joined in a collected dataset.
+pub const JOURNEYS_FILE: &str = "journeys.jsonl";
 /// The shortest task label a journey may get: long enough to be a request to an assistant.
 pub const MIN_LABEL_CHARS: usize = 15;
 /// The longest id (of a campaign, one of its tasks, a pseudonym): ids become object keys.
@@ -299,6 +302,19 @@ pub struct JourneyAnnotation {
     /// Visit ids of steps the person dropped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<u64>,
+}
+
+/// One line of a campaign's `journeys.jsonl`: a journey a person submitted, its dropped steps left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JourneySubmission {
+    pub campaign: String,
+    pub pseudonym: String,
+    /// The journey as submitted: the steps the person kept.
+    pub journey: Journey,
+    pub annotation: JourneyAnnotation,
+    /// RFC 3339.
+    pub submitted_at: String,
 }
 
 /// Could an assistant do it on the web as it is?

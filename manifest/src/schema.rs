@@ -6,7 +6,7 @@
 use schemars::{Schema, schema_for};
 
 use crate::bundle::{BundleManifest, StorageFile};
-use crate::campaign::{Campaign, CollectReport, Journey, JourneyAnnotation, OutboxEntry, TaskAnnotation};
+use crate::campaign::{Campaign, CollectReport, Journey, JourneyAnnotation, JourneySubmission, OutboxEntry, TaskAnnotation};
 use crate::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use crate::eval::{AgentDone, AgentResponse, EvalResult, EvalSummary, Rubric};
 use crate::event::EventRecord;
@@ -16,7 +16,7 @@ use crate::report::{
     ValidateReport,
 };
 use crate::trajectory::Trajectory;
-use crate::wire::{ClientMessage, HostMessage};
+use crate::wire::{ClientMessage, HostMessage, Request};
 
 /// Every schema, by file name.
 pub fn schemas() -> Vec<(&'static str, Schema)> {
@@ -26,6 +26,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("storage.schema.json", schema_for!(StorageFile)),
         ("client-message.schema.json", schema_for!(ClientMessage)),
         ("host-message.schema.json", schema_for!(HostMessage)),
+        ("host-request.schema.json", schema_for!(Request)),
         ("trajectory.schema.json", schema_for!(Trajectory)),
         ("credentials.schema.json", schema_for!(Vec<CredentialEntry>)),
         ("checkpoints.schema.json", schema_for!(Vec<Checkpoint>)),
@@ -37,6 +38,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("campaign.schema.json", schema_for!(Campaign)),
         ("journey.schema.json", schema_for!(Journey)),
         ("journey-annotation.schema.json", schema_for!(JourneyAnnotation)),
+        ("journey-submission.schema.json", schema_for!(JourneySubmission)),
         ("task-annotation.schema.json", schema_for!(TaskAnnotation)),
         ("outbox.schema.json", schema_for!(OutboxEntry)),
         ("collected.schema.json", schema_for!(CollectReport)),

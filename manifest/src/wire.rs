@@ -161,6 +161,124 @@ pub enum HostMessage {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expected_seq: Option<u64>,
     },
+    /// The answer to a [`Request`].
+    Answer(Answer),
+}
+
+/// A question an extension page asks the host in a message of its own (`chrome.runtime.sendNativeMessage`:
+/// Chrome starts a host for it, the host answers once with [`HostMessage::Answer`], and Chrome closes it).
+/// Tagged by `request`, not `type`, so that it is never taken for a task's message; it has no seq.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "request", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// A stopped recording as the person reviews it before submitting it.
+    Review { task_id: TaskId },
+    /// Thumbnails of the review's steps from step `from` on, as many as fit in one message.
+    Thumbnails { task_id: TaskId, from: usize },
+    /// The person corrected the description or the answer of a stopped recording.
+    Annotate {
+        task_id: TaskId,
+        description: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<String>,
+    },
+    /// The person does not want a stopped recording: it is deleted.
+    Discard { task_id: TaskId },
+    /// Submits a stopped recording to a campaign (its `campaign.json` as loaded) as one of its tasks.
+    Submit { task_id: TaskId, campaign: String, campaign_task: String, pseudonym: String },
+    /// The submissions in the outbox; with `send`, the waiting ones are tried again first.
+    Outbox {
+        #[serde(default)]
+        send: bool,
+    },
+    /// The journeys Chrome itself grouped in the profile's history over the last `days`, if it has any.
+    Journeys {
+        days: u32,
+        #[serde(default)]
+        excluded: Vec<String>,
+    },
+    /// Journeys the person annotated, submitted to a campaign.
+    SubmitJourneys { campaign: String, pseudonym: String, journeys: Vec<AnnotatedJourney> },
+}
+
+/// A journey as the person submits it: the journey as shown, and what they said of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnnotatedJourney {
+    pub journey: crate::campaign::Journey,
+    pub annotation: crate::campaign::JourneyAnnotation,
+}
+
+/// The host's answer to a [`Request`]. Always within [`MAX_OUTBOUND_BYTES`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum Answer {
+    Review(ReviewSheet),
+    Thumbnails {
+        task_id: TaskId,
+        thumbnails: Vec<Thumbnail>,
+        /// The first step not answered, when the message had no room for more: ask again from it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<usize>,
+    },
+    /// Done as asked (an annotation saved, a recording discarded).
+    Done,
+    /// The submissions, waiting first, then sent, each as its outbox entry says.
+    Outbox { submissions: Vec<crate::campaign::OutboxEntry> },
+    /// Chrome's own journeys, or `None` when the profile's history has none (or cannot be found): the page
+    /// then groups `chrome.history` by TRACE's rule.
+    Journeys {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        journeys: Option<Vec<crate::campaign::Journey>>,
+    },
+    /// The request could not be done, in words for the person.
+    Failed { message: String },
+}
+
+/// A stopped recording as the review page shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewSheet {
+    pub task_id: TaskId,
+    pub source: String,
+    pub task_type: crate::task::TaskType,
+    pub description: String,
+    pub website: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The steps, in words; a long recording's last ones may be left out (`steps_left_out`).
+    pub steps: Vec<ReviewStep>,
+    #[serde(default)]
+    pub steps_left_out: usize,
+    /// The secrets typed, which the submission replaces by placeholders (never their values).
+    pub credentials: Vec<ReviewCredential>,
+    /// The checkpoints chosen, in words.
+    pub checkpoints: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewStep {
+    pub index: usize,
+    pub text: String,
+    /// Whether a screenshot shows the page at this step (see [`Request::Thumbnails`]).
+    pub has_thumbnail: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewCredential {
+    pub placeholder: String,
+    pub site: String,
+    pub field: String,
+    pub characters: usize,
+}
+
+/// A step's screenshot, scaled down.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Thumbnail {
+    pub step: usize,
+    pub width: u32,
+    pub height: u32,
+    /// A JPEG, base64.
+    pub jpeg: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

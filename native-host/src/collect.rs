@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use trace_manifest::archive::sha256_hex;
-use trace_manifest::campaign::{CollectReport, CollectSkipped, TaskAnnotation};
+use trace_manifest::campaign::{CollectReport, CollectSkipped, JOURNEYS_FILE, TaskAnnotation};
 use trace_manifest::store::Location;
 
 use crate::dataset::{self, DatasetOptions, Source};
@@ -22,8 +22,6 @@ use crate::redact::{SuspectDecisions, SuspectPolicy};
 
 /// What `collected.json` is called in the dataset.
 pub const REPORT_FILE: &str = "collected.json";
-/// The joined journeys, in the dataset.
-pub const JOURNEYS_FILE: &str = "journeys.jsonl";
 
 /// The coordinator's review: by submission (`<campaign>/<pseudonym>/<task>`), a decision.
 #[derive(Debug, Default, Deserialize)]

@@ -266,6 +266,20 @@ pub fn finish_task(conn: &Connection, id: &TaskId, answer: Option<&str>, ended_a
     Ok(())
 }
 
+/// The person's corrections of a stopped task, made when reviewing it.
+pub fn set_description_and_answer(
+    conn: &Connection,
+    id: &TaskId,
+    description: &str,
+    answer: Option<&str>,
+) -> Result<()> {
+    conn.execute(
+        "UPDATE tasks SET description = ?2, answer = ?3 WHERE id = ?1",
+        params![id.as_str(), description, answer],
+    )?;
+    Ok(())
+}
+
 /// Appends an event, numbering it after the task's last one; returns its id.
 pub fn append_event(conn: &Connection, task: &TaskId, seq: u64, record: &mut EventRecord) -> Result<u64> {
     let id: i64 = conn.query_row(

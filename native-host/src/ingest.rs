@@ -219,6 +219,11 @@ impl Ingestor {
         })
     }
 
+    /// The data directory the ingestor writes.
+    pub fn data(&self) -> &DataDir {
+        &self.state.data
+    }
+
     /// Applies a batch and returns the replies: errors and answers in message order, then one `ack` per task
     /// touched, then `task_stopped` for tasks finalized.
     pub fn apply(&mut self, batch: Vec<Result<Incoming, Rejected>>) -> Vec<HostMessage> {

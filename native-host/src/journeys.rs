@@ -36,8 +36,43 @@ pub fn default_history() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-/// The journeys of the history at `history`, oldest first.
+/// The `History` database of the browser profile that started this process, as Chrome starts a native
+/// messaging host: its command line names the profile's folder (`--user-data-dir`, `--profile-directory`).
+/// Without those (or where a process's command line cannot be read), the default profile's.
+pub fn browser_history() -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        let parent = rustix::process::getppid()?;
+        let command_line = std::fs::read(format!("/proc/{}/cmdline", parent.as_raw_nonzero())).ok()?;
+        let arguments: Vec<String> =
+            command_line.split(|byte| *byte == 0).map(|arg| String::from_utf8_lossy(arg).into_owned()).collect();
+        let flag = |name: &str| arguments.iter().find_map(|arg| arg.strip_prefix(name)).map(str::to_owned);
+        if let Some(user_data) = flag("--user-data-dir=") {
+            let profile = flag("--profile-directory=").unwrap_or_else(|| "Default".to_owned());
+            return Some(PathBuf::from(user_data).join(profile).join("History")).filter(|path| path.exists());
+        }
+    }
+    default_history()
+}
+
+/// The journeys of the history at `history`, oldest first: Chrome's own, else grouped by TRACE's rule.
 pub fn from_history(history: &Path, options: &Options) -> Result<Vec<Journey>> {
+    let conn = open_copy(history)?;
+    if let Some(journeys) = chrome_clusters(&conn.1, options)? {
+        return Ok(journeys);
+    }
+    let visits = visits(&conn.1, chrome_time(options.since_ms))?;
+    Ok(journeys::group(&visits, &options.excluded))
+}
+
+/// Chrome's own journeys of the history at `history`, or `None` when it has none for the period.
+pub fn chrome_journeys(history: &Path, options: &Options) -> Result<Option<Vec<Journey>>> {
+    chrome_clusters(&open_copy(history)?.1, options)
+}
+
+/// Opens a copy of the history at `history`, made in a temporary folder that lives as long as the
+/// connection is kept with it.
+fn open_copy(history: &Path) -> Result<(tempfile::TempDir, Connection)> {
     let copy = tempfile::tempdir().context("cannot make a folder for the history's copy")?;
     let copied = copy.path().join("History");
     std::fs::copy(history, &copied).with_context(|| format!("cannot copy {}", history.display()))?;
@@ -50,13 +85,15 @@ pub fn from_history(history: &Path, options: &Options) -> Result<Vec<Journey>> {
     let conn =
         Connection::open_with_flags(&copied, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
             .with_context(|| format!("{} is not a history database", history.display()))?;
-    let since = chrome_time(options.since_ms);
-    let clusters = if has_table(&conn, "clusters_and_visits")? { chrome_clusters(&conn, since)? } else { Vec::new() };
-    if !clusters.is_empty() {
-        return Ok(journeys::from_groups(&clusters, &options.excluded, JourneySource::Chrome));
+    Ok((copy, conn))
+}
+
+fn chrome_clusters(conn: &Connection, options: &Options) -> Result<Option<Vec<Journey>>> {
+    if !has_table(conn, "clusters_and_visits")? {
+        return Ok(None);
     }
-    let visits = visits(&conn, since)?;
-    Ok(journeys::group(&visits, &options.excluded))
+    let clusters = cluster_visits(conn, chrome_time(options.since_ms))?;
+    Ok((!clusters.is_empty()).then(|| journeys::from_groups(&clusters, &options.excluded, JourneySource::Chrome)))
 }
 
 fn has_table(conn: &Connection, name: &str) -> Result<bool> {
@@ -78,7 +115,7 @@ fn visits(conn: &Connection, since: i64) -> Result<Vec<Visit>> {
 }
 
 /// Chrome's clusters of the visits since `since`, each in time order, by cluster id.
-fn chrome_clusters(conn: &Connection, since: i64) -> Result<Vec<Vec<Visit>>> {
+fn cluster_visits(conn: &Connection, since: i64) -> Result<Vec<Vec<Visit>>> {
     let sql = format!(
         "SELECT cv.cluster_id, {VISIT_COLUMNS} FROM clusters_and_visits cv JOIN visits v ON v.id = cv.visit_id \
          JOIN urls u ON u.id = v.url WHERE v.visit_time >= ?1 ORDER BY cv.cluster_id, v.visit_time"

@@ -17,6 +17,7 @@
 //! - [`collect`]: a campaign's submissions checked and made into a dataset.
 //! - [`submit`]: a recording submitted to a campaign's store through an outbox on disk.
 //! - [`journeys`]: a Chrome profile's history (a copy of it) grouped into journeys for annotation.
+//! - [`requests`]: what the extension's pages ask in messages of their own: review, submit, journeys.
 //! - [`view`]: the local, read-only viewer of recordings and runs.
 //! - [`cli`]: the commands people run; [`paths`]: where the data lives.
 //! - [`atomic`]: the one way a file others read is written (partial name, synced, renamed).
@@ -39,6 +40,7 @@ pub mod native;
 pub mod paths;
 pub mod process;
 pub mod redact;
+pub mod requests;
 pub mod submit;
 pub mod task_lock;
 pub mod view;

@@ -8,6 +8,9 @@
 //! - the store thread applies what is queued in batches, one commit per batch ([`crate::ingest`]);
 //! - the writer task sends replies, acknowledgements included, back to the browser.
 //!
+//! A page's request ([`Request`], in a message of its own) is answered beside them, in a task of its own
+//! ([`crate::requests`]).
+//!
 //! Memory stays bounded however fast the browser sends and however slowly it reads: queued messages hold
 //! permits of a byte budget, so the reader stops reading while the store is behind, and replies wait in a
 //! bounded queue, so the store stops (and with it the reader) while the writer is behind. stdout carries
@@ -22,9 +25,11 @@ use futures::SinkExt;
 use tokio::io::AsyncWrite;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::codec::{FramedWrite, LengthDelimitedCodec};
-use trace_manifest::wire::{ErrorCode, HostMessage, MAX_INBOUND_BYTES, MAX_OUTBOUND_BYTES};
+use trace_manifest::wire::{Answer, ErrorCode, HostMessage, MAX_INBOUND_BYTES, MAX_OUTBOUND_BYTES, Request};
 
 use crate::ingest::{self, Incoming, Ingestor, Rejected};
+use crate::paths::DataDir;
+use crate::requests;
 
 /// Bytes of frames that may wait for the store at once.
 const QUEUE_BUDGET_BYTES: usize = 48 << 20;
@@ -59,6 +64,7 @@ where
     R: Read + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let data = ingestor.data().clone();
     let (queue_tx, mut queue_rx) = mpsc::channel::<Queued>(BATCH_MAX_MESSAGES * 2);
     let (reply_tx, mut reply_rx) = mpsc::channel::<HostMessage>(REPLY_QUEUE_MESSAGES);
 
@@ -118,7 +124,7 @@ where
     let reader_queue = queue_tx.clone();
     let reader_replies = reply_tx.clone();
     std::thread::Builder::new().name("stdin-reader".into()).spawn(move || {
-        let end = read_frames(input, &runtime, &reader_queue, &reader_replies);
+        let end = read_frames(input, &runtime, &reader_queue, &reader_replies, &data);
         let _ = ended_tx.send(end);
     })?;
 
@@ -152,12 +158,14 @@ pub fn enlarge_stdin_pipe() {
     }
 }
 
-/// Reads frames until the input ends or breaks, queueing each decoded message for the store.
+/// Reads frames until the input ends or breaks, queueing each decoded message for the store. A page's
+/// [`Request`] is answered beside the store, in a task of its own: a submission's upload may take minutes.
 fn read_frames(
     mut input: impl Read,
     runtime: &tokio::runtime::Handle,
     queue: &mpsc::Sender<Queued>,
     replies: &mpsc::Sender<HostMessage>,
+    data: &DataDir,
 ) -> SessionEnd {
     let budget = Arc::new(Semaphore::new(QUEUE_BUDGET_BYTES));
     loop {
@@ -189,6 +197,16 @@ fn read_frames(
         let permits = len.clamp(1, QUEUE_BUDGET_BYTES) as u32;
         let permit = runtime.block_on(budget.clone().acquire_many_owned(permits)).expect("the budget is never closed");
         let item = Box::new(ingest::decode(&frame));
+        if item.is_err()
+            && let Ok(request) = serde_json::from_slice::<Request>(&frame)
+        {
+            let (data, replies) = (data.clone(), replies.clone());
+            runtime.spawn(async move {
+                let answer = requests::answer(data, request).await;
+                let _ = replies.send(HostMessage::Answer(answer)).await;
+            });
+            continue;
+        }
         drop(frame);
         if queue.blocking_send(Queued::Message { item, permit, len }).is_err() {
             return SessionEnd::Closed; // the store stopped (it logged why)
@@ -211,7 +229,13 @@ fn encode_reply(reply: &HostMessage) -> Bytes {
     if bytes.len() <= MAX_OUTBOUND_BYTES {
         return Bytes::from(bytes);
     }
-    // Only an error's free text can grow; never let it close the port.
+    // Only an error's free text and an answer can grow (answers are built to fit); never close the port.
+    if let HostMessage::Answer(answer) = reply {
+        tracing::error!(size = bytes.len(), answer = ?std::mem::discriminant(answer), "an answer was too large");
+        let failed =
+            HostMessage::Answer(Answer::Failed { message: "the answer was too large; see the host log".into() });
+        return Bytes::from(serde_json::to_vec(&failed).expect("host messages always serialize"));
+    }
     let HostMessage::Error { seq, task_id, code, .. } = reply.clone() else { unreachable!("only errors grow") };
     let short = HostMessage::Error {
         seq,

@@ -17,10 +17,13 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
 use trace_manifest::archive::sha256_hex;
-use trace_manifest::campaign::{Campaign, OutboxEntry, OutboxFile, TaskAnnotation, check_id};
+use trace_manifest::campaign::{
+    Campaign, JOURNEYS_FILE, JourneyAnnotation, JourneySubmission, OutboxEntry, OutboxFile, TaskAnnotation, check_id,
+};
 use trace_manifest::store::Location;
 use trace_manifest::task::TaskId;
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
+use trace_manifest::wire::AnnotatedJourney;
 
 use crate::atomic;
 use crate::db;
@@ -34,6 +37,8 @@ const ENTRY_FILE: &str = "outbox.json";
 /// Where submissions go when the campaign names no destination: under the data directory.
 const DEFAULT_DESTINATION_DIR: &str = "submissions";
 const PSEUDONYM_FILE: &str = "pseudonym";
+/// The journeys submitted so far, one file per campaign and pseudonym.
+const JOURNEYS_DIR: &str = "journeys";
 
 /// The waits between attempts to put a file: three tries in all within one send.
 pub const BACKOFF: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
@@ -76,58 +81,129 @@ pub fn enqueue(
             wanted.task_type.as_str()
         );
     }
-    let name = format!("{}--{pseudonym}--{campaign_task}", campaign.id);
+    let name = format!("{}/{pseudonym}/{campaign_task}", campaign.id);
+    let zip_file = format!("{campaign_task}.zip");
+    let annotation_file = format!("{campaign_task}.annotation.json");
+    // The annotation goes last: a coordinator who sees it can count on the zip being there.
+    let files = [zip_file.as_str(), annotation_file.as_str()];
+    queue(data, campaign, &name, &files, |folder| {
+        let zip = folder.join(&zip_file);
+        let options = ExportOptions { redact: true, suspects: suspects.clone(), ..ExportOptions::default() };
+        export::export(conn, data, task_id, &zip, &options).context("the recording cannot be exported redacted")?;
+        let bytes = std::fs::read(&zip)?;
+        let annotation = TaskAnnotation {
+            campaign: campaign.id.clone(),
+            campaign_task: campaign_task.to_owned(),
+            pseudonym: pseudonym.to_owned(),
+            task_id: task_id.clone(),
+            description: task.description.clone(),
+            task_type: task.task_type,
+            answer: task.answer.clone(),
+            bundle_size: bytes.len() as u64,
+            bundle_sha256: sha256_hex(&bytes),
+            submitted_at: rfc3339_from_millis(now_ms()),
+        };
+        atomic::write_json(&folder.join(&annotation_file), &annotation)?;
+        Ok(())
+    })
+}
+
+/// Puts the person's annotated journeys for `campaign` into the outbox, with those they submitted before:
+/// one `journeys.jsonl` per campaign and pseudonym, a journey submitted again replacing its earlier line.
+/// Each annotation is checked against its journey, and every URL cleaned again by the redaction's rules.
+pub fn enqueue_journeys(
+    data: &DataDir,
+    campaign: &Campaign,
+    pseudonym: &str,
+    journeys: &[AnnotatedJourney],
+) -> Result<PathBuf> {
+    check_id("the pseudonym", pseudonym)?;
+    if !campaign.journeys {
+        bail!("the campaign {} does not ask for journeys", campaign.id);
+    }
+    let kept = data.root().join(JOURNEYS_DIR).join(format!("{}--{pseudonym}.jsonl", campaign.id));
+    let mut lines: Vec<JourneySubmission> = match std::fs::read_to_string(&kept) {
+        Ok(text) => text
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("{} does not parse", kept.display()))?,
+        Err(_) => Vec::new(),
+    };
+    for AnnotatedJourney { journey, annotation } in journeys {
+        annotation.check(journey).map_err(|error| anyhow::anyhow!("journey {}: {error}", journey.id))?;
+        let mut journey = journey.clone();
+        journey.steps.retain(|step| !annotation.dropped.contains(&step.visit_id));
+        for step in &mut journey.steps {
+            step.url = trace_analysis::journeys::clean_url(&step.url);
+        }
+        let annotation = JourneyAnnotation {
+            key_url: trace_analysis::journeys::clean_url(&annotation.key_url),
+            dropped: Vec::new(),
+            ..annotation.clone()
+        };
+        lines.retain(|line| line.journey.id != journey.id);
+        lines.push(JourneySubmission {
+            campaign: campaign.id.clone(),
+            pseudonym: pseudonym.to_owned(),
+            journey,
+            annotation,
+            submitted_at: rfc3339_from_millis(now_ms()),
+        });
+    }
+    let mut text = String::new();
+    for line in &lines {
+        text.push_str(&serde_json::to_string(line)?);
+        text.push('\n');
+    }
+    std::fs::create_dir_all(kept.parent().expect("in a folder"))?;
+    atomic::write(&kept, |out| Ok(out.write_all(text.as_bytes())?))?;
+    let name = format!("{}/{pseudonym}/journeys", campaign.id);
+    queue(data, campaign, &name, &[JOURNEYS_FILE], |folder| {
+        std::fs::copy(&kept, folder.join(JOURNEYS_FILE))?;
+        Ok(())
+    })
+}
+
+/// Puts a submission into the outbox whole: `write` makes `files` in a partial folder, each sent under
+/// the campaign's key for it, in the order given. A waiting submission of the same name is replaced.
+fn queue(
+    data: &DataDir,
+    campaign: &Campaign,
+    name: &str,
+    files: &[&str],
+    write: impl FnOnce(&Path) -> Result<()>,
+) -> Result<PathBuf> {
+    let folder_name = name.replace('/', "--");
     let outbox = data.root().join(OUTBOX_DIR);
     std::fs::create_dir_all(&outbox).with_context(|| format!("cannot create {}", outbox.display()))?;
-    let partial = outbox.join(format!(".{name}.partial"));
+    let partial = outbox.join(format!(".{folder_name}.partial"));
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
-
-    let zip = partial.join(format!("{campaign_task}.zip"));
-    let options = ExportOptions { redact: true, suspects: suspects.clone(), ..ExportOptions::default() };
-    export::export(conn, data, task_id, &zip, &options).context("the recording cannot be exported redacted")?;
-    let bytes = std::fs::read(&zip)?;
-    let annotation = TaskAnnotation {
-        campaign: campaign.id.clone(),
-        campaign_task: campaign_task.to_owned(),
-        pseudonym: pseudonym.to_owned(),
-        task_id: task_id.clone(),
-        description: task.description.clone(),
-        task_type: task.task_type,
-        answer: task.answer.clone(),
-        bundle_size: bytes.len() as u64,
-        bundle_sha256: sha256_hex(&bytes),
-        submitted_at: rfc3339_from_millis(now_ms()),
-    };
-    let annotation_file = format!("{campaign_task}.annotation.json");
-    let (annotation_size, annotation_sha256) = atomic::write_json(&partial.join(&annotation_file), &annotation)?;
-    let key = |file: &str| campaign.submission_key(pseudonym, file);
+    write(&partial)?;
+    let pseudonym = name.split('/').nth(1).expect("names are campaign/pseudonym/what");
+    let mut outbox_files = Vec::new();
+    for file in files {
+        let bytes = std::fs::read(partial.join(file)).with_context(|| format!("{file} was not written"))?;
+        outbox_files.push(OutboxFile {
+            key: campaign.submission_key(pseudonym, file),
+            file: (*file).to_owned(),
+            size: bytes.len() as u64,
+            sha256: sha256_hex(&bytes),
+            landed: false,
+        });
+    }
     let entry = OutboxEntry {
-        name: format!("{}/{pseudonym}/{campaign_task}", campaign.id),
+        name: name.to_owned(),
         destination: campaign.destination.clone(),
-        files: vec![
-            OutboxFile {
-                key: key(&format!("{campaign_task}.zip")),
-                file: format!("{campaign_task}.zip"),
-                size: annotation.bundle_size,
-                sha256: annotation.bundle_sha256.clone(),
-                landed: false,
-            },
-            // The annotation goes last: a coordinator who sees it can count on the zip being there.
-            OutboxFile {
-                key: key(&annotation_file),
-                file: annotation_file,
-                size: annotation_size,
-                sha256: annotation_sha256,
-                landed: false,
-            },
-        ],
+        files: outbox_files,
         attempts: 0,
         last_error: None,
         queued_at: rfc3339_from_millis(now_ms()),
     };
     atomic::write_json(&partial.join(ENTRY_FILE), &entry)?;
-    let folder = outbox.join(&name);
+    let folder = outbox.join(&folder_name);
     let _ = std::fs::remove_dir_all(&folder);
     std::fs::rename(&partial, &folder).with_context(|| format!("cannot put {name} into the outbox"))?;
     Ok(folder)

@@ -15,7 +15,7 @@
 
 mod pages;
 mod pretty;
-mod recording;
+pub(crate) mod recording;
 mod snapshot;
 
 use std::collections::HashMap;

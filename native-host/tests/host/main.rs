@@ -8,6 +8,7 @@ mod durability;
 mod hostile;
 mod malformed;
 mod process;
+mod review;
 mod session;
 mod submit;
 mod transfer;

@@ -1,0 +1,276 @@
+//! Requests of the extension's pages, each in a native message of its own ([`Request`]): the review of a
+//! stopped recording (its steps, thumbnails, credentials and checkpoints), the person's corrections,
+//! discarding it, submitting it or their journeys to a campaign, the outbox's state, and Chrome's own
+//! journeys of the profile. Every answer fits in one message to the browser ([`MAX_OUTBOUND_BYTES`]): a
+//! review leaves out its last steps rather than grow past it, thumbnails come as many as fit, with where to
+//! ask on.
+//!
+//! Submissions made here go through the same outbox as `trace-host submit`, redacted with every suspect
+//! replaced too (a person in a crowd cannot be asked about each one), and are sent at once; what cannot
+//! be sent stays queued and goes with the next request that sends.
+
+use std::io::Cursor;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use base64::Engine;
+use trace_analysis::judge::{predicate_in_words, step_in_words};
+use trace_manifest::campaign::Campaign;
+use trace_manifest::task::{TaskId, TaskStatus, TaskType};
+use trace_manifest::wire::{Answer, MAX_OUTBOUND_BYTES, Request, ReviewCredential, ReviewSheet, ReviewStep, Thumbnail};
+
+use crate::db;
+use crate::export;
+use crate::finalize;
+use crate::journeys;
+use crate::paths::DataDir;
+use crate::process;
+use crate::redact::{SuspectDecisions, SuspectPolicy};
+use crate::submit;
+use crate::task_lock::TaskLock;
+use crate::view::recording::Recording;
+
+/// What an answer may take of a message, leaving room for its envelope.
+const ANSWER_BUDGET_BYTES: usize = MAX_OUTBOUND_BYTES - 16 * 1024;
+/// A thumbnail's largest size, in pixels: enough to recognize the page.
+const THUMBNAIL_WIDTH: u32 = 320;
+const THUMBNAIL_HEIGHT: u32 = 240;
+const THUMBNAIL_QUALITY: u8 = 70;
+
+/// Answers `request` for the data directory `data`; a failure is answered in words.
+pub async fn answer(data: DataDir, request: Request) -> Answer {
+    let name = request_name(&request);
+    match answer_or_fail(data, request).await {
+        Ok(answer) => answer,
+        Err(error) => {
+            tracing::warn!(request = name, "{error:#}");
+            Answer::Failed { message: format!("{error:#}") }
+        }
+    }
+}
+
+async fn answer_or_fail(data: DataDir, request: Request) -> Result<Answer> {
+    let blocking = |work: Box<dyn FnOnce(&DataDir) -> Result<Answer> + Send>| {
+        let data = data.clone();
+        async move { tokio::task::spawn_blocking(move || work(&data)).await? }
+    };
+    match request {
+        Request::Review { task_id } => {
+            blocking(Box::new(move |data| Ok(Answer::Review(review(data, &task_id)?)))).await
+        }
+        Request::Thumbnails { task_id, from } => blocking(Box::new(move |data| thumbnails(data, &task_id, from))).await,
+        Request::Annotate { task_id, description, answer } => {
+            blocking(Box::new(move |data| annotate(data, &task_id, &description, answer.as_deref()))).await
+        }
+        Request::Discard { task_id } => blocking(Box::new(move |data| discard(data, &task_id))).await,
+        Request::Submit { task_id, campaign, campaign_task, pseudonym } => {
+            let campaign = Campaign::parse(campaign.as_bytes())?;
+            blocking(Box::new(move |data| {
+                let conn = db::open(&data.database())?;
+                let suspects = SuspectDecisions { otherwise: SuspectPolicy::Redact, ..SuspectDecisions::default() };
+                submit::enqueue(&conn, data, &campaign, &campaign_task, &task_id, &pseudonym, &suspects)?;
+                Ok(Answer::Done)
+            }))
+            .await?;
+            send_and_list(&data).await
+        }
+        Request::SubmitJourneys { campaign, pseudonym, journeys } => {
+            let campaign = Campaign::parse(campaign.as_bytes())?;
+            submit::enqueue_journeys(&data, &campaign, &pseudonym, &journeys)?;
+            send_and_list(&data).await
+        }
+        Request::Outbox { send: true } => send_and_list(&data).await,
+        Request::Outbox { send: false } => outbox(&data),
+        Request::Journeys { days, excluded } => {
+            blocking(Box::new(move |_| {
+                let since_ms = trace_manifest::time_fmt::now_ms() - f64::from(days) * 86_400_000.0;
+                let options = journeys::Options { since_ms, excluded };
+                let found = match journeys::browser_history() {
+                    Some(history) => journeys::chrome_journeys(&history, &options)?,
+                    None => None,
+                };
+                Ok(Answer::Journeys { journeys: found })
+            }))
+            .await
+        }
+    }
+}
+
+fn request_name(request: &Request) -> &'static str {
+    match request {
+        Request::Review { .. } => "review",
+        Request::Thumbnails { .. } => "thumbnails",
+        Request::Annotate { .. } => "annotate",
+        Request::Discard { .. } => "discard",
+        Request::Submit { .. } => "submit",
+        Request::Outbox { .. } => "outbox",
+        Request::Journeys { .. } => "journeys",
+        Request::SubmitJourneys { .. } => "submit_journeys",
+    }
+}
+
+/// Sends what waits in the outbox (each file retried with [`submit::BACKOFF`]), then lists it.
+async fn send_and_list(data: &DataDir) -> Result<Answer> {
+    submit::send(data, &submit::BACKOFF).await?;
+    outbox(data)
+}
+
+fn outbox(data: &DataDir) -> Result<Answer> {
+    let mut submissions: Vec<_> = submit::outbox(data)?.into_iter().map(|(_, entry)| entry).collect();
+    // The latest sent ones when there are too many to tell: the waiting ones come first and all stay.
+    while answer_size(&Answer::Outbox { submissions: submissions.clone() }) > ANSWER_BUDGET_BYTES {
+        submissions.pop();
+    }
+    Ok(Answer::Outbox { submissions })
+}
+
+/// A stopped recording's bundle, processed, opened as the viewer reads it.
+fn open_recording(data: &DataDir, task_id: &TaskId) -> Result<Recording> {
+    let conn = db::open(&data.database())?;
+    let (_, dir, _lock, _) = export::processed_task_bundle(&conn, data, task_id, "review")?;
+    Recording::open(&dir)
+}
+
+fn review(data: &DataDir, task_id: &TaskId) -> Result<ReviewSheet> {
+    let recording = open_recording(data, task_id)?;
+    let task = &recording.manifest.task;
+    let mut sheet = ReviewSheet {
+        task_id: task_id.clone(),
+        source: task.source.clone(),
+        task_type: task.task_type,
+        description: task.description.clone(),
+        website: task.website.clone(),
+        answer: task.answer.clone(),
+        steps: (0..recording.steps.len())
+            .map(|index| ReviewStep {
+                index,
+                text: step_in_words(&recording.steps[index]),
+                has_thumbnail: step_screenshot(&recording, index).is_some(),
+            })
+            .collect(),
+        steps_left_out: 0,
+        credentials: recording
+            .credentials
+            .iter()
+            .map(|credential| ReviewCredential {
+                placeholder: credential.placeholder(),
+                site: credential.site.clone(),
+                field: credential.field.clone(),
+                characters: credential.value.chars().count(),
+            })
+            .collect(),
+        checkpoints: recording
+            .checkpoints
+            .iter()
+            .flatten()
+            .map(|(checkpoint, _)| format!("{}: {}", checkpoint.reason, predicate_in_words(&checkpoint.predicate)))
+            .collect(),
+    };
+    while sheet.steps.len() > 1 && answer_size(&Answer::Review(sheet.clone())) > ANSWER_BUDGET_BYTES {
+        let keep = sheet.steps.len() / 2;
+        sheet.steps_left_out += sheet.steps.len() - keep;
+        sheet.steps.truncate(keep);
+    }
+    Ok(sheet)
+}
+
+/// The screenshot that shows step `index`: the one taken for its result, else the page before it.
+fn step_screenshot(recording: &Recording, index: usize) -> Option<&str> {
+    recording.steps[index]
+        .screenshot
+        .as_deref()
+        .or_else(|| recording.screenshot_before(index).map(|(shot, _)| shot.file.as_str()))
+}
+
+fn thumbnails(data: &DataDir, task_id: &TaskId, from: usize) -> Result<Answer> {
+    let recording = open_recording(data, task_id)?;
+    let mut thumbnails = Vec::new();
+    let mut used = 0;
+    for index in from..recording.steps.len() {
+        let Some(file) = step_screenshot(&recording, index) else { continue };
+        let Some(bytes) = recording.file(file)? else { continue };
+        let thumbnail = match thumbnail(index, &bytes) {
+            Ok(thumbnail) => thumbnail,
+            Err(error) => {
+                tracing::warn!(file, "no thumbnail: {error:#}");
+                continue;
+            }
+        };
+        // Each thumbnail costs its base64 and a few dozen bytes of JSON.
+        let cost = thumbnail.jpeg.len() + 64;
+        if used + cost > ANSWER_BUDGET_BYTES && !thumbnails.is_empty() {
+            return Ok(Answer::Thumbnails { task_id: task_id.clone(), thumbnails, next: Some(index) });
+        }
+        used += cost;
+        thumbnails.push(thumbnail);
+    }
+    Ok(Answer::Thumbnails { task_id: task_id.clone(), thumbnails, next: None })
+}
+
+fn thumbnail(step: usize, screenshot: &[u8]) -> Result<Thumbnail> {
+    let image = image::load_from_memory(screenshot).context("the screenshot is not an image")?;
+    let small = image.thumbnail(THUMBNAIL_WIDTH, THUMBNAIL_HEIGHT).to_rgb8();
+    let mut jpeg = Cursor::new(Vec::new());
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, THUMBNAIL_QUALITY).encode_image(&small)?;
+    Ok(Thumbnail {
+        step,
+        width: small.width(),
+        height: small.height(),
+        jpeg: base64::engine::general_purpose::STANDARD.encode(jpeg.into_inner()),
+    })
+}
+
+/// Saves the person's description and answer, then writes the bundle and its derived files again so
+/// that everything made from it says the same.
+fn annotate(data: &DataDir, task_id: &TaskId, description: &str, answer: Option<&str>) -> Result<Answer> {
+    let description = description.trim();
+    let answer = answer.map(str::trim).filter(|answer| !answer.is_empty());
+    if description.is_empty() {
+        bail!("the description cannot be empty");
+    }
+    let conn = db::open(&data.database())?;
+    let (task, dir, _lock) = finalize::locked_bundle(&conn, data, task_id, "annotate")?;
+    if task.task_type == TaskType::InformationRetrieval && answer.is_none() {
+        bail!("an information retrieval task needs its answer");
+    }
+    db::set_description_and_answer(&conn, task_id, description, answer)?;
+    finalize::finalize(&conn, data, task_id)?;
+    process::process_locked(&conn, task_id, &dir)?;
+    Ok(Answer::Done)
+}
+
+/// Deletes a stopped recording, leaving its row as the tombstone a discarded recording leaves.
+fn discard(data: &DataDir, task_id: &TaskId) -> Result<Answer> {
+    let conn = db::open(&data.database())?;
+    let task = db::task(&conn, task_id)?.with_context(|| format!("no task {task_id}"))?;
+    match task.status {
+        TaskStatus::Recording => bail!("{task_id} is still being recorded; discard it in the popup"),
+        TaskStatus::Discarded => return Ok(Answer::Done),
+        TaskStatus::Stopped | TaskStatus::Interrupted => {}
+    }
+    let dir = data.capture(task_id);
+    let lock = TaskLock::acquire(&dir, Duration::from_secs(5))?
+        .with_context(|| format!("{task_id} is being written by trace-host; try again in a moment"))?;
+    let transaction = conn.unchecked_transaction()?;
+    db::clear_task_data(&transaction, task_id)?;
+    db::set_status(&transaction, task_id, TaskStatus::Discarded)?;
+    transaction.commit()?;
+    drop(lock);
+    remove_capture(&dir)?;
+    Ok(Answer::Done)
+}
+
+fn remove_capture(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(error).with_context(|| format!("cannot delete {}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The bytes `answer` takes in its message.
+pub fn answer_size(answer: &Answer) -> usize {
+    serde_json::to_vec(answer).map_or(usize::MAX, |bytes| bytes.len())
+}
