@@ -51,39 +51,41 @@ pub async fn answer(data: DataDir, request: Request) -> Answer {
 }
 
 async fn answer_or_fail(data: DataDir, request: Request) -> Result<Answer> {
-    let blocking = |work: Box<dyn FnOnce(&DataDir) -> Result<Answer> + Send>| {
-        let data = data.clone();
-        async move { tokio::task::spawn_blocking(move || work(&data)).await? }
-    };
     match request {
         Request::Review { task_id } => {
-            blocking(Box::new(move |data| Ok(Answer::Review(review(data, &task_id)?)))).await
+            on_blocking_pool(&data, move |data| Ok(Answer::Review(review(data, &task_id)?))).await
         }
-        Request::Thumbnails { task_id, from } => blocking(Box::new(move |data| thumbnails(data, &task_id, from))).await,
+        Request::Thumbnails { task_id, from } => {
+            on_blocking_pool(&data, move |data| thumbnails(data, &task_id, from)).await
+        }
         Request::Annotate { task_id, description, answer } => {
-            blocking(Box::new(move |data| annotate(data, &task_id, &description, answer.as_deref()))).await
+            on_blocking_pool(&data, move |data| annotate(data, &task_id, &description, answer.as_deref())).await
         }
-        Request::Discard { task_id } => blocking(Box::new(move |data| discard(data, &task_id))).await,
+        Request::Discard { task_id } => on_blocking_pool(&data, move |data| discard(data, &task_id)).await,
         Request::Submit { task_id, campaign, campaign_task, pseudonym } => {
             let campaign = Campaign::parse(campaign.as_bytes())?;
-            blocking(Box::new(move |data| {
+            on_blocking_pool(&data, move |data| {
                 let conn = db::open(&data.database())?;
                 let suspects = SuspectDecisions { otherwise: SuspectPolicy::Redact, ..SuspectDecisions::default() };
                 submit::enqueue(&conn, data, &campaign, &campaign_task, &task_id, &pseudonym, &suspects)?;
                 Ok(Answer::Done)
-            }))
+            })
             .await?;
             send_and_list(&data).await
         }
         Request::SubmitJourneys { campaign, pseudonym, journeys } => {
             let campaign = Campaign::parse(campaign.as_bytes())?;
-            submit::enqueue_journeys(&data, &campaign, &pseudonym, &journeys)?;
+            on_blocking_pool(&data, move |data| {
+                submit::enqueue_journeys(data, &campaign, &pseudonym, &journeys)?;
+                Ok(Answer::Done)
+            })
+            .await?;
             send_and_list(&data).await
         }
         Request::Outbox { send: true } => send_and_list(&data).await,
         Request::Outbox { send: false } => outbox(&data),
         Request::Journeys { days, excluded } => {
-            blocking(Box::new(move |_| {
+            on_blocking_pool(&data, move |_| {
                 let since_ms = trace_manifest::time_fmt::now_ms() - f64::from(days) * 86_400_000.0;
                 let options = journeys::Options { since_ms, excluded };
                 let found = match journeys::browser_history() {
@@ -91,10 +93,19 @@ async fn answer_or_fail(data: DataDir, request: Request) -> Result<Answer> {
                     None => None,
                 };
                 Ok(Answer::Journeys { journeys: found })
-            }))
+            })
             .await
         }
     }
+}
+
+/// Runs database and file work off the runtime's threads.
+async fn on_blocking_pool(
+    data: &DataDir,
+    work: impl FnOnce(&DataDir) -> Result<Answer> + Send + 'static,
+) -> Result<Answer> {
+    let data = data.clone();
+    tokio::task::spawn_blocking(move || work(&data)).await?
 }
 
 fn request_name(request: &Request) -> &'static str {
