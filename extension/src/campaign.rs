@@ -2,10 +2,11 @@
 //! it with `Access-Control-Allow-Origin`, as object stores and raw file hosts can) or from a file, checked
 //! whole by [`Campaign::parse`] before anything of it is kept, and kept in the extension's own
 //! `localStorage` with the person's pseudonym and the campaign's tasks they recorded. Each task has a
-//! Record button that starts it with its id as the source. An invalid campaign changes nothing; the
-//! message says why.
+//! Record button that starts it with its id as the source, and the state of its submission as the host's
+//! outbox says (sent, or waiting and why). An invalid campaign changes nothing; the message says why.
 
-use trace_manifest::campaign::Campaign;
+use trace_manifest::campaign::{Campaign, OutboxEntry};
+use trace_manifest::wire::{Answer, Request};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Document, HtmlButtonElement, HtmlInputElement, Storage};
@@ -26,11 +27,60 @@ pub fn init(document: &Document) {
         let _ = input.add_event_listener_with_callback("change", handler.as_ref().unchecked_ref());
         handler.forget();
     }
+    if let Some(button) = document.get_element_by_id("campaign-send") {
+        crate::dom::on_click(&button, || wasm_bindgen_futures::spawn_local(show_submissions(true)));
+    }
+    if let Some(button) = document.get_element_by_id("campaign-journeys") {
+        crate::dom::on_click(&button, || {
+            let url = serde_json::json!({"url": "journeys.html", "active": true});
+            let _ = crate::chrome::tabs_create(&crate::chrome::to_js(&url));
+        });
+    }
     render();
 }
 
+/// Shows each task's submission as the host's outbox has it; with `send`, the waiting ones are tried again.
+async fn show_submissions(send: bool) {
+    let Some(campaign) = stored_campaign() else { return };
+    if send {
+        crate::dom::set_text("campaign-submissions", "Sending…");
+    }
+    let submissions = match crate::host_link::request(&Request::Outbox { send }).await {
+        Ok(Answer::Outbox { submissions }) => submissions,
+        Ok(_) => return,
+        Err(error) => return crate::dom::set_text("campaign-submissions", &format!("Submissions unknown: {error}")),
+    };
+    let prefix = format!("{}/{}/", campaign.id, pseudonym());
+    let mine: Vec<&OutboxEntry> = submissions.iter().filter(|entry| entry.name.starts_with(&prefix)).collect();
+    let waiting = mine.iter().filter(|entry| !entry.is_sent()).count();
+    crate::dom::set_text(
+        "campaign-submissions",
+        &format!("{} submitted, {waiting} waiting to be sent.", mine.len() - waiting),
+    );
+    crate::dom::set_hidden("campaign-send", waiting == 0);
+    for entry in mine {
+        let what = entry.name.trim_start_matches(&prefix);
+        let Some(state) = crate::dom::document()
+            .and_then(|document| document.query_selector(&format!("li[data-task=\"{what}\"] .submission")).ok())
+            .flatten()
+        else {
+            continue;
+        };
+        state.set_text_content(Some(&submission_state(entry)));
+    }
+}
+
+/// A submission's state in words.
+pub fn submission_state(entry: &OutboxEntry) -> String {
+    match (&entry.last_error, entry.is_sent()) {
+        (_, true) => "submitted".to_owned(),
+        (Some(error), false) => format!("waiting to be sent (attempt {}: {error})", entry.attempts),
+        (None, false) => "waiting to be sent".to_owned(),
+    }
+}
+
 async fn load_from_url() {
-    let url = crate::popup::value("campaign-url");
+    let url = crate::dom::value("campaign-url");
     let Some(window) = web_sys::window() else { return };
     let text = async {
         let response: web_sys::Response = JsFuture::from(window.fetch_with_str(&url)).await?.dyn_into()?;
@@ -46,7 +96,7 @@ async fn load_from_url() {
 }
 
 async fn load_from_file() {
-    let file = crate::popup::element("campaign-file")
+    let file = crate::dom::element("campaign-file")
         .and_then(|element| element.dyn_into::<HtmlInputElement>().ok())
         .and_then(|input| input.files())
         .and_then(|files| files.get(0));
@@ -80,11 +130,11 @@ fn accept(text: &str) {
     render();
 }
 
-/// Marks the campaign task `source` as recorded, if it is one of the campaign's.
-pub fn mark_done(source: &str) {
-    let (Some(storage), Some(campaign)) = (storage(), stored_campaign()) else { return };
+/// Marks the campaign task `source` as recorded, if it is one of the campaign's (and says whether it is).
+pub fn mark_done(source: &str) -> bool {
+    let (Some(storage), Some(campaign)) = (storage(), stored_campaign()) else { return false };
     if campaign.task(source).is_none() {
-        return;
+        return false;
     }
     let mut done = done();
     if !done.iter().any(|id| id == source) {
@@ -92,6 +142,7 @@ pub fn mark_done(source: &str) {
         let _ = storage.set_item(DONE_KEY, &serde_json::to_string(&done).unwrap_or_default());
     }
     render();
+    true
 }
 
 /// The person's pseudonym, made at random the first time: the only name a campaign knows them by.
@@ -114,9 +165,15 @@ fn storage() -> Option<Storage> {
     web_sys::window()?.local_storage().ok()?
 }
 
-fn stored_campaign() -> Option<Campaign> {
+/// The campaign loaded, as its text (what the host is sent) and parsed.
+pub fn stored_campaign_text() -> Option<(String, Campaign)> {
     let text = storage()?.get_item(CAMPAIGN_KEY).ok()??;
-    Campaign::parse(text.as_bytes()).ok()
+    let campaign = Campaign::parse(text.as_bytes()).ok()?;
+    Some((text, campaign))
+}
+
+fn stored_campaign() -> Option<Campaign> {
+    stored_campaign_text().map(|(_, campaign)| campaign)
 }
 
 fn done() -> Vec<String> {
@@ -127,7 +184,7 @@ fn done() -> Vec<String> {
 }
 
 fn message(text: &str) {
-    crate::popup::set_text("campaign-message", text);
+    crate::dom::set_text("campaign-message", text);
 }
 
 /// Shows the kept campaign: its title, the person's pseudonym, instructions, and each task with whether it
@@ -135,10 +192,10 @@ fn message(text: &str) {
 fn render() {
     let Some(campaign) = stored_campaign() else { return };
     let Some(document) = web_sys::window().and_then(|window| window.document()) else { return };
-    crate::popup::set_hidden("campaign-view", false);
-    crate::popup::set_text("campaign-title", &campaign.title);
-    crate::popup::set_text("campaign-pseudonym", &format!("you are {}", pseudonym()));
-    crate::popup::set_text("campaign-instructions", &campaign.instructions);
+    crate::dom::set_hidden("campaign-view", false);
+    crate::dom::set_text("campaign-title", &campaign.title);
+    crate::dom::set_text("campaign-pseudonym", &format!("you are {}", pseudonym()));
+    crate::dom::set_text("campaign-instructions", &campaign.instructions);
     let Some(list) = document.get_element_by_id("campaign-tasks") else { return };
     list.set_text_content(None);
     let done = done();
@@ -165,6 +222,9 @@ fn render() {
                 let _ = item.append_child(&button);
             }
         }
+        let _ = item.append_child(&crate::dom::make("span", &[("class", "submission")], None));
         let _ = list.append_child(&item);
     }
+    crate::dom::set_hidden("campaign-journeys", !campaign.journeys);
+    wasm_bindgen_futures::spawn_local(show_submissions(false));
 }

@@ -30,6 +30,9 @@ extern "C" {
     pub static LAST_ERROR: JsValue;
     #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = sendMessage)]
     pub fn send_message(message: &JsValue) -> Promise;
+    /// One message to a native host started for it; the promise holds its one reply.
+    #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = sendNativeMessage)]
+    pub fn send_native_message(application: &str, message: &JsValue) -> Promise;
     #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = getManifest)]
     pub fn get_manifest() -> JsValue;
 
@@ -37,6 +40,13 @@ extern "C" {
     pub fn tabs_create(properties: &JsValue) -> Promise;
     #[wasm_bindgen(js_namespace = ["chrome", "tabs"], js_name = query)]
     pub fn tabs_query(query: &JsValue) -> Promise;
+
+    /// `chrome.history.search({text, startTime, maxResults})`: the pages visited.
+    #[wasm_bindgen(js_namespace = ["chrome", "history"], js_name = search)]
+    pub fn history_search(query: &JsValue) -> Promise;
+    /// `chrome.history.getVisits({url})`: every visit of one page.
+    #[wasm_bindgen(js_namespace = ["chrome", "history"], js_name = getVisits)]
+    pub fn history_get_visits(details: &JsValue) -> Promise;
 
     /// `target` is `{tabId}` or, for a child target attached with flatten, `{tabId, sessionId}`.
     #[wasm_bindgen(js_namespace = ["chrome", "debugger"], js_name = attach)]

@@ -3,13 +3,14 @@
 //! passes the host's replies on.
 //!
 //! Chrome starts the host when the port opens and stops it when the port closes; a closed port is opened
-//! again on the next need.
+//! again on the next need. The extension's pages ask their questions ([`request`]) in messages of their own
+//! instead, each answered by a host Chrome starts for it, so that a long upload never holds up a recording.
 
 use std::cell::RefCell;
 
 use js_sys::Function;
 use serde::Serialize;
-use trace_manifest::wire::{ClientBody, ClientMessage, HostMessage};
+use trace_manifest::wire::{Answer, ClientBody, ClientMessage, HostMessage, Request};
 use wasm_bindgen::prelude::*;
 
 use crate::chrome::{self, Port};
@@ -120,4 +121,28 @@ fn on_port_closed() {
         };
         // The listeners stay until the next connection replaces them: this one is running now.
     });
+}
+
+/// Asks the host one question in a message of its own and returns its answer, or why there is none (the
+/// host missing, or what it could not do), in words for the person.
+pub async fn request(request: &Request) -> Result<Answer, String> {
+    let message = chrome::to_js(&serde_json::to_value(request).map_err(|error| error.to_string())?);
+    let reply = wasm_bindgen_futures::JsFuture::from(chrome::send_native_message(trace_manifest::HOST_NAME, &message))
+        .await
+        .map_err(|error| {
+            let text = js_sys::Error::from(error).message().as_string().unwrap_or_default();
+            match chrome::last_error_message().unwrap_or(text) {
+                missing if missing.contains("not found") => {
+                    format!("trace-host is not installed ({missing}); install it with: {INSTALL_COMMAND}")
+                }
+                other => format!("trace-host did not answer: {other}"),
+            }
+        })?;
+    match serde_json::from_value::<HostMessage>(chrome::from_js(&reply)) {
+        Ok(HostMessage::Answer(Answer::Failed { message })) => Err(message),
+        Ok(HostMessage::Answer(answer)) => Ok(answer),
+        Ok(HostMessage::Error { message, .. }) => Err(message),
+        Ok(other) => Err(format!("trace-host answered something else: {other:?}")),
+        Err(error) => Err(format!("trace-host's answer does not parse: {error}")),
+    }
 }

@@ -7,7 +7,9 @@
 //! - [`chrome`], [`debugger`]: bindings to the `chrome.*` APIs used, and DevTools targets and commands.
 //! - [`host_link`]: the service worker's native messaging port to `trace-host`.
 //! - [`recording`]: the recording in progress; [`snapshots`]: screenshots, DOM and storage captures.
-//! - [`popup`]: the task UI (`popup.html`); [`campaign`]: a coordinator's campaign loaded in it.
+//! - [`popup`]: the task UI (`popup.html`); [`campaign`]: a coordinator's campaign loaded in it;
+//!   [`review`]: a campaign task's recording reviewed and submitted (`review.html`); [`journeys`]: the
+//!   person's history grouped into journeys and annotated (`journeys.html`); [`dom`]: their shared helpers.
 //!
 //! The JavaScript in `static/` only bootstraps: it loads this module, and registers the listeners Chrome
 //! needs at startup, forwarding them here. The in-page script that reports actions runs inside recorded pages,
@@ -17,11 +19,14 @@ pub mod bodies;
 pub mod campaign;
 pub mod chrome;
 pub mod debugger;
+pub mod dom;
 pub mod host_link;
+pub mod journeys;
 pub mod network;
 pub mod outbox;
 pub mod popup;
 pub mod recording;
+pub mod review;
 pub mod snapshots;
 
 use trace_manifest::task::TaskType;
@@ -51,6 +56,16 @@ pub fn format_version() -> u32 {
 pub fn service_worker_start() {
     log(&format!("TRACE recorder {} (capture format {})", env!("CARGO_PKG_VERSION"), trace_manifest::FORMAT_VERSION));
     host_link::ensure_connected();
+}
+
+/// Called by the pages' bootstrap once the module is loaded: renders the page its `<body data-page>` names.
+#[wasm_bindgen]
+pub fn page_main(page: Option<String>) {
+    match page.as_deref() {
+        Some("review") => review::main(),
+        Some("journeys") => journeys::main(),
+        _ => popup::main(),
+    }
 }
 
 /// Answers a message from the popup (`chrome.runtime.onMessage`) with a promise of the reply:

@@ -1,28 +1,29 @@
 //! The task UI, `popup.html` (also usable as the side panel): the host's state (and how to install it when
 //! it is missing), a campaign's tasks ([`crate::campaign`]), the task form, and while recording, live
-//! counts with Stop and Discard. The page only asks; the service worker records.
+//! counts with Stop and Discard. The page only asks; the service worker records. A campaign's task, once
+//! stopped, opens its review ([`crate::review`]), where it is submitted.
 
 use std::cell::RefCell;
 
 use serde_json::{Value, json};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Document, HtmlElement, HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
+use web_sys::Document;
 
 use crate::chrome::{self, from_js, to_js};
+use crate::dom::{set_hidden, set_text, value};
 
 /// How often the popup asks the service worker for its state.
-const REFRESH_MS: i32 = 500;
+const REFRESH_MS: f64 = 500.0;
 
 thread_local! {
-    /// The source of the task being recorded, as the service worker last said.
-    static RECORDING_SOURCE: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The task being recorded and its source, as the service worker last said.
+    static RECORDING: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
 }
 
-/// Called by the popup bootstrap once the module is loaded.
-#[wasm_bindgen]
-pub fn popup_main() {
-    let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
+/// Renders the popup (called by [`crate::page_main`]).
+pub fn main() {
+    let Some(document) = crate::dom::document() else { return };
     on_click(&document, "start", || command(json!({"command": "start"}), true));
     on_click(&document, "record-current", || command(json!({"command": "record_current"}), true));
     on_click(&document, "stop", || wasm_bindgen_futures::spawn_local(stop()));
@@ -31,7 +32,7 @@ pub fn popup_main() {
     wasm_bindgen_futures::spawn_local(async {
         loop {
             ask(json!({"command": "status"})).await;
-            sleep(REFRESH_MS).await;
+            crate::chrome::sleep(REFRESH_MS).await;
         }
     });
 }
@@ -70,15 +71,17 @@ pub fn start_task(source: &str, task_type: &str, description: &str, website: &st
     });
 }
 
-/// Stops the recording; a campaign task stopped well counts as recorded.
+/// Stops the recording; a campaign task stopped well counts as recorded, and its review opens.
 async fn stop() {
-    let source = RECORDING_SOURCE.with(|source| source.borrow().clone());
+    let recording = RECORDING.with(|recording| recording.borrow().clone());
     let reply = ask(json!({"command": "stop", "answer": value("answer")})).await;
-    if let (Some(reply), Some(source)) = (reply, source)
+    if let (Some(reply), Some((task_id, source))) = (reply, recording)
         && reply["recording"].is_null()
         && reply["error"].is_null()
+        && crate::campaign::mark_done(&source)
     {
-        crate::campaign::mark_done(&source);
+        let url = format!("review.html?task={}", js_sys::encode_uri_component(&task_id));
+        let _ = JsFuture::from(chrome::tabs_create(&to_js(&json!({"url": url, "active": true})))).await;
     }
 }
 
@@ -112,7 +115,11 @@ fn render(reply: &Value) {
         text
     };
     let recording = &reply["recording"];
-    RECORDING_SOURCE.with(|source| *source.borrow_mut() = recording["source"].as_str().map(str::to_owned));
+    RECORDING.with(|kept| {
+        *kept.borrow_mut() = recording["task_id"]
+            .as_str()
+            .map(|task_id| (task_id.to_owned(), recording["source"].as_str().unwrap_or_default().to_owned()))
+    });
     if let Some(task_id) = recording["task_id"].as_str() {
         status = format!("Recording {task_id}. {status}");
         let elapsed = (js_sys::Date::now() - recording["started_at"].as_f64().unwrap_or(0.0)) / 1000.0;
@@ -134,42 +141,4 @@ fn render(reply: &Value) {
     set_text("status", &status);
     set_hidden("recording", recording.is_null());
     set_hidden("task-form", !recording.is_null());
-}
-
-pub(crate) fn element(id: &str) -> Option<web_sys::Element> {
-    web_sys::window()?.document()?.get_element_by_id(id)
-}
-
-pub(crate) fn value(id: &str) -> String {
-    let Some(element) = element(id) else { return String::new() };
-    if let Some(input) = element.dyn_ref::<HtmlInputElement>() {
-        input.value()
-    } else if let Some(select) = element.dyn_ref::<HtmlSelectElement>() {
-        select.value()
-    } else if let Some(text) = element.dyn_ref::<HtmlTextAreaElement>() {
-        text.value()
-    } else {
-        String::new()
-    }
-}
-
-pub(crate) fn set_text(id: &str, text: &str) {
-    if let Some(element) = element(id) {
-        element.set_text_content(Some(text));
-    }
-}
-
-pub(crate) fn set_hidden(id: &str, hidden: bool) {
-    if let Some(element) = element(id).and_then(|e| e.dyn_into::<HtmlElement>().ok()) {
-        element.set_hidden(hidden);
-    }
-}
-
-async fn sleep(ms: i32) {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        if let Some(window) = web_sys::window() {
-            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
-        }
-    });
-    let _ = JsFuture::from(promise).await;
 }

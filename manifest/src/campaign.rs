@@ -90,8 +90,8 @@ impl Campaign {
         if self.title.trim().is_empty() {
             return Err(CampaignError("it has no title".to_owned()));
         }
-        if self.tasks.is_empty() {
-            return Err(CampaignError("it has no task".to_owned()));
+        if self.tasks.is_empty() && !self.journeys {
+            return Err(CampaignError("it asks for nothing: no task to record, and no journeys".to_owned()));
         }
         let mut seen = HashSet::new();
         for task in &self.tasks {
@@ -394,7 +394,12 @@ mod tests {
     fn an_invalid_campaign_is_refused_with_what_is_wrong() {
         let refused = |edit: fn(&mut serde_json::Value)| campaign(edit).unwrap_err().to_string();
         assert!(refused(|json| json["id"] = "../etc".into()).contains("its id \"../etc\""));
-        assert!(refused(|json| json["tasks"] = serde_json::json!([])).contains("no task"));
+        let nothing = |json: &mut serde_json::Value| {
+            json["tasks"] = serde_json::json!([]);
+            json["journeys"] = false.into();
+        };
+        assert!(refused(nothing).contains("asks for nothing"));
+        assert!(campaign(|json| json["tasks"] = serde_json::json!([])).is_ok_and(|c| c.journeys), "journeys only");
         assert!(refused(|json| json["tasks"][1]["id"] = "mug".into()).contains("used twice"));
         assert!(refused(|json| json["tasks"][0]["website"] = "javascript:alert(1)".into()).contains("not an http"));
         assert!(refused(|json| json["destination"] = "ftp://x/".into()).contains("destination"));

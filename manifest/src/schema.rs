@@ -6,7 +6,9 @@
 use schemars::{Schema, schema_for};
 
 use crate::bundle::{BundleManifest, StorageFile};
-use crate::campaign::{Campaign, CollectReport, Journey, JourneyAnnotation, JourneySubmission, OutboxEntry, TaskAnnotation};
+use crate::campaign::{
+    Campaign, CollectReport, Journey, JourneyAnnotation, JourneySubmission, OutboxEntry, TaskAnnotation,
+};
 use crate::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use crate::eval::{AgentDone, AgentResponse, EvalResult, EvalSummary, Rubric};
 use crate::event::EventRecord;

@@ -17,11 +17,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use futures::TryStreamExt;
+pub use object_store::PutPayload;
 use object_store::aws::AmazonS3Builder;
 use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::path::Path as StorePath;
-use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutPayload, RetryConfig};
+use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, ObjectStoreScheme, RetryConfig};
 
 /// A directory: on this machine, or under a prefix of an object store.
 pub struct Location {
@@ -118,24 +119,30 @@ impl Location {
             return Ok(());
         }
         let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        put_object(store.as_ref(), prefix, relative, bytes).await
+        put_object(store.as_ref(), prefix, relative, bytes.into()).await
     }
 }
 
 impl Location {
     /// Puts `bytes` at `relative`: under the store's prefix, or into the local directory (under a partial
-    /// name, renamed when whole, so that a reader never sees half a file).
-    pub async fn put_bytes(&self, relative: &str, bytes: Vec<u8>) -> Result<()> {
+    /// name, renamed when whole, so that a reader never sees half a file). A [`PutPayload`] is shared, not
+    /// copied, when cloned: a retry costs no second copy of a large file.
+    pub async fn put_bytes(&self, relative: &str, bytes: impl Into<PutPayload>) -> Result<()> {
         anyhow::ensure!(crate::bundle::is_safe_relative_path(relative), "{relative} is not a key under the location");
+        let payload = bytes.into();
         match &self.store {
-            Some((store, prefix)) => put_object(store.as_ref(), prefix, relative, bytes).await?,
+            Some((store, prefix)) => put_object(store.as_ref(), prefix, relative, payload).await?,
             None => {
                 let target = self.local.join(relative);
                 if let Some(parent) = target.parent() {
                     std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
                 }
                 let partial = target.with_extension("partial");
-                std::fs::write(&partial, &bytes).with_context(|| format!("cannot write {}", partial.display()))?;
+                let write = || -> std::io::Result<()> {
+                    let mut file = std::fs::File::create(&partial)?;
+                    payload.iter().try_for_each(|chunk| std::io::Write::write_all(&mut file, chunk))
+                };
+                write().with_context(|| format!("cannot write {}", partial.display()))?;
                 std::fs::rename(&partial, &target).with_context(|| format!("cannot write {}", target.display()))?;
             }
         }
@@ -147,7 +154,8 @@ impl Location {
         anyhow::ensure!(crate::bundle::is_safe_relative_path(relative), "{relative} is not a key under the location");
         match &self.store {
             Some((store, prefix)) => match store.get(&Self::key(prefix, relative)).await {
-                Ok(object) => Ok(Some(object.bytes().await?.to_vec())),
+                // Its buffer taken over, not copied: a bundle is read back whole only once in memory.
+                Ok(object) => Ok(Some(object.bytes().await?.into())),
                 Err(object_store::Error::NotFound { .. }) => Ok(None),
                 Err(error) => Err(error).with_context(|| format!("cannot get {relative} from the object store")),
             },
@@ -159,9 +167,39 @@ impl Location {
         }
     }
 
-    /// What landed at `relative`, read back whole: its size and SHA-256 (hex); `None` when nothing did.
+    /// What landed at `relative`, read back: its size and SHA-256 (hex); `None` when nothing did.
+    /// Hashed as it streams in, never held whole: a 100 MB bundle read back costs no more memory than a chunk.
     pub async fn read_back(&self, relative: &str) -> Result<Option<(u64, String)>> {
-        Ok(self.get(relative).await?.map(|bytes| (bytes.len() as u64, crate::archive::sha256_hex(&bytes))))
+        anyhow::ensure!(crate::bundle::is_safe_relative_path(relative), "{relative} is not a key under the location");
+        let mut hashed = crate::archive::HashingWriter::new(std::io::sink());
+        match &self.store {
+            Some((store, prefix)) => {
+                let mut stream = match store.get(&Self::key(prefix, relative)).await {
+                    Ok(object) => object.into_stream(),
+                    Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                    Err(error) => {
+                        return Err(error).with_context(|| format!("cannot get {relative} from the object store"));
+                    }
+                };
+                while let Some(chunk) = stream
+                    .try_next()
+                    .await
+                    .with_context(|| format!("cannot read {relative} back from the object store"))?
+                {
+                    std::io::Write::write_all(&mut hashed, &chunk)?;
+                }
+            }
+            None => {
+                let mut file = match std::fs::File::open(self.local.join(relative)) {
+                    Ok(file) => file,
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    Err(error) => return Err(error).with_context(|| format!("cannot read {relative}")),
+                };
+                std::io::copy(&mut file, &mut hashed).with_context(|| format!("cannot read {relative}"))?;
+            }
+        }
+        let (_, size, sha256) = hashed.finish();
+        Ok(Some((size, sha256)))
     }
 
     /// Every file under the location, by its `/`-separated path relative to it, sorted.
@@ -184,9 +222,9 @@ impl Location {
 }
 
 /// Puts `bytes` under `prefix` at `relative`.
-async fn put_object(store: &dyn ObjectStore, prefix: &StorePath, relative: &str, bytes: Vec<u8>) -> Result<()> {
+async fn put_object(store: &dyn ObjectStore, prefix: &StorePath, relative: &str, payload: PutPayload) -> Result<()> {
     store
-        .put(&Location::key(prefix, relative), PutPayload::from(bytes))
+        .put(&Location::key(prefix, relative), payload)
         .await
         .with_context(|| format!("cannot put {relative} into the object store"))?;
     Ok(())

@@ -224,7 +224,9 @@ pub enum Answer {
     /// Done as asked (an annotation saved, a recording discarded).
     Done,
     /// The submissions, waiting first, then sent, each as its outbox entry says.
-    Outbox { submissions: Vec<crate::campaign::OutboxEntry> },
+    Outbox {
+        submissions: Vec<crate::campaign::OutboxEntry>,
+    },
     /// Chrome's own journeys, or `None` when the profile's history has none (or cannot be found): the page
     /// then groups `chrome.history` by TRACE's rule.
     Journeys {
@@ -232,7 +234,9 @@ pub enum Answer {
         journeys: Option<Vec<crate::campaign::Journey>>,
     },
     /// The request could not be done, in words for the person.
-    Failed { message: String },
+    Failed {
+        message: String,
+    },
 }
 
 /// A stopped recording as the review page shows it.

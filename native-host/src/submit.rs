@@ -20,7 +20,7 @@ use trace_manifest::archive::sha256_hex;
 use trace_manifest::campaign::{
     Campaign, JOURNEYS_FILE, JourneyAnnotation, JourneySubmission, OutboxEntry, OutboxFile, TaskAnnotation, check_id,
 };
-use trace_manifest::store::Location;
+use trace_manifest::store::{Location, PutPayload};
 use trace_manifest::task::TaskId;
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_manifest::wire::AnnotatedJourney;
@@ -280,9 +280,11 @@ async fn send_one(data: &DataDir, folder: &Path, entry: &mut OutboxEntry, backof
             "{} changed in the outbox since it was queued",
             file.file
         );
+        // Shared by every attempt, not copied.
+        let payload = PutPayload::from(bytes);
         let mut attempt = 0;
         loop {
-            match put_and_check(&location, &file, bytes.clone()).await {
+            match put_and_check(&location, &file, payload.clone()).await {
                 Ok(()) => break,
                 Err(error) if attempt < backoff.len() => {
                     tracing::info!("sending {} failed, trying again: {error:#}", file.key);
@@ -298,8 +300,8 @@ async fn send_one(data: &DataDir, folder: &Path, entry: &mut OutboxEntry, backof
     Ok(())
 }
 
-async fn put_and_check(location: &Location, file: &OutboxFile, bytes: Vec<u8>) -> Result<()> {
-    location.put_bytes(&file.key, bytes).await?;
+async fn put_and_check(location: &Location, file: &OutboxFile, payload: PutPayload) -> Result<()> {
+    location.put_bytes(&file.key, payload).await?;
     match location.read_back(&file.key).await? {
         Some((size, sha256)) if size == file.size && sha256 == file.sha256 => Ok(()),
         Some((size, _)) => bail!("{} landed as {size} bytes that differ from the {} sent", file.key, file.size),

@@ -94,6 +94,17 @@ pub struct RecordingBrowser {
 impl RecordingBrowser {
     /// Launches Chromium headless; `register_host: false` leaves the host unregistered.
     pub async fn launch(build: &Build, data_dir: &Path, register_host: bool) -> Result<RecordingBrowser> {
+        RecordingBrowser::launch_with_env(build, data_dir, register_host, Vec::new()).await
+    }
+
+    /// Launches Chromium headless with `env` added to its environment, which the host it starts inherits
+    /// (an object store's endpoint and credentials, as a person's shell would have them).
+    pub async fn launch_with_env(
+        build: &Build,
+        data_dir: &Path,
+        register_host: bool,
+        env: Vec<(String, String)>,
+    ) -> Result<RecordingBrowser> {
         let profile = tempfile::tempdir()?;
         if register_host {
             let status = Command::new(&build.trace_host)
@@ -107,7 +118,7 @@ impl RecordingBrowser {
             chromium: Some(build.chromium.clone()),
             headless: true,
             extension: Some(build.extension.clone()),
-            env: vec![("TRACE_DATA".to_owned(), data_dir.display().to_string())],
+            env: [("TRACE_DATA".to_owned(), data_dir.display().to_string())].into_iter().chain(env).collect(),
             user_data_dir: Some(profile.path().to_owned()),
             ..Launch::default()
         };
@@ -121,9 +132,27 @@ impl RecordingBrowser {
 
     /// Opens the extension's popup page in a tab.
     pub async fn popup(&self) -> Result<Page> {
-        let url = format!("chrome-extension://{}/popup.html", trace_manifest::EXTENSION_ID);
-        let page = self.browser().new_page(url).await.context("cannot open the popup")?;
-        Ok(page)
+        self.extension_page("popup.html").await
+    }
+
+    /// Opens one of the extension's pages (`popup.html`, `journeys.html`) in a tab.
+    pub async fn extension_page(&self, page: &str) -> Result<Page> {
+        let url = format!("chrome-extension://{}/{page}", trace_manifest::EXTENSION_ID);
+        self.browser().new_page(url).await.with_context(|| format!("cannot open {page}"))
+    }
+
+    /// The tab whose URL starts with `prefix`, once one does.
+    pub async fn tab_at(&self, prefix: &str, timeout: Duration) -> Result<Page> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            for page in self.browser().pages().await? {
+                if page.url().await.ok().flatten().is_some_and(|url| url.starts_with(prefix)) {
+                    return Ok(page);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!("no tab opened at {prefix}")
     }
 
     pub async fn close(self) -> Result<()> {
