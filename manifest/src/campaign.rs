@@ -247,7 +247,41 @@ pub struct CollectReport {
     pub per_pseudonym: std::collections::BTreeMap<String, usize>,
     /// Journeys joined into `journeys.jsonl`.
     pub journeys: usize,
+    /// Journeys per pseudonym.
+    #[serde(default)]
+    pub journeys_per_pseudonym: std::collections::BTreeMap<String, usize>,
+    /// The journeys' task labels, in characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_chars: Option<Spread>,
+    /// Journeys by the person's judgement of feasibility (`feasible`, `infeasible`, `unsure`).
+    #[serde(default)]
+    pub feasibility: std::collections::BTreeMap<String, usize>,
+    /// Journeys the person would want automated, and not.
+    #[serde(default)]
+    pub automate: AutomateCounts,
     pub skipped: Vec<CollectSkipped>,
+}
+
+/// The least, median and greatest of some counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Spread {
+    pub min: usize,
+    pub median: usize,
+    pub max: usize,
+}
+
+impl Spread {
+    /// The spread of `values`; `None` for none.
+    pub fn of(mut values: Vec<usize>) -> Option<Spread> {
+        values.sort_unstable();
+        Some(Spread { min: *values.first()?, median: values[values.len() / 2], max: *values.last()? })
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AutomateCounts {
+    pub yes: usize,
+    pub no: usize,
 }
 
 /// A submission `collect` left out, and why.
@@ -324,6 +358,16 @@ pub enum Feasibility {
     Feasible,
     Infeasible,
     Unsure,
+}
+
+impl Feasibility {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Feasibility::Feasible => "feasible",
+            Feasibility::Infeasible => "infeasible",
+            Feasibility::Unsure => "unsure",
+        }
+    }
 }
 
 impl JourneyAnnotation {

@@ -407,8 +407,22 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 for (pseudonym, count) in &report.per_pseudonym {
                     outln!("  {pseudonym}: {count}")?;
                 }
-                if report.journeys > 0 {
-                    outln!("  {} journeys", report.journeys)?;
+                if let Some(labels) = report.label_chars {
+                    outln!(
+                        "  {} journeys; labels of {}–{} characters (median {}); would automate: {} yes, {} no",
+                        report.journeys,
+                        labels.min,
+                        labels.max,
+                        labels.median,
+                        report.automate.yes,
+                        report.automate.no
+                    )?;
+                    for (judgement, count) in &report.feasibility {
+                        outln!("    {judgement}: {count}")?;
+                    }
+                    for (pseudonym, count) in &report.journeys_per_pseudonym {
+                        outln!("    {pseudonym}: {count} journeys")?;
+                    }
                 }
                 for skipped in &report.skipped {
                     outln!("skipped {}: {}", skipped.submission, skipped.reason)?;

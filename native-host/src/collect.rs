@@ -5,8 +5,10 @@
 //! SHA-256), and then a valid bundle (as `dataset` checks every bundle); the same bundle submitted twice is
 //! kept once; the coordinator's review file may reject a submission, with a reason. What passes becomes a
 //! dataset as `trace-host dataset` writes one (`tasks.jsonl` and `bundles/`, redacted again); every
-//! `<pseudonym>/journeys.jsonl` is joined into `journeys.jsonl`; and `collected.json` says which submissions
-//! were taken, per campaign task and per pseudonym, and which were not and why.
+//! `<pseudonym>/journeys.jsonl` is joined into `journeys.jsonl`, each journey checked as the extension
+//! checked it; and `collected.json` says which submissions were taken, per campaign task and per pseudonym,
+//! the journeys per pseudonym with their labels' lengths, feasibility and wish for automation, and which
+//! were not taken and why.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -14,7 +16,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use trace_manifest::archive::sha256_hex;
-use trace_manifest::campaign::{CollectReport, CollectSkipped, JOURNEYS_FILE, TaskAnnotation};
+use trace_manifest::campaign::{
+    CollectReport, CollectSkipped, JOURNEYS_FILE, JourneySubmission, Spread, TaskAnnotation,
+};
 use trace_manifest::store::Location;
 
 use crate::dataset::{self, DatasetOptions, Source};
@@ -112,15 +116,46 @@ pub async fn collect(store: &str, out: &Path, review: &Review) -> Result<Collect
         }
     }
 
+    // Each journey is checked as the person's extension checked it: a line that does not parse, is not
+    // of the pseudonym whose file holds it, or whose annotation does not hold for its journey is skipped.
     let mut journeys = Vec::new();
+    let mut labels = Vec::new();
     for key in keys.iter().filter(|key| key.ends_with(&format!("/{JOURNEYS_FILE}"))) {
-        if let Some(bytes) = location.get(key).await? {
-            for line in String::from_utf8_lossy(&bytes).lines().filter(|line| !line.trim().is_empty()) {
-                journeys.push(line.to_owned());
-                report.journeys += 1;
+        let Some(bytes) = location.get(key).await? else { continue };
+        let pseudonym = key.rsplit('/').nth(1).unwrap_or_default();
+        for (number, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
             }
+            let skip = |reason: String| CollectSkipped { submission: format!("{key} line {}", number + 1), reason };
+            let submission = match serde_json::from_str::<JourneySubmission>(line) {
+                Ok(submission) => submission,
+                Err(error) => {
+                    report.skipped.push(skip(format!("it does not parse: {error}")));
+                    continue;
+                }
+            };
+            if submission.pseudonym != pseudonym {
+                report.skipped.push(skip(format!("it names {}, not {pseudonym}", submission.pseudonym)));
+                continue;
+            }
+            if let Err(error) = submission.annotation.check(&submission.journey) {
+                report.skipped.push(skip(error.to_string()));
+                continue;
+            }
+            let annotation = &submission.annotation;
+            labels.push(annotation.label.trim().chars().count());
+            *report.feasibility.entry(annotation.feasibility.as_str().to_owned()).or_default() += 1;
+            match annotation.automate {
+                true => report.automate.yes += 1,
+                false => report.automate.no += 1,
+            }
+            *report.journeys_per_pseudonym.entry(submission.pseudonym.clone()).or_default() += 1;
+            journeys.push(line.to_owned());
         }
     }
+    report.journeys = journeys.len();
+    report.label_chars = Spread::of(labels);
     if !journeys.is_empty() {
         std::fs::write(out.join(JOURNEYS_FILE), journeys.join("\n") + "\n")?;
     }

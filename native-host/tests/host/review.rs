@@ -211,6 +211,27 @@ fn a_page_submits_a_recording_and_journeys_and_sees_them_sent() {
     );
     assert_eq!(line["annotation"]["label"], "Find a blue mug and put it in the cart");
 
+    // Collected, with a summary; a line that does not hold for its journey (edited after it left the
+    // extension) is skipped, with why.
+    let mut forged = line.clone();
+    forged["pseudonym"] = "p-ffffffffffffffff".into();
+    forged["annotation"]["label"] = "mugs".into();
+    std::fs::create_dir_all(store.join("shop-2026/p-ffffffffffffffff")).unwrap();
+    std::fs::write(store.join("shop-2026/p-ffffffffffffffff/journeys.jsonl"), format!("{forged}\n")).unwrap();
+    let out = scratch.path("collected");
+    let report = scratch.cli_json(&["collect", store.to_str().unwrap(), "--out", out.to_str().unwrap(), "--json"]);
+    assert_eq!(report["journeys"], 1, "{report}");
+    assert_eq!(report["label_chars"], serde_json::json!({"min": 38, "median": 38, "max": 38}));
+    assert_eq!(report["feasibility"], serde_json::json!({"feasible": 1}));
+    assert_eq!(report["automate"], serde_json::json!({"yes": 1, "no": 0}));
+    assert_eq!(report["journeys_per_pseudonym"], serde_json::json!({"p-0123456789abcdef": 1}));
+    let skipped = report["skipped"].as_array().unwrap();
+    assert!(
+        skipped.iter().any(|s| s["submission"].as_str().unwrap().contains("p-ffffffffffffffff/journeys.jsonl line 1")
+            && s["reason"].as_str().unwrap().contains("at least 15")),
+        "{report}"
+    );
+
     // A campaign that does not ask for journeys gets none.
     let (answer, _) = ask(
         &scratch,
