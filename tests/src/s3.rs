@@ -33,6 +33,22 @@ impl S3Server {
         Ok(server)
     }
 
+    /// Freezes the server (`SIGSTOP`): connections are still accepted by the system, and hang, as with a
+    /// store that stops answering in the middle of an upload.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused server go on (`SIGCONT`).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill").arg(signal).arg(self.child.id().to_string()).status().unwrap();
+        assert!(status.success(), "kill {signal} failed");
+    }
+
     /// The environment that points `object_store` (and boto3) at this server.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![

@@ -1,7 +1,8 @@
 //! End to end, crowdsourced annotation with the real extension, host and Chromium:
 //! - the demonstration recorded into a data directory, then submitted to a campaign whose destination is
 //!   an S3 bucket (moto's server on loopback, reached through `object_store` as a real store is): with the
-//!   store stopped, the submission waits in the outbox and goes once the store is back; the zip and its
+//!   store stopped, the submission waits in the outbox; a host killed while the store hangs mid-upload loses
+//!   nothing, and the next send resumes it; the zip and its
 //!   annotation land under the campaign's key with the checksum the annotation gives, without the typed
 //!   password; `trace-host collect` makes the bucket a dataset whose bundle replays every step offline;
 //! - the person's side: a campaign loaded in the popup (an invalid one refused), its task recorded from its
@@ -28,10 +29,10 @@ use trace_manifest::campaign::TaskAnnotation;
 const WAIT: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_recording_is_submitted_to_a_campaigns_bucket_and_waits_while_the_store_is_down() {
-    let Some(build) =
-        Build::for_tests("a_recording_is_submitted_to_a_campaigns_bucket_and_waits_while_the_store_is_down")
-    else {
+async fn a_recording_is_submitted_to_a_campaigns_bucket_and_resumes_after_the_store_or_the_host_fails() {
+    let Some(build) = Build::for_tests(
+        "a_recording_is_submitted_to_a_campaigns_bucket_and_resumes_after_the_store_or_the_host_fails",
+    ) else {
         return;
     };
     let exported = demo::record_and_export(&build).await.unwrap();
@@ -64,8 +65,26 @@ async fn a_recording_is_submitted_to_a_campaigns_bucket_and_waits_while_the_stor
     assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(String::from_utf8_lossy(&output.stdout).contains("waiting  shop-2026/"));
 
-    // Back (the running server): it goes, and lands as the annotation says.
+    // The store answers no more in the middle of the upload, and the host sending it is killed there.
     s3.create_bucket("submissions");
+    s3.pause();
+    let mut sending = Command::new(&build.trace_host)
+        .args(["--data", &data, "outbox", "--send"])
+        .envs(s3.env())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(sending.try_wait().unwrap().is_none(), "the upload should be hanging on the paused store");
+    sending.kill().unwrap();
+    sending.wait().unwrap();
+    s3.resume();
+    let waiting = host(&["outbox", "--json"], &s3);
+    assert_eq!(waiting.status.code(), Some(1), "still waiting after the kill");
+    let entries: serde_json::Value = serde_json::from_slice(&waiting.stdout).unwrap();
+    assert_eq!(entries[0]["files"][0]["landed"], false, "{entries}");
+
+    // The next send resumes it: it goes, and lands as the annotation says.
     let output = host(&["outbox", "--send", "--json"], &s3);
     let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "{said}");
