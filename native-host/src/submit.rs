@@ -81,12 +81,11 @@ pub fn enqueue(
             wanted.task_type.as_str()
         );
     }
-    let name = format!("{}/{pseudonym}/{campaign_task}", campaign.id);
     let zip_file = format!("{campaign_task}.zip");
     let annotation_file = format!("{campaign_task}.annotation.json");
     // The annotation goes last: a coordinator who sees it can count on the zip being there.
     let files = [zip_file.as_str(), annotation_file.as_str()];
-    queue(data, campaign, &name, &files, |folder| {
+    queue(data, campaign, pseudonym, campaign_task, &files, |folder| {
         let zip = folder.join(&zip_file);
         let options = ExportOptions { redact: true, suspects: suspects.clone(), ..ExportOptions::default() };
         export::export(conn, data, task_id, &zip, &options).context("the recording cannot be exported redacted")?;
@@ -159,30 +158,31 @@ pub fn enqueue_journeys(
     }
     std::fs::create_dir_all(kept.parent().expect("in a folder"))?;
     atomic::write(&kept, |out| Ok(out.write_all(text.as_bytes())?))?;
-    let name = format!("{}/{pseudonym}/journeys", campaign.id);
-    queue(data, campaign, &name, &[JOURNEYS_FILE], |folder| {
+    queue(data, campaign, pseudonym, "journeys", &[JOURNEYS_FILE], |folder| {
         std::fs::copy(&kept, folder.join(JOURNEYS_FILE))?;
         Ok(())
     })
 }
 
-/// Puts a submission into the outbox whole: `write` makes `files` in a partial folder, each sent under
-/// the campaign's key for it, in the order given. A waiting submission of the same name is replaced.
+/// Puts `pseudonym`'s submission `what` (a campaign task, or their journeys) into the outbox whole, as
+/// `<campaign>/<pseudonym>/<what>`: `write` makes `files` in a partial folder, each sent under the
+/// campaign's key for it, in the order given. A waiting submission of the same name is replaced.
 fn queue(
     data: &DataDir,
     campaign: &Campaign,
-    name: &str,
+    pseudonym: &str,
+    what: &str,
     files: &[&str],
     write: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<PathBuf> {
-    let folder_name = name.replace('/', "--");
+    let name = format!("{}/{pseudonym}/{what}", campaign.id);
+    let folder_name = format!("{}--{pseudonym}--{what}", campaign.id);
     let outbox = data.root().join(OUTBOX_DIR);
     std::fs::create_dir_all(&outbox).with_context(|| format!("cannot create {}", outbox.display()))?;
     let partial = outbox.join(format!(".{folder_name}.partial"));
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
     write(&partial)?;
-    let pseudonym = name.split('/').nth(1).expect("names are campaign/pseudonym/what");
     let mut outbox_files = Vec::new();
     for file in files {
         let bytes = std::fs::read(partial.join(file)).with_context(|| format!("{file} was not written"))?;
@@ -195,7 +195,7 @@ fn queue(
         });
     }
     let entry = OutboxEntry {
-        name: name.to_owned(),
+        name: name.clone(),
         destination: campaign.destination.clone(),
         files: outbox_files,
         attempts: 0,

@@ -130,7 +130,19 @@ fn collect_makes_a_dataset_of_the_submissions_checked_deduplicated_and_reviewed(
     std::fs::copy(mine.join("mug.annotation.json"), tampered.join("mug.annotation.json")).unwrap();
     std::fs::write(tampered.join("mug.zip"), b"PK\x03\x04 something else").unwrap();
     // Journeys a person sent, a line each.
-    std::fs::write(twin.join("journeys.jsonl"), "{\"id\":\"j-1\"}\n{\"id\":\"j-2\"}\n").unwrap();
+    let journey = |id: &str| {
+        let step = |visit: u64, path: &str| {
+            serde_json::json!({"visit_id": visit, "url": format!("http://127.0.0.1:8000{path}"), "title": path,
+                               "time": "2026-11-24T10:00:00Z"})
+        };
+        serde_json::json!({
+            "campaign": "shop-2026", "pseudonym": "p-twin", "submitted_at": "2026-11-24T11:00:00Z",
+            "journey": {"id": id, "grouped_by": "trace", "steps": [step(1, "/"), step(2, "/cart")]},
+            "annotation": {"journey_id": id, "key_url": "http://127.0.0.1:8000/cart", "automate": false,
+                           "label": "Look at what is in my cart", "feasibility": "unsure"}
+        })
+    };
+    std::fs::write(twin.join("journeys.jsonl"), format!("{}\n{}\n", journey("j-1"), journey("j-2"))).unwrap();
     let review = scratch.path("review.json");
     let rejected = format!("shop-2026/{pseudonym}/mug-again");
     std::fs::write(
