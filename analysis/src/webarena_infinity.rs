@@ -4,7 +4,7 @@
 //!
 //! browser-use records, for each step, the browser's state the model saw *before* acting, the action it
 //! chose, and what came of it. Step 0 is the initial navigation to the start URL (the trajectory's first
-//! call when it is a `navigate`), with no screenshot; step N's state and `screenshots/step_N.png` are the
+//! call when it is a `navigate`), with no screenshot; step N's state and `screenshots/step_N.<ext>` are the
 //! page as the previous call left it.
 
 use std::collections::BTreeMap;

@@ -831,16 +831,12 @@ pub fn fill_placeholders(text: &str, credentials: &[Credential]) -> Result<Strin
     Ok(filled)
 }
 
-/// Compares two PNG screenshots pixel by pixel; sizes that differ count as entirely different.
+/// Compares two screenshots (PNG or JPEG) pixel by pixel; sizes that differ count as entirely different. A
+/// pixel differs when a channel is more than 16 levels apart: anti-aliasing and a JPEG's artefacts stay below.
 pub fn pixel_difference(a: &[u8], b: &[u8]) -> Result<f64> {
     let decode = |bytes: &[u8]| -> Result<(u32, u32, Vec<u8>)> {
-        let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
-        decoder.set_transformations(png::Transformations::normalize_to_color8() | png::Transformations::ALPHA);
-        let mut reader = decoder.read_info()?;
-        let mut pixels = vec![0; reader.output_buffer_size()];
-        let info = reader.next_frame(&mut pixels)?;
-        pixels.truncate(info.buffer_size());
-        Ok((info.width, info.height, pixels))
+        let image = image::load_from_memory(bytes).context("a screenshot is not an image")?.to_rgb8();
+        Ok((image.width(), image.height(), image.into_raw()))
     };
     let (a, b) = (decode(a)?, decode(b)?);
     if (a.0, a.1) != (b.0, b.1) || a.2.len() != b.2.len() {
@@ -944,6 +940,44 @@ fn locate_expression(target: &ElementDescriptor) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page-like picture: a white page with dark lines of "text" (sharp edges, where JPEG errs most) and a
+    /// coloured box.
+    fn page(width: u32, height: u32, box_at: u32) -> image::RgbImage {
+        image::RgbImage::from_fn(width, height, |x, y| {
+            let in_text = (y % 24) < 12 && (x % 9) < 6 && y > 40;
+            let in_box = (box_at..box_at + 60).contains(&x) && (10..40).contains(&y);
+            match (in_text, in_box) {
+                (_, true) => image::Rgb([30, 120, 220]),
+                (true, _) => image::Rgb([20, 20, 20]),
+                _ => image::Rgb([255, 255, 255]),
+            }
+        })
+    }
+
+    fn encoded(picture: &image::RgbImage, jpeg: bool) -> Vec<u8> {
+        let mut out = std::io::Cursor::new(Vec::new());
+        if jpeg {
+            image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85).encode_image(picture).unwrap();
+        } else {
+            picture.write_to(&mut out, image::ImageFormat::Png).unwrap();
+        }
+        out.into_inner()
+    }
+
+    #[test]
+    fn a_recorded_jpeg_matches_the_same_page_in_png_and_tells_a_change() {
+        let (width, height) = (640, 400);
+        let recorded = encoded(&page(width, height, 20), true);
+        let same = pixel_difference(&recorded, &encoded(&page(width, height, 20), false)).unwrap();
+        assert!(same < 0.01, "the same page differs by {same}: JPEG's artefacts should stay under the tolerance");
+        // The box moved: its old and new places differ, 2 × 60 × 30 pixels.
+        let moved = pixel_difference(&recorded, &encoded(&page(width, height, 300), false)).unwrap();
+        let expected = 2.0 * 60.0 * 30.0 / f64::from(width * height);
+        assert!((moved - expected).abs() < expected * 0.3, "moved box: {moved}, expected about {expected}");
+        assert_eq!(pixel_difference(&recorded, &encoded(&page(320, 200, 20), false)).unwrap(), 1.0);
+        assert!(pixel_difference(b"not an image", &recorded).is_err());
+    }
 
     #[test]
     fn keys_parse_into_modifiers_and_a_key() {
