@@ -14,7 +14,9 @@
 // to a URL plays the n-th recorded one (the last one again once they are used up). Sockets to URLs never
 // recorded are the browser's own, which reach nothing in an offline replay. What matched and what did not
 // is counted for the re-run's report, in the tab's session storage (under the name below) so that the
-// counts add up across the tab's documents of one origin.
+// counts add up across the tab's documents of one origin. A worker, which has no session storage, runs this
+// script too (at the head of its own) and sends its counts to its page's top document on a broadcast channel
+// of the same name (every top document of the origin hears it: with two such tabs open, both count it).
 (() => {
   const RECORDED = __TRACE_WEBSOCKETS__;
   const NativeWebSocket = globalThis.WebSocket;
@@ -26,12 +28,19 @@
   } catch {
     // No session storage here (an opaque origin): the counts stay in this document.
   }
-  const count = (what) => {
+  const add = (what) => {
+    if (!(what in stats)) return;
     stats[what] += 1;
     try {
       sessionStorage.setItem(COUNTS, JSON.stringify(stats));
     } catch {}
   };
+  const inWorker = typeof WorkerGlobalScope === "function" && globalThis instanceof WorkerGlobalScope;
+  const isTop = !inWorker && typeof window === "object" && window.top === window;
+  // Only where it carries something: an open channel keeps a script host (Node, in the tests) running.
+  const channel = (inWorker || isTop) && typeof BroadcastChannel === "function" ? new BroadcastChannel(COUNTS) : null;
+  if (channel && isTop) channel.onmessage = (event) => add(event.data);
+  const count = (what) => (inWorker && channel ? channel.postMessage(what) : add(what));
   const opened = new Map();
   const sorted = (value) =>
     Array.isArray(value)

@@ -100,13 +100,18 @@ impl Replay {
         let archive = Arc::new(archive);
         let responder = Arc::new(Responder::new(archive.clone(), trace_manifest::time_fmt::now_ms()));
         let mut init_scripts = Vec::new();
+        // What workers run before their own script: determinism and the recorded sockets (a worker may open
+        // one as a page does); storage is a page's only.
+        let mut worker_scripts = Vec::new();
         if options.determinism {
             init_scripts.push(page_scripts::determinism(archive.started_at_ms, archive.seed));
+            worker_scripts.push(init_scripts[0].clone());
         }
         if let Some(script) = archive.start_storage.as_ref().and_then(page_scripts::storage) {
             init_scripts.push(script);
         }
         if let Some(script) = page_scripts::websockets(&archive.websockets) {
+            worker_scripts.push(script.clone());
             init_scripts.push(script);
         }
         init_scripts.push(page_scripts::live_connections());
@@ -156,8 +161,8 @@ impl Replay {
             }
         }
         // Workers are targets the page scripts cannot be added to before they run (chromiumoxide resumes
-        // them at once), so the determinism script travels at the head of their own script instead.
-        let worker_prelude = options.determinism.then(|| Arc::new(init_scripts[0].clone()));
+        // them at once), so their scripts travel at the head of the worker's own script instead.
+        let worker_prelude = (!worker_scripts.is_empty()).then(|| Arc::new(worker_scripts.join("\n")));
         tasks.push(tokio::spawn(answer_requests(
             browser.clone(),
             responder.clone(),

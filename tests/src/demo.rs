@@ -144,8 +144,13 @@ pub const CHAT_QUESTION: &str = "Are the mugs dishwasher safe?";
 
 /// Records asking the support chat [`CHAT_QUESTION`] (`/chat`) until its answer shows; returns the bundle.
 pub async fn record_chat(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<PathBuf> {
+    record_chat_at(build, site, data_dir, "/chat").await
+}
+
+/// Records the chat of [`record_chat`] at `path` (`/chat/worker`: its connection kept in a worker).
+pub async fn record_chat_at(build: &Build, site: &DemoSite, data_dir: &Path, path: &str) -> Result<PathBuf> {
     let browser = RecordingBrowser::launch(build, data_dir, true).await?;
-    let (popup, page) = start_task(&browser, "Ask support about the mugs", &site.url("/chat")).await?;
+    let (popup, page) = start_task(&browser, "Ask support about the mugs", &site.url(path)).await?;
     wait_for_text(&page, "#messages", WAIT, |t| t.contains(chat::GREETING)).await?;
     type_into(&page, "#chat-input", CHAT_QUESTION).await?;
     click(&page, "#chat-send").await?;

@@ -341,6 +341,33 @@ async fn a_websocket_conversation_is_recorded_frame_by_frame_and_played_back_off
     assert_eq!((frames.played, frames.matched, frames.unmatched), (2, 1, 0), "{text}");
 }
 
+/// Issue #10: the same conversation with its WebSocket kept in a dedicated worker, as apps that keep their
+/// connection off the main thread do. The recorder takes the worker's frames as it takes a page's; replay
+/// plays them in the worker (its scripts travel at the head of the worker's own), the worker's new id
+/// followed, and counts them in the page's report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_a_worker_opens_is_recorded_and_played_back_offline() {
+    let _one = ONE_BROWSER.lock().await;
+    let test = "a_websocket_a_worker_opens_is_recorded_and_played_back_offline";
+    let Some(build) = Build::for_tests(test) else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = demo::record_chat_at(&build, &site, data.path(), "/chat/worker").await.unwrap();
+    let sent: Vec<serde_json::Value> = std::fs::read_to_string(bundle.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["type"] == "websocket" && event["op"] == "sent")
+        .collect();
+    assert_eq!(sent.len(), 1, "the worker's question is recorded: {sent:#?}");
+    assert!(sent[0]["data"].as_str().unwrap().contains(demo::CHAT_QUESTION));
+
+    let report = replay_with_the_shop_stopped(&build, site, &bundle);
+    let frames = &report.websocket_frames;
+    let text = trace_replay::run::text(&report);
+    assert_eq!((frames.played, frames.matched, frames.unmatched), (2, 1, 0), "{text}");
+}
+
 /// Stops the shop, re-runs the bundle's demonstration offline with a sentinel on the shop's port, and checks
 /// what such a re-run must show: every step passed, the click's result shown on the page (its recorded
 /// text), nothing missed and nothing reaching the shop.

@@ -31,6 +31,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("clock.js", JAVASCRIPT, include_bytes!("static/clock.js")),
     ("forge.js", JAVASCRIPT, include_bytes!("static/forge.js")),
     ("chat.js", JAVASCRIPT, include_bytes!("static/chat.js")),
+    ("chat-worker.js", JAVASCRIPT, include_bytes!("static/chat-worker.js")),
     ("ask.js", JAVASCRIPT, include_bytes!("static/ask.js")),
     ("vault.js", JAVASCRIPT, include_bytes!("static/vault.js")),
 ];

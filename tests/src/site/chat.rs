@@ -3,7 +3,8 @@
 //! frames both ways and a replay must play the server's side back without a server. Frames are JSON: the
 //! page names its conversation with an id it makes itself (`Math.random()`), the server's answers name it
 //! back, and the page shows only answers to its own conversation, as multiplexing chat clients do, so that
-//! a replay must follow the page's id into the frames it plays.
+//! a replay must follow the page's id into the frames it plays. At `/chat/worker` the same page keeps its
+//! connection in a dedicated worker, where replay must play the socket too.
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::StatusCode;
@@ -23,7 +24,7 @@ pub fn answer(message: &str) -> String {
     }
 }
 
-/// `GET /chat`.
+/// `GET /chat` and `GET /chat/worker`.
 pub(super) async fn page() -> Response {
     let body = "<h1>Support chat</h1>\n<ul id=\"messages\"></ul>\n\
                 <p><input id=\"chat-input\" aria-label=\"Message\"> <button id=\"chat-send\">Send</button></p>";

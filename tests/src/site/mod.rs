@@ -133,6 +133,7 @@ pub fn router(state: SiteState) -> Router {
         .route("/clock", get(pages::clock))
         .route("/forge", get(pages::forge))
         .route("/chat", get(chat::page))
+        .route("/chat/worker", get(chat::page))
         .route("/chat/socket", get(chat::socket))
         .route("/ask", get(ask::page))
         .route("/ask/join", axum::routing::post(ask::join))
