@@ -47,8 +47,10 @@ async fn show_submissions(send: bool) {
     }
     let submissions = match crate::host_link::request(&Request::Outbox { send }).await {
         Ok(Answer::Outbox { submissions }) => submissions,
-        Ok(_) => return,
-        Err(error) => return crate::dom::set_text("campaign-submissions", &format!("Submissions unknown: {error}")),
+        other => {
+            let why = other.err().unwrap_or_else(|| "trace-host answered something else".to_owned());
+            return crate::dom::set_text("campaign-submissions", &format!("Submissions unknown: {why}"));
+        }
     };
     let prefix = format!("{}/{}/", campaign.id, pseudonym());
     let mine: Vec<&OutboxEntry> = submissions.iter().filter(|entry| entry.name.starts_with(&prefix)).collect();

@@ -89,8 +89,3 @@ pub fn query_parameter(name: &str) -> Option<String> {
         (key == name).then(|| js_sys::decode_uri_component(value).ok()?.as_string()).flatten()
     })
 }
-
-/// An HTML element as itself.
-pub fn html(element: &Element) -> Option<&HtmlElement> {
-    element.dyn_ref::<HtmlElement>()
-}

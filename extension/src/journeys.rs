@@ -9,7 +9,9 @@
 use std::cell::RefCell;
 
 use trace_analysis::journeys::{self, Transition, Visit};
-use trace_manifest::campaign::{Feasibility, Journey, JourneyAnnotation, JourneySource, MIN_LABEL_CHARS};
+use trace_manifest::campaign::{
+    Feasibility, JOURNEYS_SUBMISSION, Journey, JourneyAnnotation, JourneySource, MIN_LABEL_CHARS,
+};
 use trace_manifest::wire::{AnnotatedJourney, Answer, Request};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{JsFuture, spawn_local};
@@ -81,21 +83,30 @@ async fn load() {
     }
     let days: u32 = value("journeys-days").parse().unwrap_or(7).clamp(1, 90);
     set_text("journeys-message", "Reading your history…");
-    let chromes = match request(&Request::Journeys { days, excluded: excluded.clone() }).await {
-        Ok(Answer::Journeys { journeys }) => journeys,
-        _ => None, // no host, or no clusters: the history API serves as well
+    let (chromes, older_left_out) = match request(&Request::Journeys { days, excluded: excluded.clone() }).await {
+        Ok(Answer::Journeys { journeys, older_left_out }) => (journeys, older_left_out),
+        _ => (None, 0), // no host, or no clusters: the history API serves as well
     };
-    let found = match chromes {
-        Some(found) => found,
-        None => match history_journeys(days, &excluded).await {
+    let chromes = match chromes {
+        Some(found) => this_profiles(found, days).await,
+        None => Vec::new(),
+    };
+    let found = if chromes.is_empty() {
+        match history_journeys(days, &excluded).await {
             Ok(found) => found,
             Err(error) => return set_text("journeys-message", &format!("Cannot read your history: {error}")),
-        },
+        }
+    } else {
+        chromes
     };
     set_text(
         "journeys-message",
         &match found.len() {
             0 => format!("No journey in the last {days} days (a journey has at least two pages)."),
+            count if older_left_out > 0 => format!(
+                "{count} journeys in the last {days} days. Select the ones to submit. (The {older_left_out} \
+                 oldest are not shown: more would not fit in one message from trace-host.)"
+            ),
             count => format!("{count} journeys in the last {days} days. Select the ones to submit."),
         },
     );
@@ -103,13 +114,31 @@ async fn load() {
     JOURNEYS.with(|kept| *kept.borrow_mut() = found);
 }
 
-/// The visits of the last `days` from `chrome.history`, grouped by TRACE's rule.
-async fn history_journeys(days: u32, excluded: &[String]) -> Result<Vec<Journey>, String> {
+/// The pages of `chrome.history` visited in the last `days`, and when that period starts (ms since the epoch).
+async fn history_items(days: u32) -> Result<(Vec<serde_json::Value>, f64), String> {
     let start = js_sys::Date::now() - f64::from(days) * 86_400_000.0;
     let query = serde_json::json!({"text": "", "startTime": start, "maxResults": MAX_HISTORY_ITEMS});
     let items = JsFuture::from(chrome::history_search(&chrome::to_js(&query))).await.map_err(|e| format!("{e:?}"))?;
+    let items = chrome::from_js(&items).as_array().cloned().unwrap_or_default();
+    Ok((items, start))
+}
+
+/// Those of Chrome's journeys that are this profile's: the host reads the `History` of the profile the
+/// browser was started with, which is not this one when the person switched profiles, and another
+/// profile's browsing must not be offered. A journey is this profile's when `chrome.history` knows each of
+/// its pages.
+async fn this_profiles(found: Vec<Journey>, days: u32) -> Vec<Journey> {
+    let Ok((items, _)) = history_items(days).await else { return Vec::new() };
+    let known: std::collections::HashSet<String> =
+        items.iter().filter_map(|item| item["url"].as_str()).map(journeys::clean_url).collect();
+    found.into_iter().filter(|journey| journey.steps.iter().all(|step| known.contains(&step.url))).collect()
+}
+
+/// The visits of the last `days` from `chrome.history`, grouped by TRACE's rule.
+async fn history_journeys(days: u32, excluded: &[String]) -> Result<Vec<Journey>, String> {
+    let (items, start) = history_items(days).await?;
     let mut visits = Vec::new();
-    for item in chrome::from_js(&items).as_array().into_iter().flatten() {
+    for item in &items {
         let (Some(url), title) = (item["url"].as_str(), item["title"].as_str().unwrap_or_default()) else { continue };
         let details = chrome::to_js(&serde_json::json!({"url": url}));
         let Ok(found) = JsFuture::from(chrome::history_get_visits(&details)).await else { continue };
@@ -195,7 +224,7 @@ fn render(found: &[Journey]) {
 
 /// Checks every selected journey's answers and, if all are complete, submits them together.
 async fn submit() {
-    let Some((campaign_text, _)) = crate::campaign::stored_campaign_text() else {
+    let Some((campaign_text, campaign)) = crate::campaign::stored_campaign_text() else {
         return set_text("journeys-message", "No campaign is loaded.");
     };
     let journeys = JOURNEYS.with(|kept| kept.borrow().clone());
@@ -231,16 +260,14 @@ async fn submit() {
     set_disabled("journeys-submit", true);
     set_text("journeys-message", "Submitting…");
     let count = chosen.len();
-    let submitted = request(&Request::SubmitJourneys {
-        campaign: campaign_text,
-        pseudonym: crate::campaign::pseudonym(),
-        journeys: chosen,
-    })
-    .await;
+    let pseudonym = crate::campaign::pseudonym();
+    // The outbox names each submission by its key: these journeys' entry, not another campaign's.
+    let name = campaign.submission_key(&pseudonym, JOURNEYS_SUBMISSION);
+    let submitted = request(&Request::SubmitJourneys { campaign: campaign_text, pseudonym, journeys: chosen }).await;
     set_disabled("journeys-submit", false);
     let text = match submitted {
         Ok(Answer::Outbox { submissions }) => {
-            let mine = submissions.iter().find(|entry| entry.name.ends_with("/journeys"));
+            let mine = submissions.iter().find(|entry| entry.name == name);
             match mine {
                 Some(entry) if entry.is_sent() => {
                     format!("Submitted {count} journeys: they landed in the campaign's store.")

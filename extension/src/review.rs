@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use serde_json::json;
 use trace_manifest::campaign::Campaign;
 use trace_manifest::task::{TaskId, TaskType};
-use trace_manifest::wire::{Answer, Request, ReviewSheet};
+use trace_manifest::wire::{Answer, Request, ReviewSheet, TASK_BEING_WRITTEN, TASK_NOT_YET_STOPPED};
 use wasm_bindgen_futures::{JsFuture, spawn_local};
 
 use crate::chrome;
@@ -19,6 +19,10 @@ use crate::dom::{self, make, set_disabled, set_hidden, set_text, set_value, valu
 use crate::host_link::request;
 
 const BUTTONS: [&str; 3] = ["review-submit", "review-discard", "review-rerecord"];
+/// How long the page waits for the host to finish writing a recording just stopped, asking every
+/// [`STOP_POLL_MS`].
+const STOP_WAIT_MS: f64 = 180_000.0;
+const STOP_POLL_MS: f64 = 500.0;
 
 thread_local! {
     static SHEET: RefCell<Option<ReviewSheet>> = const { RefCell::new(None) };
@@ -41,10 +45,23 @@ pub fn main() {
 
 async fn load(task_id: TaskId) {
     set_text("review-message", "Loading the recording…");
-    let sheet = match request(&Request::Review { task_id: task_id.clone() }).await {
-        Ok(Answer::Review(sheet)) => sheet,
-        Ok(_) => return set_text("review-message", "trace-host answered something else"),
-        Err(error) => return set_text("review-message", &format!("Cannot review {task_id}: {error}")),
+    // The page opens as Stop is pressed, while the host may still be writing the recording: a long one takes
+    // a while, so ask again until it is ready.
+    let mut waited_ms = 0.0;
+    let sheet = loop {
+        match request(&Request::Review { task_id: task_id.clone() }).await {
+            Ok(Answer::Review(sheet)) => break sheet,
+            Ok(_) => return set_text("review-message", "trace-host answered something else"),
+            Err(error)
+                if waited_ms < STOP_WAIT_MS
+                    && (error.contains(TASK_NOT_YET_STOPPED) || error.contains(TASK_BEING_WRITTEN)) =>
+            {
+                set_text("review-message", "trace-host is still writing the recording…");
+                chrome::sleep(STOP_POLL_MS).await;
+                waited_ms += STOP_POLL_MS;
+            }
+            Err(error) => return set_text("review-message", &format!("Cannot review {task_id}: {error}")),
+        }
     };
     render(&sheet);
     SHEET.with(|kept| *kept.borrow_mut() = Some(sheet));

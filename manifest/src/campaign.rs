@@ -23,6 +23,9 @@ pub const ANNOTATION_FILE: &str = "annotation.json";
 /// A person's submitted journeys in a campaign's store (`<campaign>/<pseudonym>/journeys.jsonl`), and all
 /// of them joined in a collected dataset.
 pub const JOURNEYS_FILE: &str = "journeys.jsonl";
+/// The name of a person's journeys among their submissions (`<campaign>/<pseudonym>/journeys`), which no
+/// task of a campaign may take.
+pub const JOURNEYS_SUBMISSION: &str = "journeys";
 /// The shortest task label a journey may get: long enough to be a request to an assistant.
 pub const MIN_LABEL_CHARS: usize = 15;
 /// The longest id (of a campaign, one of its tasks, a pseudonym): ids become object keys.
@@ -96,6 +99,11 @@ impl Campaign {
         let mut seen = HashSet::new();
         for task in &self.tasks {
             check_id("a task id", &task.id)?;
+            if task.id == JOURNEYS_SUBMISSION {
+                return Err(CampaignError(format!(
+                    "the task id {JOURNEYS_SUBMISSION:?} is the name of the journeys' submission: choose another"
+                )));
+            }
             if !seen.insert(task.id.as_str()) {
                 return Err(CampaignError(format!("the task id {:?} is used twice", task.id)));
             }
@@ -445,6 +453,7 @@ mod tests {
         assert!(refused(nothing).contains("asks for nothing"));
         assert!(campaign(|json| json["tasks"] = serde_json::json!([])).is_ok_and(|c| c.journeys), "journeys only");
         assert!(refused(|json| json["tasks"][1]["id"] = "mug".into()).contains("used twice"));
+        assert!(refused(|json| json["tasks"][1]["id"] = "journeys".into()).contains("journeys' submission"));
         assert!(refused(|json| json["tasks"][0]["website"] = "javascript:alert(1)".into()).contains("not an http"));
         assert!(refused(|json| json["destination"] = "ftp://x/".into()).contains("destination"));
         assert!(refused(|json| json["destination"] = "relative/dir".into()).contains("destination"));

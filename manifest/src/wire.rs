@@ -23,6 +23,11 @@ pub const MAX_INBOUND_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_OUTBOUND_BYTES: usize = 1024 * 1024;
 /// The size of a body chunk's decoded data that the extension should aim for.
 pub const SUGGESTED_CHUNK_BYTES: usize = 1024 * 1024;
+/// What the host's [`Answer::Failed`] says of a task it cannot read yet because it is still being recorded,
+/// or written at its stop: a page that asked right after Stop asks again in a moment.
+pub const TASK_NOT_YET_STOPPED: &str = "is still being recorded";
+/// See [`TASK_NOT_YET_STOPPED`].
+pub const TASK_BEING_WRITTEN: &str = "is being written by trace-host";
 
 /// A message from the extension.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -209,9 +214,10 @@ pub struct AnnotatedJourney {
     pub annotation: crate::campaign::JourneyAnnotation,
 }
 
-/// The host's answer to a [`Request`]. Always within [`MAX_OUTBOUND_BYTES`].
+/// The host's answer to a [`Request`]. Always within [`MAX_OUTBOUND_BYTES`]. Tagged by `kind`, a name no
+/// variant's field takes (a review's `answer` is the person's answer).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "answer", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Answer {
     Review(ReviewSheet),
     Thumbnails {
@@ -232,6 +238,9 @@ pub enum Answer {
     Journeys {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         journeys: Option<Vec<crate::campaign::Journey>>,
+        /// How many older journeys were left out, the answer having no room for them.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        older_left_out: usize,
     },
     /// The request could not be done, in words for the person.
     Failed {
@@ -317,6 +326,10 @@ pub enum ErrorCode {
     Storage,
 }
 
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,6 +343,27 @@ mod tests {
         assert_eq!(message.body.name(), "body_chunk");
         assert_eq!(message.body.task_id().map(TaskId::as_str), Some("t1"));
         assert!(CLIENT_MESSAGE_TYPES.contains(&message.body.name()));
+    }
+
+    /// The review of an information-retrieval task carries the person's answer beside the answer's kind:
+    /// each must keep its own key, or the page reads neither.
+    #[test]
+    fn a_review_with_the_persons_answer_reads_back_whole() {
+        let review = HostMessage::Answer(Answer::Review(ReviewSheet {
+            task_id: "t1".parse().unwrap(),
+            source: "price".into(),
+            task_type: crate::task::TaskType::InformationRetrieval,
+            description: "What does the cheapest mug cost?".into(),
+            website: "https://shop.example/".into(),
+            answer: Some("$12.50".into()),
+            steps: Vec::new(),
+            steps_left_out: 0,
+            credentials: Vec::new(),
+            checkpoints: Vec::new(),
+        }));
+        let text = serde_json::to_string(&review).unwrap();
+        assert_eq!(text.matches("\"answer\":").count(), 1, "one key per name: {text}");
+        assert_eq!(serde_json::from_str::<HostMessage>(&text).unwrap(), review);
     }
 
     #[test]

@@ -22,6 +22,7 @@ use trace_manifest::event::{EventKind, EventRecord};
 use trace_manifest::har::Creator;
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
+use trace_manifest::wire::{TASK_BEING_WRITTEN, TASK_NOT_YET_STOPPED};
 
 use crate::atomic;
 use crate::db::{self, TaskRow};
@@ -154,14 +155,14 @@ pub fn locked_bundle(
     reconcile_interrupted(conn, data)?;
     let task = db::task(conn, task_id)?.with_context(|| format!("no task {task_id}; `trace-host tasks` lists them"))?;
     match task.status {
-        TaskStatus::Recording => bail!("task {task_id} is still being recorded; stop it in the extension first"),
+        TaskStatus::Recording => bail!("task {task_id} {TASK_NOT_YET_STOPPED}; stop it in the extension first"),
         TaskStatus::Discarded => bail!("task {task_id} was discarded; nothing is left to {purpose}"),
         TaskStatus::Stopped | TaskStatus::Interrupted => {}
     }
     let dir = data.capture(task_id);
     // A host finalizing the task at its stop, or recording it again, holds its lock.
     let lock = TaskLock::acquire(&dir, Duration::from_secs(5))?
-        .with_context(|| format!("task {task_id} is being written by trace-host; try again when it stops"))?;
+        .with_context(|| format!("task {task_id} {TASK_BEING_WRITTEN}; try again when it stops"))?;
     if needs_finalizing(&task, &dir) {
         finalize(conn, data, task_id)?;
     }

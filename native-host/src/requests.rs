@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use base64::Engine;
 use trace_analysis::judge::{predicate_in_words, step_in_words};
-use trace_manifest::campaign::Campaign;
+use trace_manifest::campaign::{Campaign, Journey};
 use trace_manifest::task::{TaskId, TaskStatus, TaskType};
 use trace_manifest::wire::{Answer, MAX_OUTBOUND_BYTES, Request, ReviewCredential, ReviewSheet, ReviewStep, Thumbnail};
 
@@ -92,7 +92,14 @@ async fn answer_or_fail(data: DataDir, request: Request) -> Result<Answer> {
                     Some(history) => journeys::chrome_journeys(&history, &options)?,
                     None => None,
                 };
-                Ok(Answer::Journeys { journeys: found })
+                let (journeys, older_left_out) = match found {
+                    Some(found) => {
+                        let (kept, left_out) = newest_within_budget(found);
+                        (Some(kept), left_out)
+                    }
+                    None => (None, 0),
+                };
+                Ok(Answer::Journeys { journeys, older_left_out })
             })
             .await
         }
@@ -129,11 +136,28 @@ async fn send_and_list(data: &DataDir) -> Result<Answer> {
 
 fn outbox(data: &DataDir) -> Result<Answer> {
     let mut submissions: Vec<_> = submit::outbox(data)?.into_iter().map(|(_, entry)| entry).collect();
-    // The latest sent ones when there are too many to tell: the waiting ones come first and all stay.
+    // Sent ones left out from the end when there are too many to tell: the waiting ones come first and all stay.
     while answer_size(&Answer::Outbox { submissions: submissions.clone() }) > ANSWER_BUDGET_BYTES {
         submissions.pop();
     }
     Ok(Answer::Outbox { submissions })
+}
+
+/// The newest of `journeys` that fit in one answer, in their order, and how many older ones did not: a
+/// heavy browser's clusters over weeks can pass the message limit.
+fn newest_within_budget(mut journeys: Vec<Journey>) -> (Vec<Journey>, usize) {
+    let cost = |journey: &Journey| serde_json::to_vec(journey).map_or(usize::MAX, |bytes| bytes.len() + 1);
+    let started = |journey: &Journey| journey.steps.first().map(|step| step.time.clone()).unwrap_or_default();
+    let mut total: usize = journeys.iter().map(cost).sum();
+    let mut left_out = 0;
+    while total > ANSWER_BUDGET_BYTES
+        && let Some(oldest) = (0..journeys.len()).min_by_key(|&index| started(&journeys[index]))
+    {
+        total -= cost(&journeys[oldest]);
+        journeys.remove(oldest);
+        left_out += 1;
+    }
+    (journeys, left_out)
 }
 
 /// A stopped recording's bundle, processed, opened as the viewer reads it.
@@ -284,4 +308,40 @@ fn remove_capture(dir: &Path) -> Result<()> {
 /// The bytes `answer` takes in its message.
 pub fn answer_size(answer: &Answer) -> usize {
     serde_json::to_vec(answer).map_or(usize::MAX, |bytes| bytes.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use trace_manifest::campaign::{JourneySource, JourneyStep};
+
+    use super::*;
+
+    #[test]
+    fn a_heavy_browsers_journeys_answer_with_the_newest_that_fit() {
+        // 3,000 journeys of three long-URL visits, about 4 MB, shuffled in time: the answer keeps the newest.
+        let journey = |index: u64| {
+            let minute = (index * 7919) % 3000;
+            let step = |visit: u64| JourneyStep {
+                visit_id: index * 3 + visit,
+                url: format!("https://docs.example/{index}/{visit}?q={}", "long-query-".repeat(30)),
+                title: format!("Page {visit} of journey {index}"),
+                time: format!("2026-11-{:02}T{:02}:{:02}:00Z", 1 + minute / 1440, minute / 60 % 24, minute % 60),
+            };
+            Journey { id: format!("j{index}"), grouped_by: JourneySource::Chrome, steps: (0..3).map(step).collect() }
+        };
+        let all: Vec<Journey> = (0..3000).map(journey).collect();
+        let (kept, left_out) = newest_within_budget(all.clone());
+        assert!(left_out > 0 && kept.len() + left_out == all.len());
+        let answer = Answer::Journeys { journeys: Some(kept.clone()), older_left_out: left_out };
+        assert!(answer_size(&answer) <= MAX_OUTBOUND_BYTES, "{} bytes", answer_size(&answer));
+        let started = |journey: &Journey| journey.steps[0].time.clone();
+        let oldest_kept = kept.iter().map(started).min().unwrap();
+        let left: Vec<&Journey> = all.iter().filter(|journey| !kept.contains(journey)).collect();
+        assert!(left.iter().all(|journey| started(journey) <= oldest_kept), "only older ones are left out");
+        let order: Vec<usize> = kept.iter().map(|journey| all.iter().position(|j| j == journey).unwrap()).collect();
+        assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "the journeys keep their order");
+
+        let few: Vec<Journey> = all[..10].to_vec();
+        assert_eq!(newest_within_budget(few.clone()), (few, 0));
+    }
 }

@@ -18,7 +18,8 @@ use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
 use trace_manifest::archive::sha256_hex;
 use trace_manifest::campaign::{
-    Campaign, JOURNEYS_FILE, JourneyAnnotation, JourneySubmission, OutboxEntry, OutboxFile, TaskAnnotation, check_id,
+    Campaign, JOURNEYS_FILE, JOURNEYS_SUBMISSION, JourneyAnnotation, JourneySubmission, OutboxEntry, OutboxFile,
+    TaskAnnotation, check_id,
 };
 use trace_manifest::store::{Location, PutPayload};
 use trace_manifest::task::TaskId;
@@ -30,10 +31,17 @@ use crate::db;
 use crate::export::{self, ExportOptions};
 use crate::paths::DataDir;
 use crate::redact::SuspectDecisions;
+use crate::task_lock::TaskLock;
 
 const OUTBOX_DIR: &str = "outbox";
 const SENT_DIR: &str = "sent";
 const ENTRY_FILE: &str = "outbox.json";
+/// Each submission's lock, `.locks/<folder>/` (see [`lock_submission`]).
+const LOCKS_DIR: &str = ".locks";
+/// What the outbox says of a submission another process holds.
+const BEING_SENT_ELSEWHERE: &str = "being sent by another trace-host";
+/// How long submitting waits for another process that is sending the same submission.
+const QUEUE_WAIT: Duration = Duration::from_secs(60);
 /// Where submissions go when the campaign names no destination: under the data directory.
 const DEFAULT_DESTINATION_DIR: &str = "submissions";
 const PSEUDONYM_FILE: &str = "pseudonym";
@@ -128,7 +136,9 @@ pub fn enqueue_journeys(
             .map(serde_json::from_str)
             .collect::<Result<_, _>>()
             .with_context(|| format!("{} does not parse", kept.display()))?,
-        Err(_) => Vec::new(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        // The store's file is replaced whole by this one: never send it without the earlier journeys.
+        Err(error) => return Err(error).with_context(|| format!("cannot read {}", kept.display())),
     };
     for AnnotatedJourney { journey, annotation } in journeys {
         annotation.check(journey).map_err(|error| anyhow::anyhow!("journey {}: {error}", journey.id))?;
@@ -158,7 +168,7 @@ pub fn enqueue_journeys(
     }
     std::fs::create_dir_all(kept.parent().expect("in a folder"))?;
     atomic::write(&kept, |out| Ok(out.write_all(text.as_bytes())?))?;
-    queue(data, campaign, pseudonym, "journeys", &[JOURNEYS_FILE], |folder| {
+    queue(data, campaign, pseudonym, JOURNEYS_SUBMISSION, &[JOURNEYS_FILE], |folder| {
         std::fs::copy(&kept, folder.join(JOURNEYS_FILE))?;
         Ok(())
     })
@@ -179,6 +189,8 @@ fn queue(
     let folder_name = format!("{}--{pseudonym}--{what}", campaign.id);
     let outbox = data.root().join(OUTBOX_DIR);
     std::fs::create_dir_all(&outbox).with_context(|| format!("cannot create {}", outbox.display()))?;
+    let _lock = lock_submission(&outbox, &folder_name, QUEUE_WAIT)?
+        .with_context(|| format!("another trace-host is sending {name} now: submit it again once that is done"))?;
     let partial = outbox.join(format!(".{folder_name}.partial"));
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
@@ -209,10 +221,25 @@ fn queue(
     Ok(folder)
 }
 
+/// Takes the lock of the submission in `outbox`'s folder `folder_name`, waiting up to `wait` for another
+/// process to let go of it: several trace-hosts may work on one outbox at once (the popup's Send beside a
+/// page's Submit), and a submission must have one writer, or a send could move a newer submission to
+/// `sent/` as if it had landed. The lock files live apart (`.locks/`), since the folder itself is replaced
+/// and moved.
+fn lock_submission(outbox: &Path, folder_name: &str, wait: Duration) -> Result<Option<TaskLock>> {
+    let dir = outbox.join(LOCKS_DIR).join(folder_name);
+    TaskLock::acquire(&dir, wait).with_context(|| format!("cannot lock {}", dir.display()))
+}
+
 /// The submissions in the outbox: waiting ones, then sent ones, each in name order.
 pub fn outbox(data: &DataDir) -> Result<Vec<(PathBuf, OutboxEntry)>> {
     let root = data.root().join(OUTBOX_DIR);
     let mut found = entries_in(&root)?;
+    for (folder, entry) in &mut found {
+        if folder.file_name().is_some_and(|name| TaskLock::is_held(&root.join(LOCKS_DIR).join(name))) {
+            entry.last_error = Some(BEING_SENT_ELSEWHERE.to_owned());
+        }
+    }
     found.extend(entries_in(&root.join(SENT_DIR))?);
     Ok(found)
 }
@@ -223,22 +250,45 @@ fn entries_in(dir: &Path) -> Result<Vec<(PathBuf, OutboxEntry)>> {
     for item in listing {
         let folder = item?.path();
         let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-        if name.starts_with('.') || name == SENT_DIR || !folder.join(ENTRY_FILE).is_file() {
+        if name.starts_with('.') || name == SENT_DIR {
             continue;
         }
-        let entry: OutboxEntry = serde_json::from_slice(&std::fs::read(folder.join(ENTRY_FILE))?)
-            .with_context(|| format!("{} does not parse", folder.join(ENTRY_FILE).display()))?;
-        found.push((folder, entry));
+        if let Some(entry) = read_entry(&folder)? {
+            found.push((folder, entry));
+        }
     }
     found.sort_by(|a, b| a.1.name.cmp(&b.1.name));
     Ok(found)
+}
+
+/// The entry of the submission in `folder`; `None` when there is none (the folder is not a submission, or
+/// it was moved on meanwhile).
+fn read_entry(folder: &Path) -> Result<Option<OutboxEntry>> {
+    let path = folder.join(ENTRY_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes).map(Some).with_context(|| format!("{} does not parse", path.display()))
+        }
+        Err(error) if matches!(error.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            Ok(None)
+        }
+        Err(error) => Err(error).with_context(|| format!("cannot read {}", path.display())),
+    }
 }
 
 /// Sends every waiting submission, waiting `backoff` between a file's attempts. Returns each one's entry
 /// after the attempt, sent or still waiting with its error.
 pub async fn send(data: &DataDir, backoff: &[Duration]) -> Result<Vec<OutboxEntry>> {
     let mut reports = Vec::new();
-    for (folder, mut entry) in entries_in(&data.root().join(OUTBOX_DIR))? {
+    let outbox = data.root().join(OUTBOX_DIR);
+    for (folder, listed) in entries_in(&outbox)? {
+        let folder_name = folder.file_name().context("a folder name")?.to_string_lossy().into_owned();
+        let Some(_lock) = lock_submission(&outbox, &folder_name, Duration::ZERO)? else {
+            reports.push(OutboxEntry { last_error: Some(BEING_SENT_ELSEWHERE.to_owned()), ..listed });
+            continue;
+        };
+        // Read again under the lock: another process may have sent it, or queued a newer one, meanwhile.
+        let Some(mut entry) = read_entry(&folder)? else { continue };
         entry.attempts += 1;
         entry.last_error = match send_one(data, &folder, &mut entry, backoff).await {
             Ok(()) => None,

@@ -1,6 +1,7 @@
 //! The lock that says "this process is writing this task": an exclusive advisory lock on
 //! `captures/<task_id>/.lock`. The operating system releases it when its holder dies, however it dies, so
-//! a task left `recording` whose lock can be taken has no host any more.
+//! a task left `recording` whose lock can be taken has no host any more. The outbox holds the same kind of
+//! lock on each submission while it replaces or sends it (`submit.rs`).
 //!
 //! Never wait for a task lock inside a database transaction: the holder may need the database to finish
 //! what it is doing before it lets go.

@@ -67,9 +67,25 @@ fn a_destination_out_of_reach_keeps_the_submission_until_it_can_be_sent() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("waiting  shop-2026/") && stdout.contains("attempt 1"), "{stdout}");
 
+    // Another trace-host (a page's Submit beside the popup's Send) holds the submission: this one leaves it
+    // alone and says so, and its entry is as the other left it.
+    let pseudonym = std::fs::read_to_string(scratch.data().join("pseudonym")).unwrap();
+    let folder_name = format!("shop-2026--{pseudonym}--mug");
+    let other = trace_host::task_lock::TaskLock::acquire(
+        &scratch.data().join("outbox/.locks").join(&folder_name),
+        std::time::Duration::ZERO,
+    )
+    .unwrap()
+    .unwrap();
+    let output = scratch.cli(&["outbox", "--send", "--json"]);
+    assert_eq!(output.status.code(), Some(1), "it still waits: {}", String::from_utf8_lossy(&output.stderr));
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(listed[0]["last_error"], "being sent by another trace-host", "{listed}");
+    assert_eq!(read_json(&scratch.data().join("outbox").join(&folder_name).join("outbox.json"))["attempts"], 1);
+    drop(other);
+
     // Back within reach, with half a zip where an upload was cut off: the retry replaces it.
     std::fs::remove_file(&blocked).unwrap();
-    let pseudonym = std::fs::read_to_string(scratch.data().join("pseudonym")).unwrap();
     let folder = blocked.join("inner/shop-2026").join(&pseudonym);
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("mug.zip"), b"PK\x03\x04 cut off").unwrap();
