@@ -197,6 +197,11 @@ impl NetworkTranslator {
         out
     }
 
+    /// How many exchanges are in flight.
+    pub fn in_flight(&self) -> usize {
+        self.hops.len()
+    }
+
     /// Whether the exchange is known and in flight (its body may be streamed).
     pub fn is_in_flight(&self, request_id: &str) -> bool {
         self.hops.contains_key(request_id)

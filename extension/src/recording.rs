@@ -688,6 +688,13 @@ async fn take_paused_body(target: Target, params: Value) {
     let_go_on(&target, &fetch_id).await;
 }
 
+/// How many of the tab's exchanges (its frames' and workers' too) are in flight.
+pub fn requests_in_flight(tab_id: i64) -> usize {
+    ACTIVE.with(|a| {
+        a.borrow().as_ref().and_then(|active| active.translators.get(&tab_id)).map_or(0, NetworkTranslator::in_flight)
+    })
+}
+
 /// A paused response the `Network` domain never reported (a request sent during unload; see
 /// [`crate::network`]): recorded from the pause, with its body, then let go on.
 async fn record_unreported_exchange(target: Target, params: Value, fetch_id: String) {

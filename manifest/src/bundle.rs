@@ -6,7 +6,7 @@
 //! recording.har        HAR 1.2 built from the network events; bodies as content._file = resources/<sha256>
 //! storage.json         StorageFile: cookies and local/session storage snapshots
 //! resources/<sha256>   request and response bodies, content-addressed, each stored once
-//! screenshots/<id>.jpg screenshots (.png in older bundles), named by their event id
+//! screenshots/<id>.webp screenshots (.png in older bundles, .jpg), named by their event id
 //! dom/<id>.html        DOM snapshots, with dom/<id>.a11y.json for the accessibility tree
 //! ```
 //!

@@ -14,7 +14,7 @@
 //! data/manifest.json                                   a JSON array of WebArenaEntry, one per task
 //! data/<model>/<environment>/<task_id>/history.json    a browser-use agent history (BrowserUseHistory)
 //! data/<model>/<environment>/<task_id>/result.json     WebArenaResult
-//! data/<model>/<environment>/<task_id>/screenshots/step_N.jpg
+//! data/<model>/<environment>/<task_id>/screenshots/step_N.webp
 //!                                                      the page at the start of history step N (none for
 //!                                                      step 0, the initial navigation)
 //! bundles/<task_id>.zip                                the environment to replay, as in TRACE's layout
@@ -192,7 +192,7 @@ pub struct BrowserUseActionResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BrowserUseState {
     pub tabs: Vec<BrowserUseTab>,
-    /// Relative to the task's folder: `screenshots/step_N.jpg` (`.png` for a PNG screenshot).
+    /// Relative to the task's folder: `screenshots/step_N.webp` (or the screenshot's own `.png`/`.jpg`).
     pub screenshot_path: Option<String>,
     /// Per action, the element it acted on (or null).
     pub interacted_element: Vec<Option<BrowserUseElement>>,

@@ -360,6 +360,7 @@ pub enum TabOp {
 pub enum ImageFormat {
     Png,
     Jpeg,
+    Webp,
 }
 
 impl ImageFormat {
@@ -367,6 +368,7 @@ impl ImageFormat {
         match self {
             ImageFormat::Png => "png",
             ImageFormat::Jpeg => "jpg",
+            ImageFormat::Webp => "webp",
         }
     }
 }

@@ -167,7 +167,7 @@ pub enum DatasetFormat {
     /// `tasks.jsonl` and the bundles.
     Trace,
     /// WebArena-Infinity's results layout: `manifest.json`, and per task a browser-use `history.json`,
-    /// `result.json` and `screenshots/step_N.jpg` (`.png` for a PNG screenshot).
+    /// `result.json` and `screenshots/step_N.webp` (or the screenshot's own `.png`/`.jpg`).
     WebarenaInfinity,
 }
 

@@ -37,7 +37,7 @@ pub struct ToolCall {
     /// The DOM snapshot showing the call's result (`dom/<id>.html`), when one was captured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dom_snapshot: Option<String>,
-    /// The screenshot showing the call's result (`screenshots/<id>.jpg`, or `.png`), when one was captured.
+    /// The screenshot showing the call's result (`screenshots/<id>.webp`, or `.png`/`.jpg`), when one was captured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot: Option<String>,
     /// The `events.jsonl` ids the call was derived from; empty for calls the derivation had to add.

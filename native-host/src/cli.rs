@@ -502,8 +502,8 @@ pub enum FormatArg {
     /// `tasks.jsonl` and the bundles.
     Trace,
     /// WebArena-Infinity's trajectory layout: `data/manifest.json`, and in `data/human/<environment>/<task>/`
-    /// a browser-use `history.json`, `result.json` and `screenshots/step_N.jpg` (`.png` for a PNG
-    /// screenshot); the bundles beside.
+    /// a browser-use `history.json`, `result.json` and `screenshots/step_N.webp` (or the screenshot's own
+    /// `.png`/`.jpg`); the bundles beside.
     WebarenaInfinity,
 }
 

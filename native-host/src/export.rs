@@ -201,7 +201,7 @@ fn file_options(path: &str, start: &[u8]) -> SimpleFileOptions {
 }
 
 fn compression(path: &str, start: &[u8]) -> CompressionMethod {
-    let compressed = path.ends_with(".png") || path.ends_with(".jpg") || path == pack::PACK_FILE;
+    let compressed = [".png", ".jpg", ".webp"].iter().any(|image| path.ends_with(image)) || path == pack::PACK_FILE;
     if compressed || bits_per_byte(start) > COMPRESSED_BITS_PER_BYTE {
         CompressionMethod::Stored
     } else {

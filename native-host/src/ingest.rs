@@ -101,6 +101,7 @@ fn image_matches(format: ImageFormat, bytes: &[u8]) -> bool {
     match format {
         ImageFormat::Png => bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
         ImageFormat::Jpeg => bytes.starts_with(&[0xff, 0xd8, 0xff]),
+        ImageFormat::Webp => bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP",
     }
 }
 

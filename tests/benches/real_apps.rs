@@ -16,7 +16,8 @@
 //! person typed; Playwright has no fuzzy level.)
 //!
 //! Also printed, per flow: the exported zip's size against the recording's HAR with every body inline (what
-//! Playwright's `recordHar` embeds) and that HAR gzipped (the smallest a person could share it).
+//! Playwright's `recordHar` embeds) and that HAR gzipped (the smallest a person could share it), and what
+//! the zip's screenshots take of it (a HAR has none).
 //!
 //! Run: `cargo xtask dist && bash .ci/install && cargo bench -p trace-e2e --bench real_apps`. Recordings
 //! and zips are left in `target/bench-real-apps/`.
@@ -99,18 +100,28 @@ async fn main() -> Result<()> {
         "steps passed offline, judged alike (action done, recorded URL reached, recorded text shown ≥ {TEXT_TOLERANCE})"
     );
     println!(
-        "{:<22} {:>13} {:>13} {:>10} {:>12} {:>11} {:>9}",
-        "flow", "trace-replay", "routeFromHAR", "zip (KB)", "HAR+bodies", "HAR.gz", "zip/gz"
+        "{:<22} {:>13} {:>13} {:>10} {:>12} {:>11} {:>9} {:>12} {:>14}",
+        "flow",
+        "trace-replay",
+        "routeFromHAR",
+        "zip (KB)",
+        "HAR+bodies",
+        "HAR.gz",
+        "zip/gz",
+        "shots (KB)",
+        "(zip-shots)/gz"
     );
     for (name, trace, routed, sizes) in &rows {
         println!(
-            "{name:<22} {:>13} {:>13} {:>10.0} {:>12.0} {:>11.0} {:>8.2}×",
+            "{name:<22} {:>13} {:>13} {:>10.0} {:>12.0} {:>11.0} {:>8.2}× {:>12.0} {:>13.2}×",
             format!("{}/{}", trace.passed, trace.total),
             format!("{}/{}", routed.passed, routed.total),
             sizes.zip as f64 / 1024.0,
             sizes.har as f64 / 1024.0,
             sizes.har_gzip as f64 / 1024.0,
             sizes.zip as f64 / sizes.har_gzip as f64,
+            sizes.screenshots as f64 / 1024.0,
+            (sizes.zip - sizes.screenshots) as f64 / sizes.har_gzip as f64,
         );
     }
     let whole = |outcomes: &mut dyn Iterator<Item = &Outcome>| outcomes.filter(|o| o.passed == o.total).count();
@@ -210,6 +221,8 @@ struct Sizes {
     zip: u64,
     har: u64,
     har_gzip: u64,
+    /// What the zip's screenshots take in it (a HAR has none).
+    screenshots: u64,
 }
 
 impl Sizes {
@@ -218,7 +231,15 @@ impl Sizes {
         let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gzip.write_all(&har)?;
         let har_gzip = gzip.finish()?.len() as u64;
-        Ok(Sizes { zip: std::fs::metadata(&flow.zip)?.len(), har: har.len() as u64, har_gzip })
+        let mut archive = zip::ZipArchive::new(std::fs::File::open(&flow.zip)?)?;
+        let mut screenshots = 0;
+        for index in 0..archive.len() {
+            let entry = archive.by_index_raw(index)?;
+            if entry.name().starts_with("screenshots/") {
+                screenshots += entry.compressed_size();
+            }
+        }
+        Ok(Sizes { zip: std::fs::metadata(&flow.zip)?.len(), har: har.len() as u64, har_gzip, screenshots })
     }
 }
 

@@ -251,14 +251,14 @@ async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
         "WebArena-Infinity's result fields, no others"
     );
     // Every step whose state had a screenshot points at a real picture beside it, of the kind its name says
-    // (JPEG, as the recorder takes them).
+    // (WebP, as the recorder takes them).
     let screenshots: Vec<&String> =
         history.history.iter().filter_map(|step| step.state.screenshot_path.as_ref()).collect();
     assert!(screenshots.len() >= 10, "{screenshots:?}");
     for screenshot in screenshots {
-        assert!(screenshot.ends_with(".jpg"), "{screenshot} is named as a JPEG");
+        assert!(screenshot.ends_with(".webp"), "{screenshot} is named as a WebP");
         let bytes = std::fs::read(task_dir.join(screenshot)).unwrap();
-        assert!(bytes.starts_with(&[0xff, 0xd8, 0xff]), "{screenshot} is a JPEG");
+        assert!(bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP", "{screenshot} is a WebP");
     }
 }
 

@@ -379,6 +379,7 @@ fn content_type(path: &str) -> &'static str {
     match path.rsplit('.').next().unwrap_or_default() {
         "png" => "image/png",
         "jpg" | "jpeg" => "image/jpeg",
+        "webp" => "image/webp",
         "html" => "text/html; charset=utf-8",
         "json" | "jsonl" | "har" => "application/json",
         _ => "application/octet-stream",
