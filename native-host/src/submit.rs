@@ -9,7 +9,8 @@
 //! landed only when size and hash agree, retrying with backoff; what still fails stays in the outbox with
 //! its error and goes with the next send (offline now, after a restart, a killed host mid-upload: a put
 //! under the same key replaces what a cut one left). A sent submission's folder moves to `outbox/sent/`,
-//! its zip removed and its `outbox.json` kept as the receipt.
+//! its zip removed and its `outbox.json` kept as the receipt. Chrome starts a host per page request, so
+//! several may work on the outbox at once: each submission is locked while it is replaced or sent.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
