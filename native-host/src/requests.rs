@@ -147,7 +147,9 @@ fn outbox(data: &DataDir) -> Result<Answer> {
 /// heavy browser's clusters over weeks can pass the message limit.
 fn newest_within_budget(mut journeys: Vec<Journey>) -> (Vec<Journey>, usize) {
     let cost = |journey: &Journey| serde_json::to_vec(journey).map_or(usize::MAX, |bytes| bytes.len() + 1);
-    let started = |journey: &Journey| journey.steps.first().map(|step| step.time.clone()).unwrap_or_default();
+    fn started(journey: &Journey) -> &str {
+        journey.steps.first().map_or("", |step| step.time.as_str())
+    }
     let mut total: usize = journeys.iter().map(cost).sum();
     let mut left_out = 0;
     while total > ANSWER_BUDGET_BYTES
