@@ -200,7 +200,7 @@ pub fn collapse_whitespace(text: &str) -> String {
 }
 
 /// The entities a serialized DOM uses (the browser writes the rest as characters).
-fn decode_entities(text: &str) -> String {
+pub fn decode_entities(text: &str) -> String {
     if !text.contains('&') {
         return text.to_owned();
     }

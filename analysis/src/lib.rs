@@ -20,6 +20,7 @@
 //! - [`score`]: an agent's episode scored against the recording (checkpoints, success, rubric, SPL), and a
 //!   run's summary.
 //! - [`journeys`]: a person's browsing history grouped into journeys by TRACE's rule, URLs cleaned.
+//! - [`map`]: environment maps of a site from many recordings: contexts, actions, workflows, procedures.
 //! - [`judge`]: the questions a judge model is asked about an episode, and how its replies are read.
 //! - [`ignore`]: which requests replay may fail at once, and reading and applying an ignore list.
 //! - [`postprocess`]: the four files `trace-host process` writes, derived together.
@@ -47,6 +48,7 @@ pub mod har;
 pub mod ignore;
 pub mod journeys;
 pub mod judge;
+pub mod map;
 pub mod postprocess;
 pub mod request_state;
 pub mod score;

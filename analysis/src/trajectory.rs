@@ -112,6 +112,12 @@ pub fn derive(task_id: TaskId, events: &[EventRecord], answer: Option<&str>) -> 
     builder.finish(task_id, answer)
 }
 
+/// Whether keys move a slider or spin button by themselves: arrows, Page Up/Down, Home and End, with no
+/// modifier.
+fn moves_a_control(keys: &str) -> bool {
+    matches!(keys, "ArrowUp" | "ArrowDown" | "ArrowLeft" | "ArrowRight" | "PageUp" | "PageDown" | "Home" | "End")
+}
+
 /// The keys of a key press as `send_keys` takes them: modifiers, then the key, joined by `+`.
 pub fn keys_of(action: &Action) -> String {
     let mut parts: Vec<&str> = Vec::new();
@@ -624,10 +630,12 @@ impl<'e> Builder<'e> {
             return;
         };
         // A slider or spin button moved by its keys: the keys are the call, and replaying them moves it
-        // again (the value would be a second, different change).
+        // again (the value would be a second, different change). Only keys that move one do: after
+        // Control+A, the value typed is typing.
         if let Some(last) = self.calls.last_mut()
             && target.input_type.as_deref().is_some_and(|kind| kind == "range" || kind == "number")
             && last.is_on(tab, "send_keys", &target)
+            && matches!(&last.call.action, ToolAction::SendKeys { keys } if moves_a_control(keys))
             && ts - last.last_person_ts <= QUICK_EFFECT_WINDOW_MS
         {
             last.absorb(id);
@@ -1622,6 +1630,27 @@ mod tests {
                 r#"send_keys {"keys":"Control+a"}"#,
                 r#"send_keys {"keys":"Shift+Tab"}"#,
                 r#"send_keys {"keys":"Escape"}"#
+            ]
+        );
+    }
+
+    #[test]
+    fn a_number_typed_after_select_all_is_typing_but_one_moved_by_arrows_is_the_keys() {
+        let field = || element("#qty", "input", Some("number"));
+        let typed = |value: &str| Action { value: Some(value.to_owned()), ..action(ActionKind::Input, Some(field())) };
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        rec.action(TAB, Action { target: Some(field()), ..key("a", &["Control"]) });
+        rec.action(TAB, typed("2"));
+        rec.action(TAB, Action { target: Some(field()), ..key("ArrowUp", &[]) });
+        rec.action(TAB, typed("3"));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived)[1..],
+            [
+                r#"send_keys {"keys":"Control+a"} #qty"#,
+                r#"input {"text":"2"} #qty"#,
+                r#"send_keys {"keys":"ArrowUp"} #qty"#
             ]
         );
     }

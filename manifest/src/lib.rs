@@ -20,6 +20,7 @@
 //! - [`postprocess`]: the files `trace-host process` adds: credentials, checkpoints, ignore list.
 //! - [`dataset`]: the dataset layouts `trace-host dataset` writes (TRACE's and WebArena-Infinity's).
 //! - [`campaign`]: crowdsourced annotation: a campaign, the journeys of a person's history, annotations.
+//! - [`map`]: environment maps: contexts, parameterized actions, workflows and procedures of a site.
 //! - [`eval`]: the files of an evaluation: a task's rubric, the agent's answer, results and summary.
 //! - [`report`]: what the command-line tools print with `--json`.
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
@@ -35,6 +36,7 @@ pub mod dataset;
 pub mod eval;
 pub mod event;
 pub mod har;
+pub mod map;
 pub mod postprocess;
 pub mod report;
 pub mod schema;

@@ -12,6 +12,7 @@ use crate::campaign::{
 use crate::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use crate::eval::{AgentDone, AgentResponse, EvalResult, EvalSummary, Rubric};
 use crate::event::EventRecord;
+use crate::map::{EnvironmentMap, MapCoverage, MapSource, PageContext, Workflow};
 use crate::postprocess::{Checkpoint, CredentialEntry};
 use crate::report::{
     BundleSummary, DatasetReport, ExportReport, FidelityReport, ImportReport, Installed, ProcessReport, TaskSummary,
@@ -48,6 +49,11 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("agent-response.schema.json", schema_for!(AgentResponse)),
         ("eval-result.schema.json", schema_for!(EvalResult)),
         ("eval-summary.schema.json", schema_for!(EvalSummary)),
+        ("map.schema.json", schema_for!(EnvironmentMap)),
+        ("map-context.schema.json", schema_for!(PageContext)),
+        ("map-workflow.schema.json", schema_for!(Workflow)),
+        ("map-recording.schema.json", schema_for!(MapSource)),
+        ("report-map-coverage.schema.json", schema_for!(MapCoverage)),
         ("report-tasks.schema.json", schema_for!(Vec<TaskSummary>)),
         ("report-install.schema.json", schema_for!(Vec<Installed>)),
         ("report-process.schema.json", schema_for!(ProcessReport)),

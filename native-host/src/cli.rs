@@ -184,6 +184,29 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Build an environment map of a site from many recordings: its contexts (URL patterns), the actions
+    /// taken and offered in each, the recordings as workflows, and procedures that recur.
+    ///
+    /// The same recordings always give the same map, byte for byte; `--merge` of new recordings into a
+    /// map gives the map of all of them.
+    Map {
+        /// Bundles (zips or directories), folders of bundles, dataset folders, or task ids of the data
+        /// directory.
+        #[arg(value_name = "BUNDLES_OR_DATASET", required_unless_present = "merge")]
+        sources: Vec<String>,
+        /// The folder to write the map into (created if needed; an earlier map there is replaced).
+        #[arg(long, value_name = "DIR", required_unless_present = "coverage")]
+        out: Option<PathBuf>,
+        /// A map folder whose recordings are added to these (a recording of the same task is replaced).
+        #[arg(long, value_name = "DIR")]
+        merge: Option<PathBuf>,
+        /// Print leave-one-out coverage: for each recording, the share of its actions that the map of the
+        /// others covers (context, action, parameter value).
+        #[arg(long)]
+        coverage: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Derive trajectory.json, credentials.json, checkpoints.json and ignored.json into a bundle.
     Process {
         /// A task id of the data directory, or a bundle directory.
@@ -348,6 +371,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 progress: !json && std::io::stderr().is_terminal(),
             };
             return dataset(sources, out, &options, *json, cli.data.as_deref());
+        }
+        Command::Map { sources, out, merge, coverage, json } => {
+            return map(sources, out.as_deref(), merge.as_deref(), *coverage, *json, cli.data.as_deref());
         }
         Command::View { what, port, open } => {
             let (target, first) = crate::view::Target::resolve(what.as_deref(), &data()?)?;
@@ -546,6 +572,80 @@ fn dataset(
         }
     }
     Ok(if report.tasks.is_empty() { Outcome::Failure } else { Outcome::Success })
+}
+
+fn map(
+    args: &[String],
+    out: Option<&Path>,
+    merge: Option<&Path>,
+    coverage: bool,
+    json: bool,
+    data_dir: Option<&Path>,
+) -> Result<Outcome> {
+    let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
+    let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
+    let args: Vec<String> = args.iter().map(|arg| crate::map::bundles_of_dataset(arg)).collect();
+    let mut locks = Vec::new();
+    let mut paths = Vec::new();
+    for source in dataset::sources(&args, conn.as_ref())? {
+        match source {
+            dataset::Source::Bundle(path) => paths.push(path),
+            dataset::Source::Task(task_id) => {
+                let (conn, data) = conn.as_ref().zip(data.as_ref()).context("task ids need the data directory")?;
+                let (_, dir, lock, _) = export::processed_task_bundle(conn, data, &task_id, "map")?;
+                locks.push(lock);
+                paths.push(dir);
+            }
+        }
+    }
+    let added = crate::map::sources_of(&paths)?;
+    drop(locks);
+    let sources = match merge {
+        Some(existing) => crate::map::merged(crate::map::read_sources(existing)?, added),
+        None => added,
+    };
+    if let Some(out) = out {
+        let built = crate::map::write(out, &sources)?;
+        if !coverage {
+            let statistics = &built.map.statistics;
+            outln!(
+                "wrote the map of {} to {}: {} recording(s), {} context(s), {} action(s) ({} taken, {} parameterized), \
+                 {} procedure(s)",
+                built.map.name,
+                out.display(),
+                statistics.recordings,
+                statistics.contexts,
+                statistics.actions,
+                statistics.taken_actions,
+                statistics.parameterized_actions,
+                statistics.procedures
+            )?;
+        }
+    }
+    if coverage {
+        let report = trace_analysis::map::coverage(&sources);
+        if json {
+            outln!("{}", serde_json::to_string_pretty(&report)?)?;
+        } else {
+            let share = |part: usize, whole: usize| {
+                if whole == 0 { "-".to_owned() } else { format!("{:.0}%", 100.0 * part as f64 / whole as f64) }
+            };
+            outln!("leave-one-out coverage of {} ({} recording(s)):", report.site, report.recordings.len())?;
+            outln!("{:<28} {:>6} {:>10} {:>8} {:>8}", "held out", "steps", "context", "action", "value")?;
+            let rows = report.recordings.iter().map(|r| (r.task.as_str(), r.counts)).chain([("all", report.total)]);
+            for (task, counts) in rows {
+                outln!(
+                    "{:<28} {:>6} {:>10} {:>8} {:>8}",
+                    task,
+                    counts.steps,
+                    share(counts.in_context, counts.steps),
+                    share(counts.action_known, counts.steps),
+                    share(counts.value_seen, counts.steps)
+                )?;
+            }
+        }
+    }
+    Ok(Outcome::Success)
 }
 
 fn validate(path: &Path, json: bool) -> Result<Outcome> {

@@ -35,6 +35,7 @@ pub mod import;
 pub mod ingest;
 pub mod install;
 pub mod journeys;
+pub mod map;
 pub mod messaging;
 pub mod native;
 pub mod paths;

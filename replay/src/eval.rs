@@ -87,6 +87,8 @@ pub struct EvalOptions {
     pub limits: ZipLimits,
     /// The optional judge (`--judge MODEL`), shared by the episodes of a run.
     pub judge: Option<Arc<Judge>>,
+    /// An environment map's folder (`trace-host map`), handed to the agent as `TRACE_MAP`.
+    pub map: Option<PathBuf>,
 }
 
 /// What the bundle says the task is and what reaching it looks like.
@@ -341,14 +343,18 @@ impl Episode<'_> {
             TaskType::Action => "action",
             TaskType::InformationRetrieval => "information_retrieval",
         };
-        Ok(vec![
+        let mut environment = vec![
             ("TRACE_TASK".to_owned(), reference.task.description.clone()),
             ("TRACE_TASK_ID".to_owned(), self.task.task_id.to_string()),
             ("TRACE_TASK_TYPE".to_owned(), task_type.to_owned()),
             ("TRACE_START_URL".to_owned(), start_url.to_owned()),
             ("TRACE_CREDENTIALS".to_owned(), absolute(&credentials_file)?.display().to_string()),
             ("TRACE_OUT".to_owned(), absolute(agent_out)?.display().to_string()),
-        ])
+        ];
+        if let Some(map) = &self.options.map {
+            environment.push(("TRACE_MAP".to_owned(), absolute(map)?.display().to_string()));
+        }
+        Ok(environment)
     }
 }
 

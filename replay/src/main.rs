@@ -111,8 +111,8 @@ enum Command {
 #[derive(Debug, clap::Args)]
 struct EvalArgs {
     /// The agent: a command line run by the shell, with TRACE_CDP_URL, TRACE_TASK, TRACE_TASK_TYPE,
-    /// TRACE_START_URL, TRACE_CREDENTIALS and TRACE_OUT in its environment; or `human`, the person's
-    /// demonstration re-run.
+    /// TRACE_START_URL, TRACE_CREDENTIALS and TRACE_OUT (and TRACE_MAP with --map) in its environment; or
+    /// `human`, the person's demonstration re-run.
     #[arg(long)]
     agent: String,
     /// The agent's name where a model's goes (WebArena-Infinity's layout) [default: `human`, or the name of
@@ -147,6 +147,10 @@ struct EvalArgs {
     /// Where the judge's replies are cached [default: $XDG_CACHE_HOME/trace/judge or ~/.cache/trace/judge].
     #[arg(long, value_name = "DIR", requires = "judge")]
     judge_cache: Option<PathBuf>,
+    /// An environment map's folder (`trace-host map`), handed to the agent as TRACE_MAP, so that agents can
+    /// be compared with and without a map.
+    #[arg(long, value_name = "DIR")]
+    map: Option<PathBuf>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -248,6 +252,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "--timeout takes a positive number of seconds"
             );
             anyhow::ensure!(eval.parallel > 0, "--parallel takes at least 1");
+            if let Some(map) = &eval.map {
+                anyhow::ensure!(
+                    map.join(trace_manifest::map::MAP_FILE).is_file(),
+                    "{} is not a map folder (it has no {}); `trace-host map` makes one",
+                    map.display(),
+                    trace_manifest::map::MAP_FILE
+                );
+            }
             let agent = Agent::parse(&eval.agent);
             let judge = match &eval.judge {
                 Some(model) => Some(std::sync::Arc::new(Judge::from_env(model, eval.judge_cache.clone())?)),
@@ -269,6 +281,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     },
                     limits: limits.limits(),
                     judge,
+                    map: eval.map.clone(),
                 },
                 parallel: eval.parallel,
                 shard: eval.shard.as_deref().map(Shard::parse).transpose()?,

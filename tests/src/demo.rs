@@ -10,6 +10,9 @@
 //! WebSocket ([`record_chat`]) and asking the expert, whose answer streams back as server-sent events keyed
 //! by an id the page made ([`record_ask`]).
 //!
+//! [`record_purchase`] records a shorter purchase (search, a product's page, a quantity), of which
+//! environment maps are made.
+//!
 //! [`record_and_export`] records the demonstration and exports it redacted, as a researcher shares it.
 
 use std::path::{Path, PathBuf};
@@ -19,8 +22,8 @@ use anyhow::{Context, Result, bail};
 use chromiumoxide::Page;
 
 use crate::browser::{
-    Build, RecordingBrowser, click, click_and_wait, click_in_frame, double_click, press_key, scroll_by, settle,
-    type_into, visit, wait_for_text,
+    Build, RecordingBrowser, click, click_and_wait, click_in_frame, control_key, double_click, press_key, scroll_by,
+    settle, type_into, visit, wait_for_text,
 };
 use crate::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, ServedRequest, ask, chat, vault};
 
@@ -187,6 +190,43 @@ pub async fn record_vault(build: &Build, site: &DemoSite, data_dir: &Path) -> Re
     type_into(&page, "#vault-passphrase", vault::VAULT_PASSPHRASE).await?;
     click(&page, "#vault-open").await?;
     wait_for_text(&page, "#vault-status", WAIT, |t| t.starts_with("Vault open")).await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop_task(&popup, browser, data_dir).await
+}
+
+/// A purchase [`record_purchase`] makes: what is searched for, the product chosen among the results (its id),
+/// and how many.
+pub struct Purchase {
+    pub search: &'static str,
+    pub product: &'static str,
+    pub quantity: u32,
+}
+
+/// Records a purchase: sign in, search from the home page, follow the product's link among the results, type
+/// the quantity and add it to the cart; returns the bundle. Recordings of different purchases are what an
+/// environment map is made from.
+pub async fn record_purchase(build: &Build, site: &DemoSite, data_dir: &Path, purchase: &Purchase) -> Result<PathBuf> {
+    let browser = RecordingBrowser::launch(build, data_dir, true).await?;
+    let description = format!("Buy {} of {}", purchase.quantity, purchase.product);
+    let (popup, shop) = start_task(&browser, &description, &site.url("/")).await?;
+    visit(&shop, &site.url("/login")).await?;
+    type_into(&shop, "#username", DEMO_USER).await?;
+    type_into(&shop, "#password", DEMO_PASSWORD).await?;
+    click_and_wait(&shop, "#login-submit").await?;
+    wait_for_url(&shop, "/account").await?;
+    visit(&shop, &site.url("/")).await?;
+    type_into(&shop, "#search-input", purchase.search).await?;
+    press_key(&shop, "#search-input", "Enter").await?;
+    wait_for_url(&shop, "/search?q=").await?;
+    settle().await;
+    click_and_wait(&shop, &format!("#results a[href=\"/item/{}\"]", purchase.product)).await?;
+    wait_for_url(&shop, &format!("/item/{}", purchase.product)).await?;
+    click(&shop, "#item-qty").await?;
+    control_key(&shop, "a").await?;
+    shop.find_element("#item-qty").await?.type_str(purchase.quantity.to_string()).await?;
+    settle().await;
+    click_and_wait(&shop, "#item-add").await?;
+    wait_for_url(&shop, "/cart").await?;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     stop_task(&popup, browser, data_dir).await
 }

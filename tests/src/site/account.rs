@@ -19,7 +19,7 @@ use super::{DEMO_PASSWORD, DEMO_USER, SiteState};
 const CSRF_COOKIE: &str = "csrf";
 const SESSION_COOKIE: &str = "session";
 /// The most of one product a cart takes in one go.
-const MAX_QUANTITY: u32 = 99;
+pub(super) const MAX_QUANTITY: u32 = 99;
 
 #[derive(Default)]
 pub(super) struct Accounts {

@@ -1,7 +1,8 @@
-//! The shop's fixed product list, as JSON (`/api/products`) and as search results (`/search?q=`).
+//! The shop's fixed product list, as JSON (`/api/products`), as search results (`/search?q=`), and a page
+//! per product (`/item/<id>`) with a form that adds it to the cart.
 
 use axum::Json;
-use axum::extract::Query;
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
@@ -83,7 +84,7 @@ pub(super) fn search_form(query: &str) -> String {
 pub(super) fn product_item(product: &Product) -> String {
     format!(
         r#"<li data-product="{id}"><figure><img src="{image}" alt="" width="96" height="96">
-<figcaption>{name}: {price}</figcaption></figure></li>
+<figcaption><a href="/item/{id}">{name}</a>: {price}</figcaption></figure></li>
 "#,
         id = product.id,
         image = product.image,
@@ -110,4 +111,28 @@ pub(super) async fn search(Query(SearchQuery { q }): Query<SearchQuery>) -> Resp
         form = search_form(&q),
     );
     respond(StatusCode::OK, Some(&format!("Search: {q}")), &[], &body)
+}
+
+/// `GET /item/<id>`: one product, its price, and a form that adds a quantity of it to the cart (which asks
+/// to sign in first). Every product's page has the same layout: only the text and the form's values differ.
+pub(super) async fn item(Path(id): Path<String>) -> Response {
+    let Some(product) = find(&id) else { return super::pages::not_found().await };
+    let body = format!(
+        r#"<h1 id="product-name">{name}</h1>
+<figure><img id="product-image" src="{image}" alt="" width="192" height="192"></figure>
+<p id="product-price">{price}</p>
+<form id="item-form" method="post" action="/cart">
+<input type="hidden" name="product" value="{id}">
+<p><label for="item-qty">Quantity</label>
+<input id="item-qty" name="qty" type="number" min="1" max="{max}" value="1"></p>
+<p><button id="item-add" type="submit">Add to cart</button></p>
+</form>
+<p><a id="item-back" href="/search?q=">All products</a></p>"#,
+        id = product.id,
+        name = escape(product.name),
+        image = product.image,
+        price = format_price(product.price_cents.into()),
+        max = super::account::MAX_QUANTITY,
+    );
+    respond(StatusCode::OK, Some(product.name), &[], &body)
 }

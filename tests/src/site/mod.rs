@@ -2,10 +2,10 @@
 //! 127.0.0.1 over plain HTTP, everything a recording has to survive: a stylesheet that loads a font and a
 //! background image, images, a script that fetches JSON with a cache-busting query, an analytics beacon, a
 //! sign-in form with a CSRF token and a cookie session, a cart, a search by GET, a redirect, an iframe, a
-//! link that opens a new tab, a page under a strict Content-Security-Policy, a page that shows the time
-//! and a random number, a support chat over a WebSocket, an expert whose answer streams back as
-//! server-sent events keyed by an id the page makes, and a sign-in whose secrets travel the ways no name
-//! rule catches. Text responses are gzipped when the client accepts it. Apart from session ids, CSRF
+//! link that opens a new tab, a page per product with one layout, a page under a strict
+//! Content-Security-Policy, a page that shows the time and a random number, a support chat over a
+//! WebSocket, an expert whose answer streams back as server-sent events keyed by an id the page makes, and
+//! a sign-in whose secrets travel the ways no name rule catches. Text responses are gzipped when the client accepts it. Apart from session ids, CSRF
 //! tokens and the vault's keys, every response is the same from one run to the next.
 //!
 //! This module owns the server: [`router`] builds the site (the `trace-demo-site` binary serves it) and
@@ -13,7 +13,7 @@
 //!
 //! # Layout
 //! - `pages`: the HTML pages that hold no state (home, help, embed and widget, strict, clock, 404).
-//! - `catalog`: the fixed product list, `/api/products` and `/search`.
+//! - `catalog`: the fixed product list, `/api/products`, `/search` and a page per product, `/item/<id>`.
 //! - `account`: sign-in with CSRF, sessions, `/account` and the cart.
 //! - [`chat`]: the support chat, `/chat` and its WebSocket.
 //! - [`ask`]: "Ask an expert", `/ask`, its event stream and the page's own session id.
@@ -123,6 +123,7 @@ pub fn router(state: SiteState) -> Router {
         .route("/account", get(account::account))
         .route("/cart", get(account::cart).post(account::add_to_cart))
         .route("/search", get(catalog::search))
+        .route("/item/{id}", get(catalog::item))
         .route("/api/products", get(catalog::products))
         .route("/api/ping", get(pages::ping))
         .route("/deals", get(pages::deals))

@@ -1,0 +1,257 @@
+//! What one bundle gives a map ([`MapSource`]): its trajectory, the state-changing request each step
+//! caused, and each main-frame page it saw (title, heading, DOM skeleton, the controls of its accessibility
+//! tree). Read once per bundle; everything else a map holds is derived from these.
+
+use std::collections::{BTreeSet, HashMap};
+
+use anyhow::Context as _;
+use sha2::{Digest, Sha256};
+use trace_manifest::archive::Bundle;
+use trace_manifest::event::EventKind;
+use trace_manifest::map::{Control, MapSource, SourcePage, SourceRequest, SourceStep};
+
+use crate::accessibility::{self, AxNode};
+use crate::body::form_fields;
+use crate::evidence::{Evidence, collapse_whitespace};
+
+/// Methods that do not change what a site holds.
+const SAFE_METHODS: &[&str] = &["GET", "HEAD", "OPTIONS"];
+/// Longer field values are not parameter values (an upload, a document), and are left out.
+const MAX_FIELD_VALUE: usize = 200;
+/// Longer control names are clipped.
+const MAX_NAME: usize = 120;
+
+/// Reads what a map needs from `bundle`.
+pub fn of_bundle(bundle: &mut Bundle) -> anyhow::Result<MapSource> {
+    let manifest = bundle.manifest()?;
+    let (calls, credentials) = crate::trajectory::of_bundle(bundle)?;
+    let events = bundle.events().context("the bundle's events")?;
+    let ignored = crate::ignore::of_bundle(bundle, &events)?;
+    let ts_of: HashMap<u64, f64> = events.iter().map(|record| (record.id, record.event.ts)).collect();
+    let evidence = Evidence::load_with_events(bundle, events)?;
+    let secret_values: BTreeSet<&str> = credentials.iter().map(|credential| credential.value.as_str()).collect();
+
+    let state_changes: Vec<(f64, SourceRequest)> = evidence
+        .exchanges
+        .iter()
+        .filter(|exchange| !SAFE_METHODS.iter().any(|safe| exchange.method.eq_ignore_ascii_case(safe)))
+        // Beacons report on the page; they do not change what the site holds for the person.
+        .filter(|exchange| exchange.resource_type.as_deref() != Some("Ping"))
+        .filter(|exchange| crate::ignore::ignore_pattern(&ignored, &exchange.url).is_none())
+        .map(|exchange| {
+            let fields = exchange
+                .post_data
+                .as_deref()
+                .map(|body| form_fields(body, exchange.content_type.as_deref()))
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(name, value)| {
+                    !crate::secrets::is_secret_name(name)
+                        && !secret_values.contains(value.as_str())
+                        && value.len() <= MAX_FIELD_VALUE
+                })
+                .collect();
+            let ts = ts_of.get(&exchange.request_event).copied().unwrap_or_default();
+            (ts, SourceRequest { method: exchange.method.to_ascii_uppercase(), url: exchange.url.clone(), fields })
+        })
+        .collect();
+    let steps = calls
+        .iter()
+        .enumerate()
+        .map(|(index, call)| {
+            let until = calls.get(index + 1).map_or(f64::INFINITY, |next| next.ts);
+            let request = state_changes.iter().find(|(ts, _)| *ts >= call.ts && *ts < until).map(|(_, r)| r.clone());
+            SourceStep { call: call.clone(), request }
+        })
+        .collect();
+
+    let mut pages = Vec::new();
+    for record in &evidence.events {
+        let EventKind::DomSnapshot(snapshot) = &record.event.kind else { continue };
+        if record.event.frame_id.is_some() {
+            continue;
+        }
+        // A snapshot the bundle lost is left out; validation reports it.
+        let Ok(html) = bundle.read(&snapshot.file) else { continue };
+        let html = String::from_utf8_lossy(&html);
+        let shape = skeleton(&html);
+        let controls = match &snapshot.accessibility_file {
+            Some(file) => match bundle.read(file).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()) {
+                Some(nodes) => controls(&accessibility::outline(&nodes)),
+                None => Vec::new(),
+            },
+            None => Vec::new(),
+        };
+        pages.push(SourcePage {
+            url: snapshot.url.clone(),
+            snapshot: snapshot.file.clone(),
+            ts: record.event.ts,
+            title: shape.title,
+            heading: shape.heading,
+            skeleton: shape.hash,
+            controls,
+        });
+    }
+    Ok(MapSource { task: manifest.task.id.to_string(), description: manifest.task.description.clone(), steps, pages })
+}
+
+struct Skeleton {
+    hash: String,
+    title: Option<String>,
+    heading: Option<String>,
+}
+
+/// A page's element structure: the set of its elements' tag paths (tag names and ids, no text and no other
+/// attribute), hashed. Repeating an element (one more search result) does not change it; a different
+/// layout does. Also the title and the first `h1`.
+fn skeleton(html: &str) -> Skeleton {
+    const VOID: &[&str] =
+        &["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"];
+    const HIDDEN: &[&str] = &["script", "style", "template", "noscript"];
+    let mut paths = BTreeSet::new();
+    let mut stack: Vec<String> = Vec::new();
+    let (mut title, mut heading) = (None, None);
+    let mut capture: Option<(&str, String)> = None;
+    let mut rest = html;
+    while let Some(start) = rest.find('<') {
+        if let Some((_, text)) = capture.as_mut() {
+            text.push_str(&rest[..start]);
+        }
+        rest = &rest[start..];
+        if rest.starts_with("<!--") {
+            rest = rest.find("-->").map_or("", |end| &rest[end + 3..]);
+            continue;
+        }
+        let end = rest.find('>').map_or(rest.len(), |end| end + 1);
+        let tag = &rest[1..end.saturating_sub(1).max(1)];
+        rest = &rest[end..];
+        let closing = tag.starts_with('/');
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if name.is_empty() || tag.starts_with('!') {
+            continue;
+        }
+        if closing {
+            if let Some((captured, text)) = capture.take_if(|(captured, _)| *captured == name) {
+                let text =
+                    Some(collapse_whitespace(&crate::evidence::decode_entities(&text))).filter(|t| !t.is_empty());
+                match captured {
+                    "title" => title = title.or(text),
+                    _ => heading = heading.or(text),
+                }
+            }
+            if let Some(open) = stack.iter().rposition(|open| open.split('#').next() == Some(name.as_str())) {
+                stack.truncate(open);
+            }
+            continue;
+        }
+        if HIDDEN.contains(&name.as_str()) {
+            // Their content is not structure: skip to the end tag.
+            let close = format!("</{name}");
+            rest = rest.to_ascii_lowercase().find(&close).map_or("", |at| &rest[at..]);
+            continue;
+        }
+        let id = attribute(tag, "id").filter(|id| !id.is_empty());
+        let step = match id {
+            Some(id) => format!("{name}#{id}"),
+            None => name.clone(),
+        };
+        stack.push(step);
+        paths.insert(stack.join(">"));
+        match name.as_str() {
+            "title" if title.is_none() => capture = Some(("title", String::new())),
+            "h1" if heading.is_none() && capture.is_none() => capture = Some(("h1", String::new())),
+            _ => {}
+        }
+        if VOID.contains(&name.as_str()) || tag.ends_with('/') {
+            stack.pop();
+        }
+    }
+    let mut hasher = Sha256::new();
+    for path in &paths {
+        hasher.update(path.as_bytes());
+        hasher.update(b"\n");
+    }
+    let hash = hasher.finalize().iter().take(8).map(|byte| format!("{byte:02x}")).collect();
+    Skeleton { hash, title, heading }
+}
+
+/// The value of `name="…"` (or `'…'`, or bare) in a tag's text.
+fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let lower = tag.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(found) = lower[from..].find(name) {
+        let at = from + found;
+        from = at + name.len();
+        let before_ok = at > 0 && lower.as_bytes()[at - 1].is_ascii_whitespace();
+        let rest = tag[from..].trim_start();
+        if !before_ok || !rest.starts_with('=') {
+            continue;
+        }
+        let value = rest[1..].trim_start();
+        return Some(match value.chars().next() {
+            Some(quote @ ('"' | '\'')) => value[1..].split(quote).next().unwrap_or(""),
+            _ => value.split(|c: char| c.is_ascii_whitespace() || c == '/').next().unwrap_or(""),
+        });
+    }
+    None
+}
+
+/// The controls of an outline: its interactive nodes with a name, each with the roles of its ancestors.
+/// A select's options are its values, not controls of their own.
+fn controls(outline: &accessibility::Outline) -> Vec<Control> {
+    let mut found = Vec::new();
+    let mut ancestors: Vec<&AxNode> = Vec::new();
+    for (depth, node) in outline.walk() {
+        ancestors.truncate(depth);
+        let in_select = ancestors.iter().any(|a| matches!(a.role.as_str(), "combobox" | "listbox"));
+        let name: String = collapse_whitespace(&node.name).chars().take(MAX_NAME).collect();
+        // The document itself is focusable, but is no control.
+        let document = matches!(node.role.as_str(), "RootWebArea" | "WebArea");
+        let an_option_of_a_select = in_select && node.role.contains("option");
+        if node.is_interactive() && !document && !name.is_empty() && !an_option_of_a_select {
+            let path: Vec<&str> = ancestors.iter().map(|a| a.role.as_str()).collect();
+            found.push(Control { role: node.role.clone(), name, path: path.join(" > ") });
+        }
+        ancestors.push(node);
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_of_one_template_share_a_skeleton_whatever_their_text_and_list_lengths() {
+        let page = |name: &str, items: usize| {
+            let items: String = (0..items).map(|i| format!("<li><a href=\"/x/{i}\">{name} {i}</a></li>")).collect();
+            format!(
+                "<html><head><title>{name}</title><script>var x = '<div id=fake>';</script></head>\
+                 <body><h1 class=\"big\">{name}</h1><ul id=\"results\">{items}</ul><img src=a.png><p>end</p></body></html>"
+            )
+        };
+        let a = skeleton(&page("Blue Mug", 3));
+        let b = skeleton(&page("Teapot", 1));
+        assert_eq!(a.hash, b.hash);
+        assert_eq!(a.title.as_deref(), Some("Blue Mug"));
+        assert_eq!(a.heading.as_deref(), Some("Blue Mug"));
+        let other = skeleton("<html><body><h1>Help</h1><p id=\"help-text\">Ask</p></body></html>");
+        assert_ne!(a.hash, other.hash);
+        // An id is structure; a class is not.
+        let with_id = skeleton(&page("Blue Mug", 3).replace("<ul id=\"results\">", "<ul id=\"other\">"));
+        assert_ne!(a.hash, with_id.hash);
+    }
+
+    #[test]
+    fn attributes_are_read_with_any_quoting() {
+        assert_eq!(attribute("div id=\"a\" class=x", "id"), Some("a"));
+        assert_eq!(attribute("div data-id=\"a\" id='b'", "id"), Some("b"));
+        assert_eq!(attribute("input id=c/", "id"), Some("c"));
+        assert_eq!(attribute("div hidden", "id"), None);
+    }
+}
