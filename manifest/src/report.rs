@@ -219,6 +219,12 @@ pub struct FidelityReport {
     /// page unloads when the browser closes): listed, but they do not fail the run.
     #[serde(default)]
     pub misses_after_last_step: Vec<String>,
+    /// Attempts to reach past the recording, each refused offline (let through only with
+    /// `--allow-network-fallback`): a request to an origin (scheme, host and port) the recording never sent
+    /// one to, which is also a miss; with the fallback, every miss; a WebSocket the recording does not
+    /// hold; a WebRTC connection given ICE servers or a remote candidate. A miss on an origin the recording
+    /// did reach is a gap in the recording, counted in `misses` only. Connections the browser opens ahead
+    /// of a request (preconnects) carry none and are not counted. Any fails the run.
     pub live_attempts: u64,
     /// The recorded WebSocket frames played back to the replayed pages, and how the pages' own frames
     /// matched the recording's.

@@ -16,8 +16,8 @@ const LIVE: &str = include_str!("../page/live.js");
 /// The DevTools binding (`Runtime.addBinding`) through which pages report their WebRTC connections.
 pub const LIVE_BINDING: &str = "__trace_replay_live__";
 
-/// Reports each WebRTC connection the page makes with ICE servers through [`LIVE_BINDING`], with the
-/// servers' URLs as the payload.
+/// Reports through [`LIVE_BINDING`] each WebRTC connection the page gives somewhere to reach, once: its
+/// ICE servers' URLs, or the remote candidates it was given, as the payload.
 pub fn live_connections() -> String {
     LIVE.replace("__TRACE_LIVE_BINDING__", LIVE_BINDING)
 }
@@ -129,6 +129,62 @@ mod tests {
         assert_eq!(printed[2], "ws://s.test/never", "a socket never recorded is the browser's own");
         assert_eq!(printed[3], serde_json::json!({"matched": 1, "unmatched": 1, "played": 3}));
         assert!(websockets(&[]).is_none());
+    }
+
+    #[test]
+    fn every_webrtc_connection_with_somewhere_to_reach_is_reported_once() {
+        // Node has no WebRTC: a stand-in with the browser's methods, under both of Chromium's names.
+        let prelude = r#"
+            class RTCPeerConnection {
+              constructor(configuration) { this.configuration = configuration ?? {}; }
+              getConfiguration() { return { iceServers: this.configuration.iceServers ?? [] }; }
+              setConfiguration(configuration) { this.configuration = configuration; }
+              setLocalDescription() { return Promise.resolve(); }
+              setRemoteDescription() { return Promise.resolve(); }
+              addIceCandidate() { return Promise.resolve("added"); }
+            }
+            globalThis.RTCPeerConnection = RTCPeerConnection;
+            globalThis.webkitRTCPeerConnection = RTCPeerConnection;
+            const reports = [];
+            globalThis.__trace_replay_live__ = (payload) => reports.push(payload);
+        "#;
+        let probe = r#"
+            const stun = { iceServers: [{ urls: ["stun:a.test:3478", "stun:b.test"] }] };
+            const peer = new RTCPeerConnection(stun);
+            peer.setConfiguration(stun);
+            peer.setLocalDescription();
+            new webkitRTCPeerConnection({ iceServers: [{ url: "stun:old.test" }] });
+            const configured = new RTCPeerConnection();
+            configured.setLocalDescription();
+            configured.setConfiguration({ iceServers: [{ urls: "turn:t.test" }] });
+            // Built by the constructor no global names any more.
+            const unwrapped = new RTCPeerConnection.prototype.constructor(stun);
+            unwrapped.setLocalDescription();
+            const quiet = new RTCPeerConnection({ iceServers: [] });
+            quiet.addIceCandidate({ candidate: "" });
+            quiet.setRemoteDescription({ type: "answer", sdp: "v=0\r\na=mid:0\r\n" });
+            const given = new RTCPeerConnection();
+            const added = given.addIceCandidate({ candidate: "candidate:1 1 udp 1 127.0.0.1 9 typ host", sdpMid: "0" });
+            const described = new RTCPeerConnection();
+            described.setRemoteDescription({ type: "offer", sdp: "v=0\r\na=candidate:2 1 udp 1 10.0.0.1 7 typ host\r\n" });
+            added.then((result) => console.log(JSON.stringify([reports, result, peer instanceof RTCPeerConnection])));
+        "#;
+        let printed = run_in_node(&format!("{prelude}\n{}", live_connections()), probe);
+        let printed: serde_json::Value = serde_json::from_str(printed.trim()).unwrap();
+        assert_eq!(
+            printed[0],
+            serde_json::json!([
+                "stun:a.test:3478 stun:b.test",
+                "stun:old.test",
+                "turn:t.test",
+                "stun:a.test:3478 stun:b.test",
+                "candidate:1 1 udp 1 127.0.0.1 9 typ host",
+                "a=candidate:2 1 udp 1 10.0.0.1 7 typ host",
+            ]),
+            "each once, and none for a connection with nowhere to reach"
+        );
+        assert_eq!(printed[1], "added", "the browser's own method still runs");
+        assert_eq!(printed[2], true);
     }
 
     #[test]

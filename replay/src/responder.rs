@@ -8,8 +8,14 @@
 //! reconnecting instead of hearing the same events again. Every decision is counted and logged,
 //! so that a user can see why a replayed page differs from the recording. No browser here: the browser
 //! side (`serve`) asks and carries out.
+//!
+//! A miss is also a live attempt when it reaches past the recording: let through to the network (with the
+//! fallback), or, offline, asked of an origin the recording never sent a request to. A miss on an origin
+//! the person's browser did reach is a gap in the recording of a site it holds; a request to an origin it
+//! never reached is the page going somewhere the person's did not (a host of its own choosing, a tracker
+//! the ignore list does not name), which an offline replay must refuse and a report must show apart.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,7 +51,9 @@ pub struct Stats {
     pub fuzzy: u64,
     pub ignored: u64,
     pub missed: u64,
-    /// Requests let through to the live network (only with `--allow-network-fallback`).
+    /// Attempts to reach past the recording: requests nothing recorded answers that went to an origin
+    /// the recording never reached (refused offline) or, with `--allow-network-fallback`, every one (let
+    /// through); WebSockets the recording does not hold; WebRTC connections with somewhere to reach.
     pub live_attempts: u64,
     /// Each missed URL, with how many times it was asked for.
     pub misses: BTreeMap<String, u64>,
@@ -116,6 +124,8 @@ pub struct Response {
 
 pub struct Responder {
     archive: Arc<ReplayArchive>,
+    /// The origins the recording sent requests to, serialized (`http://shop.test:8080`).
+    recorded_origins: HashSet<String>,
     matcher: Mutex<Matcher>,
     stats: Mutex<Stats>,
     /// When the browser last asked for something: how the re-run tells that the network is idle.
@@ -135,7 +145,9 @@ impl Responder {
         let replayed = Clocks::around(archive.started_at_ms.min(now_ms), archive.ended_at_ms.max(now_ms));
         let requests = archive.exchanges.iter().map(|e| e.request.clone()).collect();
         let matcher = Matcher::with_clocks(requests, recorded, replayed);
+        let recorded_origins = archive.exchanges.iter().filter_map(|e| origin_of(&e.request.url)).collect();
         Responder {
+            recorded_origins,
             answered: Mutex::new(vec![0; archive.exchanges.len()]),
             archive,
             matcher: Mutex::new(matcher),
@@ -291,10 +303,16 @@ impl Responder {
         });
     }
 
-    /// Counts a request let through to the live network.
+    /// Whether the recording sent any request to `url`'s origin (scheme, host and port). A miss there is
+    /// a gap in the recording; a miss anywhere else is an attempt to leave it (see the module's doc).
+    pub fn recording_reached_origin_of(&self, url: &str) -> bool {
+        origin_of(url).is_some_and(|origin| self.recorded_origins.contains(&origin))
+    }
+
+    /// Counts an attempt to reach the live network, whether or not it was let through.
     pub fn count_live_attempt(&self, method: &str, url: &str) {
         self.stats.lock().expect("no panics while locked").live_attempts += 1;
-        tracing::warn!(target: "trace_replay::decision", "live network {method} {url}");
+        tracing::warn!(target: "trace_replay::decision", "live attempt {method} {url}");
     }
 
     /// The recorded response of exchange `index`, with the headers a browser can take from a fulfilled
@@ -334,6 +352,12 @@ impl Responder {
     pub fn stats(&self) -> Stats {
         self.stats.lock().expect("no panics while locked").clone()
     }
+}
+
+/// `url`'s origin, serialized; `None` for a URL without one (unparsable, or opaque as `data:` is).
+fn origin_of(url: &str) -> Option<String> {
+    let origin = url::Url::parse(url).ok()?.origin();
+    origin.is_tuple().then(|| origin.ascii_serialization())
 }
 
 fn content_type(headers: &[(String, String)]) -> String {

@@ -2,9 +2,12 @@
 //! target (tabs, popups, iframes in any process, workers) paused by the `Fetch` domain of the browser
 //! session itself, and answered by the [`Responder`]. Nothing reaches the network unless the user allows
 //! a fallback for misses. Before a page's own scripts run, it gets the determinism script, the recorded
-//! storage and the recorded WebSockets; the recorded cookies are set before the first page opens. What
-//! `Fetch` cannot see is still counted as a live attempt: a WebSocket the page opens for real (the
-//! recorded ones are played without one) and a WebRTC connection with ICE servers.
+//! storage and the recorded WebSockets; the recorded cookies are set before the first page opens. Every
+//! attempt to leave the recording is counted as a live attempt, refused or not: a request to an origin the
+//! recording never reached (with the fallback, any miss), and what `Fetch` cannot see: a WebSocket the
+//! page opens for real (the recorded ones are played without one) and a WebRTC connection with ICE
+//! servers or a remote candidate. A connection the browser opens ahead of a request (a preconnect)
+//! carries none and is not counted; like every connection, it fails before a socket opens.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -366,7 +369,14 @@ async fn answer(
             responder.count_live_attempt(&request.method, &request.url);
             browser.execute(ContinueRequestParams::new(id)).await?;
         }
-        Decision::Miss => fail(browser, id, ErrorReason::InternetDisconnected, observed).await?,
+        Decision::Miss => {
+            // Refused all the same; but a request to an origin the recording never reached is the page
+            // trying to leave it, not a gap in it (see `crate::responder`).
+            if !responder.recording_reached_origin_of(&request.url) {
+                responder.count_live_attempt(&request.method, &request.url);
+            }
+            fail(browser, id, ErrorReason::InternetDisconnected, observed).await?
+        }
     }
     Ok(())
 }

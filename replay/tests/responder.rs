@@ -1,6 +1,6 @@
 //! The responder over a real bundle on disk: ids the page made itself are followed (requests read with the
-//! recorded value, responses given with the page's), ids the server handed out are not, and a recorded
-//! event stream plays once.
+//! recorded value, responses given with the page's), ids the server handed out are not, a recorded
+//! event stream plays once, and a miss leaves the recording only for an origin it never reached.
 
 use std::sync::Arc;
 
@@ -71,4 +71,21 @@ fn an_id_the_server_handed_out_is_not_the_pages_to_replace() {
     let join = format!(r#"{{"session":"{PAGE_ID}","question":"mug?"}}"#);
     let asked = post_json("http://shop.test/ask/join", &join);
     assert_eq!(responder.decide(&asked), Decision::Miss);
+}
+
+#[test]
+fn a_miss_leaves_the_recording_only_for_an_origin_it_never_reached() {
+    let (_dir, responder) = bundle("<button>Ask</button>");
+    for (url, reached) in [
+        ("http://shop.test/never/recorded", true),
+        ("http://shop.test:80/ask", true),
+        ("https://shop.test/ask", false),
+        ("http://shop.test:8080/ask", false),
+        ("http://cdn.shop.test/ask", false),
+        ("http://127.0.0.1:9/", false),
+        ("data:text/plain,hi", false),
+        ("not a url", false),
+    ] {
+        assert_eq!(responder.recording_reached_origin_of(url), reached, "{url}");
+    }
 }
