@@ -7,6 +7,9 @@
 //! JSON object or array (`fetch` sends strings as `text/plain`). A body with no content type at all that
 //! looks like a form (`a=1&b=2`, no white space) is a form. Anything else, and a body that does not parse as
 //! its type says, is [`ParsedBody::Other`].
+//!
+//! Finding secrets cannot take a page at its word: [`readings`] gives every way a body parses, whatever its
+//! type says (JSON sent as a form by jQuery, a form sent as `text/plain` by `fetch`).
 
 use serde_json::Value;
 
@@ -38,6 +41,51 @@ pub fn parse<'a>(body: &'a [u8], content_type: Option<&str>) -> ParsedBody<'a> {
         _ => None,
     };
     parsed.unwrap_or(ParsedBody::Other)
+}
+
+/// Every way `body` parses, whatever `content_type` says: as its type says ([`parse`]; but JSON declared a
+/// form is only JSON), as JSON when it is a JSON object or array, as multipart when its first line is a
+/// boundary that parts follow, and as a form when it has a form's shape ([`has_form_shape`]). Each reading
+/// once; none for a body that is none of them. What secret detection reads, so that a page's declared type
+/// hides no field.
+pub fn readings<'a>(body: &'a [u8], content_type: Option<&str>) -> Vec<ParsedBody<'a>> {
+    let mut readings = Vec::new();
+    let mut add = |reading: ParsedBody<'a>| {
+        if reading != ParsedBody::Other && !readings.contains(&reading) {
+            readings.push(reading);
+        }
+    };
+    let as_json = if looks_like_json(body) { json(body) } else { None };
+    match parse(body, content_type) {
+        // JSON declared a form is no form: its "fields" would be pieces of the JSON text.
+        ParsedBody::Form(_) if as_json.is_some() => {}
+        declared => add(declared),
+    }
+    if let Some(reading) = as_json {
+        add(reading);
+    }
+    if body.starts_with(b"--")
+        && let Some(parts) = parse_multipart_body(body, None)
+    {
+        add(ParsedBody::Multipart(parts));
+    }
+    if has_form_shape(body) {
+        add(form(body));
+    }
+    readings
+}
+
+/// `name=value` pairs joined by `&` and nothing else: no white space, at least one `=`, and names of the
+/// characters forms and query strings use (not JSON's quotes and braces, nor markup or script).
+pub fn has_form_shape(body: &[u8]) -> bool {
+    let name_byte = |byte: &u8| byte.is_ascii_alphanumeric() || b"%._-[]+*~:".contains(byte);
+    !body.is_empty()
+        && body.contains(&b'=')
+        && !body.iter().any(u8::is_ascii_whitespace)
+        && body.split(|&byte| byte == b'&').all(|pair| {
+            let name = pair.split(|&byte| byte == b'=').next().unwrap_or_default();
+            name.iter().all(name_byte)
+        })
 }
 
 /// The top-level fields of a form or JSON object body, as text (strings, numbers and booleans; nested
@@ -198,6 +246,38 @@ mod tests {
         // A type that says text is taken at its word unless the body is JSON.
         assert!(fields("a=1", Some("text/plain")).is_empty());
         assert!(fields("{not json", Some("application/json")).is_empty());
+    }
+
+    /// Issue #11: what a body's type says does not hide its fields from secret detection.
+    #[test]
+    fn a_body_reads_every_way_it_parses_whatever_its_type_says() {
+        let check = |body: &str, content_type: &str, expected: &[&str]| {
+            let kinds: Vec<&str> = readings(body.as_bytes(), Some(content_type))
+                .iter()
+                .map(|reading| match reading {
+                    ParsedBody::Form(_) => "form",
+                    ParsedBody::Json(_) => "json",
+                    ParsedBody::Multipart(_) => "multipart",
+                    ParsedBody::Other => "other",
+                })
+                .collect();
+            assert_eq!(kinds, expected, "{body:?} as {content_type}");
+        };
+        // jQuery's default type, on a JSON string: read as JSON, not as a form of pieces of JSON.
+        check(r#"{"client_secret":"abc=1"}"#, "application/x-www-form-urlencoded; charset=UTF-8", &["json"]);
+        // `fetch`'s default type, on a form and on multipart.
+        check("user=ann&csrf_token=xyz", "text/plain;charset=UTF-8", &["form"]);
+        check(
+            "--XyZ\r\nContent-Disposition: form-data; name=\"csrf_token\"\r\n\r\nabc\r\n--XyZ--\r\n",
+            "text/plain",
+            &["multipart"],
+        );
+        check("a=1&b=x+y", "", &["form"]);
+        // Markup, script and prose have no form's shape.
+        check("<p>a=b</p>", "text/html", &[]);
+        check("var a=1;", "application/javascript", &[]);
+        check("token=abc and more", "text/plain", &[]);
+        check("{\"a\":\"b=c&token=d\"}", "text/plain", &["json"]);
     }
 
     #[test]

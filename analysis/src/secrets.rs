@@ -10,9 +10,25 @@
 //! keys of common services) wherever they appear in text.
 //!
 //! Finding is by structure, by name and by known shapes only, so it is predictable: a value is a secret
-//! because of where it is or what format it has, never because it "looks random". Replacing the values
-//! everywhere is the exporter's job; [`values_to_check`] chooses, by other means, what its final search
-//! of the written zip looks for.
+//! because of where it is or what format it has, never because it "looks random". Bodies are read every
+//! way they parse (JSON, form, multipart), whatever their content type says: jQuery sends JSON as a form,
+//! `fetch` sends forms as `text/plain`. Replacing the values everywhere is the exporter's job, by
+//! [`encoded_forms`] and [`encoded_pattern`]; [`values_to_check`] chooses, by other means, what its final
+//! search of the written zip looks for.
+//!
+//! A value cannot be replaced everywhere when it is too short to tell apart from ordinary text, a word of
+//! the web's or the bundle's own formats (`text`, `name`, `json`), or a word the recording's addresses
+//! use: its placeholder would land in `text/plain`, in the HAR's field names, in `/account`. What happens
+//! then depends on who chose it ([`Kept`]):
+//! - typed into a credential field: [`Secrets::find`] refuses the export, naming the field, for the
+//!   person chose that value and can record again with another;
+//! - anything else (a cookie, a header, a parameter, field or storage entry chosen by its name): the value
+//!   is left as it is and listed, by kind and name, in [`Secrets::kept`]. A rule of names is broad
+//!   (`sort_key` says `key`), and what it chose is a secret only if it looks like one: a value chosen by
+//!   name alone that is a plain word or a small number (`sort_key=price`, `pin_length=6`) is kept and
+//!   listed too. Refusing those would refuse almost every real recording, for values nobody could misuse;
+//!   and a cookie of 1 to 3 characters or a plain word under an innocent name (`lang=en`, `theme=dark`) is
+//!   listed the same way rather than skipped silently.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -57,6 +73,42 @@ impl std::fmt::Debug for Secret {
 pub struct Secrets {
     list: Vec<Secret>,
     by_value: BTreeMap<String, usize>,
+    /// Values a rule chose but that are left as they are, each once, with the value itself (never shown).
+    kept: Vec<(Kept, String)>,
+    /// The recording's addresses without query and fragment: a word they use cannot be replaced.
+    addresses: Vec<String>,
+}
+
+/// A value a rule chose that the redaction leaves as it is, and why: listed for the person by where it
+/// was found, never by its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub kind: SecretKind,
+    /// The cookie, header, parameter, field or storage key it was found under.
+    pub name: String,
+    pub reason: KeptReason,
+}
+
+/// Why a value a rule chose is not replaced (see the module's rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KeptReason {
+    /// Fewer than [`MIN_SECRET_CHARS`] characters.
+    TooShort,
+    /// A word of the web's or the bundle's own formats ([`COMMON_WORDS`]), or one the recording's
+    /// addresses use.
+    Common,
+    /// Chosen by its name alone, and a plain word or a small number, as a site keeps preferences.
+    Word,
+}
+
+impl KeptReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            KeptReason::TooShort => "too short to tell apart from ordinary text",
+            KeptReason::Common => "a word the web's formats or the recording's addresses use",
+            KeptReason::Word => "a plain word or small number, not a secret's shape",
+        }
+    }
 }
 
 impl Secrets {
@@ -90,22 +142,62 @@ impl Secrets {
         self.by_value.get(value).map(|&index| self.list[index].placeholder.as_str())
     }
 
-    /// Adds a secret unless it is too short, inert, or already known (under another name).
+    /// The values rules chose but that are left as they are (see the module's rules), each once, in the
+    /// order found; none that is a secret under another name.
+    pub fn kept(&self) -> impl Iterator<Item = &Kept> {
+        self.kept.iter().filter(|(_, value)| !self.by_value.contains_key(value)).map(|(kept, _)| kept)
+    }
+
+    /// Adds a secret unless it is empty, inert, or already known (under another name). A value that cannot
+    /// be replaced safely (too short, a common word, a word of the recording's addresses) is kept and
+    /// listed instead ([`Secrets::kept`]).
     ///
     /// A placeholder is no secret: a bundle redacted once is redacted again (as `trace-host dataset` does
     /// with the redacted zips it is given) without its stand-ins being taken for secrets.
     pub fn add(&mut self, kind: SecretKind, name: &str, value: &str) {
         let value = value.trim();
-        if value.chars().count() < MIN_SECRET_CHARS
+        if value.is_empty()
             || is_inert(value)
             || value.starts_with(PLACEHOLDER_PREFIX)
             || self.by_value.contains_key(value)
         {
             return;
         }
+        let reason = if value.chars().count() < MIN_SECRET_CHARS {
+            Some(KeptReason::TooShort)
+        } else if is_common_word(value) || (is_word_like(value) && self.in_addresses(value)) {
+            Some(KeptReason::Common)
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            self.keep(kind, name, value, reason);
+            return;
+        }
         let placeholder = format!("{PLACEHOLDER_PREFIX}{}-{}-{}", kind.as_str(), slug(name), self.list.len() + 1);
         self.by_value.insert(value.to_owned(), self.list.len());
         self.list.push(Secret { kind, name: name.to_owned(), value: value.to_owned(), placeholder });
+    }
+
+    /// Adds a value chosen by its name alone: kept and listed when it is a plain word or a small number
+    /// (`sort_key=price`), which no site uses as a secret and replacing would damage the bundle.
+    fn add_by_name(&mut self, kind: SecretKind, name: &str, value: &str) {
+        let value = value.trim();
+        if (is_word_like(value) || is_small_number(value)) && !is_inert(value) {
+            self.keep(kind, name, value, KeptReason::Word);
+        } else {
+            self.add(kind, name, value);
+        }
+    }
+
+    fn keep(&mut self, kind: SecretKind, name: &str, value: &str, reason: KeptReason) {
+        if !self.kept.iter().any(|(_, known)| known == value) {
+            self.kept.push((Kept { kind, name: name.to_owned(), reason }, value.to_owned()));
+        }
+    }
+
+    fn in_addresses(&self, value: &str) -> bool {
+        self.addresses.iter().any(|address| address.contains(value))
     }
 
     /// Finds the secrets of a bundle: the credentials typed (from `events`), then what the HAR, the storage
@@ -120,6 +212,18 @@ impl Secrets {
         storage: &StorageFile,
     ) -> anyhow::Result<Secrets> {
         let mut secrets = Secrets::default();
+        let mut addresses: Vec<String> = har
+            .log
+            .entries
+            .iter()
+            .map(|entry| {
+                let url = &entry.request.url;
+                url.split(['?', '#']).next().unwrap_or(url).to_owned()
+            })
+            .collect();
+        addresses.sort();
+        addresses.dedup();
+        secrets.addresses = addresses;
         let task_id = bundle.manifest()?.task.id;
         for credential in crate::trajectory::derive(task_id, events, None).credentials {
             if credential.value.trim().chars().count() < MIN_SECRET_CHARS {
@@ -133,16 +237,20 @@ impl Secrets {
             // A value the recording's own addresses contain (a password of `account` on a site with an
             // `/account` page) cannot be replaced without breaking them.
             let value = credential.value.trim();
-            let in_urls = har.log.entries.iter().any(|entry| {
-                let url = &entry.request.url;
-                let path = url.split(['?', '#']).next().unwrap_or(url);
-                path.contains(value)
-            });
-            if in_urls || COMMON_WORDS.contains(&value.to_ascii_lowercase().as_str()) {
+            if secrets.in_addresses(value) {
                 anyhow::bail!(
                     "the credential typed into {} on {} is a word the recording's own addresses use: replacing \
                      it everywhere would break the bundle, and leaving it would not redact it; record again \
                      with another value",
+                    credential.target.selector,
+                    credential.site
+                );
+            }
+            if is_common_word(value) {
+                anyhow::bail!(
+                    "the credential typed into {} on {} is a common word of the web's formats (as `text`, `json` \
+                     or `name`): replacing it everywhere would break the bundle, and leaving it would not redact \
+                     it; record again with another value",
                     credential.target.selector,
                     credential.site
                 );
@@ -197,7 +305,7 @@ impl Secrets {
         let pairs = parsed.query_pairs().chain(url::form_urlencoded::parse(parsed.fragment().unwrap_or("").as_bytes()));
         for (name, value) in pairs {
             if is_secret_name(&name) {
-                self.add(SecretKind::UrlParameter, &name, &value);
+                self.add_by_name(SecretKind::UrlParameter, &name, &value);
             }
             self.shapes_in(&value);
         }
@@ -221,32 +329,36 @@ impl Secrets {
                 }
             }
         } else if is_secret_name(&lower) && !matches!(lower.as_str(), "www-authenticate" | "proxy-authenticate") {
-            self.add(SecretKind::Header, &lower, value);
+            self.add_by_name(SecretKind::Header, &lower, value);
         }
         self.shapes_in(value);
     }
 
-    /// Every value a site keeps in a cookie is taken for a secret, whatever its name or length (a session id
-    /// may be short and named `s`), unless it is shown to be public: a plain word (`dark`, `en`), which a
-    /// site keeps for preferences and which replacing everywhere would damage the bundle.
+    /// Every value a site keeps in a cookie is taken for a secret, whatever its name (a session id may be
+    /// named `s`), unless it is shown to be public: a plain word under a name that says nothing secret
+    /// (`theme=dark`), which a site keeps for preferences and which replacing everywhere would damage the
+    /// bundle. That, and a value too short to replace (`lang=en`), is kept and listed.
     pub fn scan_cookie(&mut self, name: &str, value: &str) {
         let value = value.trim_matches('"');
         if is_secret_name(name) || !is_plain_word(value) {
             self.add(SecretKind::Cookie, name, value);
+        } else if !is_inert(value) {
+            let reason = if value.chars().count() < MIN_SECRET_CHARS { KeptReason::TooShort } else { KeptReason::Word };
+            self.keep(SecretKind::Cookie, name, value, reason);
         }
         self.shapes_in(value);
     }
 
     pub fn scan_field(&mut self, name: &str, value: &str) {
         if is_secret_name(name) {
-            self.add(SecretKind::BodyField, name, value);
+            self.add_by_name(SecretKind::BodyField, name, value);
         }
         self.shapes_in(value);
     }
 
     pub fn scan_storage(&mut self, key: &str, value: &str) {
         if is_secret_name(key) {
-            self.add(SecretKind::Storage, key, value);
+            self.add_by_name(SecretKind::Storage, key, value);
         }
         // Apps keep tokens inside JSON values (`{"auth":{"access_token":…}}`).
         if let Ok(json) = serde_json::from_str::<serde_json::Value>(value) {
@@ -255,24 +367,36 @@ impl Secrets {
         self.shapes_in(value);
     }
 
-    /// A request or response body: its form fields, JSON fields, hidden inputs and JWTs.
+    /// A request or response body: its form fields, JSON fields, multipart fields, hidden inputs and JWTs.
+    /// The body is read every way it parses ([`body::readings`]), whatever `mime_type` says: a page
+    /// decides what it declares, and jQuery declares a form for JSON, `fetch` plain text for a form.
     pub fn scan_body(&mut self, mime_type: &str, text: &str) {
-        match body::parse(text.as_bytes(), Some(mime_type)) {
-            ParsedBody::Form(fields) => {
-                for (name, value) in fields {
-                    self.scan_field(&name, &value);
-                }
-            }
-            ParsedBody::Json(json) => self.json_fields(&json, None, SecretKind::BodyField),
-            ParsedBody::Multipart(parts) => {
-                for part in parts {
-                    if let Ok(value) = std::str::from_utf8(part.content) {
-                        self.scan_field(&part.name, value);
+        let readings = body::readings(text.as_bytes(), Some(mime_type));
+        for reading in &readings {
+            match reading {
+                ParsedBody::Form(fields) => {
+                    for (name, value) in fields {
+                        self.scan_field(name, value);
                     }
                 }
+                ParsedBody::Json(json) => self.json_fields(json, None, SecretKind::BodyField),
+                ParsedBody::Multipart(parts) => {
+                    for part in parts {
+                        let Ok(value) = std::str::from_utf8(part.content) else { continue };
+                        self.scan_field(&part.name, value);
+                        // A part may carry a JSON document of its own.
+                        if body::looks_like_json(part.content)
+                            && let Ok(json) = serde_json::from_str::<serde_json::Value>(value)
+                        {
+                            self.json_fields(&json, None, SecretKind::BodyField);
+                        }
+                    }
+                }
+                ParsedBody::Other => {}
             }
-            ParsedBody::Other if mime_type.to_ascii_lowercase().contains("html") => self.hidden_inputs(text),
-            ParsedBody::Other => {}
+        }
+        if readings.is_empty() {
+            self.hidden_inputs(text);
         }
         self.shapes_in(text);
     }
@@ -290,10 +414,10 @@ impl Secrets {
                 }
             }
             serde_json::Value::String(text) if key.is_some_and(is_secret_name) => {
-                self.add(kind, key.unwrap_or(""), text)
+                self.add_by_name(kind, key.unwrap_or(""), text)
             }
             serde_json::Value::Number(number) if key.is_some_and(is_secret_name) => {
-                self.add(kind, key.unwrap_or(""), &number.to_string())
+                self.add_by_name(kind, key.unwrap_or(""), &number.to_string())
             }
             _ => {}
         }
@@ -320,7 +444,7 @@ impl Secrets {
             if let (Some(name), Some(value)) = (name, value)
                 && is_secret_name(name)
             {
-                self.add(SecretKind::BodyField, name, &html_unescaped(value));
+                self.add_by_name(SecretKind::BodyField, name, &html_unescaped(value));
             }
         }
     }
@@ -396,10 +520,83 @@ pub fn values_to_check(events: &[EventRecord], har: &Har, storage: &StorageFile)
     values
 }
 
-#[cfg(feature = "native")]
-/// Words a credential may not be: they are parts of every URL and page, so replacing them would wreck the
-/// bundle, and leaving them would not be redaction.
-const COMMON_WORDS: &[&str] = &["http", "https", "www", "html", "json", "true", "false", "null", "index"];
+/// Words no secret may be: parts of every URL and page, of content types, and field names of the HAR and
+/// the bundle's other files, so that replacing them would wreck the bundle (`text/plain` turned into
+/// `trace-redacted-…/plain`, a HAR whose entries lose their `name`), and leaving them would not be
+/// redaction. Compared without regard to case.
+pub const COMMON_WORDS: &[&str] = &[
+    // The web's.
+    "http",
+    "https",
+    "www",
+    "html",
+    "json",
+    "xml",
+    "text",
+    "plain",
+    "application",
+    "javascript",
+    "image",
+    "font",
+    "audio",
+    "video",
+    "multipart",
+    "form-data",
+    "charset",
+    "utf-8",
+    "index",
+    "true",
+    "false",
+    "null",
+    // The HAR's and the bundle's field names.
+    "name",
+    "value",
+    "version",
+    "creator",
+    "entries",
+    "pages",
+    "pageref",
+    "request",
+    "response",
+    "method",
+    "url",
+    "headers",
+    "cookies",
+    "content",
+    "status",
+    "statustext",
+    "size",
+    "time",
+    "timings",
+    "mimetype",
+    "params",
+    "postdata",
+    "querystring",
+    "redirecturl",
+    "httpversion",
+    "headerssize",
+    "bodysize",
+    "starteddatetime",
+    "encoding",
+    "comment",
+    "path",
+    "domain",
+    "expires",
+    "httponly",
+    "secure",
+    "cache",
+    "send",
+    "wait",
+    "receive",
+    "title",
+    "kind",
+    "type",
+    "event",
+    "events",
+    "task",
+    "files",
+    "sha256",
+];
 
 /// Words that make a name secret wherever they appear inside one of its words (`user_password`,
 /// `csrfmiddlewaretoken`, `PHPSESSID`).
@@ -478,6 +675,47 @@ pub fn is_plain_word(value: &str) -> bool {
     first_ok && value.len() <= 16 && chars.all(|c| c.is_ascii_lowercase())
 }
 
+/// A word of [`COMMON_WORDS`], in any case.
+fn is_common_word(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    COMMON_WORDS.contains(&lower.as_str())
+}
+
+/// Words, as a name rule that is broad may find them (`sort_key=price`, `key=createdAt`,
+/// `auth_mode=Single Sign-On`): at most 24 characters of words of letters, each of two or more, lower case
+/// or capitalized, with a vowel, joined by `_`, `-`, a space or a change of case (or one all-capital word
+/// of up to 6, `POST`). Tokens mix in digits and runs of capitals, and their short runs lack vowels.
+fn is_word_like(value: &str) -> bool {
+    if value.is_empty() || value.len() > 24 || !value.chars().all(|c| c.is_ascii_alphabetic() || "_- ".contains(c)) {
+        return false;
+    }
+    if value.len() <= 6 && value.chars().all(|c| c.is_ascii_uppercase()) {
+        return true;
+    }
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    for c in value.chars() {
+        if !c.is_ascii_alphabetic() || (c.is_ascii_uppercase() && !word.is_empty()) {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_ascii_alphabetic() {
+            word.push(c);
+        }
+    }
+    words.push(word);
+    words.iter().filter(|word| !word.is_empty()).all(|word| {
+        word.len() >= 2
+            && word.chars().skip(1).all(|c| c.is_ascii_lowercase())
+            && word.chars().any(|c| "aeiouyAEIOUY".contains(c))
+    })
+}
+
+/// A number of fewer than 8 digits (`pin_length=6`, `sort_key=2`): it turns up by chance in every
+/// timestamp and size of a bundle.
+fn is_small_number(value: &str) -> bool {
+    !value.is_empty() && value.len() < 8 && value.chars().all(|c| c.is_ascii_digit())
+}
+
 /// Values that are never secrets whatever their name: booleans, empties and the like.
 fn is_inert(value: &str) -> bool {
     matches!(value.to_ascii_lowercase().as_str(), "true" | "false" | "null" | "undefined" | "none" | "yes" | "no")
@@ -532,14 +770,17 @@ pub struct EncodedForm {
 const MIN_BINARY_FORM_CHARS: usize = 8;
 
 /// The forms `value` may take in a bundle, each with the same form of `stand_in`, longest first:
-/// - as typed, JSON-escaped (as in `events.jsonl` and the HAR, and with `<`, `>` and `&` as `\u` escapes,
-///   as some servers write them) and HTML-escaped (as in pages and DOM snapshots);
+/// - as typed, JSON-escaped (as in `events.jsonl` and the HAR, with `<`, `>` and `&` as `\u` escapes, as
+///   some servers write them, and with `\/` and non-ASCII as `\u` escapes, as PHP and Python do) and
+///   HTML-escaped (as in pages and DOM snapshots: a text node's `&`, `<` and `>`, and quotes by name or
+///   number);
 /// - percent-encoded as forms write it (`+` for a space), as `encodeURIComponent` writes it (`!'()*~`
 ///   bare), and strictly (only RFC 3986's unreserved characters bare), each with upper- and lower-case hex;
 ///   and JSON-escaped around those;
 /// - inside base64 and base64url, at each of the three alignments a secret can have inside a longer
 ///   encoded text (a `user:password` pair, a JSON document): the characters that depend on the secret
-///   alone. Their stand-in has the same length, so that the text around still decodes;
+///   alone, and those with their `+` and `/` percent-encoded or `/` JSON-escaped. Their stand-in has the
+///   same length once decoded, and the same escapes, so that the text around still decodes;
 /// - as hex, lower and upper case.
 ///
 /// `stand_in` is a placeholder of letters, digits, `-`, `.`, `{` and `}`, which the textual encodings leave
@@ -557,14 +798,27 @@ pub fn encoded_forms(value: &str, stand_in: &str) -> Vec<EncodedForm> {
             textual.push(encoded);
         }
     }
-    let html = value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
-    textual.extend([html.replace('\'', "&#39;"), html.replace('\'', "&#x27;"), html]);
+    // A DOM text node escapes `&`, `<` and `>` only; attributes and escaping functions add quotes, by name
+    // (`&quot;`) or number (PHP's `&#039;`, Python's `&#x27;`, `&#34;`).
+    let text_node = value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let html = text_node.replace('"', "&quot;");
+    let numeric = text_node.replace('"', "&#34;").replace('\'', "&#39;");
+    textual.extend([
+        html.replace('\'', "&#39;"),
+        html.replace('\'', "&#039;"),
+        html.replace('\'', "&#x27;"),
+        html,
+        numeric,
+        text_node,
+    ]);
     let escaped: Vec<String> = textual
         .iter()
         .flat_map(|form| {
             let json = json_escaped(form);
             let unicode = json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026");
-            [json, unicode]
+            // PHP's `json_encode` and Python's `json.dumps` by default: `\/`, and `\u00e9` for `é`.
+            let ascii = ascii_json_escaped(&json);
+            [json, unicode, ascii]
         })
         .collect();
     textual.extend(escaped);
@@ -577,6 +831,13 @@ pub fn encoded_forms(value: &str, stand_in: &str) -> Vec<EncodedForm> {
             if form.len() >= MIN_BINARY_FORM_CHARS {
                 let mut stand_in = base64_core(engine, &filler, alignment);
                 stand_in.truncate(form.len());
+                // Base64 put in a URL by `encodeURIComponent(btoa(…))` or a form, or in JSON by PHP: its
+                // `+` and `/` escaped, and its stand-in's the same way.
+                if form.contains(['+', '/']) {
+                    for escape in [base64_percent_upper, base64_percent_lower, base64_json] {
+                        forms.push(EncodedForm { form: escape(&form), stand_in: escape(&stand_in) });
+                    }
+                }
                 forms.push(EncodedForm { form, stand_in });
             }
         }
@@ -625,6 +886,173 @@ fn base64_core(engine: &base64::engine::GeneralPurpose, bytes: &[u8], alignment:
     let end = (padded.len() * 8) / 6;
     encoded.get(start..end).map_or_else(String::new, str::to_owned)
 }
+
+fn base64_percent_upper(text: &str) -> String {
+    text.replace('+', "%2B").replace('/', "%2F")
+}
+
+fn base64_percent_lower(text: &str) -> String {
+    text.replace('+', "%2b").replace('/', "%2f")
+}
+
+fn base64_json(text: &str) -> String {
+    text.replace('/', "\\/")
+}
+
+/// JSON already escaped, with `/` escaped too and every character past ASCII as `\u` escapes (in lower
+/// case, as PHP and Python write them; a surrogate pair past the BMP).
+fn ascii_json_escaped(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '/' => out.push_str("\\/"),
+            c if c.is_ascii() => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A pattern that finds one value in a bundle however each of its characters is written: the source of a
+/// regular expression, and the most bytes one match of it can take (what a search of a stream must keep
+/// from one chunk to the next).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedPattern {
+    pub source: String,
+    pub max_len: usize,
+}
+
+/// `value` with each character written any way a page, a server or a browser may write it, each
+/// independently of the others, so that what no single encoder of [`encoded_forms`] makes is found too: a
+/// DOM text node (`&` escaped, `"` bare), `encodeURI` (`@ / + : ; , ? & = $ #` bare), HTML numeric and named
+/// references, `\/` and `\u00e9` in JSON, and any mix of them. Each character may be:
+/// - as it is; a `"`, `'`, `/` or `\` after backslashes, as JSON or JavaScript escape it, in JSON inside
+///   JSON too;
+/// - for a space, `+`;
+/// - percent-encoded byte by byte, hex in either case, and again (`%2540`);
+/// - an HTML reference: decimal or hex, with leading zeros, or named (`&commat;`, `&eacute;`), its `&`
+///   itself escaped or not (`&amp;#64;`, `\u0026#64;`);
+/// - a JSON or JavaScript escape: `\u0040` (two past the BMP), `\x40`.
+///
+/// Base64 and hex, which encode bytes together, are [`encoded_forms`]'s. Built once per secret: matching
+/// is linear in the text, whatever the secret.
+pub fn encoded_pattern(value: &str) -> EncodedPattern {
+    let mut source = String::new();
+    let mut max_len = 0;
+    for c in value.chars() {
+        let alternatives = char_alternatives(c);
+        max_len += alternatives.iter().map(|(_, len)| *len).max().unwrap_or(0);
+        let patterns: Vec<&str> = alternatives.iter().map(|(pattern, _)| pattern.as_str()).collect();
+        source.push_str(&format!("(?:{})", patterns.join("|")));
+    }
+    EncodedPattern { source, max_len }
+}
+
+/// The ways one character may be written (see [`encoded_pattern`]), each a pattern with the most bytes it
+/// matches.
+fn char_alternatives(c: char) -> Vec<(String, usize)> {
+    // The `&` that starts a reference, as it is, HTML-escaped or JSON-escaped.
+    const AMPERSAND: &str = r"(?:&|&amp;|\\{1,4}u0026)";
+    const AMPERSAND_LEN: usize = 9;
+    let code = u32::from(c);
+    let mut alternatives = vec![match c {
+        '"' => (r#"\\{0,7}""#.to_owned(), 8),
+        '\'' | '/' => (format!(r"\\{{0,3}}{c}"), 4),
+        '\\' => (r"\\{1,8}".to_owned(), 8),
+        c => (regex::escape(c.encode_utf8(&mut [0; 4])), c.len_utf8()),
+    }];
+    if c == ' ' {
+        alternatives.push((r"\+".to_owned(), 1));
+    }
+    let mut utf8 = [0u8; 4];
+    let bytes = c.encode_utf8(&mut utf8).as_bytes();
+    let percent: String = bytes.iter().map(|byte| format!("%(?:25)?{}", hex_pattern(u32::from(*byte), 2))).collect();
+    alternatives.push((percent, 5 * bytes.len()));
+    let decimal = code.to_string();
+    alternatives.push((format!("{AMPERSAND}#0{{0,6}}{decimal};"), AMPERSAND_LEN + 8 + decimal.len()));
+    let hex = format!("{code:x}");
+    alternatives.push((format!("{AMPERSAND}#[xX]0{{0,6}}{};", hex_pattern(code, 1)), AMPERSAND_LEN + 9 + hex.len()));
+    for name in entity_names(c) {
+        alternatives.push((format!("{AMPERSAND}{name};"), AMPERSAND_LEN + name.len() + 1));
+    }
+    let mut units = [0u16; 2];
+    let units = c.encode_utf16(&mut units);
+    let unicode: String = units.iter().map(|unit| format!(r"\\{{1,4}}u{}", hex_pattern(u32::from(*unit), 4))).collect();
+    alternatives.push((unicode, 9 * units.len()));
+    if code < 0x100 {
+        alternatives.push((format!(r"\\{{1,4}}x{}", hex_pattern(code, 2)), 7));
+    }
+    alternatives
+}
+
+/// `n` in hex of at least `width` digits, each letter in either case.
+fn hex_pattern(n: u32, width: usize) -> String {
+    format!("{n:0width$x}")
+        .chars()
+        .map(|digit| match digit {
+            'a'..='f' => format!("[{digit}{}]", digit.to_ascii_uppercase()),
+            digit => digit.to_string(),
+        })
+        .collect()
+}
+
+/// HTML's names for a character: ASCII punctuation's (HTML5) and Latin-1's (HTML 4, which PHP's
+/// `htmlentities` writes).
+fn entity_names(c: char) -> &'static [&'static str] {
+    match c {
+        '\t' => &["Tab"],
+        '\n' => &["NewLine"],
+        '!' => &["excl"],
+        '"' => &["quot", "QUOT"],
+        '#' => &["num"],
+        '$' => &["dollar"],
+        '%' => &["percnt"],
+        '&' => &["amp", "AMP"],
+        '\'' => &["apos"],
+        '(' => &["lpar"],
+        ')' => &["rpar"],
+        '*' => &["ast", "midast"],
+        '+' => &["plus"],
+        ',' => &["comma"],
+        '.' => &["period"],
+        '/' => &["sol"],
+        ':' => &["colon"],
+        ';' => &["semi"],
+        '<' => &["lt", "LT"],
+        '=' => &["equals"],
+        '>' => &["gt", "GT"],
+        '?' => &["quest"],
+        '@' => &["commat"],
+        '[' => &["lsqb", "lbrack"],
+        '\\' => &["bsol"],
+        ']' => &["rsqb", "rbrack"],
+        '^' => &["Hat"],
+        '_' => &["lowbar", "UnderBar"],
+        '`' => &["grave", "DiacriticalGrave"],
+        '{' => &["lcub", "lbrace"],
+        '|' => &["verbar", "vert", "VerticalLine"],
+        '}' => &["rcub", "rbrace"],
+        '\u{a0}'..='\u{ff}' => std::slice::from_ref(&LATIN_1_ENTITIES[c as usize - 0xa0]),
+        _ => &[],
+    }
+}
+
+/// HTML 4's names of U+00A0 to U+00FF, in order.
+const LATIN_1_ENTITIES: [&str; 96] = [
+    "nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect", "uml", "copy", "ordf", "laquo", "not", "shy",
+    "reg", "macr", "deg", "plusmn", "sup2", "sup3", "acute", "micro", "para", "middot", "cedil", "sup1", "ordm",
+    "raquo", "frac14", "frac12", "frac34", "iquest", "Agrave", "Aacute", "Acirc", "Atilde", "Auml", "Aring", "AElig",
+    "Ccedil", "Egrave", "Eacute", "Ecirc", "Euml", "Igrave", "Iacute", "Icirc", "Iuml", "ETH", "Ntilde", "Ograve",
+    "Oacute", "Ocirc", "Otilde", "Ouml", "times", "Oslash", "Ugrave", "Uacute", "Ucirc", "Uuml", "Yacute", "THORN",
+    "szlig", "agrave", "aacute", "acirc", "atilde", "auml", "aring", "aelig", "ccedil", "egrave", "eacute", "ecirc",
+    "euml", "igrave", "iacute", "icirc", "iuml", "eth", "ntilde", "ograve", "oacute", "ocirc", "otilde", "ouml",
+    "divide", "oslash", "ugrave", "uacute", "ucirc", "uuml", "yacute", "thorn", "yuml",
+];
 
 fn json_escaped(text: &str) -> String {
     let quoted = serde_json::to_string(text).expect("a string always serializes");
@@ -747,13 +1175,13 @@ mod tests {
         secrets.scan_body(
             "text/html",
             r#"<form><input type=hidden name="authenticity_token" value="a&amp;b-token"><input name=q value="mug">
-               <input type=hidden name=csrf value=unquoted-token></form>
+               <input type=hidden name=csrf value=unquoted-token-7></form>
                <meta name='csrf-token' content='meta-987654'>"#,
         );
         let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
         assert_eq!(
             values,
-            ["hunter&2", "abcdef0123", "rt-654321", "at-123456", "a&b-token", "unquoted-token", "meta-987654"]
+            ["hunter&2", "abcdef0123", "rt-654321", "at-123456", "a&b-token", "unquoted-token-7", "meta-987654"]
         );
         assert_eq!(secrets.get(0).placeholder, "trace-redacted-body-field-password-1");
     }
@@ -762,13 +1190,94 @@ mod tests {
     fn bodies_are_read_as_the_body_parser_reads_them_whatever_their_type_says() {
         let mut secrets = Secrets::default();
         // `fetch` sends a JSON string as text/plain.
-        secrets.scan_body("text/plain;charset=UTF-8", r#"{"query":"mugs","api_token":"tok-in-plain-text"}"#);
+        secrets.scan_body("text/plain;charset=UTF-8", r#"{"query":"mugs","api_token":"tok-in-plain-text-1"}"#);
         secrets.scan_body(
             "multipart/form-data; boundary=XyZ",
             "--XyZ\r\nContent-Disposition: form-data; name=\"csrf_token\"\r\n\r\nmultipart-csrf\r\n--XyZ--\r\n",
         );
+        // Issue #11: jQuery sends JSON as a form; `fetch` sends a form, or multipart, as text.
+        secrets.scan_body(
+            "application/x-www-form-urlencoded; charset=UTF-8",
+            r#"{"user":"ann","client_secret":"cl13nt-s3cr3t-01"}"#,
+        );
+        secrets.scan_body("text/plain;charset=UTF-8", "user=ann&csrf_token=f0rm-as-t3xt");
+        secrets.scan_body(
+            "text/plain",
+            concat!(
+                "--b0undary\r\nContent-Disposition: form-data; name=\"api_token\"\r\n\r\n",
+                "mult1part-as-t3xt\r\n--b0undary--\r\n"
+            ),
+        );
         let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
-        assert_eq!(values, ["tok-in-plain-text", "multipart-csrf"]);
+        assert_eq!(
+            values,
+            ["tok-in-plain-text-1", "multipart-csrf", "cl13nt-s3cr3t-01", "f0rm-as-t3xt", "mult1part-as-t3xt"]
+        );
+        // Read as a form, the JSON would have given a "field" of pieces of itself.
+        assert!(secrets.kept().next().is_none(), "{:?}", secrets.kept().collect::<Vec<_>>());
+    }
+
+    /// Issue #11: a value a broad name rule chose that is a common word, a plain word or a small number
+    /// (`?sort_key=text`, which became `trace-redacted-…/plain` in every content type; `?sort_key=name`, which
+    /// took the HAR's `name` fields away) is not replaced but listed; so is what a cookie holds that is too
+    /// short or a plain word, which used to be skipped silently.
+    #[test]
+    fn values_that_cannot_be_replaced_safely_are_kept_and_listed_by_name() {
+        let mut secrets = Secrets::default();
+        secrets.scan_url(
+            "https://shop.example/search?sort_key=text&key=name&pin=12&auth_mode=Single+Sign-On&api_key=k3y-0123456789",
+        );
+        secrets.scan_body("application/json", r#"{"session_kind":"guest","csrf_token":"c5rf-0123456789"}"#);
+        secrets.scan_cookie("lang", "en");
+        secrets.scan_cookie("theme", "dark");
+        secrets.scan_cookie("sid", "a1");
+        secrets.scan_cookie("session", "text");
+        secrets.scan_header("Authorization", "Bearer json");
+        // Known under another name as a secret: not listed as kept.
+        secrets.scan_url("https://shop.example/?next_token=c5rf-0123456789");
+        let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
+        assert_eq!(values, ["k3y-0123456789", "c5rf-0123456789"]);
+        let kept: Vec<(SecretKind, &str, KeptReason)> =
+            secrets.kept().map(|kept| (kept.kind, kept.name.as_str(), kept.reason)).collect();
+        assert_eq!(
+            kept,
+            [
+                (SecretKind::UrlParameter, "sort_key", KeptReason::Word),
+                (SecretKind::UrlParameter, "key", KeptReason::Word),
+                (SecretKind::UrlParameter, "pin", KeptReason::Word),
+                (SecretKind::UrlParameter, "auth_mode", KeptReason::Word),
+                (SecretKind::BodyField, "session_kind", KeptReason::Word),
+                (SecretKind::Cookie, "lang", KeptReason::TooShort),
+                (SecretKind::Cookie, "theme", KeptReason::Word),
+                (SecretKind::Cookie, "sid", KeptReason::TooShort),
+                (SecretKind::Header, "authorization", KeptReason::Common),
+            ]
+        );
+        // A cookie's or a header's value is not judged by its shape: `session=text` is common, but a
+        // session cookie of letters only is a secret.
+        let mut secrets = Secrets::default();
+        secrets.scan_cookie("session", "Guest");
+        secrets.scan_cookie("session_id", "abcdefghij");
+        let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
+        assert_eq!(values, ["Guest", "abcdefghij"]);
+    }
+
+    #[test]
+    fn words_and_small_numbers_are_told_from_tokens() {
+        for word in ["price", "name", "createdAt", "Single Sign-On", "sort_by_date", "POST", "desc", "12", "1234567"] {
+            assert!(is_word_like(word) || is_small_number(word), "{word} is a word");
+        }
+        for token in [
+            "k3y-0123456789",
+            "AbCdEfGh",
+            "aBcDeFgHiJ",
+            "xkcdqwrtz",
+            "12345678",
+            "correcthorsebatterystapleextra",
+            "tok_9f2c",
+        ] {
+            assert!(!is_word_like(token) && !is_small_number(token), "{token} is no word");
+        }
     }
 
     #[test]
@@ -806,6 +1315,71 @@ mod tests {
         }
         // A secret too short for a base64 form to be told from chance has none.
         assert!(encoded_forms("abcd", "x").iter().all(|encoded| encoded.form.len() < 8 || encoded.form == "61626364"));
+    }
+
+    /// Issue #11: each character of a secret may be written its own way, as no one encoder of
+    /// [`encoded_forms`] writes it: the pattern finds every mix, and nothing else.
+    #[test]
+    fn a_secret_is_found_however_each_of_its_characters_is_written() {
+        let secret = "p&ss \"wörd\"/@+1'";
+        let pattern = encoded_pattern(secret);
+        let whole = Regex::new(&format!("^(?:{})$", pattern.source)).unwrap();
+        for written in [
+            secret,
+            // A DOM text node: `&` escaped, the quotes bare.
+            "p&amp;ss \"wörd\"/@+1'",
+            // HTML numeric references, decimal and hex, padded, in either case; and named ones, as PHP's
+            // `htmlentities` writes them.
+            "p&#38;ss&#32;&#34;w&#246;rd&#x22;&#x2F;&#64;&#43;1&#039;",
+            "p&#X26;ss &#x0022;w&#xF6;rd&quot;&sol;&commat;&plus;1&apos;",
+            "p&amp;ss &quot;w&ouml;rd&quot;/@+1&#039;",
+            // `encodeURI` (`& / @ + '` bare), `encodeURIComponent` in lower case, the form encoding, and
+            // percent-encoding twice.
+            "p&ss%20%22w%C3%B6rd%22/@+1'",
+            "p%26ss%20%22w%c3%b6rd%22%2f%40%2b1'",
+            "p%26ss+%22w%C3%B6rd%22%2F%40%2B1%27",
+            "p%2526ss%2520%2522w%25C3%25B6rd%2522%252F%2540%252B1%2527",
+            // JSON as PHP and Python write it, with `\u` escapes, and JSON inside JSON.
+            r#"p&ss \"w\u00f6rd\"\/@+1'"#,
+            r#"p\u0026ss \"w\u00F6rd\"\/\u0040\u002b1\u0027"#,
+            r#"p&ss \\\"wörd\\\"/@+1'"#,
+            // JavaScript's `\x` escapes; HTML references escaped again, by HTML and by JSON.
+            r#"p\x26ss \x22w\xf6rd\x22/@+1\x27"#,
+            "p&amp;#38;ss \\u0026#34;wörd&#34;/@+1'",
+        ] {
+            assert!(whole.is_match(written), "{written}");
+            assert!(written.len() <= pattern.max_len, "{written}: longer than {}", pattern.max_len);
+        }
+        for other in ["p&ss \"word\"/@+1'", "p&ss \"wörd\"/@+2'", "P&ss \"wörd\"/@+1'", "p&#38ss \"wörd\"/@+1'"] {
+            assert!(!whole.is_match(other), "{other}");
+        }
+        // The enumerated forms hold the commonest of these too.
+        let forms = encoded_forms(secret, "x");
+        for written in ["p&amp;ss \"wörd\"/@+1'", "p&amp;ss &#34;wörd&#34;/@+1&#39;", r#"p&ss \"w\u00f6rd\"\/@+1'"#] {
+            assert!(forms.iter().any(|encoded| encoded.form == written), "{written}");
+        }
+    }
+
+    /// Issue #11: base64 put in a URL by `encodeURIComponent(btoa(user + ":" + password))`, or in JSON by
+    /// PHP, has its `+` and `/` escaped; the secret's part is found all the same, and its stand-in escaped
+    /// the same way.
+    #[test]
+    fn base64_with_its_plus_and_slash_escaped_is_found() {
+        use base64::Engine as _;
+        let secret = "open? sesame@vault!(7)>";
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("ann:{secret}"));
+        assert!(basic[8..basic.len() - 4].contains(['+', '/']), "{basic}");
+        let forms = encoded_forms(secret, "trace-redacted-credential-passphrase-1");
+        let escaped = [
+            basic.replace('+', "%2B").replace('/', "%2F").replace('=', "%3D"),
+            basic.replace('+', "%2b").replace('/', "%2f"),
+            basic.replace('/', "\\/"),
+        ];
+        for text in &escaped {
+            let found = forms.iter().find(|encoded| text.contains(&encoded.form));
+            let found = found.unwrap_or_else(|| panic!("{text}"));
+            assert!(!found.stand_in.contains(['+', '/']) || found.stand_in.contains("\\/"), "{found:?}");
+        }
     }
 
     #[test]

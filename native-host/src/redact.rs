@@ -1,6 +1,14 @@
 //! Redaction for sharing: every secret of a bundle (see [`secrets`]) replaced by its placeholder in every
-//! file, in every encoding it appears in (as is, form- and percent-encoded, JSON- and HTML-escaped), and a
-//! search of the written zip that fails loudly if any original is left.
+//! file, in every encoding it appears in, and a search of the written zip that fails loudly if any
+//! original is left. Two searches find a secret: its enumerated forms ([`encoded_forms`]: as is, form- and
+//! percent-encoded, JSON- and HTML-escaped, base64 and hex, each with a stand-in of the same shape), then
+//! its per-character pattern ([`encoded_pattern`]: each character raw, percent-encoded, an HTML reference
+//! or a JSON escape, whatever its neighbours are), which finds the mixes no one encoder makes (`encodeURI`,
+//! a text node with `&` escaped and `"` bare, `&#64;`). Both are built once per export, the patterns as
+//! one regular expression, so that a file is read through once by each whatever the number of secrets.
+//!
+//! Values a rule chose but that cannot be replaced safely are listed, not replaced (see
+//! [`trace_analysis::secrets::Kept`]); a typed credential among them refuses the export instead.
 //!
 //! The replacement is consistent: one secret has one placeholder everywhere, so that the login form's CSRF
 //! token still equals the `csrf` cookie, the password typed still equals the password posted, and the
@@ -27,7 +35,8 @@ use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
 use trace_manifest::pack;
 
-use trace_analysis::secrets::{Secrets, encoded_forms, request_body_text, values_to_check};
+use regex::bytes::{Regex, RegexBuilder};
+use trace_analysis::secrets::{Kept, Secrets, encoded_forms, encoded_pattern, request_body_text, values_to_check};
 use trace_analysis::suspects::{Suspect, Suspects};
 use trace_manifest::report::{RedactionSummary, SecretKind};
 
@@ -120,37 +129,46 @@ pub fn describe(summary: &RedactionSummary) -> String {
     line
 }
 
-/// Every encoded form of every secret, and what replaces it.
+/// Every encoded form and the per-character pattern of every secret, and what replaces each.
 pub struct Replacer {
     automaton: AhoCorasick,
-    /// The same patterns with standard semantics, which streaming search needs.
+    /// The same forms with standard semantics, for searching.
     finder: AhoCorasick,
-    /// Per pattern: the secret it is a form of.
+    /// Per form: the secret it is a form of.
     secret_of_pattern: Vec<usize>,
-    /// Per pattern: the placeholder that replaces it.
+    /// Per form: its stand-in.
     replacement_of_pattern: Vec<String>,
+    /// What the forms leave, found character by character.
+    patterns: Option<Patterns>,
+    /// Per secret: its placeholder, which replaces what its pattern finds.
+    placeholders: Vec<String>,
 }
 
 impl Replacer {
     pub fn new(secrets: &Secrets) -> Result<Replacer> {
-        let mut patterns = Vec::new();
+        let mut forms = Vec::new();
         let mut secret_of_pattern = Vec::new();
         let mut replacement_of_pattern = Vec::new();
         for (index, secret) in secrets.iter().enumerate() {
             for encoded in encoded_forms(&secret.value, &secret.placeholder) {
-                patterns.push(encoded.form);
+                forms.push(encoded.form);
                 secret_of_pattern.push(index);
                 replacement_of_pattern.push(encoded.stand_in);
             }
         }
         // Leftmost-longest: a token inside a longer secret (a cookie header holding a session id) is replaced
         // as part of the longer one.
-        let automaton = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&patterns)?;
-        let finder = AhoCorasick::new(&patterns)?;
-        Ok(Replacer { automaton, finder, secret_of_pattern, replacement_of_pattern })
+        let automaton = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&forms)?;
+        let finder = AhoCorasick::new(&forms)?;
+        let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
+        let patterns = Patterns::new(&values)?;
+        let placeholders = secrets.iter().map(|secret| secret.placeholder.clone()).collect();
+        Ok(Replacer { automaton, finder, secret_of_pattern, replacement_of_pattern, patterns, placeholders })
     }
 
-    /// `bytes` with every secret replaced, and how many were.
+    /// `bytes` with every secret replaced, and how many were: the enumerated forms first (base64 and hex
+    /// need their stand-ins of the same shape), then whatever the patterns still find, by the placeholder,
+    /// which every textual encoding leaves as it is.
     pub fn replace(&self, bytes: &[u8]) -> (Vec<u8>, usize) {
         let mut count = 0;
         let mut out = Vec::with_capacity(bytes.len());
@@ -159,51 +177,156 @@ impl Replacer {
             out.extend_from_slice(self.replacement_of_pattern[found.pattern().as_usize()].as_bytes());
             true
         });
+        if let Some(patterns) = &self.patterns
+            && patterns.regex.is_match(&out)
+        {
+            let mut replaced = Vec::with_capacity(out.len());
+            let mut copied = 0;
+            for found in patterns.regex.find_iter(&out) {
+                let secret = patterns.which(found.as_bytes());
+                replaced.extend_from_slice(&out[copied..found.start()]);
+                replaced.extend_from_slice(self.placeholders[secret].as_bytes());
+                copied = found.end();
+                count += 1;
+            }
+            replaced.extend_from_slice(&out[copied..]);
+            out = replaced;
+        }
         (out, count)
     }
 
     /// The index of the first secret found in `reader`, if any.
     pub fn find_in(&self, reader: impl Read) -> Result<Option<usize>> {
-        if self.secret_of_pattern.is_empty() {
-            return Ok(None);
-        }
-        match self.finder.stream_find_iter(reader).next() {
-            Some(found) => Ok(Some(self.secret_of_pattern[found?.pattern().as_usize()])),
-            None => Ok(None),
-        }
+        find_in_stream(&self.finder, self.patterns.as_ref(), reader, |found| match found {
+            Found::Form(pattern) => self.secret_of_pattern[pattern],
+            Found::Pattern(value) => value,
+        })
     }
 }
 
-/// The final search's own list: every encoded form of every value `values_to_check` chose, which is not
-/// the list the replacement worked from, so that what slipped past the rules that chose the secrets is
-/// still caught.
+/// The per-character patterns of a list of values ([`encoded_pattern`]), as one regular expression: each
+/// value a group of its own, the longest first, so that a value inside a longer one is found as part of it.
+struct Patterns {
+    regex: Regex,
+    /// Per group, in order: the index of its value in the list.
+    value_of_group: Vec<usize>,
+    /// The most bytes one match can take.
+    max_len: usize,
+}
+
+impl Patterns {
+    fn new(values: &[&str]) -> Result<Option<Patterns>> {
+        if values.is_empty() {
+            return Ok(None);
+        }
+        let mut value_of_group: Vec<usize> = (0..values.len()).collect();
+        value_of_group.sort_by_key(|&index| std::cmp::Reverse(values[index].len()));
+        let mut sources = Vec::new();
+        let mut max_len = 0;
+        for &index in &value_of_group {
+            let pattern = encoded_pattern(values[index]);
+            max_len = max_len.max(pattern.max_len);
+            sources.push(format!("({})", pattern.source));
+        }
+        // Generous limits: the expression grows with the secrets' length, and a lazy DFA that keeps
+        // resetting its cache falls back to a slower engine.
+        let regex = RegexBuilder::new(&sources.join("|"))
+            .size_limit(1 << 30)
+            .dfa_size_limit(64 << 20)
+            .build()
+            .context("cannot build the secrets' patterns")?;
+        Ok(Some(Patterns { regex, value_of_group, max_len }))
+    }
+
+    /// Which value a match is, by running the expression again on the match alone (matches are rare, and
+    /// finding without groups is the fast path).
+    fn which(&self, matched: &[u8]) -> usize {
+        let group = self.regex.captures(matched).and_then(|captures| {
+            (1..captures.len()).find(|&group| captures.get(group).is_some()).map(|group| group - 1)
+        });
+        self.value_of_group[group.expect("a match matches itself")]
+    }
+}
+
+/// What a search found: a pattern of an Aho-Corasick automaton, or a value of [`Patterns`].
+enum Found {
+    Form(usize),
+    Pattern(usize),
+}
+
+/// How much of a stream is searched at once.
+const SEARCH_CHUNK_BYTES: usize = 8 << 20;
+
+/// The first of `finder`'s forms or `patterns`' values found in `reader`, told by `tell`. The stream is
+/// read a chunk at a time (a body may be larger than memory), each chunk searched with the end of the one
+/// before it, as long as the longest match can be, so that nothing across two chunks is missed.
+fn find_in_stream<T>(
+    finder: &AhoCorasick,
+    patterns: Option<&Patterns>,
+    mut reader: impl Read,
+    tell: impl Fn(Found) -> T,
+) -> Result<Option<T>> {
+    if finder.patterns_len() == 0 && patterns.is_none() {
+        return Ok(None);
+    }
+    let overlap = finder.max_pattern_len().max(patterns.map_or(0, |patterns| patterns.max_len));
+    let mut window: Vec<u8> = Vec::with_capacity(SEARCH_CHUNK_BYTES + overlap);
+    let mut chunk = vec![0u8; SEARCH_CHUNK_BYTES];
+    loop {
+        let read = reader.read(&mut chunk)?;
+        if read == 0 {
+            return Ok(None);
+        }
+        window.extend_from_slice(&chunk[..read]);
+        if let Some(found) = finder.find(&window[..]) {
+            return Ok(Some(tell(Found::Form(found.pattern().as_usize()))));
+        }
+        if let Some(patterns) = patterns
+            && let Some(found) = patterns.regex.find(&window)
+        {
+            return Ok(Some(tell(Found::Pattern(patterns.which(found.as_bytes())))));
+        }
+        let keep = window.len().min(overlap);
+        window.drain(..window.len() - keep);
+    }
+}
+
+/// The final search's own list: every encoded form and the pattern of every value `values_to_check`
+/// chose, which is not the list the replacement worked from, so that what slipped past the rules that
+/// chose the secrets is still caught.
 struct Check {
     finder: AhoCorasick,
-    /// Per pattern: what the value was (`credential`, `cookie`).
+    /// Per form: what its value was (`credential`, `cookie`).
     what_of_pattern: Vec<&'static str>,
+    patterns: Option<Patterns>,
+    /// Per value: what it was.
+    what_of_value: Vec<&'static str>,
 }
 
 impl Check {
     fn new(values: &[(&'static str, String)]) -> Result<Check> {
-        let mut patterns = Vec::new();
+        let mut forms = Vec::new();
         let mut what_of_pattern = Vec::new();
         for (what, value) in values {
             for encoded in encoded_forms(value, "") {
-                patterns.push(encoded.form);
+                forms.push(encoded.form);
                 what_of_pattern.push(*what);
             }
         }
-        Ok(Check { finder: AhoCorasick::new(&patterns)?, what_of_pattern })
+        let texts: Vec<&str> = values.iter().map(|(_, value)| value.as_str()).collect();
+        Ok(Check {
+            finder: AhoCorasick::new(&forms)?,
+            what_of_pattern,
+            patterns: Patterns::new(&texts)?,
+            what_of_value: values.iter().map(|(what, _)| *what).collect(),
+        })
     }
 
     fn find_in(&self, reader: impl Read) -> Result<Option<&'static str>> {
-        if self.what_of_pattern.is_empty() {
-            return Ok(None);
-        }
-        match self.finder.stream_find_iter(reader).next() {
-            Some(found) => Ok(Some(self.what_of_pattern[found?.pattern().as_usize()])),
-            None => Ok(None),
-        }
+        find_in_stream(&self.finder, self.patterns.as_ref(), reader, |found| match found {
+            Found::Form(pattern) => self.what_of_pattern[pattern],
+            Found::Pattern(value) => self.what_of_value[value],
+        })
     }
 }
 
@@ -218,6 +341,11 @@ pub struct Redacted {
 impl Redacted {
     pub fn secrets(&self) -> &Secrets {
         &self.secrets
+    }
+
+    /// The values rules chose that were left as they are, and why (see [`Kept`]).
+    pub fn kept(&self) -> impl Iterator<Item = &Kept> {
+        self.secrets.kept()
     }
 
     /// Searches every entry of the zip at `path`, decompressed (the snapshot pack's files unpacked), and
@@ -296,6 +424,15 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path, suspects: &SuspectDecisio
     let mut secrets = Secrets::find(source, &events, &har, &storage)?;
     let mut summary = RedactionSummary::default();
     decide_suspects(source, &har, &storage, &mut secrets, suspects, &mut summary)?;
+    // Listed where the person reads the export's outcome (stderr), by where each was found, never by value.
+    for kept in secrets.kept() {
+        tracing::warn!(
+            "left as it is, not redacted: the {} {:?}, {}",
+            kept.kind.as_str(),
+            kept.name,
+            kept.reason.describe()
+        );
+    }
     summary.secrets = secrets.counts();
     let replacer = Replacer::new(&secrets)?;
     let check = Check::new(&values_to_check(&events, &har, &storage))?;
@@ -432,6 +569,34 @@ mod tests {
         assert_eq!(count, 6);
         assert_eq!(replacer.find_in(out.as_bytes()).unwrap(), None);
         assert_eq!(replacer.find_in(&b"...abcdef123456..."[..]).unwrap(), Some(1));
+    }
+
+    /// Issue #11: what no enumerated form holds (a text node's `&amp;` beside a bare `"`, HTML numeric
+    /// references, `encodeURI`) the secret's pattern replaces, and both searches find, across the chunks a
+    /// stream is read in too.
+    #[test]
+    fn what_no_enumerated_form_holds_is_replaced_by_the_pattern_and_found_by_both_searches() {
+        let typed = "p&ss \"wörd\"@1";
+        let secrets = secrets(&[(SecretKind::Credential, "password", typed)]);
+        let replacer = Replacer::new(&secrets).unwrap();
+        let text = concat!(
+            "node p&amp;ss \"wörd\"@1 | numeric p&#38;ss &#34;w&#246;rd&#34;&#64;1 | ",
+            "uri p&ss%20%22w%C3%B6rd%22@1 | json p&ss \\\"w\\u00f6rd\\\"@1"
+        );
+        let (out, count) = replacer.replace(text.as_bytes());
+        let password = &secrets.get(0).placeholder;
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("node {password} | numeric {password} | uri {password} | json {password}")
+        );
+        assert_eq!(count, 4);
+
+        let mut stream = vec![b'x'; SEARCH_CHUNK_BYTES - 5];
+        stream.extend_from_slice(b"p&#38;ss &#34;w&#246;rd&#34;&#64;1");
+        assert_eq!(replacer.find_in(&stream[..]).unwrap(), Some(0));
+        let check = Check::new(&[("credential", typed.to_owned())]).unwrap();
+        assert_eq!(check.find_in(&stream[..]).unwrap(), Some("credential"));
+        assert_eq!(check.find_in(&stream[..SEARCH_CHUNK_BYTES]).unwrap(), None);
     }
 
     #[test]

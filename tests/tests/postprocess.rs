@@ -264,8 +264,10 @@ async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
 
 /// Issue #11: secrets a page sends by script, under names no rule knows, recorded through the extension
 /// on the shop's partner vault: a passphrase typed into a text field, sent in base64 `user:passphrase`
-/// inside JSON sent as `text/plain` and with `encodeURIComponent` in a URL; a 7-character cookie named `v`;
-/// a CSRF token in a hidden `form_key`; an API key in `?key=`; an `api_token` in the JSON. The redacted
+/// inside JSON sent as `text/plain`, with `encodeURIComponent` in a URL, and as base64 again through
+/// `encodeURIComponent` (its `/` as `%2F`), and echoed back in HTML numeric references (`&#64;`); a
+/// 7-character cookie named `v`; a CSRF token in a hidden `form_key`; an API key in `?key=`; an
+/// `api_token` in the JSON; a `client_secret` in JSON declared a form, as jQuery sends it. The redacted
 /// export holds none of them in any encoding a page or the recorder uses, in any file (snapshots in the
 /// pack included), and the redacted environment still opens the vault offline, every step passing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -278,7 +280,11 @@ async fn secrets_a_page_sends_by_script_leave_no_trace_in_the_redacted_export_wh
     let bundle = demo::record_vault(&build, &site, data.path()).await.unwrap();
     let issued = site.vault_secrets();
     site.stop();
-    assert_eq!(issued.len(), 4, "one page load: a cookie, a form key, an API key and token: {issued:?}");
+    assert_eq!(
+        issued.len(),
+        5,
+        "one page load: a cookie, a form key, an API key and token, a client secret: {issued:?}"
+    );
 
     let manifest: serde_json::Value = read_json(&bundle.join("manifest.json"));
     let task = manifest["task"]["id"].as_str().unwrap().to_owned();
@@ -292,13 +298,17 @@ async fn secrets_a_page_sends_by_script_leave_no_trace_in_the_redacted_export_wh
 
     let passphrase = vault::VAULT_PASSPHRASE;
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("{DEMO_USER}:{passphrase}"));
+    let basic_in_url = basic.replace('+', "%2B").replace('/', "%2F").replace('=', "%3D");
+    assert!(basic_in_url[8..].contains("%2F"), "the base64 holds a `/` where the passphrase is: {basic}");
     let mut leaks = vec![
         passphrase.to_owned(),
-        passphrase.replace(' ', "%20").replace('@', "%40"),
+        passphrase.replace('?', "%3F").replace(' ', "%20").replace('@', "%40"),
         url::form_urlencoded::byte_serialize(passphrase.as_bytes()).collect::<String>(),
         basic.clone(),
-        // The passphrase's own part of the base64, whatever comes before it.
+        // The passphrase's own part of the base64, whatever comes before it, as is and in a URL.
         basic[8..basic.len() - 4].to_owned(),
+        basic_in_url[8..basic_in_url.len() - 6].to_owned(),
+        vault::passphrase_echoed(),
     ];
     leaks.extend(issued);
     // The recording holds every one of them but the form encoding (nothing was sent as a form), so that

@@ -532,3 +532,137 @@ fn a_value_that_looks_like_a_secret_is_listed_for_the_person_to_redact_or_allow(
     assert_eq!(report["redaction"]["suspects_redacted"], 1, "{report}");
     assert!(!holds_key(&zip));
 }
+
+/// Issue #11: secrets in encodings no single encoder of the redactor writes, sent as script-driven pages
+/// send them: JSON declared a form (jQuery's default), a form declared text (`fetch`'s), the password in a
+/// URL by `encodeURI` (`@`, `/` and `+` bare) and inside `encodeURIComponent(btoa("ann:" + password))`
+/// (its base64 holding `/`), and echoed back by the server as HTML numeric references and as JSON with
+/// `\/` and `\u00f6`. The redacted export holds none of them, and still validates.
+#[test]
+fn secrets_in_encodings_no_one_encoder_writes_leave_no_trace_in_the_redacted_export() {
+    use base64::Engine as _;
+    const TYPED: &str = "op\"en? sésam?e@vault/+(7)";
+    const CLIENT_SECRET: &str = "cl13nt-s3cr3t-0a1b2c3d";
+    const FORM_TOKEN: &str = "f0rm-t0k3n-9z8y7x";
+    let scratch = Scratch::new();
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("encodings"));
+    let login = format!("{SITE}/login");
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("ann:{TYPED}"));
+    let basic_in_url = basic.replace('+', "%2B").replace('/', "%2F").replace('=', "%3D");
+    assert!(basic[8..basic.len() - 4].contains(['+', '/']), "{basic}");
+    let uri = TYPED.replace('"', "%22").replace(' ', "%20").replace('é', "%C3%A9");
+    let check = format!("{SITE}/api/check?b={basic_in_url}&p={uri}");
+    let numeric = "op&#34;en&#63; s&#233;sam&#63;e&#64;vault&#x2f;&#43;&#40;7&#41;";
+    let ascii_json = r#"op\"en? s\u00e9sam?e@vault\/+(7)"#;
+    let echo = format!(r#"{{"html":"<p>Signed in with {numeric}</p>","json":"{ascii_json}"}}"#);
+    let messages = vec![
+        task.start(task_start("encodings", TaskType::Action)),
+        task.events(vec![
+            navigation(1.0, &login),
+            action(100.0, ActionKind::Click, &login, "#password", None, false),
+            action(200.0, ActionKind::Input, &login, "#password", Some(TYPED), true),
+            request(
+                300.0,
+                "1",
+                "POST",
+                &format!("{SITE}/api/partner"),
+                &[("Content-Type", "application/x-www-form-urlencoded; charset=UTF-8")],
+                Some(&format!(r#"{{"user":"ann","client_secret":"{CLIENT_SECRET}"}}"#)),
+            ),
+            response(310.0, "1", &format!("{SITE}/api/partner"), 204, "", &[]),
+            finished(311.0, "1", 0),
+            request(
+                320.0,
+                "2",
+                "POST",
+                &format!("{SITE}/api/session"),
+                &[("Content-Type", "text/plain;charset=UTF-8")],
+                Some(&format!("user=ann&csrf_token={FORM_TOKEN}")),
+            ),
+            response(330.0, "2", &format!("{SITE}/api/session"), 204, "", &[]),
+            finished(331.0, "2", 0),
+            typed_request(400.0, "3", "GET", &check, "Fetch", None),
+            response(410.0, "3", &check, 200, "application/json", &[]),
+            finished(411.0, "3", echo.len() as u64),
+        ]),
+    ];
+    let mut messages = messages;
+    messages.extend(task.body("3", BodyPart::Response, echo.as_bytes(), 1024));
+    messages.push(task.stop(T0 + 1000.0, None));
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+
+    let zip = scratch.path("encodings.zip");
+    scratch.cli_json(&["export", "encodings", "--out", zip.to_str().unwrap(), "--redact", "--json"]);
+    let leaks = [TYPED, &uri, &basic_in_url[8..basic_in_url.len() - 8], numeric, ascii_json, CLIENT_SECRET, FORM_TOKEN];
+    for (entry, bytes) in zip_entries(&zip) {
+        for leaked in leaks {
+            assert!(!contains(&bytes, leaked.as_bytes()), "{entry} still holds {leaked:?}");
+        }
+    }
+    let validated = scratch.cli_json(&["validate", zip.to_str().unwrap(), "--json"]);
+    assert_eq!(validated["valid"], true, "{validated}");
+}
+
+/// Issue #11: a common value under a name a broad rule calls secret (`?sort_key=text`, which became
+/// `trace-redacted-…/plain` in every content type; `?sort_key=name`, which took the HAR's `name` fields away
+/// and refused the export with "missing field `name`") is left as it is and listed by its name; the
+/// export succeeds whole. A credential typed as such a word refuses the export, naming the field.
+#[test]
+fn a_common_value_under_a_broad_secret_name_is_listed_and_the_export_stays_whole() {
+    let scratch = Scratch::new();
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("sorted"));
+    let by_text = format!("{SITE}/search?q=mug&sort_key=text");
+    let by_name = format!("{SITE}/search?q=mug&sort_key=name");
+    let messages = vec![
+        task.start(task_start("sorted", TaskType::Action)),
+        task.events(vec![
+            navigation(1.0, &by_text),
+            request(2.0, "1", "GET", &by_text, &[], None),
+            response(3.0, "1", &by_text, 200, "text/plain", &[("Content-Type", "text/plain")]),
+            finished(4.0, "1", 0),
+            request(5.0, "2", "GET", &by_name, &[], None),
+            response(6.0, "2", &by_name, 200, "text/plain", &[("Content-Type", "text/plain")]),
+            finished(7.0, "2", 0),
+        ]),
+        task.stop(T0 + 1000.0, None),
+    ];
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+
+    let zip = scratch.path("sorted.zip");
+    let output = scratch.cli(&["export", "sorted", "--out", zip.to_str().unwrap(), "--redact"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("url-parameter \"sort_key\"") && stderr.contains("not redacted"), "{stderr}");
+    let entries = zip_entries(&zip);
+    let har: trace_manifest::har::Har = serde_json::from_slice(&entries["recording.har"]).unwrap();
+    let types: Vec<&str> = har.log.entries.iter().map(|entry| entry.response.content.mime_type.as_str()).collect();
+    assert_eq!(types, ["text/plain", "text/plain"]);
+    assert!(har.log.entries[1].request.url.ends_with("sort_key=name"));
+    let validated = scratch.cli_json(&["validate", zip.to_str().unwrap(), "--json"]);
+    assert_eq!(validated["valid"], true, "{validated}");
+
+    // Typed into a credential field, the same word refuses the export.
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("typed-text"));
+    let login = format!("{SITE}/login");
+    let messages = vec![
+        task.start(task_start("typed-text", TaskType::Action)),
+        task.events(vec![
+            navigation(1.0, &login),
+            action(200.0, ActionKind::Input, &login, "#password", Some("Text"), true),
+        ]),
+        task.stop(T0 + 1000.0, None),
+    ];
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+    let zip = scratch.path("typed-text.zip");
+    let output = scratch.cli(&["export", "typed-text", "--out", zip.to_str().unwrap(), "--redact"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("#password") && stderr.contains("common word"), "{stderr}");
+    assert!(!zip.exists());
+}
