@@ -4,6 +4,12 @@
 //! on opening, before anything is read; and [`validate`] checks a bundle against its own index. Files
 //! kept in a snapshot pack ([`crate::pack`]) read as files of their own.
 //!
+//! Memory stays bounded whatever the input. `events.jsonl` and `recording.har` can be read a piece at a
+//! time ([`Bundle::for_each_event`], [`Bundle::for_each_har_entry`]: one line or one HAR entry in memory),
+//! which is how [`validate`] reads them. Reading one whole ([`Bundle::events`], [`Bundle::har`]), as replay
+//! and post-processing must, is refused before it starts when the file's size times what its parsed form
+//! takes per byte ([`EVENTS_MEMORY_FACTOR`], [`HAR_MEMORY_FACTOR`]) passes [`ZipLimits::max_memory_bytes`].
+//!
 //! Used by `trace-host validate` and `import`, and by `trace-replay` to open what it serves.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::bundle::{self, BundleManifest, FileEntry};
 use crate::event::EventRecord;
-use crate::har::Har;
+use crate::har::{Entry, Har, Log};
 use crate::pack::{self, PackIndex};
 pub use crate::report::Problem;
 
@@ -48,6 +54,11 @@ pub enum ArchiveError {
     DocumentTooLarge { name: String, size: u64, limit: u64 },
     #[error("{name} is {size} bytes, more than the limit of {limit} for one file")]
     FileTooLarge { name: String, size: u64, limit: u64 },
+    #[error(
+        "{name} is {size} bytes, which would take about {needed} bytes of memory to read whole, more than the \
+         limit of {limit}; set {MAX_MEMORY_VARIABLE} to a number of bytes to raise it"
+    )]
+    TooMuchMemory { name: String, size: u64, needed: u64, limit: u64 },
     #[error("zip entry {0:?} holds more data than its header declares")]
     SizeMismatch(String),
     #[error("zip entry {name:?} cannot be read: {source}")]
@@ -88,7 +99,24 @@ pub struct ZipLimits {
     /// repeated headers); a document at the general [`ZipLimits::max_ratio`] would let a small zip expand
     /// into gigabytes of memory.
     pub max_document_ratio: u64,
+    /// The most memory reading a document whole may take, estimated from its size before it is read
+    /// ([`EVENTS_MEMORY_FACTOR`], [`HAR_MEMORY_FACTOR`]). The default, 1 GiB, holds the events and HAR of
+    /// recordings of hours (tens of MB each); [`MAX_MEMORY_VARIABLE`] changes it.
+    pub max_memory_bytes: u64,
 }
+
+/// The environment variable that sets [`ZipLimits::max_memory_bytes`], in bytes, for every command.
+pub const MAX_MEMORY_VARIABLE: &str = "TRACE_MAX_MEMORY";
+
+/// Memory the events of `events.jsonl` take, held as [`EventRecord`]s, per byte of the file: measured at
+/// about 5 for a file of small events, which take the most per byte (a few fields around a struct of
+/// every event kind's room); rounded up.
+pub const EVENTS_MEMORY_FACTOR: u64 = 6;
+
+/// Memory a HAR takes parsed into [`Har`], per byte of the file: measured at about 4 (replay's own view of
+/// each entry included) for a HAR of entries with few, short headers, which take the most per byte;
+/// rounded up.
+pub const HAR_MEMORY_FACTOR: u64 = 5;
 
 impl Default for ZipLimits {
     fn default() -> ZipLimits {
@@ -99,6 +127,10 @@ impl Default for ZipLimits {
             max_ratio: 1000,
             max_document_bytes: 256 << 20,
             max_document_ratio: 100,
+            max_memory_bytes: std::env::var(MAX_MEMORY_VARIABLE)
+                .ok()
+                .and_then(|bytes| bytes.trim().parse().ok())
+                .unwrap_or(1 << 30),
         }
     }
 }
@@ -208,9 +240,20 @@ impl Bundle {
         Ok(bytes)
     }
 
+    /// Refuses to read `name` whole when `factor` times its size would pass the memory limit.
+    fn check_memory(&self, name: &str, factor: u64) -> Result<()> {
+        let size = self.source.size(name);
+        let needed = size.saturating_mul(factor);
+        if needed > self.limits.max_memory_bytes {
+            let (name, limit) = (name.to_owned(), self.limits.max_memory_bytes);
+            return Err(ArchiveError::TooMuchMemory { name, size, needed, limit });
+        }
+        Ok(())
+    }
+
     fn check_size(&self, name: &str) -> Result<()> {
-        let Source::Dir(root) = &self.source else { return Ok(()) };
-        let size = std::fs::metadata(root.join(name)).map_or(0, |metadata| metadata.len());
+        let Source::Dir(_) = &self.source else { return Ok(()) };
+        let size = self.source.size(name);
         let name = name.to_owned();
         if is_document(&name) {
             if size > self.limits.max_document_bytes {
@@ -236,11 +279,28 @@ impl Bundle {
         Ok((size, sha256))
     }
 
-    /// Every event of `events.jsonl`, in order, read line by line: memory holds the events and one line,
-    /// never the whole file, and a line longer than [`MAX_EVENT_LINE_BYTES`] is refused as it comes.
+    /// Every event of `events.jsonl`, in order, held in memory: refused before it is read when that would
+    /// take more than [`ZipLimits::max_memory_bytes`]; otherwise as [`Bundle::for_each_event`].
     pub fn events(&mut self) -> Result<Vec<EventRecord>> {
         self.check_size(bundle::EVENTS_FILE)?;
-        let mut lines = EventLines::default();
+        self.check_memory(bundle::EVENTS_FILE, EVENTS_MEMORY_FACTOR)?;
+        let mut events = Vec::new();
+        self.for_each_event(|record| {
+            events.push(record);
+            Ok::<_, ArchiveError>(())
+        })?;
+        Ok(events)
+    }
+
+    /// Gives `visit` every event of `events.jsonl`, in order, read line by line: memory holds one line and
+    /// one event, never the whole file, and a line longer than [`MAX_EVENT_LINE_BYTES`] is refused as it
+    /// comes. The first error, the file's or `visit`'s, ends the reading.
+    pub fn for_each_event<E: From<ArchiveError>>(
+        &mut self,
+        mut visit: impl FnMut(EventRecord) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.check_size(bundle::EVENTS_FILE)?;
+        let mut lines = EventLines { line: Vec::new(), line_no: 0, visit: &mut visit, failure: None };
         match self.copy_to(bundle::EVENTS_FILE, &mut lines) {
             Ok(_) => {}
             // The sink's own refusal, carried through `io::Error`.
@@ -248,9 +308,64 @@ impl Bundle {
                 drop(source);
                 return Err(lines.failure.take().expect("checked"));
             }
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         }
         lines.finish()
+    }
+
+    /// `recording.har` parsed whole: refused before it is read when that would take more than
+    /// [`ZipLimits::max_memory_bytes`]. Parsed as it streams in, so the file's bytes are never held too.
+    pub fn har(&mut self) -> Result<Har> {
+        self.check_size(bundle::HAR_FILE)?;
+        self.check_memory(bundle::HAR_FILE, HAR_MEMORY_FACTOR)?;
+        let invalid = |error: serde_json::Error| ArchiveError::Invalid {
+            file: bundle::HAR_FILE.to_owned(),
+            message: error.to_string(),
+        };
+        let reader = io::BufReader::new(self.reader(bundle::HAR_FILE)?);
+        serde_json::from_reader(reader).map_err(invalid)
+    }
+
+    /// Gives `visit` each entry of `recording.har` in turn, parsed as the file streams in (memory holds
+    /// one entry, and the pages), and returns the rest of its `log` with no entries. The first error, the
+    /// file's or `visit`'s, ends the reading.
+    pub fn for_each_har_entry<E: From<ArchiveError>>(
+        &mut self,
+        mut visit: impl FnMut(Entry) -> Result<(), E>,
+    ) -> Result<Log, E> {
+        self.check_size(bundle::HAR_FILE)?;
+        let reader = io::BufReader::new(self.reader(bundle::HAR_FILE)?);
+        let mut failure = None;
+        let mut deserializer = serde_json::Deserializer::from_reader(reader);
+        let parsed = serde::de::DeserializeSeed::deserialize(
+            har_stream::HarSeed { visit: &mut visit, failure: &mut failure },
+            &mut deserializer,
+        )
+        .and_then(|log| deserializer.end().map(|()| log));
+        match (parsed, failure) {
+            (_, Some(error)) => Err(error),
+            (Ok(log), None) => Ok(log),
+            (Err(error), None) => Err(ArchiveError::Invalid {
+                file: bundle::HAR_FILE.to_owned(),
+                message: format!("not a valid HAR 1.2 file: {error}"),
+            }
+            .into()),
+        }
+    }
+
+    /// One file as a reader, for parsing as it streams in; never reads past a zip entry's declared size.
+    fn reader(&mut self, name: &str) -> Result<Box<dyn Read + '_>> {
+        if !bundle::is_safe_relative_path(name) {
+            return Err(ArchiveError::UnsafePath(name.to_owned()));
+        }
+        let packed = self.pack.as_ref().is_some_and(|pack| pack.index.contains(name));
+        if !packed || self.source.contains(name) {
+            return self.source.reader(name);
+        }
+        // A packed file (documents never are, but any file reads the same way): through the sink.
+        let mut bytes = Vec::new();
+        self.copy_to(name, &mut bytes)?;
+        Ok(Box::new(io::Cursor::new(bytes)))
     }
 }
 
@@ -330,40 +445,68 @@ impl Source {
         self.copy_to(name, &mut bytes)?;
         Ok(bytes)
     }
+
+    fn reader(&mut self, name: &str) -> Result<Box<dyn Read + '_>> {
+        match self {
+            Source::Dir(root) => {
+                let path = root.join(name);
+                let file = File::open(&path).map_err(|source| match source.kind() {
+                    io::ErrorKind::NotFound => ArchiveError::Missing(name.to_owned()),
+                    _ => ArchiveError::Io { path: path.clone(), source },
+                })?;
+                Ok(Box::new(file))
+            }
+            Source::Zip { archive, entries, .. } => {
+                let &(index, declared) = entries.get(name).ok_or_else(|| ArchiveError::Missing(name.to_owned()))?;
+                let entry = archive
+                    .by_index(index)
+                    .map_err(|source| ArchiveError::BadEntry { name: name.to_owned(), source })?;
+                // The declared size was checked against the limits; never read past it.
+                Ok(Box::new(entry.take(declared)))
+            }
+        }
+    }
+
+    /// The size of one file, or 0 when it is not there (reading it then says so).
+    fn size(&self, name: &str) -> u64 {
+        match self {
+            Source::Dir(root) => std::fs::metadata(root.join(name)).map_or(0, |metadata| metadata.len()),
+            Source::Zip { entries, .. } => entries.get(name).map_or(0, |&(_, size)| size),
+        }
+    }
 }
 
 /// An event line longer than this is refused: events hold metadata (bodies are files of their own), and
 /// a reader must not be made to hold a file's worth of one line.
 pub const MAX_EVENT_LINE_BYTES: usize = 64 << 20;
 
-/// Parses `events.jsonl` as it streams through, a line at a time.
-#[derive(Default)]
-struct EventLines {
+/// Parses `events.jsonl` as it streams through, a line at a time, giving each event to `visit`.
+struct EventLines<'v, E> {
     line: Vec<u8>,
     line_no: usize,
-    events: Vec<EventRecord>,
-    failure: Option<ArchiveError>,
+    visit: &'v mut dyn FnMut(EventRecord) -> Result<(), E>,
+    failure: Option<E>,
 }
 
-impl EventLines {
-    fn end_line(&mut self) -> Result<()> {
+impl<E: From<ArchiveError>> EventLines<'_, E> {
+    fn end_line(&mut self) -> Result<(), E> {
         self.line_no += 1;
         let line = std::mem::take(&mut self.line);
         if !line.iter().all(u8::is_ascii_whitespace) {
-            self.events.push(parse_event_line(&line, self.line_no)?);
+            (self.visit)(parse_event_line(&line, self.line_no)?)?;
         }
         Ok(())
     }
 
-    fn finish(mut self) -> Result<Vec<EventRecord>> {
+    fn finish(mut self) -> Result<(), E> {
         if !self.line.is_empty() {
             self.end_line()?;
         }
-        Ok(self.events)
+        Ok(())
     }
 }
 
-impl Write for EventLines {
+impl<E: From<ArchiveError>> Write for EventLines<'_, E> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut rest = buf;
         while !rest.is_empty() {
@@ -372,10 +515,13 @@ impl Write for EventLines {
                 None => (rest, false),
             };
             if self.line.len() + piece.len() > MAX_EVENT_LINE_BYTES {
-                self.failure = Some(ArchiveError::Invalid {
-                    file: bundle::EVENTS_FILE.to_owned(),
-                    message: format!("line {} is longer than {MAX_EVENT_LINE_BYTES} bytes", self.line_no + 1),
-                });
+                self.failure = Some(
+                    ArchiveError::Invalid {
+                        file: bundle::EVENTS_FILE.to_owned(),
+                        message: format!("line {} is longer than {MAX_EVENT_LINE_BYTES} bytes", self.line_no + 1),
+                    }
+                    .into(),
+                );
                 return Err(io::Error::other("an event line is too long"));
             }
             self.line.extend_from_slice(piece);
@@ -418,11 +564,17 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<BundleManifest> {
 
 /// The events of an `events.jsonl` already in memory (see [`Bundle::events`] to read one from a bundle).
 pub fn parse_events(bytes: &[u8]) -> Result<Vec<EventRecord>> {
-    let mut lines = EventLines::default();
+    let mut events = Vec::new();
+    let mut visit = |record| {
+        events.push(record);
+        Ok(())
+    };
+    let mut lines = EventLines { line: Vec::new(), line_no: 0, visit: &mut visit, failure: None };
     if lines.write_all(bytes).is_err() {
         return Err(lines.failure.take().expect("the sink says why it refused"));
     }
-    lines.finish()
+    lines.finish()?;
+    Ok(events)
 }
 
 fn check_zip_entries(archive: &mut zip::ZipArchive<File>, limits: ZipLimits) -> Result<BTreeMap<String, (usize, u64)>> {
@@ -692,18 +844,26 @@ pub fn validate(bundle: &mut Bundle, on_file: &mut dyn FnMut(u64)) -> Result<Val
             report.problem(required, "required file is not in the bundle");
         }
     }
+    // Both documents are read a piece at a time: validating holds no more of them than one line or entry.
     if present.contains_key(bundle::EVENTS_FILE) {
-        match bundle.events() {
-            Ok(events) => {
-                if let Some((position, record)) =
-                    events.iter().enumerate().find(|(position, record)| record.id != *position as u64)
-                {
-                    report.problem(bundle::EVENTS_FILE, format!("event at line {} has id {}", position + 1, record.id));
+        let mut count = 0u64;
+        let mut first_misnumbered = None;
+        let read = bundle.for_each_event(|record| {
+            if record.id != count && first_misnumbered.is_none() {
+                first_misnumbered = Some((count, record.id));
+            }
+            count += 1;
+            Ok::<_, ArchiveError>(())
+        });
+        match read {
+            Ok(()) => {
+                if let Some((position, id)) = first_misnumbered {
+                    report.problem(bundle::EVENTS_FILE, format!("event at line {} has id {id}", position + 1));
                 }
-                if events.len() as u64 != manifest.counts.events {
+                if count != manifest.counts.events {
                     report.problem(
                         bundle::EVENTS_FILE,
-                        format!("{} events, manifest.json counts {}", events.len(), manifest.counts.events),
+                        format!("{count} events, manifest.json counts {}", manifest.counts.events),
                     );
                 }
             }
@@ -711,32 +871,170 @@ pub fn validate(bundle: &mut Bundle, on_file: &mut dyn FnMut(u64)) -> Result<Val
         }
     }
     if present.contains_key(bundle::HAR_FILE) {
-        let bytes = bundle.read(bundle::HAR_FILE)?;
-        match serde_json::from_slice::<Har>(&bytes) {
-            Ok(har) => check_har_files(&har, &indexed, &mut report),
-            Err(error) => report.problem(bundle::HAR_FILE, format!("not a valid HAR 1.2 file: {error}")),
+        let mut references = Vec::new();
+        let mut index = 0;
+        let read = bundle.for_each_har_entry(|entry| {
+            missing_har_files(index, &entry, &indexed, &mut references);
+            index += 1;
+            Ok::<_, ArchiveError>(())
+        });
+        match read {
+            Ok(log) => {
+                if log.version != "1.2" {
+                    report.problem(bundle::HAR_FILE, format!("log.version is {:?}, expected \"1.2\"", log.version));
+                }
+                for message in references {
+                    report.problem(bundle::HAR_FILE, message);
+                }
+            }
+            Err(ArchiveError::Invalid { message, .. }) => report.problem(bundle::HAR_FILE, message),
+            Err(error) => return Err(error),
         }
     }
     Ok(report)
 }
 
-fn check_har_files(har: &Har, indexed: &BTreeSet<&str>, report: &mut ValidationReport) {
-    if har.log.version != "1.2" {
-        report.problem(bundle::HAR_FILE, format!("log.version is {:?}, expected \"1.2\"", har.log.version));
+/// What entry `index` of the HAR references that the bundle does not hold, added to `problems`.
+fn missing_har_files(index: usize, entry: &Entry, indexed: &BTreeSet<&str>, problems: &mut Vec<String>) {
+    let files =
+        [entry.response.content.file.as_deref(), entry.request.post_data.as_ref().and_then(|p| p.file.as_deref())];
+    for file in files.into_iter().flatten() {
+        if !indexed.contains(file) {
+            problems.push(format!(
+                "entry {index} ({} {}) references {file}, which is not in the bundle",
+                entry.request.method, entry.request.url
+            ));
+        }
     }
-    for (index, entry) in har.log.entries.iter().enumerate() {
-        let files =
-            [entry.response.content.file.as_deref(), entry.request.post_data.as_ref().and_then(|p| p.file.as_deref())];
-        for file in files.into_iter().flatten() {
-            if !indexed.contains(file) {
-                report.problem(
-                    bundle::HAR_FILE,
-                    format!(
-                        "entry {index} ({} {}) references {file}, which is not in the bundle",
-                        entry.request.method, entry.request.url
-                    ),
-                );
+}
+
+/// A HAR read as it streams in: `log.entries` given one at a time to a visitor, the rest of `log` parsed as
+/// [`Log`] parses it (the same fields required), other members skipped.
+mod har_stream {
+    use std::fmt;
+
+    use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+    use super::ArchiveError;
+    use crate::har::{Creator, Entry, Log, Page};
+
+    pub(super) struct HarSeed<'v, E> {
+        pub visit: &'v mut dyn FnMut(Entry) -> Result<(), E>,
+        /// The visitor's error, which serde's errors cannot carry.
+        pub failure: &'v mut Option<E>,
+    }
+
+    impl<'de, E: From<ArchiveError>> DeserializeSeed<'de> for HarSeed<'_, E> {
+        type Value = Log;
+
+        fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Log, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de, E: From<ArchiveError>> Visitor<'de> for HarSeed<'_, E> {
+        type Value = Log;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a HAR: an object with a log")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Log, A::Error> {
+            let mut log = None;
+            let mut seed = Some(LogSeed { visit: self.visit, failure: self.failure });
+            while let Some(key) = map.next_key::<String>()? {
+                match (key.as_str(), seed.take()) {
+                    ("log", Some(seed)) => log = Some(map.next_value_seed(seed)?),
+                    ("log", None) => return Err(de::Error::duplicate_field("log")),
+                    (_, unused) => {
+                        seed = unused;
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
             }
+            log.ok_or_else(|| de::Error::missing_field("log"))
+        }
+    }
+
+    struct LogSeed<'v, E> {
+        visit: &'v mut dyn FnMut(Entry) -> Result<(), E>,
+        failure: &'v mut Option<E>,
+    }
+
+    impl<'de, E: From<ArchiveError>> DeserializeSeed<'de> for LogSeed<'_, E> {
+        type Value = Log;
+
+        fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Log, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de, E: From<ArchiveError>> Visitor<'de> for LogSeed<'_, E> {
+        type Value = Log;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a HAR log")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Log, A::Error> {
+            let (mut version, mut creator, mut browser, mut pages, mut entries_seen) = (None, None, None, None, false);
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "version" => version = Some(map.next_value::<String>()?),
+                    "creator" => creator = Some(map.next_value::<Creator>()?),
+                    "browser" => browser = map.next_value::<Option<Creator>>()?,
+                    "pages" => pages = Some(map.next_value::<Vec<Page>>()?),
+                    "entries" if !entries_seen => {
+                        entries_seen = true;
+                        map.next_value_seed(EntriesSeed { visit: &mut *self.visit, failure: &mut *self.failure })?;
+                    }
+                    "entries" => return Err(de::Error::duplicate_field("entries")),
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            if !entries_seen {
+                return Err(de::Error::missing_field("entries"));
+            }
+            Ok(Log {
+                version: version.ok_or_else(|| de::Error::missing_field("version"))?,
+                creator: creator.ok_or_else(|| de::Error::missing_field("creator"))?,
+                browser,
+                pages: pages.unwrap_or_default(),
+                entries: Vec::new(),
+            })
+        }
+    }
+
+    struct EntriesSeed<'v, E> {
+        visit: &'v mut dyn FnMut(Entry) -> Result<(), E>,
+        failure: &'v mut Option<E>,
+    }
+
+    impl<'de, E: From<ArchiveError>> DeserializeSeed<'de> for EntriesSeed<'_, E> {
+        type Value = ();
+
+        fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_seq(self)
+        }
+    }
+
+    impl<'de, E: From<ArchiveError>> Visitor<'de> for EntriesSeed<'_, E> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a list of HAR entries")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while let Some(entry) = seq.next_element::<Entry>()? {
+                if let Err(error) = (self.visit)(entry) {
+                    *self.failure = Some(error);
+                    return Err(de::Error::custom("the visitor stopped the reading"));
+                }
+            }
+            Ok(())
         }
     }
 }
@@ -806,6 +1104,57 @@ mod tests {
         assert!(error.contains("events.jsonl is 2097152 bytes, more than the limit"), "{error}");
         assert!(bundle.read("events.jsonl").is_err());
         assert_eq!(bundle.read("storage.json").unwrap(), b"{}");
+    }
+
+    #[test]
+    fn a_document_that_would_take_more_memory_than_the_limit_is_refused_before_it_is_read_whole() {
+        // Sparse files: under the document limit, over the memory limit by the estimate, and no disk taken.
+        let dir = tempfile::tempdir().unwrap();
+        let limits = ZipLimits { max_memory_bytes: 1 << 30, ..ZipLimits::default() };
+        File::create(dir.path().join("events.jsonl")).unwrap().set_len(200 << 20).unwrap();
+        File::create(dir.path().join("recording.har")).unwrap().set_len(210 << 20).unwrap();
+        let mut bundle = Bundle::open_with_limits(dir.path(), limits).unwrap();
+        let error = bundle.events().unwrap_err().to_string();
+        assert!(error.contains("events.jsonl is 209715200 bytes, which would take about 1258291200"), "{error}");
+        assert!(error.contains("set TRACE_MAX_MEMORY"), "{error}");
+        let error = bundle.har().unwrap_err().to_string();
+        assert!(error.contains("recording.har is 220200960 bytes, which would take about"), "{error}");
+    }
+
+    #[test]
+    fn a_har_is_read_an_entry_at_a_time_with_the_rest_of_its_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = |url: &str| {
+            format!(
+                r#"{{"startedDateTime":"2025-11-22T10:00:00.000Z","time":1,"request":{{"method":"GET","url":"{url}","httpVersion":"HTTP/1.1","cookies":[],"headers":[],"queryString":[],"headersSize":-1,"bodySize":0}},"response":{{"status":200,"statusText":"OK","httpVersion":"HTTP/1.1","cookies":[],"headers":[],"content":{{"size":0,"mimeType":"text/plain"}},"redirectURL":"","headersSize":-1,"bodySize":0}},"cache":{{}},"timings":{{"blocked":-1,"dns":-1,"connect":-1,"send":0,"wait":0,"receive":0,"ssl":-1}}}}"#
+            )
+        };
+        let har = format!(
+            r#"{{"log":{{"entries":[{},{}],"version":"1.2","comment":"x","creator":{{"name":"x","version":"0"}}}}}}"#,
+            entry("http://a.test/"),
+            entry("http://b.test/")
+        );
+        std::fs::write(dir.path().join("recording.har"), &har).unwrap();
+        let mut bundle = Bundle::open(dir.path()).unwrap();
+        let mut urls = Vec::new();
+        let log = bundle
+            .for_each_har_entry(|entry| {
+                urls.push(entry.request.url);
+                Ok::<_, ArchiveError>(())
+            })
+            .unwrap();
+        assert_eq!(urls, ["http://a.test/", "http://b.test/"]);
+        assert_eq!((log.version.as_str(), log.creator.name.as_str()), ("1.2", "x"));
+        assert_eq!(bundle.har().unwrap().log.entries.len(), 2);
+
+        // The same fields required as when parsed whole, and the visitor's own error carried out.
+        std::fs::write(dir.path().join("recording.har"), r#"{"log":{"version":"1.2","entries":[]}}"#).unwrap();
+        let error = bundle.for_each_har_entry(|_| Ok::<_, ArchiveError>(())).unwrap_err().to_string();
+        assert!(error.contains("missing field `creator`"), "{error}");
+        std::fs::write(dir.path().join("recording.har"), &har).unwrap();
+        let error =
+            bundle.for_each_har_entry(|_| Err(ArchiveError::Missing("stopped".to_owned()))).unwrap_err().to_string();
+        assert_eq!(error, "bundle has no stopped");
     }
 
     #[test]

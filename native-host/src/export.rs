@@ -149,8 +149,7 @@ fn write_zip(
         let start = source.read_start(&entry.path, COMPRESSIBILITY_SAMPLE)?;
         zip.start_file(entry.path.as_str(), file_options(&entry.path, &start))?;
         if options.embed_bodies && entry.path == bundle::HAR_FILE {
-            let har: Har =
-                serde_json::from_slice(&source.read(bundle::HAR_FILE)?).context("recording.har does not parse")?;
+            let har = source.har().context("recording.har cannot be read")?;
             let mut hashing = HashingWriter::new(&mut zip);
             write_har_with_bodies(source, &har, &mut hashing)?;
             let (_, size, sha256) = hashing.finish();

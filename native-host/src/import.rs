@@ -1,7 +1,8 @@
 //! `trace-host import`: adds a bundle made elsewhere to the local data directory. The zip is opened with
 //! [`Bundle::open`], which refuses unsafe paths, links and size bombs before anything is extracted; the
 //! bundle must then pass validation; only then is it extracted, under a temporary name that is renamed
-//! into `captures/` once complete, and registered in `tasks.db`.
+//! into `captures/` once complete, and registered in `tasks.db`. The events are read a line at a time,
+//! in validation and again into the database, so that memory stays bounded however many a bundle holds.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -31,7 +32,6 @@ pub fn import(conn: &Connection, data: &DataDir, zip_path: &Path, limits: ZipLim
     if db::task(conn, &task_id)?.is_some() {
         bail!("a task {task_id} already exists here; `trace-host tasks` lists it");
     }
-    let events = source.events()?;
 
     let target = data.capture(&task_id);
     if target.exists() {
@@ -70,9 +70,11 @@ pub fn import(conn: &Connection, data: &DataDir, zip_path: &Path, limits: ZipLim
         db::finish_task(&tx, &task_id, Some(answer), ended)?;
         db::set_status(&tx, &task_id, manifest.task.status)?;
     }
-    for mut record in events.iter().cloned() {
-        db::append_event(&tx, &task_id, 0, &mut record)?;
-    }
+    let mut events: usize = 0;
+    source.for_each_event(|mut record| {
+        events += 1;
+        db::append_event(&tx, &task_id, 0, &mut record).map(drop)
+    })?;
     // The generated files are written anew whenever the bundle is finalized; only content is recorded.
     let generated = [bundle::EVENTS_FILE, bundle::HAR_FILE, bundle::STORAGE_FILE];
     for file in manifest.files.iter().filter(|f| !generated.contains(&f.path.as_str())) {
@@ -83,7 +85,7 @@ pub fn import(conn: &Connection, data: &DataDir, zip_path: &Path, limits: ZipLim
         let _ = std::fs::remove_dir_all(&target);
         return Err(error.into());
     }
-    Ok(ImportReport { task_id, files: names.len(), bytes, events: events.len() })
+    Ok(ImportReport { task_id, files: names.len(), bytes, events })
 }
 
 /// Left free after an import, for the recordings and databases that go on being written.

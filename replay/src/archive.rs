@@ -17,7 +17,7 @@ use trace_analysis::websocket::{self, Transcript};
 use trace_manifest::archive::{ArchiveError, Bundle, ZipLimits};
 use trace_manifest::bundle::{self, BundleManifest, StorageFile};
 use trace_manifest::event::{ActionKind, EventKind, StoragePhase, StorageSnapshot, Viewport};
-use trace_manifest::har::{Entry, Har};
+use trace_manifest::har::Entry;
 use trace_manifest::time_fmt::millis_from_rfc3339;
 
 use crate::matcher::RecordedRequest;
@@ -102,8 +102,13 @@ impl ReplayArchive {
 
     fn load(path: &Path, mut bundle: Bundle, limits: ZipLimits) -> Result<ReplayArchive> {
         let manifest = bundle.manifest().map_err(flatten)?;
-        let har: Har =
-            serde_json::from_slice(&read(&mut bundle, bundle::HAR_FILE)?).context("recording.har does not parse")?;
+        // Parsed as it streams in, and refused first when it would take more memory than the limit.
+        let har = match bundle.har() {
+            Ok(har) => har,
+            Err(ArchiveError::Invalid { message, .. }) => bail!("{} does not parse: {message}", bundle::HAR_FILE),
+            Err(missing @ ArchiveError::Missing(_)) => return Err(flatten(missing)),
+            Err(error) => return Err(flatten(error).context(format!("cannot read {}", bundle::HAR_FILE))),
+        };
         let mut exchanges = Vec::with_capacity(har.log.entries.len());
         // A socket's entry holds its frames for other tools: replay plays sockets back from their
         // transcripts (`trace_analysis::websocket`), never through the request matcher.

@@ -494,3 +494,111 @@ fn a_corrupt_storage_file_is_refused() {
     inspect(&bundle).assert_refused(&needles);
     assert_serve_refused(&bundle, &[], &needles);
 }
+
+/// Replaces a document of the minimal bundle by `mib` MiB of `first`, then `piece(n)` for n = 0, 1, …,
+/// then `last`: the shapes issue #11's audit found to take the most memory per byte.
+fn write_large_document(
+    bundle: &Path,
+    name: &str,
+    mib: usize,
+    first: &str,
+    piece: impl Fn(usize) -> String,
+    last: &str,
+) {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(bundle.join(name)).unwrap());
+    let mut size = 0;
+    file.write_all(first.as_bytes()).unwrap();
+    for n in 0.. {
+        if size >= mib << 20 {
+            break;
+        }
+        let piece = piece(n);
+        size += piece.len();
+        file.write_all(piece.as_bytes()).unwrap();
+    }
+    file.write_all(last.as_bytes()).unwrap();
+}
+
+/// Small navigation events, `mib` MiB of them.
+fn write_many_small_events(bundle: &Path, mib: usize) {
+    let event = |n: usize| {
+        format!(
+            r#"{{"id":{n},"ts":{}.0,"type":"navigation","url":"http://shop.test/","cause":"typed","main_frame":true}}"#,
+            n + 1
+        ) + "\n"
+    };
+    write_large_document(bundle, "events.jsonl", mib, "", event, "");
+}
+
+/// A HAR of entries with few, short headers and no bodies, `mib` MiB of them.
+fn write_many_har_entries(bundle: &Path, mib: usize) {
+    let entry = |n: usize| {
+        let comma = if n == 0 { "" } else { "," };
+        let entry = har_entry(&format!("http://shop.test/{n}"), json!({ "size": 0, "mimeType": "text/plain" }));
+        format!("{comma}{entry}")
+    };
+    let first = r#"{"log":{"version":"1.2","creator":{"name":"x","version":"0"},"pages":[],"entries":["#;
+    write_large_document(bundle, "recording.har", mib, first, entry, "]}}");
+}
+
+/// `trace-replay ARGS` under `prlimit --as=MIB MiB`, with `TRACE_MAX_MEMORY` set to `max_memory` bytes:
+/// asserts it ended by itself (out of memory, a process aborts) and says what it said.
+fn trace_replay_in_little_memory(mib: u64, max_memory: u64, args: &[&str], marker: &Path) -> Outcome {
+    let output = Command::new("prlimit")
+        .arg(format!("--as={}", mib << 20))
+        .arg(env!("CARGO_BIN_EXE_trace-replay"))
+        .args(args)
+        .env("TRACE_MAX_MEMORY", max_memory.to_string())
+        .env("FAKE_CHROMIUM_MARKER", marker)
+        .env_remove("TRACE_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let outcome = Outcome {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    assert!(matches!(outcome.code, Some(0..=2)), "{args:?}: {:?}: {}", output.status, outcome.stderr);
+    assert!(!outcome.stderr.contains("panicked"), "{args:?}: {}", outcome.stderr);
+    outcome
+}
+
+/// Issue #11: replay holds a bundle's events and HAR in memory, which for small events or HAR entries takes
+/// four to six times their size (the audit's 240 MiB took 1.2 GB and 0.93 GB, and aborted under
+/// `prlimit --as=512MiB`). A bundle whose documents would take more than `TRACE_MAX_MEMORY` is refused by
+/// `inspect` and `serve` before they are read, naming the variable; one within it is read within the
+/// memory it estimated. Run at a budget of 128 MiB, so that the bombs stay small.
+#[test]
+fn documents_that_would_take_more_memory_than_the_limit_are_refused_before_they_are_read() {
+    const BUDGET: u64 = 128 << 20;
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("chromium-was-started");
+    let serve = |bundle: &Path| {
+        let args = ["serve", path_str(bundle), "--headless", "--chromium", path_str(&FAKE_CHROMIUM.1)];
+        trace_replay_in_little_memory(256, BUDGET, &args, &marker)
+    };
+    for (name, write) in
+        [("events.jsonl", write_many_small_events as fn(&Path, usize)), ("recording.har", write_many_har_entries)]
+    {
+        let (_scratch, bundle) = minimal_bundle();
+        // Over the budget by the estimate, 32 MiB of them: refused before a byte is read.
+        write(&bundle, 32);
+        let needles = [name, "of memory to read whole, more than the limit of 134217728", "TRACE_MAX_MEMORY"];
+        let inspected = trace_replay_in_little_memory(256, BUDGET, &["inspect", path_str(&bundle)], &marker);
+        inspected.assert_refused(&needles);
+        serve(&bundle).assert_refused(&needles);
+        assert!(!marker.exists(), "serve started Chromium");
+
+        // Within it, 16 MiB: read, in less memory than the limit on top of the program's own.
+        write(&bundle, 16);
+        let inspected = trace_replay_in_little_memory(256, BUDGET, &["inspect", path_str(&bundle)], &marker);
+        assert_eq!(inspected.code, Some(0), "{name}: {}", inspected.stderr);
+        assert!(inspected.stdout.contains(TASK_ID), "{}", inspected.stdout);
+        // Serve reads it too, and goes on to start (the stand-in) Chromium.
+        let served = serve(&bundle);
+        assert_eq!(served.code, Some(2), "{}", served.stderr);
+        assert!(marker.exists(), "{name}: serve did not get as far as Chromium: {}", served.stderr);
+        std::fs::remove_file(&marker).unwrap();
+    }
+}

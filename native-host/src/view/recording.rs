@@ -102,7 +102,7 @@ impl Recording {
         let events = bundle.events().context("the bundle's events")?;
         let (steps, credentials) = trajectory::of_bundle(&mut bundle)?;
         let har: Har = if bundle.contains(HAR_FILE) {
-            serde_json::from_slice(&bundle.read(HAR_FILE)?).with_context(|| format!("{HAR_FILE} does not parse"))?
+            bundle.har().with_context(|| format!("{HAR_FILE} cannot be read"))?
         } else {
             let creator = Creator { name: "trace-host".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() };
             har::build(creator, None, &events)

@@ -314,3 +314,135 @@ fn a_zip_with_one_enormous_event_line_is_refused_within_a_memory_limit() {
     let stderr = import_in_little_memory(&scratch, &long_line);
     assert!(stderr.contains("longer than"), "{stderr}");
 }
+
+/// What a bomb of documents within the ratio limit is made of.
+#[derive(Clone, Copy, Debug)]
+enum Bomb {
+    /// `events.jsonl` of small navigation events (about 20:1 compressed).
+    SmallEvents,
+    /// `recording.har` of entries with few, short headers, each with a few random letters so that it
+    /// compresses about 70:1, under the document limit of 100:1.
+    HarEntries,
+}
+
+/// Writes a zip bundle whose `bomb` document is `mib` MiB, streamed into the zip (never held whole), with a
+/// manifest that indexes it truly: issue #11's audit bombs, which held whole took 1.2 GB (events) and
+/// 0.93 GB (HAR) at 240 MiB.
+fn zip_bomb(path: &Path, bomb: Bomb, mib: u64) {
+    use std::io::Write as _;
+
+    use sha2::Digest as _;
+    use zip::write::SimpleFileOptions;
+
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let deflated = SimpleFileOptions::default().compression_level(Some(9)).large_file(true);
+    // One document: `first`, then `piece(n)` for n = 0, 1, … until `mib` MiB, then `last`.
+    let document = |zip: &mut zip::ZipWriter<std::fs::File>,
+                    name: &str,
+                    first: &[u8],
+                    piece: &mut dyn FnMut(u64) -> String,
+                    mib: u64,
+                    last: &[u8]| {
+        zip.start_file(name, deflated).unwrap();
+        let (mut sha, mut size, mut count) = (sha2::Sha256::default(), 0u64, 0u64);
+        let mut write = |bytes: &[u8], size: &mut u64| {
+            sha.update(bytes);
+            *size += bytes.len() as u64;
+            zip.write_all(bytes).unwrap();
+        };
+        write(first, &mut size);
+        while size < mib << 20 {
+            write(piece(count).as_bytes(), &mut size);
+            count += 1;
+        }
+        write(last, &mut size);
+        (serde_json::json!({ "path": name, "size": size, "sha256": hex::encode(sha.finalize()) }), count)
+    };
+    let mut event = |n: u64| {
+        format!(
+            r#"{{"id":{n},"ts":{}.0,"type":"navigation","url":"http://shop.test/","cause":"typed","main_frame":true}}"#,
+            n + 1
+        ) + "\n"
+    };
+    let mut state = 0x2545_f491_u32;
+    let mut entry = |n: u64| {
+        // A small linear congruential generator: letters that differ from entry to entry.
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let comma = if n == 0 { "" } else { "," };
+        format!(
+            r#"{comma}{{"startedDateTime":"2025-11-22T10:00:00.000Z","time":1,"request":{{"method":"GET","url":"http://shop.test/{n}/{:04x}","httpVersion":"HTTP/1.1","cookies":[],"headers":[{{"name":"a","value":"b"}},{{"name":"c","value":"d"}},{{"name":"e","value":"f"}}],"queryString":[],"headersSize":-1,"bodySize":0}},"response":{{"status":200,"statusText":"OK","httpVersion":"HTTP/1.1","cookies":[],"headers":[{{"name":"a","value":"b"}},{{"name":"c","value":"d"}}],"content":{{"size":0,"mimeType":"text/plain"}},"redirectURL":"","headersSize":-1,"bodySize":0}},"cache":{{}},"timings":{{"blocked":-1,"dns":-1,"connect":-1,"send":0,"wait":0,"receive":0,"ssl":-1}}}}"#,
+            state >> 16
+        )
+    };
+    let (events_mib, har_mib) = match bomb {
+        Bomb::SmallEvents => (mib, 0),
+        Bomb::HarEntries => (0, mib),
+    };
+    let (events, event_count) = document(&mut zip, "events.jsonl", b"", &mut event, events_mib, b"");
+    let (har, _) = document(
+        &mut zip,
+        "recording.har",
+        br#"{"log":{"version":"1.2","creator":{"name":"x","version":"0"},"pages":[],"entries":["#,
+        &mut entry,
+        har_mib,
+        b"]}}",
+    );
+    let (storage, _) = document(&mut zip, "storage.json", br#"{"snapshots":[]}"#, &mut |_| String::new(), 0, b"");
+    let manifest = serde_json::json!({
+        "format": "trace-bundle", "format_version": 1,
+        "task": { "id": "bomb", "source": "self", "task_type": "action", "description": "d",
+                  "website": "http://shop.test/", "status": "stopped" },
+        "recorder": { "name": "r", "version": "0" }, "producer": { "name": "p", "version": "0" },
+        "started_at": "2025-11-22T10:00:00.000Z", "duration_seconds": 1.0,
+        "counts": { "events": event_count, "pages": 0, "requests": 0, "actions": 0, "bodies": 0, "body_bytes": 0,
+                    "screenshots": 0, "dom_snapshots": 0 },
+        "files": [events, har, storage]
+    });
+    zip.start_file("manifest.json", deflated).unwrap();
+    zip.write_all(manifest.to_string().as_bytes()).unwrap();
+    zip.finish().unwrap();
+}
+
+/// `trace-host ARGS` under `prlimit --as=MIB MiB`, asserting it ended by itself, with an exit code of
+/// its own (a process out of memory aborts, 134, or is killed).
+fn host_in_little_memory(scratch: &Scratch, mib: u64, args: &[&str]) -> std::process::Output {
+    let output = std::process::Command::new("prlimit")
+        .arg(format!("--as={}", mib << 20))
+        .arg(crate::common::host_exe())
+        .arg("--data")
+        .arg(scratch.data())
+        .args(args)
+        .env_remove("TRACE_DATA")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(matches!(output.status.code(), Some(0..=2)), "{args:?}: {:?}: {stderr}", output.status);
+    assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation"), "{args:?}: {stderr}");
+    output
+}
+
+/// Issue #11: zips within the ratio limit whose events or HAR, held whole, took about five and four times
+/// their size (the audit's 240 MiB took 1.2 GB and 0.93 GB, and aborted under `prlimit --as=512MiB`).
+/// `validate` and `import` read them a line or an entry at a time: bombs of 64 and 80 MiB, which held whole
+/// would pass 256 MiB, are validated and imported within it.
+#[test]
+fn bombs_of_small_events_and_har_entries_are_validated_and_imported_within_a_memory_limit() {
+    for (bomb, mib) in [(Bomb::SmallEvents, 64), (Bomb::HarEntries, 80)] {
+        let scratch = Scratch::new();
+        let zip = scratch.path("bomb.zip");
+        zip_bomb(&zip, bomb, mib);
+        let zipped = std::fs::metadata(&zip).unwrap().len();
+        assert!(zipped < (mib << 20) / 10, "{bomb:?}: the zip is {zipped} bytes");
+        let zip = zip.to_str().unwrap();
+
+        let validated = host_in_little_memory(&scratch, 256, &["validate", zip, "--json"]);
+        let report: serde_json::Value = serde_json::from_slice(&validated.stdout).unwrap();
+        assert_eq!(report["valid"], true, "{bomb:?}: {report}");
+        let imported = host_in_little_memory(&scratch, 256, &["import", zip, "--json"]);
+        let stderr = String::from_utf8_lossy(&imported.stderr);
+        assert!(imported.status.success(), "{bomb:?}: {stderr}");
+        let report: serde_json::Value = serde_json::from_slice(&imported.stdout).unwrap();
+        assert_eq!(report["task_id"], "bomb", "{report}");
+        assert!(scratch.capture("bomb").join("events.jsonl").is_file());
+    }
+}
