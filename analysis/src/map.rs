@@ -13,7 +13,10 @@
 //! - **Workflows** are the recordings' steps; **procedures** are runs of actions within one visit to a
 //!   context that recur in two or more recordings; **relations** are actions taken one after another
 //!   (sequential) and ways out of one context that no visit took together (alternative).
+//! - **Definitions** are never derived here: only a language model writes them, asked [`definitions`]'s
+//!   question about the built map.
 
+pub mod definitions;
 mod patterns;
 #[cfg(feature = "native")]
 pub mod source;
@@ -39,6 +42,9 @@ const LISTED_ROLES: &[&str] =
     &["link", "option", "menuitem", "menuitemradio", "menuitemcheckbox", "tab", "treeitem", "radio"];
 /// Names are clipped to this many characters.
 const MAX_NAME: usize = 120;
+/// The longest run of actions a procedure is: runs are counted for every start and length, so a long visit
+/// (a single-page app whose URL never changes) would cost the cube of its length without a bound.
+const MAX_PROCEDURE_LEN: usize = 8;
 /// A context lists at most this many of the URLs seen for it.
 const MAX_EXAMPLE_URLS: usize = 20;
 
@@ -70,6 +76,29 @@ enum Parameter {
     Files(String),
     Name(String),
     Field(String),
+}
+
+/// What a step acted on: its context, verb, role and name, its structure in the accessibility tree of the
+/// page it was taken on (when a snapshot of that page has it), and its selector's skeleton.
+#[derive(Debug, Clone)]
+struct StepTarget {
+    pattern: String,
+    verb: &'static str,
+    role: Option<String>,
+    name: Option<String>,
+    control: Option<String>,
+    selector: Option<String>,
+}
+
+/// A target as a step's recording tells it without its page: context, verb, role, selector skeleton.
+type SelectorSeen = (String, &'static str, Option<String>, String);
+
+/// What the recordings show of one context: its URLs, the recordings that were there, its pages.
+#[derive(Debug, Clone, Default)]
+struct Visited<'a> {
+    urls: BTreeSet<&'a str>,
+    recordings: BTreeSet<&'a str>,
+    pages: Vec<&'a SourcePage>,
 }
 
 /// One recording's stay in one context: consecutive steps taken at its pages, with the actions taken there
@@ -110,14 +139,22 @@ pub fn coverage(sources: &[MapSource]) -> MapCoverage {
         for index in 0..source.steps.len() {
             let Some((key, name)) = derivation.key_of_step(source, index) else { continue };
             counts.steps += 1;
-            if !derivation.patterns.contains(&key.pattern) {
+            if !derivation.visited.contains_key(&key.pattern) {
                 continue;
             }
             counts.in_context += 1;
             let Some((parameter, values)) = derivation.parameters.get(&key) else { continue };
             counts.action_known += 1;
             let value = value_of(parameter, &source.steps[index], name.as_deref());
-            if *parameter == Parameter::None || value.is_some_and(|value| values.contains(&value)) {
+            // An action of a listed role that kept one name is that one link: another name is not seen.
+            let seen = match parameter {
+                Parameter::None if key.label.is_none() => {
+                    name.as_deref().is_some_and(|name| derivation.names_of(&key).contains(name))
+                }
+                Parameter::None => true,
+                _ => value.is_some_and(|value| values.contains(&value)),
+            };
+            if seen {
                 counts.value_seen += 1;
             }
         }
@@ -149,7 +186,12 @@ struct Derivation<'a> {
     sources: Vec<&'a MapSource>,
     site: String,
     rules: Rules,
-    patterns: BTreeSet<String>,
+    /// Every context, by pattern: what was seen of it.
+    visited: BTreeMap<String, Visited<'a>>,
+    /// A target's structure in the accessibility tree, by its context, verb, role and selector skeleton,
+    /// learned from the steps whose page was captured: a step taken before its page was (the recorder
+    /// throttles captures) gets its structure from a like step of any recording.
+    structures: BTreeMap<SelectorSeen, String>,
     groups: BTreeMap<ActionKey, Vec<Seen<'a>>>,
     /// Each action's parameter and the values seen for it.
     parameters: BTreeMap<ActionKey, (Parameter, BTreeSet<String>)>,
@@ -166,21 +208,62 @@ impl<'a> Derivation<'a> {
             sources,
             site,
             rules,
-            patterns: BTreeSet::new(),
+            visited: BTreeMap::new(),
+            structures: BTreeMap::new(),
             groups: BTreeMap::new(),
             parameters: BTreeMap::new(),
         };
+        derivation.structures = derivation.learn_structures();
         derivation.collect();
         derivation
+    }
+
+    /// For each (context, verb, role, selector skeleton), the structure most of its steps found (ties to
+    /// the smallest).
+    fn learn_structures(&self) -> BTreeMap<SelectorSeen, String> {
+        let mut counts: BTreeMap<SelectorSeen, BTreeMap<String, usize>> = BTreeMap::new();
+        for source in &self.sources {
+            for index in 0..source.steps.len() {
+                let Some(target) = self.target_of_step(source, index) else { continue };
+                if let (Some(control), Some(selector)) = (target.control, target.selector) {
+                    let seen = (target.pattern, target.verb, target.role, selector);
+                    *counts.entry(seen).or_default().entry(control).or_default() += 1;
+                }
+            }
+        }
+        counts
+            .into_iter()
+            .filter_map(|(seen, structures)| {
+                let most = structures.values().copied().max()?;
+                structures.into_iter().find(|(_, count)| *count == most).map(|(structure, _)| (seen, structure))
+            })
+            .collect()
+    }
+
+    /// The target names an action's instances had.
+    fn names_of(&self, key: &ActionKey) -> BTreeSet<&str> {
+        self.groups.get(key).into_iter().flatten().filter_map(|seen| seen.name.as_deref()).collect()
     }
 
     fn collect(&mut self) {
         let sources = self.sources.clone();
         for source in &sources {
-            let urls = source.pages.iter().map(|page| page.url.as_str()).chain(source.steps.iter().flat_map(|step| {
-                [step.call.url_before.as_deref(), step.call.url_after.as_deref()].into_iter().flatten()
-            }));
-            self.patterns.extend(urls.filter_map(|url| self.rules.pattern(url)));
+            for page in &source.pages {
+                if let Some(pattern) = self.rules.pattern(&page.url) {
+                    let visited = self.visited.entry(pattern).or_default();
+                    visited.urls.insert(&page.url);
+                    visited.recordings.insert(&source.task);
+                    visited.pages.push(page);
+                }
+            }
+            let step_urls = source.steps.iter().flat_map(|step| [&step.call.url_before, &step.call.url_after]);
+            for url in step_urls.flatten() {
+                if let Some(pattern) = self.rules.pattern(url) {
+                    let visited = self.visited.entry(pattern).or_default();
+                    visited.urls.insert(url);
+                    visited.recordings.insert(&source.task);
+                }
+            }
             let mut taken_names = BTreeSet::new();
             for (index, step) in source.steps.iter().enumerate() {
                 let Some((key, name)) = self.key_of_step(source, index) else { continue };
@@ -241,6 +324,38 @@ impl<'a> Derivation<'a> {
 
     /// The action a step takes, and its target's name; `None` for steps that are not actions on a page.
     fn key_of_step(&self, source: &MapSource, index: usize) -> Option<(ActionKey, Option<String>)> {
+        let target = self.target_of_step(source, index)?;
+        let structure = match (&target.control, &target.selector) {
+            (Some(structure), _) => structure.clone(),
+            (None, Some(selector)) => {
+                let seen = (target.pattern.clone(), target.verb, target.role.clone(), selector.clone());
+                match self.structures.get(&seen) {
+                    Some(structure) => structure.clone(),
+                    None => format!("selector {selector}"),
+                }
+            }
+            (None, None) => "page".to_owned(),
+        };
+        let call = &source.steps[index].call;
+        let listed = target.role.as_deref().is_some_and(|role| LISTED_ROLES.contains(&role));
+        let label = match &call.action {
+            ToolAction::SendKeys { keys } => Some(format!("{} | {keys}", target.name.clone().unwrap_or_default())),
+            _ if listed => None,
+            _ => target.name.clone(),
+        };
+        let key = ActionKey {
+            pattern: target.pattern,
+            verb: target.verb.to_owned(),
+            role: target.role,
+            target: structure,
+            label,
+        };
+        Some((key, target.name))
+    }
+
+    /// What a step acted on, as far as its own recording tells; `None` for steps that are not actions on a
+    /// page.
+    fn target_of_step(&self, source: &MapSource, index: usize) -> Option<StepTarget> {
         let call = &source.steps[index].call;
         let verb = call.action.name();
         if !PAGE_VERBS.contains(&verb) {
@@ -258,18 +373,14 @@ impl<'a> Derivation<'a> {
         let control = page.zip(role.as_deref()).zip(name.as_deref()).and_then(|((page, role), name)| {
             page.controls.iter().find(|control| control.role == role && control.name == name)
         });
-        let structure = match (control, target) {
-            (Some(control), _) => format!("{} > {}", control.path, control.role),
-            (None, Some(target)) => format!("selector {}", selector_skeleton(&target.selector)),
-            (None, None) => "page".to_owned(),
-        };
-        let listed = role.as_deref().is_some_and(|role| LISTED_ROLES.contains(&role));
-        let label = match &call.action {
-            ToolAction::SendKeys { keys } => Some(format!("{} | {keys}", name.clone().unwrap_or_default())),
-            _ if listed => None,
-            _ => name.clone(),
-        };
-        Some((ActionKey { pattern, verb: verb.to_owned(), role, target: structure, label }, name))
+        Some(StepTarget {
+            pattern,
+            verb,
+            control: control.map(|control| format!("{} > {}", control.path, control.role)),
+            selector: target.map(|target| selector_skeleton(&target.selector)),
+            role,
+            name,
+        })
     }
 
     fn built(&self) -> BuiltMap {
@@ -331,27 +442,9 @@ impl<'a> Derivation<'a> {
 
         // Contexts.
         let mut contexts = Vec::new();
-        for pattern in &self.patterns {
-            let pages: Vec<(&str, &SourcePage)> = self
-                .sources
-                .iter()
-                .flat_map(|source| source.pages.iter().map(move |page| (source.task.as_str(), page)))
-                .filter(|(_, page)| self.rules.pattern(&page.url).as_deref() == Some(pattern.as_str()))
-                .collect();
-            let mut urls: BTreeSet<&str> = pages.iter().map(|(_, page)| page.url.as_str()).collect();
-            let mut recordings: BTreeSet<&str> = pages.iter().map(|(task, _)| *task).collect();
-            for source in &self.sources {
-                for step in &source.steps {
-                    for url in [step.call.url_before.as_deref(), step.call.url_after.as_deref()].into_iter().flatten() {
-                        if self.rules.pattern(url).as_deref() == Some(pattern.as_str()) {
-                            urls.insert(url);
-                            recordings.insert(&source.task);
-                        }
-                    }
-                }
-            }
-            let titles = distinct(pages.iter().filter_map(|(_, page)| page.title.as_deref()));
-            let headings = distinct(pages.iter().filter_map(|(_, page)| page.heading.as_deref()));
+        for (pattern, visited) in &self.visited {
+            let titles = distinct(visited.pages.iter().filter_map(|page| page.title.as_deref()));
+            let headings = distinct(visited.pages.iter().filter_map(|page| page.heading.as_deref()));
             let path = pattern.strip_prefix(trace_manifest::map::SITE_PLACEHOLDER).unwrap_or(pattern);
             let name = match titles.as_slice() {
                 [title] => title.clone(),
@@ -363,7 +456,7 @@ impl<'a> Derivation<'a> {
                 [heading] => description.push_str(&format!(", headed “{heading}”")),
                 many => description.push_str(&format!(", headed “{}” and {} more", many[0], many.len() - 1)),
             }
-            description.push_str(&format!("; visited in {} recording(s).", recordings.len()));
+            description.push_str(&format!("; visited in {} recording(s).", visited.recordings.len()));
             let mut actions = actions_of.remove(pattern.as_str()).unwrap_or_default();
             // Taken actions first, then by template.
             actions.sort_by(|a, b| (!a.is_taken, &a.action, &a.action_id).cmp(&(!b.is_taken, &b.action, &b.action_id)));
@@ -372,26 +465,10 @@ impl<'a> Derivation<'a> {
                 name,
                 description,
                 pattern: pattern.clone(),
-                example_urls: urls.into_iter().take(MAX_EXAMPLE_URLS).map(str::to_owned).collect(),
+                example_urls: visited.urls.iter().take(MAX_EXAMPLE_URLS).map(|url| (*url).to_owned()).collect(),
                 available_actions: actions,
             });
         }
-        let recordings_of = |pattern: &str| -> Vec<String> {
-            self.sources
-                .iter()
-                .filter(|source| {
-                    source
-                        .pages
-                        .iter()
-                        .map(|page| page.url.as_str())
-                        .chain(source.steps.iter().flat_map(|step| {
-                            [step.call.url_before.as_deref(), step.call.url_after.as_deref()].into_iter().flatten()
-                        }))
-                        .any(|url| self.rules.pattern(url).as_deref() == Some(pattern))
-                })
-                .map(|source| source.task.clone())
-                .collect()
-        };
 
         // Workflows, and the visits they make to contexts.
         let mut workflows = Vec::new();
@@ -472,6 +549,7 @@ impl<'a> Derivation<'a> {
                 .filter(|a| a.is_parameterized)
                 .count(),
             procedures: procedures.len(),
+            definitions: 0,
         };
         let tasks: Vec<&str> = self.sources.iter().map(|source| source.task.as_str()).collect();
         let host = host_of(&self.site);
@@ -496,7 +574,11 @@ impl<'a> Derivation<'a> {
                     pattern: context.pattern.clone(),
                     context_mesh_path: format!("{CONTEXTS_DIR}/{}.json", context.context_id),
                     action_count: context.available_actions.len(),
-                    contributing_recordings: recordings_of(&context.pattern),
+                    contributing_recordings: self.visited[&context.pattern]
+                        .recordings
+                        .iter()
+                        .map(|task| (*task).to_owned())
+                        .collect(),
                 })
                 .collect(),
             workflows: workflows
@@ -607,8 +689,8 @@ fn template(key: &ActionKey, parameter: &Parameter, only_name: Option<&str>) -> 
     }
 }
 
-/// Procedures: runs of two or more actions within one visit to a context, seen in two or more recordings;
-/// a run inside a longer one seen in the same recordings is left out.
+/// Procedures: runs of two to [`MAX_PROCEDURE_LEN`] actions within one visit to a context, seen in two or
+/// more recordings; a run inside a longer one seen in the same recordings is left out.
 fn procedures(
     visits: &[Visit],
     templates: &BTreeMap<&str, &str>,
@@ -618,7 +700,7 @@ fn procedures(
     for visit in visits {
         let ids: Vec<&str> = visit.taken.iter().map(|(id, _)| id.as_str()).collect();
         for start in 0..ids.len() {
-            for end in start + 2..=ids.len() {
+            for end in start + 2..=ids.len().min(start + MAX_PROCEDURE_LEN) {
                 runs.entry((visit.context.as_str(), ids[start..end].to_vec())).or_default().insert(visit.task.as_str());
             }
         }

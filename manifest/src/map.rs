@@ -129,6 +129,9 @@ pub struct MapStatistics {
     pub potential_actions: usize,
     pub parameterized_actions: usize,
     pub procedures: usize,
+    /// Written by a language model (`--llm`); 0 without one.
+    #[serde(default)]
+    pub definitions: usize,
 }
 
 /// `contexts/<context_id>.json`: an abstract location of the site and what can be done there.
@@ -289,7 +292,8 @@ pub struct RecordingCoverage {
 
 /// Of the held-out recording's actions on pages: how many fall in a context of the map built without it,
 /// how many of those match an action of that context, and how many of those have a parameter value the map
-/// has seen (an action without a parameter counts as seen).
+/// has seen (an action without a parameter counts as seen, but a link or other listed control only when its
+/// one name is the step's).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CoverageCounts {
     pub steps: usize,

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
+use trace_replay::chat::ChatModel;
 
 use trace_manifest::report::{DatasetFormat, TaskSummary, ValidateReport};
 
@@ -204,6 +205,14 @@ pub enum Command {
         /// others covers (context, action, parameter value).
         #[arg(long)]
         coverage: bool,
+        /// Ask this model, at the OpenAI-compatible endpoint of OPENAI_BASE_URL (with OPENAI_API_KEY), for
+        /// definitions of the site's terms; each says it came from the model. Cached by the question.
+        #[arg(long, value_name = "MODEL", requires = "out")]
+        llm: Option<String>,
+        /// Where the model's replies are cached [default: $XDG_CACHE_HOME/trace/model or
+        /// ~/.cache/trace/model].
+        #[arg(long, value_name = "DIR", requires = "llm")]
+        llm_cache: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -372,8 +381,13 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             };
             return dataset(sources, out, &options, *json, cli.data.as_deref());
         }
-        Command::Map { sources, out, merge, coverage, json } => {
-            return map(sources, out.as_deref(), merge.as_deref(), *coverage, *json, cli.data.as_deref());
+        Command::Map { sources, out, merge, coverage, llm, llm_cache, json } => {
+            let llm = match llm {
+                Some(model) => Some(ChatModel::from_env("model", model, llm_cache.clone(), "--llm-cache")?),
+                None => None,
+            };
+            let options = MapOptions { out: out.as_deref(), merge: merge.as_deref(), coverage: *coverage, llm };
+            return map(sources, &options, *json, cli.data.as_deref());
         }
         Command::View { what, port, open } => {
             let (target, first) = crate::view::Target::resolve(what.as_deref(), &data()?)?;
@@ -574,14 +588,16 @@ fn dataset(
     Ok(if report.tasks.is_empty() { Outcome::Failure } else { Outcome::Success })
 }
 
-fn map(
-    args: &[String],
-    out: Option<&Path>,
-    merge: Option<&Path>,
+/// What `trace-host map` was asked beyond its sources.
+struct MapOptions<'a> {
+    out: Option<&'a Path>,
+    merge: Option<&'a Path>,
     coverage: bool,
-    json: bool,
-    data_dir: Option<&Path>,
-) -> Result<Outcome> {
+    llm: Option<ChatModel>,
+}
+
+fn map(args: &[String], options: &MapOptions, json: bool, data_dir: Option<&Path>) -> Result<Outcome> {
+    let MapOptions { out, merge, coverage, .. } = *options;
     let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
     let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
     let args: Vec<String> = args.iter().map(|arg| crate::map::bundles_of_dataset(arg)).collect();
@@ -601,16 +617,16 @@ fn map(
     let added = crate::map::sources_of(&paths)?;
     drop(locks);
     let sources = match merge {
-        Some(existing) => crate::map::merged(crate::map::read_sources(existing)?, added),
+        Some(existing) => crate::map::merged(crate::map::read_sources(existing)?, added)?,
         None => added,
     };
     if let Some(out) = out {
-        let built = crate::map::write(out, &sources)?;
+        let built = crate::map::write(out, &sources, options.llm.as_ref())?;
         if !coverage {
             let statistics = &built.map.statistics;
             outln!(
                 "wrote the map of {} to {}: {} recording(s), {} context(s), {} action(s) ({} taken, {} parameterized), \
-                 {} procedure(s)",
+                 {} procedure(s), {} definition(s)",
                 built.map.name,
                 out.display(),
                 statistics.recordings,
@@ -618,7 +634,8 @@ fn map(
                 statistics.actions,
                 statistics.taken_actions,
                 statistics.parameterized_actions,
-                statistics.procedures
+                statistics.procedures,
+                statistics.definitions
             )?;
         }
     }

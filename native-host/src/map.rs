@@ -1,6 +1,7 @@
 //! `trace-host map`: environment maps of a site, written to a folder (`trace_manifest::map` lays it out),
 //! merged with more recordings, and measured by leave-one-out coverage. What a map holds is derived by
-//! `trace_analysis::map`; this module reads the bundles, writes the files and draws `map.html`.
+//! `trace_analysis::map`; this module reads the bundles, asks a model for definitions when one is given
+//! (through `trace_replay::chat`, the judge's client and cache), writes the files and draws `map.html`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -10,6 +11,7 @@ use anyhow::{Context as _, Result, bail};
 use trace_analysis::map::BuiltMap;
 use trace_manifest::archive::Bundle;
 use trace_manifest::map::{CONTEXTS_DIR, GRAPH_FILE, MAP_FILE, MapSource, RECORDINGS_DIR, RelationKind, WORKFLOWS_DIR};
+use trace_replay::chat::ChatModel;
 
 use crate::atomic;
 
@@ -58,18 +60,21 @@ pub fn read_sources(map: &Path) -> Result<Vec<MapSource>> {
         .collect()
 }
 
-/// Sources of `merge_into` with `added` in, a recording of the same task replaced by the newer one.
-pub fn merged(mut existing: Vec<MapSource>, added: Vec<MapSource>) -> Vec<MapSource> {
-    for source in added {
-        existing.retain(|old| old.task != source.task);
-        existing.push(source);
+/// The sources of a map with `added` in, a recording of a task the map has replaced by the added one.
+pub fn merged(mut existing: Vec<MapSource>, added: Vec<MapSource>) -> Result<Vec<MapSource>> {
+    let tasks: BTreeSet<&str> = added.iter().map(|source| source.task.as_str()).collect();
+    if tasks.len() < added.len() {
+        bail!("two recordings have the same task id; a map takes each task once");
     }
-    existing
+    existing.retain(|old| !tasks.contains(old.task.as_str()));
+    existing.extend(added);
+    Ok(existing)
 }
 
-/// Builds the map of `sources` and writes it into `out` (created if needed). Files of an earlier map there
-/// that this one does not have are removed, so that the folder holds exactly this map.
-pub fn write(out: &Path, sources: &[MapSource]) -> Result<BuiltMap> {
+/// Builds the map of `sources` and writes it into `out` (created if needed), with the definitions `llm`
+/// writes when one is given. Files of an earlier map there that this one does not have are removed, so that
+/// the folder holds exactly this map. A model that fails leaves nothing written.
+pub fn write(out: &Path, sources: &[MapSource], llm: Option<&ChatModel>) -> Result<BuiltMap> {
     if sources.is_empty() {
         bail!("a map needs at least one recording");
     }
@@ -77,7 +82,12 @@ pub fn write(out: &Path, sources: &[MapSource]) -> Result<BuiltMap> {
     if tasks.len() < sources.len() {
         bail!("two recordings have the same task id; a map takes each task once");
     }
-    let built = trace_analysis::map::build(sources);
+    let mut built = trace_analysis::map::build(sources);
+    if let Some(llm) = llm {
+        let definitions = define(llm, &built)?;
+        built.map.statistics.definitions = definitions.len();
+        built.map.tacit_knowledge.definitions = definitions;
+    }
     let mut files: BTreeMap<PathBuf, Vec<u8>> = BTreeMap::new();
     files.insert(PathBuf::from(MAP_FILE), pretty(&built.map)?);
     for context in &built.contexts {
@@ -108,6 +118,17 @@ pub fn write(out: &Path, sources: &[MapSource]) -> Result<BuiltMap> {
         }
     }
     Ok(built)
+}
+
+/// The definitions `llm` gives for the map's terms (from its cache when it was asked the same before).
+fn define(llm: &ChatModel, built: &BuiltMap) -> Result<Vec<trace_manifest::map::Definition>> {
+    let question = trace_analysis::map::definitions::question(&built.map.name, &built.contexts);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let model = llm.model().to_owned();
+    let completion = runtime
+        .block_on(llm.complete(&question, |reply| trace_analysis::map::definitions::read(reply, &model)))
+        .context("no definitions for the map")?;
+    Ok(completion.value)
 }
 
 /// Pretty JSON with a final newline, as every map file is written.

@@ -7,6 +7,8 @@
 //! - the success question is answered yes when the page the person ended on is open in the agent's browser
 //!   at the end (its final page, or another tab).
 //!
+//! A glossary question (an environment map's definitions) gets one term per page the question names.
+//!
 //! It counts the requests it answers, and can instead answer with no verdict or refuse with 503.
 
 use std::net::SocketAddr;
@@ -75,13 +77,23 @@ async fn complete(
         Behaviour::Unavailable => return (StatusCode::SERVICE_UNAVAILABLE, "overloaded").into_response(),
         Behaviour::NoVerdict => "I would need to see the page itself to say.".to_owned(),
         Behaviour::Scripted => {
+            let content = |index: usize| {
+                request["messages"]
+                    .as_array()
+                    .and_then(|messages| messages.get(index))
+                    .and_then(|m| m["content"].as_str())
+            };
             let prompt = request["messages"]
                 .as_array()
                 .and_then(|messages| messages.last())
                 .and_then(|message| message["content"].as_str())
                 .unwrap_or_default();
-            let (verdict, reason) = verdict(prompt);
-            json!({"verdict": if verdict { "yes" } else { "no" }, "reason": reason}).to_string()
+            if content(0).is_some_and(|system| system.contains("glossary")) {
+                glossary(prompt)
+            } else {
+                let (verdict, reason) = verdict(prompt);
+                json!({"verdict": if verdict { "yes" } else { "no" }, "reason": reason}).to_string()
+            }
         }
     };
     Json(json!({
@@ -91,6 +103,18 @@ async fn complete(
         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
     }))
     .into_response()
+}
+
+/// A glossary question (`trace-host map --llm`) is answered with one term per page named in it, defined by
+/// the page's URL pattern, in a code fence as models often write.
+fn glossary(prompt: &str) -> String {
+    let definitions: Vec<Value> = prompt
+        .lines()
+        .filter_map(|line| line.strip_prefix("Page: "))
+        .filter_map(|page| page.rsplit_once(" ("))
+        .map(|(name, pattern)| json!({"term": name, "definition": format!("The pages at {}", pattern.trim_end_matches(')'))}))
+        .collect();
+    format!("```json\n{}\n```", Value::Array(definitions))
 }
 
 /// The rule: see the module's documentation.

@@ -3,14 +3,16 @@
 //! a redacted dataset with `trace-host dataset`, and mapped with `trace-host map`. The map must have one
 //! context for the product pages with the add-to-cart action parameterized by the products bought, the
 //! search context with its query, the links nobody followed as potential actions; the same recordings must
-//! give the same bytes, a merge must equal a build from all, and the leave-one-out coverage must be what
-//! counting the steps by hand gives. Needs `cargo xtask dist`.
+//! give the same bytes, a merge must equal a build from all, the leave-one-out coverage must be what
+//! counting the steps by hand gives, definitions must come from a model only (a scripted one on loopback),
+//! and `trace-replay eval --map` must hand the map to the agent. Needs `cargo xtask dist`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use trace_e2e::browser::Build;
 use trace_e2e::demo::{self, Purchase};
+use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::run;
 use trace_e2e::site::DemoSite;
 use trace_manifest::map::{EnvironmentMap, MapAction, MapCoverage, PageContext};
@@ -149,6 +151,44 @@ async fn three_purchases_make_one_map_of_the_shop() {
         table.lines().any(|line| line.starts_with("all") && line.contains("30") && line.ends_with("63%")),
         "{table}"
     );
+
+    // Definitions only from a model, each saying so; asked again, the cache answers and the map is the same.
+    let judge = ScriptedJudge::start(Behaviour::Scripted).await;
+    let cache = work.path().join("llm-cache");
+    let defined = work.path().join("defined");
+    let with_model = |out: &Path| {
+        let output = std::process::Command::new(&build.trace_host)
+            .args(["map", dataset.to_str().unwrap(), "--out", out.to_str().unwrap()])
+            .args(["--llm", "scripted-model", "--llm-cache", cache.to_str().unwrap()])
+            .env("OPENAI_BASE_URL", judge.base_url())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    };
+    with_model(&defined);
+    let with_definitions: EnvironmentMap = read_json(&defined.join("map.json"));
+    let definitions = &with_definitions.tacit_knowledge.definitions;
+    assert_eq!(definitions.len(), map.page_contexts.len(), "{definitions:#?}");
+    assert_eq!(with_definitions.statistics.definitions, definitions.len());
+    assert!(definitions.iter().all(|definition| definition.source == "model:scripted-model"));
+    assert!(map.tacit_knowledge.definitions.is_empty() && map.statistics.definitions == 0, "none without a model");
+    assert_eq!(judge.requests(), 1);
+    let defined_again = work.path().join("defined-again");
+    with_model(&defined_again);
+    assert_eq!(judge.requests(), 1, "the second map is answered from the cache");
+    assert_eq!(files_of(&defined_again), files_of(&defined));
+    // A model out of reach: a clear error, and nothing written.
+    let unreachable = work.path().join("unreachable");
+    let output = std::process::Command::new(&build.trace_host)
+        .args(["map", dataset.to_str().unwrap(), "--out", unreachable.to_str().unwrap(), "--llm", "other-model"])
+        .args(["--llm-cache", cache.to_str().unwrap()])
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(error.contains("no definitions for the map") && error.contains("cannot reach the model"), "{error}");
+    assert!(!unreachable.join("map.json").exists());
 
     // `eval --map` hands the map to the agent: this one answers with the map's name, read from TRACE_MAP.
     let agent = r#"name=$(sed -n 's/^  "name": "\(.*\)",$/\1/p' "$TRACE_MAP/map.json"); printf '{"text": "%s", "success": true}' "$name" > "$TRACE_OUT/done.json""#;

@@ -53,6 +53,10 @@ struct Parts {
 
 fn parts(url: &str) -> Option<Parts> {
     let parsed = url::Url::parse(url).ok()?;
+    // `data:`, `about:`, `blob:` and error pages are no location of a site.
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return None;
+    }
     let origin = parsed.origin().ascii_serialization();
     let segments = parsed
         .path_segments()
@@ -234,6 +238,8 @@ mod tests {
         assert_eq!(pattern("http://shop.test/blog/a-long-article-title"), "{site}/blog/a-long-article-title");
         assert_eq!(pattern("http://other.test:8080/x?b=2&a=1"), "http://other.test:8080/x?a={a}&b={b}");
         assert_eq!(pattern("http://shop.test/"), "{site}/");
+        assert_eq!(rules.pattern("data:text/html,<p>hi"), None);
+        assert_eq!(rules.pattern("about:blank"), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What one bundle gives a map ([`MapSource`]): its trajectory, the state-changing request each step
 //! caused, and each main-frame page it saw (title, heading, DOM skeleton, the controls of its accessibility
-//! tree). Read once per bundle; everything else a map holds is derived from these.
+//! tree). Read once per bundle; everything else a map holds is derived from these. Every URL kept is
+//! cleaned of secret-looking parameters, as journeys' are.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -9,10 +10,12 @@ use sha2::{Digest, Sha256};
 use trace_manifest::archive::Bundle;
 use trace_manifest::event::EventKind;
 use trace_manifest::map::{Control, MapSource, SourcePage, SourceRequest, SourceStep};
+use trace_manifest::trajectory::{ToolAction, ToolCall};
 
 use crate::accessibility::{self, AxNode};
 use crate::body::form_fields;
 use crate::evidence::{Evidence, collapse_whitespace};
+use crate::journeys::clean_url;
 
 /// Methods that do not change what a site holds.
 const SAFE_METHODS: &[&str] = &["GET", "HEAD", "OPTIONS"];
@@ -52,7 +55,8 @@ pub fn of_bundle(bundle: &mut Bundle) -> anyhow::Result<MapSource> {
                 })
                 .collect();
             let ts = ts_of.get(&exchange.request_event).copied().unwrap_or_default();
-            (ts, SourceRequest { method: exchange.method.to_ascii_uppercase(), url: exchange.url.clone(), fields })
+            let url = clean_url(&exchange.url);
+            (ts, SourceRequest { method: exchange.method.to_ascii_uppercase(), url, fields })
         })
         .collect();
     let steps = calls
@@ -61,7 +65,7 @@ pub fn of_bundle(bundle: &mut Bundle) -> anyhow::Result<MapSource> {
         .map(|(index, call)| {
             let until = calls.get(index + 1).map_or(f64::INFINITY, |next| next.ts);
             let request = state_changes.iter().find(|(ts, _)| *ts >= call.ts && *ts < until).map(|(_, r)| r.clone());
-            SourceStep { call: call.clone(), request }
+            SourceStep { call: with_clean_urls(call), request }
         })
         .collect();
 
@@ -83,7 +87,7 @@ pub fn of_bundle(bundle: &mut Bundle) -> anyhow::Result<MapSource> {
             None => Vec::new(),
         };
         pages.push(SourcePage {
-            url: snapshot.url.clone(),
+            url: clean_url(&snapshot.url),
             snapshot: snapshot.file.clone(),
             ts: record.event.ts,
             title: shape.title,
@@ -93,6 +97,19 @@ pub fn of_bundle(bundle: &mut Bundle) -> anyhow::Result<MapSource> {
         });
     }
     Ok(MapSource { task: manifest.task.id.to_string(), description: manifest.task.description.clone(), steps, pages })
+}
+
+/// A call with its URLs cleaned as journeys' are: a map is shared with agents and people, and a URL may
+/// carry a token (a sign-in link, an OAuth code) that no credential field ever held.
+fn with_clean_urls(call: &ToolCall) -> ToolCall {
+    let mut call = call.clone();
+    for url in [&mut call.url_before, &mut call.url_after].into_iter().flatten() {
+        *url = clean_url(url);
+    }
+    if let ToolAction::Navigate { url } = &mut call.action {
+        *url = clean_url(url);
+    }
+    call
 }
 
 struct Skeleton {
@@ -122,9 +139,12 @@ fn skeleton(html: &str) -> Skeleton {
             rest = rest.find("-->").map_or("", |end| &rest[end + 3..]);
             continue;
         }
-        let end = rest.find('>').map_or(rest.len(), |end| end + 1);
-        let tag = &rest[1..end.saturating_sub(1).max(1)];
-        rest = &rest[end..];
+        // A tag left open at the end of a cut-off snapshot runs to its end.
+        let (tag, after) = match rest.find('>') {
+            Some(end) => (&rest[1..end], &rest[end + 1..]),
+            None => (&rest[1..], ""),
+        };
+        rest = after;
         let closing = tag.starts_with('/');
         let name: String = tag
             .trim_start_matches('/')

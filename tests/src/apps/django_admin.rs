@@ -53,22 +53,35 @@ impl DjangoAdmin {
     /// they log in, open "Add group", name the group, filter the permissions by typing, pick two (the
     /// second with Control held), move them across, and save. Returns the finished bundle.
     pub async fn record(&self, build: &Build, data_dir: &Path) -> Result<PathBuf> {
+        self.record_group(build, data_dir, DESCRIPTION, GROUP, "can view").await
+    }
+
+    /// Records [`DjangoAdmin::record`]'s demonstration with another group name and permission filter
+    /// (`can add`, `can change`, ...): recordings of one site that differ, as an environment map is made of.
+    pub async fn record_group(
+        &self,
+        build: &Build,
+        data_dir: &Path,
+        description: &str,
+        group: &str,
+        filter: &str,
+    ) -> Result<PathBuf> {
         let browser = RecordingBrowser::launch(build, data_dir, true).await?;
-        let (popup, admin) = start_task(&browser, DESCRIPTION, &self.server.url("/admin/")).await?;
+        let (popup, admin) = start_task(&browser, description, &self.server.url("/admin/")).await?;
         wait_for_url(&admin, "/admin/login/").await?;
         type_into(&admin, "#id_username", USER).await?;
         type_into(&admin, "#id_password", PASSWORD).await?;
         click_and_wait(&admin, "input[type=submit]").await?;
         wait_for_text(&admin, "#content h1", WAIT, |t| t.contains("Site administration")).await?;
         click_and_wait(&admin, "a[href='/admin/auth/group/add/']").await?;
-        type_into(&admin, "#id_name", GROUP).await?;
-        type_into(&admin, "#id_permissions_input", "can view").await?;
+        type_into(&admin, "#id_name", group).await?;
+        type_into(&admin, "#id_permissions_input", filter).await?;
         // The picker keeps only the matching permissions, once the typing has stopped.
         let filtered = "[...document.querySelectorAll('#id_permissions_from option')].map(o => o.text)";
         let deadline = std::time::Instant::now() + WAIT;
         loop {
             let options: Vec<String> = admin.evaluate(filtered).await?.into_value()?;
-            if options.len() >= 2 && options.iter().all(|option| option.contains("Can view")) {
+            if options.len() >= 2 && options.iter().all(|option| option.to_lowercase().contains(filter)) {
                 break;
             }
             anyhow::ensure!(std::time::Instant::now() < deadline, "the permission filter shows {options:?}");
@@ -80,7 +93,7 @@ impl DjangoAdmin {
         click(&admin, "#id_permissions_add").await?;
         settle().await;
         click_and_wait(&admin, "input[name=_save]").await?;
-        wait_for_text(&admin, ".messagelist", WAIT, |t| t.contains(GROUP)).await?;
+        wait_for_text(&admin, ".messagelist", WAIT, |t| t.contains(group)).await?;
         settle().await;
         stop_task(&popup, browser, data_dir).await
     }
