@@ -140,16 +140,10 @@ pub fn page_text(event_id: u64, url: &str, file: &str, html: &str) -> PageText {
             rest = rest.find("-->").map_or("", |end| &rest[end + 3..]);
             continue;
         }
-        let end = rest.find('>').map_or(rest.len(), |end| end + 1);
-        let tag = &rest[1..end.saturating_sub(1).max(1)];
-        rest = &rest[end..];
+        let (tag, after) = split_tag(rest);
+        rest = after;
         let closing = tag.starts_with('/');
-        let name: String = tag
-            .trim_start_matches('/')
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric())
-            .collect::<String>()
-            .to_ascii_lowercase();
+        let name = tag_name(tag);
         match name.as_str() {
             "script" | "style" | "template" | "noscript" | "head" => {
                 if closing {
@@ -193,6 +187,25 @@ fn push_text(text: &str, hidden_depth: usize, runs: &mut Vec<String>, heading: &
         Some(run) => run.push_str(&text),
         None => runs.push(text),
     }
+}
+
+/// The tag `html` starts with (at its `<`): the text between `<` and `>`, and what follows. A tag a cut-off
+/// document leaves open runs to its end.
+pub(crate) fn split_tag(html: &str) -> (&str, &str) {
+    let inside = html.strip_prefix('<').unwrap_or(html);
+    match inside.find('>') {
+        Some(end) => (&inside[..end], &inside[end + 1..]),
+        None => (inside, ""),
+    }
+}
+
+/// A tag's element name in lower case: `div` for `div class=x` and `/DIV`.
+pub(crate) fn tag_name(tag: &str) -> String {
+    tag.trim_start_matches('/')
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase()
 }
 
 pub fn collapse_whitespace(text: &str) -> String {

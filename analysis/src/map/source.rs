@@ -14,7 +14,7 @@ use trace_manifest::trajectory::{ToolAction, ToolCall};
 
 use crate::accessibility::{self, AxNode};
 use crate::body::form_fields;
-use crate::evidence::{Evidence, collapse_whitespace};
+use crate::evidence::{Evidence, collapse_whitespace, split_tag, tag_name};
 use crate::journeys::clean_url;
 
 /// Methods that do not change what a site holds.
@@ -139,19 +139,10 @@ fn skeleton(html: &str) -> Skeleton {
             rest = rest.find("-->").map_or("", |end| &rest[end + 3..]);
             continue;
         }
-        // A tag left open at the end of a cut-off snapshot runs to its end.
-        let (tag, after) = match rest.find('>') {
-            Some(end) => (&rest[1..end], &rest[end + 1..]),
-            None => (&rest[1..], ""),
-        };
+        let (tag, after) = split_tag(rest);
         rest = after;
         let closing = tag.starts_with('/');
-        let name: String = tag
-            .trim_start_matches('/')
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric())
-            .collect::<String>()
-            .to_ascii_lowercase();
+        let name = tag_name(tag);
         if name.is_empty() || tag.starts_with('!') {
             continue;
         }
@@ -265,6 +256,15 @@ mod tests {
         // An id is structure; a class is not.
         let with_id = skeleton(&page("Blue Mug", 3).replace("<ul id=\"results\">", "<ul id=\"other\">"));
         assert_ne!(a.hash, with_id.hash);
+    }
+
+    #[test]
+    fn a_snapshot_cut_off_inside_a_tag_is_read_to_its_end() {
+        for cut in ["<html><body><h1>Tea</h1><div é", "<p>x</p><é", "<"] {
+            let _ = skeleton(cut);
+            let _ = crate::evidence::page_text(1, "http://x/", "dom/1.html", cut);
+        }
+        assert_eq!(skeleton("<html><title>Tea</title><body><h1>Té").title.as_deref(), Some("Tea"));
     }
 
     #[test]
