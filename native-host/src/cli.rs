@@ -213,7 +213,8 @@ pub enum Command {
         /// ~/.cache/trace/model].
         #[arg(long, value_name = "DIR", requires = "llm")]
         llm_cache: Option<PathBuf>,
-        #[arg(long)]
+        /// Print the coverage as JSON (`report-map-coverage.schema.json`).
+        #[arg(long, requires = "coverage")]
         json: bool,
     },
     /// Derive trajectory.json, credentials.json, checkpoints.json and ignored.json into a bundle.
