@@ -162,8 +162,7 @@ fn skeleton(html: &str) -> Skeleton {
         }
         if HIDDEN.contains(&name.as_str()) {
             // Their content is not structure: skip to the end tag.
-            let close = format!("</{name}");
-            rest = rest.to_ascii_lowercase().find(&close).map_or("", |at| &rest[at..]);
+            rest = end_tag(rest, &name).map_or("", |at| &rest[at..]);
             continue;
         }
         let id = attribute(tag, "id").filter(|id| !id.is_empty());
@@ -189,6 +188,16 @@ fn skeleton(html: &str) -> Skeleton {
     }
     let hash = hasher.finalize().iter().take(8).map(|byte| format!("{byte:02x}")).collect();
     Skeleton { hash, title, heading }
+}
+
+/// Where `</name` (in any case) starts in `html`. Found in place: copying the rest of a page in lower case
+/// for every script would make a page of many scripts quadratic.
+fn end_tag(html: &str, name: &str) -> Option<usize> {
+    html.match_indices("</").map(|(at, _)| at).find(|&at| {
+        html.as_bytes()
+            .get(at + 2..at + 2 + name.len())
+            .is_some_and(|found| found.eq_ignore_ascii_case(name.as_bytes()))
+    })
 }
 
 /// The value of `name="…"` (or `'…'`, or bare) in a tag's text.
