@@ -54,8 +54,9 @@ pub mod store;
 
 /// The version of the bundle format and of the wire protocol that this crate writes. Readers accept any
 /// version up to this one and refuse newer ones with a clear error. Version 2 added the snapshot pack
-/// ([`pack`]): a reader of version 1 would find an exported bundle's DOM snapshots missing.
-pub const FORMAT_VERSION: u32 = 2;
+/// ([`pack`]): a reader of version 1 would find an exported bundle's DOM snapshots missing. Version 3 packs
+/// the screenshots too: a reader of version 2 would take their paths in the pack for damage.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The extension's fixed ID, derived from the public `key` in `extension/static/manifest.json` (a test
 /// checks that the two agree). The host's `allowed_origins` names it.

@@ -221,7 +221,7 @@ struct Sizes {
     zip: u64,
     har: u64,
     har_gzip: u64,
-    /// What the zip's screenshots take in it (a HAR has none).
+    /// What the zip's screenshots take in it (a HAR has none): the distinct images' bytes.
     screenshots: u64,
 }
 
@@ -231,14 +231,16 @@ impl Sizes {
         let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gzip.write_all(&har)?;
         let har_gzip = gzip.finish()?.len() as u64;
-        let mut archive = zip::ZipArchive::new(std::fs::File::open(&flow.zip)?)?;
-        let mut screenshots = 0;
-        for index in 0..archive.len() {
-            let entry = archive.by_index_raw(index)?;
-            if entry.name().starts_with("screenshots/") {
-                screenshots += entry.compressed_size();
-            }
-        }
+        // Screenshots are packed with the DOM snapshots, where an image's bytes stay as they are and an image
+        // seen before costs a few: what they take is the size of the distinct ones.
+        let manifest = Bundle::open(&flow.zip)?.manifest()?;
+        let distinct: std::collections::BTreeMap<&str, u64> = manifest
+            .files
+            .iter()
+            .filter(|file| file.path.starts_with("screenshots/"))
+            .map(|file| (file.sha256.as_str(), file.size))
+            .collect();
+        let screenshots = distinct.values().sum();
         Ok(Sizes { zip: std::fs::metadata(&flow.zip)?.len(), har: har.len() as u64, har_gzip, screenshots })
     }
 }

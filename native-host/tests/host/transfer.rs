@@ -122,6 +122,62 @@ fn import_refuses_zip_slip_absolute_paths_links_and_oversized_bundles_writing_no
     assert!(std::fs::read_dir(target.data().join("captures")).unwrap().next().is_none(), "nothing was extracted");
 }
 
+/// A PNG of `width`×`height` pixels of noise, which no compressor shrinks: as costly as a real screenshot.
+fn noisy_png(seed: u32, width: u32, height: u32) -> Vec<u8> {
+    let mut state = seed | 1;
+    let image = image::RgbImage::from_fn(width, height, |_, _| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        image::Rgb([state as u8, (state >> 8) as u8, (state >> 16) as u8])
+    });
+    let mut png = Vec::new();
+    image.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png).unwrap();
+    png
+}
+
+#[test]
+fn an_exported_zip_keeps_a_screen_shown_again_once_and_gives_every_screenshot_back_as_recorded() {
+    let scratch = Scratch::new();
+    let (home, cart) = (noisy_png(1, 160, 120), noisy_png(2, 160, 120));
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("screens"));
+    let messages = vec![
+        task.start(task_start("screens", TaskType::Action)),
+        task.events(vec![navigation(1.0, "http://127.0.0.1:8000/")]),
+        task.screenshot(T0 + 20.0, 1, &home, "load"),
+        task.screenshot(T0 + 30.0, 1, &cart, "action"),
+        // The person went back: the same screen, the same image.
+        task.screenshot(T0 + 40.0, 1, &home, "load"),
+        task.stop(T0 + 10_000.0, None),
+    ];
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+    let zip = scratch.path("screens.zip");
+    scratch.cli_json(&["export", "screens", "--out", zip.to_str().unwrap(), "--json"]);
+
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&zip).unwrap()).unwrap();
+    let names: Vec<String> = archive.file_names().map(str::to_owned).collect();
+    assert!(names.iter().all(|name| !name.starts_with("screenshots/")), "screenshots are packed: {names:?}");
+    let packed = archive.by_name(trace_manifest::pack::PACK_FILE).unwrap().compressed_size();
+    let distinct = (home.len() + cart.len()) as u64;
+    assert!(packed < distinct + 2048, "the pack takes {packed} bytes for {distinct} bytes of distinct screenshots");
+
+    let mut bundle = trace_manifest::archive::Bundle::open(&zip).unwrap();
+    let shots: Vec<String> =
+        bundle.files().unwrap().into_keys().filter(|name| name.starts_with("screenshots/")).collect();
+    let read: Vec<Vec<u8>> = shots.iter().map(|name| bundle.read(name).unwrap()).collect();
+    assert_eq!(read, [home.clone(), cart, home], "{shots:?}");
+    assert_eq!(scratch.cli_json(&["validate", zip.to_str().unwrap(), "--json"])["valid"], true);
+
+    // Imported elsewhere, each screenshot is a file of its own again.
+    let there = Scratch::new();
+    there.cli_json(&["import", zip.to_str().unwrap(), "--json"]);
+    for (name, bytes) in shots.iter().zip(&read) {
+        assert_eq!(&std::fs::read(there.capture("screens").join(name)).unwrap(), bytes, "{name}");
+    }
+}
+
 #[test]
 fn validate_names_every_damaged_missing_and_unindexed_file() {
     let scratch = Scratch::new();
