@@ -182,6 +182,14 @@ mod tests {
         out
     }
 
+    fn assert_restores_exactly(pack: &[u8], files: &[(&str, Vec<u8>)]) {
+        let (index, start) = read_index(pack, u64::MAX).unwrap();
+        let unpacked = unpack(&pack[start..], index.total()).unwrap();
+        for (path, bytes) in files {
+            assert_eq!(&unpacked[index.range(path).unwrap()], bytes.as_slice(), "{path}");
+        }
+    }
+
     /// Snapshots of one page as it changes a little: a list that grows by a line each time.
     fn snapshots(count: usize) -> Vec<(String, Vec<u8>)> {
         let base: String =
@@ -201,12 +209,7 @@ mod tests {
     fn a_pack_restores_every_file_exactly() {
         let files = snapshots(5);
         let borrowed: Vec<(&str, Vec<u8>)> = files.iter().map(|(p, b)| (p.as_str(), b.clone())).collect();
-        let pack = pack_of(&borrowed);
-        let (index, start) = read_index(&pack, u64::MAX).unwrap();
-        let unpacked = unpack(&pack[start..], index.total()).unwrap();
-        for (path, bytes) in &files {
-            assert_eq!(&unpacked[index.range(path).unwrap()], bytes.as_slice(), "{path}");
-        }
+        assert_restores_exactly(&pack_of(&borrowed), &borrowed);
     }
 
     #[test]
@@ -256,11 +259,7 @@ mod tests {
         let pack = pack_of(&files);
         let distinct = home.len() + cart.len();
         assert!(pack.len() < distinct + 1024, "packed {} bytes, the distinct images are {distinct}", pack.len());
-        let (index, start) = read_index(&pack, u64::MAX).unwrap();
-        let unpacked = unpack(&pack[start..], index.total()).unwrap();
-        for (path, bytes) in &files {
-            assert_eq!(&unpacked[index.range(path).unwrap()], bytes.as_slice(), "{path}");
-        }
+        assert_restores_exactly(&pack, &files);
     }
 
     #[test]
