@@ -196,7 +196,9 @@ impl Bundle {
     }
 
     /// Streams one file to `sink`, returning the number of bytes copied. A packed file is read from the
-    /// pack, which is unpacked (once) on the first such read.
+    /// pack, which is unpacked (once) on the first such read and kept, when it fits within
+    /// [`ZipLimits::max_memory_bytes`]; a larger pack is decoded up to the file for each read instead, holding
+    /// none of it (slower, but a pack that declares more than memory holds cannot exhaust it).
     pub fn copy_to(&mut self, name: &str, sink: &mut dyn Write) -> Result<u64> {
         if !bundle::is_safe_relative_path(name) {
             return Err(ArchiveError::UnsafePath(name.to_owned()));
@@ -205,18 +207,20 @@ impl Bundle {
         let Some(pack) = packed.filter(|_| !self.source.contains(name)) else {
             return self.source.copy_to(name, sink);
         };
-        let unpacked = match &mut pack.unpacked {
-            Some(unpacked) => unpacked,
-            None => {
-                let unpacked = pack::unpack(&pack.compressed, pack.index.total())
-                    .map_err(|message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message })?;
-                pack.unpacked.insert(unpacked)
-            }
-        };
+        let invalid = |message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message };
         let range = pack.index.range(name).expect("checked above");
-        sink.write_all(&unpacked[range.clone()])
-            .map_err(|source| ArchiveError::Io { path: self.source.path().join(name), source })?;
-        Ok(range.len() as u64)
+        let write_error = |source| ArchiveError::Io { path: self.source.path().join(name), source };
+        let streamed;
+        let bytes = match &mut pack.unpacked {
+            Some(unpacked) => &unpacked[range],
+            None if pack.index.total() > self.limits.max_memory_bytes => {
+                streamed = pack::read_range(&pack.compressed, range.start as u64..range.end as u64).map_err(invalid)?;
+                &streamed[..]
+            }
+            None => &pack.unpacked.insert(pack::unpack(&pack.compressed, pack.index.total()).map_err(invalid)?)[range],
+        };
+        sink.write_all(bytes).map_err(write_error)?;
+        Ok(bytes.len() as u64)
     }
 
     /// The first `len` bytes of one file (all of it when shorter), reading no further than that.
@@ -1119,6 +1123,42 @@ mod tests {
         assert!(error.contains("set TRACE_MAX_MEMORY"), "{error}");
         let error = bundle.har().unwrap_err().to_string();
         assert!(error.contains("recording.har is 220200960 bytes, which would take about"), "{error}");
+    }
+
+    #[test]
+    fn a_pack_larger_than_memory_may_hold_is_read_a_file_at_a_time_never_whole() {
+        // 64 MiB of zeros pack into a few KB: unpacked whole, such a pack could claim any memory it liked.
+        let files = [("dom/000001.html", vec![0u8; 64 << 20]), ("screenshots/000002.webp", b"RIFF-image".to_vec())];
+        let listed: Vec<(String, u64)> =
+            files.iter().map(|(path, bytes)| (path.to_string(), bytes.len() as u64)).collect();
+        let mut packed = Vec::new();
+        pack::write_pack(&mut packed, &listed, |path, sink| {
+            let bytes = &files.iter().find(|(p, _)| *p == path).unwrap().1;
+            sink.write_all(bytes).map(|()| bytes.len() as u64)
+        })
+        .unwrap();
+        assert!(packed.len() < 64 << 10, "{} bytes", packed.len());
+        let zip = zip_with(&[(pack::PACK_FILE, &packed)]);
+
+        let small = ZipLimits { max_memory_bytes: 16 << 20, ..ZipLimits::default() };
+        let mut bundle = Bundle::open_with_limits(zip.path(), small).unwrap();
+        assert_eq!(bundle.read("screenshots/000002.webp").unwrap(), b"RIFF-image");
+        assert_eq!(bundle.read_start("dom/000001.html", 4).unwrap(), [0; 4]);
+        assert!(bundle.pack.as_ref().unwrap().unpacked.is_none(), "the pack was held whole");
+
+        let mut bundle = Bundle::open(zip.path()).unwrap();
+        assert_eq!(bundle.read("screenshots/000002.webp").unwrap(), b"RIFF-image");
+        assert!(bundle.pack.as_ref().unwrap().unpacked.is_some(), "a pack within the limit is unpacked once");
+
+        // Cut short, it says so on either path.
+        let mut cut = packed.clone();
+        cut.truncate(cut.len() - 8);
+        let zip = zip_with(&[(pack::PACK_FILE, &cut)]);
+        for limits in [small, ZipLimits::default()] {
+            let error = Bundle::open_with_limits(zip.path(), limits).unwrap().read("screenshots/000002.webp");
+            let error = error.unwrap_err().to_string();
+            assert!(error.contains("dom.pack is not valid"), "{error}");
+        }
     }
 
     #[test]

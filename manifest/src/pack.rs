@@ -13,7 +13,8 @@
 //! offset in the unpacked stream and its size), then the zstd stream of the files' contents, one after the
 //! other. The files keep their names: `manifest.json` indexes each (size and sha256) as it indexes any
 //! file, and lists `dom.pack` too; [`crate::archive::Bundle`] reads packed files as if they were entries
-//! of their own, and never unpacks more than the index declares.
+//! of their own, and never unpacks more than the index declares: whole and once when that fits the memory
+//! limit, else up to each file asked for ([`read_range`]).
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -164,6 +165,23 @@ pub fn unpack(compressed: &[u8], total: u64) -> Result<Vec<u8>, String> {
         return Err(format!("the pack unpacks to {} bytes, its index says {total}", unpacked.len()));
     }
     Ok(unpacked)
+}
+
+/// The bytes `range` of the unpacked stream, decoded from the stream's start and holding nothing before
+/// them: for a pack too large to unpack whole. Errors when the stream ends before `range` does.
+pub fn read_range(compressed: &[u8], range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
+    let mut decoder =
+        zstd::stream::read::Decoder::new(compressed).map_err(|e| format!("the pack cannot be read: {e}"))?;
+    decoder.window_log_max(WINDOW_LOG).map_err(|e| format!("the pack cannot be read: {e}"))?;
+    let damaged = |error: io::Error| format!("the pack's stream is damaged: {error}");
+    let skipped = io::copy(&mut (&mut decoder).take(range.start), &mut io::sink()).map_err(damaged)?;
+    let mut bytes = Vec::new();
+    decoder.take(range.end - range.start).read_to_end(&mut bytes).map_err(damaged)?;
+    let reached = skipped + bytes.len() as u64;
+    if reached != range.end {
+        return Err(format!("the pack's stream ends at {reached}, before {} where its index says", range.end));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
