@@ -153,9 +153,7 @@ pub fn read_index(pack: &[u8], max_total: u64) -> Result<(PackIndex, usize), Str
 /// Unpacks the compressed stream of a pack whose index declares `total` bytes: exactly that many, or an
 /// error (never more is held).
 pub fn unpack(compressed: &[u8], total: u64) -> Result<Vec<u8>, String> {
-    let mut decoder =
-        zstd::stream::read::Decoder::new(compressed).map_err(|e| format!("the pack cannot be read: {e}"))?;
-    decoder.window_log_max(WINDOW_LOG).map_err(|e| format!("the pack cannot be read: {e}"))?;
+    let decoder = decoder(compressed)?;
     let mut unpacked = Vec::with_capacity(total.min(1 << 30) as usize);
     decoder
         .take(total + 1)
@@ -170,9 +168,7 @@ pub fn unpack(compressed: &[u8], total: u64) -> Result<Vec<u8>, String> {
 /// The bytes `range` of the unpacked stream, decoded from the stream's start and holding nothing before
 /// them: for a pack too large to unpack whole. Errors when the stream ends before `range` does.
 pub fn read_range(compressed: &[u8], range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
-    let mut decoder =
-        zstd::stream::read::Decoder::new(compressed).map_err(|e| format!("the pack cannot be read: {e}"))?;
-    decoder.window_log_max(WINDOW_LOG).map_err(|e| format!("the pack cannot be read: {e}"))?;
+    let mut decoder = decoder(compressed)?;
     let damaged = |error: io::Error| format!("the pack's stream is damaged: {error}");
     let skipped = io::copy(&mut (&mut decoder).take(range.start), &mut io::sink()).map_err(damaged)?;
     let mut bytes = Vec::new();
@@ -182,6 +178,14 @@ pub fn read_range(compressed: &[u8], range: std::ops::Range<u64>) -> Result<Vec<
         return Err(format!("the pack's stream ends at {reached}, before {} where its index says", range.end));
     }
     Ok(bytes)
+}
+
+/// A decoder of a pack's stream that accepts the window the pack was written with.
+fn decoder(compressed: &[u8]) -> Result<zstd::stream::read::Decoder<'static, io::BufReader<&[u8]>>, String> {
+    let mut decoder =
+        zstd::stream::read::Decoder::new(compressed).map_err(|e| format!("the pack cannot be read: {e}"))?;
+    decoder.window_log_max(WINDOW_LOG).map_err(|e| format!("the pack cannot be read: {e}"))?;
+    Ok(decoder)
 }
 
 #[cfg(test)]
