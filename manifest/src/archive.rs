@@ -1129,14 +1129,7 @@ mod tests {
     fn a_pack_larger_than_memory_may_hold_is_read_a_file_at_a_time_never_whole() {
         // 64 MiB of zeros pack into a few KB: unpacked whole, such a pack could claim any memory it liked.
         let files = [("dom/000001.html", vec![0u8; 64 << 20]), ("screenshots/000002.webp", b"RIFF-image".to_vec())];
-        let listed: Vec<(String, u64)> =
-            files.iter().map(|(path, bytes)| (path.to_string(), bytes.len() as u64)).collect();
-        let mut packed = Vec::new();
-        pack::write_pack(&mut packed, &listed, |path, sink| {
-            let bytes = &files.iter().find(|(p, _)| *p == path).unwrap().1;
-            sink.write_all(bytes).map(|()| bytes.len() as u64)
-        })
-        .unwrap();
+        let packed = pack::tests::pack_of(&files);
         assert!(packed.len() < 64 << 10, "{} bytes", packed.len());
         let zip = zip_with(&[(pack::PACK_FILE, &packed)]);
 

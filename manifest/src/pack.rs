@@ -189,10 +189,11 @@ fn decoder(compressed: &[u8]) -> Result<zstd::stream::read::Decoder<'static, io:
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn pack_of(files: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    /// A pack of `files`, in memory (the archive's tests open packs made by it too).
+    pub(crate) fn pack_of(files: &[(&str, Vec<u8>)]) -> Vec<u8> {
         let listed: Vec<(String, u64)> = files.iter().map(|(p, b)| (p.to_string(), b.len() as u64)).collect();
         let mut out = Vec::new();
         write_pack(&mut out, &listed, |path, sink| {
