@@ -3,8 +3,9 @@
 //! within the task as the host requires.
 //!
 //! A body reaches the host by one of three paths:
-//! - **Taken while paused.** A response paused at its headers (`Fetch.requestPaused`) has its body taken
-//!   whole ([`Bodies::captured`]) and sent when its loading finishes.
+//! - **Taken while paused.** Where Chrome refuses to keep bodies for DevTools (durable messages), every
+//!   response is paused at its headers (`Fetch.requestPaused`) and has its body taken whole
+//!   ([`Bodies::captured`]), sent when its loading finishes.
 //! - **Streamed.** A body too large to take whole ([`Bodies::mark_large`], or a `Content-Length` over the
 //!   limit in its response) is streamed: the recorder asks Chrome (`Network.streamResourceContent`) after
 //!   [`Bodies::stream_requested`]. Chrome answers with what it had buffered, and sends the rest in
@@ -13,7 +14,8 @@
 //!   (an empty last chunk) is sent once, when loading has finished and the stream has started, whichever
 //!   comes second. Chunks carry Chrome's base64 as it came, never decoded or held whole.
 //! - **Fetched whole.** A body neither taken nor streamed, or whose stream Chrome refused, is fetched
-//!   (`Network.getResponseBody`) when loading finishes and sent as chunks of [`SUGGESTED_CHUNK_BYTES`].
+//!   (`Network.getResponseBody`) once loading has finished (and its page has loaded: see
+//!   [`crate::load_gate`]), and sent as chunks of [`SUGGESTED_CHUNK_BYTES`]. The usual path.
 //!
 //! Each body's chunks are numbered from 0 and the last one says so. A failed load forgets its body, unless
 //! it was being streamed: a stream cut short (an `EventSource` the page closed, a live feed when the page

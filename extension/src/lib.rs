@@ -22,6 +22,7 @@ pub mod debugger;
 pub mod dom;
 pub mod host_link;
 pub mod journeys;
+pub mod load_gate;
 pub mod network;
 pub mod outbox;
 pub mod popup;

@@ -3,10 +3,10 @@
 //! Starting a task opens (or takes) a tab and attaches `chrome.debugger` to it with the cache disabled and
 //! auto-attach on, so that its cross-process iframes and workers are recorded as child targets. From then
 //! on every DevTools event of a recorded target goes through a [`NetworkTranslator`] per target; completed
-//! exchanges become `events` messages, and each finished response's body is taken and sent in chunks. The
-//! in-page script ([`actions`]) reports the person's actions through a binding; they are coalesced and
-//! recorded, and each triggers a throttled capture ([`snapshots`]). Tabs opened by a recorded tab are
-//! recorded too. Every message goes through the task's [`Outbox`], so that what the host has not
+//! exchanges become `events` messages, and each finished response's body is read and sent in chunks, both
+//! once the page has loaded ([`LoadGate`]). The in-page script ([`actions`]) reports the person's actions
+//! through a binding; they are coalesced and recorded, and each triggers a throttled capture
+//! ([`snapshots`]). Tabs opened by a recorded tab are recorded too. Every message goes through the task's [`Outbox`], so that what the host has not
 //! acknowledged is sent again after a reconnect.
 
 use std::cell::RefCell;
@@ -26,6 +26,7 @@ use wasm_bindgen_futures::JsFuture;
 use crate::bodies::{Bodies, Chunk, ExchangeKey, Finished};
 use crate::chrome::{self, to_js};
 use crate::debugger::{self, Target, command, describe};
+use crate::load_gate::{self, LoadGate, Released};
 use crate::network::NetworkTranslator;
 use crate::outbox::{DEFAULT_LIMIT_BYTES, Outbox};
 use crate::{host_link, snapshots};
@@ -71,6 +72,8 @@ struct Recording {
     script_contexts: HashMap<(Target, i64), String>,
     /// Tabs the recorder is reloading itself (see [`on_tab_created`]): their reload is not the person's.
     reloading: BTreeSet<i64>,
+    /// What loading pages hold back: exchanges' events and the bodies to read.
+    gate: LoadGate<(Target, ExchangeKey)>,
     typing: TypingCoalescer,
     progress: Progress,
 }
@@ -126,6 +129,7 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
             bodies: Bodies::default(),
             script_contexts: HashMap::new(),
             reloading: BTreeSet::new(),
+            gate: LoadGate::default(),
             typing: TypingCoalescer::default(),
             progress: Progress {
                 task_id: task_id.to_string(),
@@ -171,6 +175,13 @@ pub async fn stop(answer: Option<String>) -> Result<(), String> {
     }
     if let Some(&tab_id) = tabs.iter().next() {
         snapshots::storage_snapshot(tab_id, StoragePhase::Stop).await;
+    }
+    // What loading pages held back is sent, and their bodies read, while the tabs are still attached.
+    for Released { events, bodies } in with_gate(LoadGate::release_all).unwrap_or_default() {
+        send_events(events);
+        for (target, key) in bodies {
+            send_body(target, key).await;
+        }
     }
     let leftovers = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
@@ -224,7 +235,7 @@ pub fn on_debugger_event(target: Target, method: &str, params: Value) {
     let tab_id = target.tab_id;
     match method {
         m if m.starts_with("Network.") => on_network_event(target, method, &params),
-        "Fetch.requestPaused" => wasm_bindgen_futures::spawn_local(take_paused_body(target, params)),
+        "Fetch.requestPaused" => wasm_bindgen_futures::spawn_local(on_request_paused(target, params)),
         "Page.frameNavigated" if params["frame"].get("parentId").is_none() && target.is_tab() => {
             let frame_id = params["frame"]["id"].as_str().unwrap_or_default().to_owned();
             let held_typing = ACTIVE.with(|a| {
@@ -235,7 +246,26 @@ pub fn on_debugger_event(target: Target, method: &str, params: Value) {
             });
             send_events(held_typing.into_iter().collect());
         }
-        "Page.loadEventFired" => wasm_bindgen_futures::spawn_local(snapshots::page_loaded(target)),
+        "Page.frameStartedLoading" if target.is_tab() => {
+            let frame_id = params["frameId"].as_str().unwrap_or_default();
+            let previous = ACTIVE.with(|a| {
+                let mut active = a.borrow_mut();
+                let recording = active.as_mut()?;
+                let is_main = recording.translators.get(&tab_id).is_some_and(|t| t.is_main_frame(frame_id));
+                is_main.then(|| recording.gate.load_started(tab_id, js_sys::Date::now())).flatten()
+            });
+            release(previous);
+            wasm_bindgen_futures::spawn_local(async move {
+                chrome::sleep(load_gate::LONGEST_HOLD_MS).await;
+                release(with_gate(|gate| gate.release_overdue(tab_id, js_sys::Date::now())).flatten());
+            });
+        }
+        "Page.loadEventFired" => {
+            if target.is_tab() {
+                release(with_gate(|gate| gate.load_ended(tab_id)).flatten());
+            }
+            wasm_bindgen_futures::spawn_local(snapshots::page_loaded(target))
+        }
         "Runtime.executionContextCreated" => {
             let context = &params["context"];
             if context["name"].as_str() == Some(actions::WORLD)
@@ -302,7 +332,9 @@ fn on_network_event(target: Target, method: &str, params: &Value) {
         translator.handle(method, params, Some(target.tab_id))
     });
     // A finished exchange's events are queued before the end of its body, so the body follows them.
-    send_events(events);
+    if !events.is_empty() {
+        release(with_gate(|gate| gate.hold_events(target.tab_id, events, js_sys::Date::now())).flatten());
+    }
     let key = (target.tab_id, params["requestId"].as_str().unwrap_or_default().to_owned());
     match method {
         "Network.responseReceived" => {
@@ -314,7 +346,10 @@ fn on_network_event(target: Target, method: &str, params: &Value) {
                             .and_then(|v| v.trim().parse::<u64>().ok())
                             .is_some_and(|n| n > TAKE_WHOLE_LIMIT)
                 });
-            let is_large = with_bodies(|bodies| bodies.response_received(&key, announced_large)).unwrap_or(false);
+            // An event stream may never end: it is streamed from its start, whatever its size.
+            let endless = params["response"]["mimeType"].as_str() == Some("text/event-stream");
+            let is_large =
+                with_bodies(|bodies| bodies.response_received(&key, announced_large || endless)).unwrap_or(false);
             if is_large {
                 wasm_bindgen_futures::spawn_local(start_body_stream(target, key));
             }
@@ -326,7 +361,10 @@ fn on_network_event(target: Target, method: &str, params: &Value) {
         }
         "Network.loadingFinished" => match with_bodies(|bodies| bodies.loading_finished(&key)) {
             Some(Finished::Send(chunks)) => send_chunks(chunks),
-            Some(Finished::Fetch) => wasm_bindgen_futures::spawn_local(send_body(target, key)),
+            Some(Finished::Fetch) => {
+                let tab_id = key.0;
+                release(with_gate(|gate| gate.hold_body(tab_id, (target, key), js_sys::Date::now())).flatten());
+            }
             None => {}
         },
         "Network.loadingFailed" => {
@@ -420,7 +458,9 @@ pub fn on_tab_removed(tab_id: i64) {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
         recording.tabs.remove(&tab_id);
-        recording.translators.remove(&tab_id).map(|mut translator| translator.flush(Some(tab_id)))
+        let held = recording.gate.load_ended(tab_id).map(unread_bodies_lost).unwrap_or_default();
+        let flushed = recording.translators.remove(&tab_id).map(|mut translator| translator.flush(Some(tab_id)));
+        Some(held.into_iter().chain(flushed.into_iter().flatten()).collect::<Vec<_>>())
     });
     let mut events = leftovers.unwrap_or_default();
     events.push(event(tab_id, EventKind::Tab(TabEvent { op: TabOp::Removed, opener_tab_id: None, url: None })));
@@ -434,7 +474,13 @@ pub fn on_debugger_detached(tab_id: i64, reason: &str) {
     // A closed tab detaches too; `on_tab_removed` records that, whichever of the two Chrome reports first.
     if reason != "target_closed" && is_recorded(tab_id) {
         crate::log(&format!("tab {tab_id} is no longer recorded: the debugger was detached ({reason})"));
-        ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.tabs.remove(&tab_id)));
+        let held = ACTIVE.with(|a| {
+            let mut active = a.borrow_mut();
+            let recording = active.as_mut()?;
+            recording.tabs.remove(&tab_id);
+            recording.gate.load_ended(tab_id).map(unread_bodies_lost)
+        });
+        send_events(held.unwrap_or_default());
     }
 }
 
@@ -571,18 +617,37 @@ async fn attach(tab_id: i64) -> Result<(), String> {
 /// (`iframe`), or a worker. Children are attached paused until this is done, so that no request escapes.
 async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
     let is_document = matches!(kind, "page" | "iframe");
-    // Every resource must really be fetched to be captured: no cache while recording. Responses pause at
-    // their headers so that their body is taken before anything can evict it. Pausing only documents was
-    // faster (1.54× page loads instead of 1.73×) but lost a stylesheet's font or image now and then on
-    // clean machines; bodies are read at loadingFinished only for what the pause could not take.
-    let mut commands = vec![
+    // Every resource must really be fetched to be captured: no cache while recording.
+    let network = [
         (
             "Network.enable",
-            json!({"maxPostDataSize": 1 << 20, "maxTotalBufferSize": 256 << 20, "maxResourceBufferSize": TAKE_WHOLE_LIMIT}),
+            json!({"maxPostDataSize": 1 << 20, "maxTotalBufferSize": BODY_BUFFER_BYTES, "maxResourceBufferSize": TAKE_WHOLE_LIMIT}),
         ),
         ("Network.setCacheDisabled", json!({"cacheDisabled": true})),
-        ("Fetch.enable", json!({"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})),
     ];
+    let outcome = run_commands(target, kind, network).await;
+    // No response is paused for its body: pausing every response made page loads 1.6–1.8× as long. Bodies
+    // are read once their page has loaded ([`LoadGate`]), from the copy the browser keeps for DevTools
+    // (durable messages), which outlives the page's own (a stylesheet's font is evicted with its document).
+    // `Fetch` stays on for one thing only the Network domain cannot do: requests a page sends as it unloads
+    // (beacons, keep-alive fetches), which it never reports. Beacons and `fetch` requests are paused at
+    // their start; those the Network domain has not reported are paused again at their response and
+    // recorded from there (see [`on_request_paused`]). That costs: with `Fetch` on, every request of the
+    // page goes through the browser's interception, about ×1.15 on page loads even with patterns that
+    // match nothing, but without it a page's last requests would be lost. Where durable messages are
+    // refused, every response is paused, so that its body is taken before anything can evict it.
+    let durable = json!({"maxTotalBufferSize": BODY_BUFFER_BYTES, "maxResourceBufferSize": TAKE_WHOLE_LIMIT});
+    let patterns =
+        match command(target, "Network.configureDurableMessages", durable).await {
+            Ok(_) => json!(["Ping", "Fetch"].map(
+                |resource_type| json!({"urlPattern": "*", "resourceType": resource_type, "requestStage": "Request"})
+            )),
+            Err(error) => {
+                crate::log(&format!("durable messages refused in a {kind} ({error}): every response is paused"));
+                json!([{"urlPattern": "*", "requestStage": "Response"}])
+            }
+        };
+    let mut commands = vec![("Fetch.enable", json!({"patterns": patterns}))];
     if is_document {
         commands.extend([
             ("Page.enable", json!({})),
@@ -596,21 +661,56 @@ async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
     }
     commands
         .push(("Target.setAutoAttach", json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true})));
-    let mut outcome = Ok(());
-    for (method, params) in commands {
-        if let Err(error) = command(target, method, params).await {
-            // A worker may lack a domain (Fetch, or auto-attach): record what it offers rather than nothing.
-            if target.is_tab() {
-                outcome = Err(format!("{method}: {error}"));
-                break;
-            }
-            crate::log(&format!("{method} in a {kind}: {error}"));
-        }
-    }
+    let outcome = match outcome {
+        Ok(()) => run_commands(target, kind, commands).await,
+        failed => failed,
+    };
     if !target.is_tab() {
         let _ = command(target, "Runtime.runIfWaitingForDebugger", json!({})).await;
     }
     outcome
+}
+
+/// Sends `commands` to a target in order. A tab must accept each (the first refusal ends it); a worker may
+/// lack a domain (Fetch, or auto-attach), and then records what it offers rather than nothing.
+async fn run_commands(
+    target: &Target,
+    kind: &str,
+    commands: impl IntoIterator<Item = (&str, Value)>,
+) -> Result<(), String> {
+    for (method, params) in commands {
+        if let Err(error) = command(target, method, params).await {
+            if target.is_tab() {
+                return Err(format!("{method}: {error}"));
+            }
+            crate::log(&format!("{method} in a {kind}: {error}"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `update` on the recording's load gate; `None` when no task is being recorded.
+fn with_gate<T>(update: impl FnOnce(&mut LoadGate<(Target, ExchangeKey)>) -> T) -> Option<T> {
+    ACTIVE.with(|a| a.borrow_mut().as_mut().map(|recording| update(&mut recording.gate)))
+}
+
+/// What a load held back when its tab can no longer be read (closed, or detached): its exchanges are
+/// kept, and the bodies it had not read yet are lost, as the log says.
+fn unread_bodies_lost(released: Released<(Target, ExchangeKey)>) -> Vec<Event> {
+    if let Some((_, (tab_id, _))) = released.bodies.first() {
+        let lost = released.bodies.len();
+        crate::log(&format!("tab {tab_id} went away while its page loaded: {lost} bodies not read"));
+    }
+    released.events
+}
+
+/// Does what a load held back: sends its events, then reads its bodies.
+fn release(released: Option<Released<(Target, ExchangeKey)>>) {
+    let Some(Released { events, bodies }) = released else { return };
+    send_events(events);
+    for (target, key) in bodies {
+        wasm_bindgen_futures::spawn_local(send_body(target, key));
+    }
 }
 
 /// Switches on streaming of a response's body. Where Chrome refuses (some resource types, or the body
@@ -654,10 +754,30 @@ fn send_chunks(chunks: impl IntoIterator<Item = Chunk>) {
     }
 }
 
-/// Bodies up to this size are taken whole while their response is paused; larger ones are streamed.
+/// Bodies up to this size are taken whole; larger ones are streamed.
 const TAKE_WHOLE_LIMIT: u64 = 16 << 20;
 
-/// A response paused at its headers (`Fetch.requestPaused`): takes its body unless it is a redirect, has
+/// What Chrome may keep of a target's response bodies until the recorder reads them.
+const BODY_BUFFER_BYTES: u64 = 256 << 20;
+
+/// A request paused by `Fetch`, at its start or at its response's headers.
+///
+/// At its start, a request the Network domain has reported (it has a `networkId`) goes on untouched; one it
+/// has not is a request sent during unload, and is paused again at its response to be recorded from there.
+async fn on_request_paused(target: Target, params: Value) {
+    let at_response = params.get("responseStatusCode").is_some() || params.get("responseErrorReason").is_some();
+    if at_response {
+        return take_paused_body(target, params).await;
+    }
+    let fetch_id = params["requestId"].as_str().unwrap_or_default();
+    let unreported = params.get("networkId").is_none();
+    let go_on = json!({"requestId": fetch_id, "interceptResponse": unreported});
+    if let Err(error) = command(&target, "Fetch.continueRequest", go_on).await {
+        crate::log(&format!("a paused request of tab {} could not go on: {error}", target.tab_id));
+    }
+}
+
+/// A response paused at its headers: takes its body unless it is a redirect, has
 /// none, or is too large or endless (then it is streamed), and lets it go on. Always lets it go on.
 async fn take_paused_body(target: Target, params: Value) {
     let fetch_id = params["requestId"].as_str().unwrap_or_default().to_owned();

@@ -14,6 +14,9 @@ chrome.runtime.onMessage.addListener((message, _sender, sendResponse) => {
 });
 
 chrome.debugger.onEvent.addListener((source, method, params) => {
+  // A body's arrival without its data (the data comes only for a body being streamed) tells the recorder
+  // nothing, and there is one per piece of every body: dropped here, before it costs a crossing into Rust.
+  if (method === "Network.dataReceived" && params?.data === undefined) return;
   ready.then((rust) => rust.on_debugger_event(source, method, params ?? {}));
 });
 

@@ -218,6 +218,56 @@ fn assert_actions_in_order_with_descriptors(events: &[serde_json::Value], strict
 /// Issue #10: the page scrolling itself as the person types is not the person's scroll (it would cut the
 /// typing in two), and arrow keys on a slider the page drives itself, which fires no change event, are
 /// recorded as the person's keys.
+/// The recorder reads bodies only once their page has loaded, so as not to slow the page. A large page left
+/// the moment it has loaded must still keep every body: Chrome holds them for the recorder after the page
+/// has gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_page_left_the_moment_it_loads_keeps_every_picture_with_its_body() {
+    use trace_e2e::site::GALLERY_PICTURES;
+    let _one = ONE_BROWSER.lock().await;
+    let Some(build) = Build::for_tests("a_large_page_left_the_moment_it_loads_keeps_every_picture_with_its_body")
+    else {
+        return;
+    };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Look through the gallery", &site.url("/gallery")).await.unwrap();
+    for visit in 1..=3 {
+        page.goto(site.url(&format!("/gallery?visit={visit}"))).await.unwrap();
+    }
+    page.goto(site.url("/help")).await.unwrap();
+    settle().await;
+    let served: Vec<String> = site
+        .served()
+        .into_iter()
+        .filter(|served| served.path_and_query.starts_with("/picture/"))
+        .map(|served| served.path_and_query)
+        .collect();
+    assert_eq!(served.len(), 4 * GALLERY_PICTURES, "every visit fetches every picture (no cache while recording)");
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+
+    let har: serde_json::Value = serde_json::from_slice(&std::fs::read(bundle.join("recording.har")).unwrap()).unwrap();
+    let mut recorded = Vec::new();
+    let mut wrong = Vec::new();
+    for entry in har["log"]["entries"].as_array().unwrap() {
+        let url = entry["request"]["url"].as_str().unwrap();
+        let Some(name) = url.strip_prefix(&site.url("/picture/")) else { continue };
+        recorded.push(format!("/picture/{name}"));
+        let n: u32 = name.trim_end_matches(".svg").parse().unwrap();
+        let body = entry["response"]["content"]["_file"].as_str().and_then(|f| std::fs::read(bundle.join(f)).ok());
+        let colour = format!("hsl({} 60% 55%)", n * 37 % 360);
+        if !body.is_some_and(|body| String::from_utf8_lossy(&body).contains(&colour)) {
+            wrong.push(url.to_owned());
+        }
+    }
+    assert!(wrong.is_empty(), "{} of {} pictures without their body: {wrong:#?}", wrong.len(), recorded.len());
+    let (mut served, mut recorded) = (served, recorded);
+    served.sort();
+    recorded.sort();
+    assert_eq!(recorded, served, "every picture served is recorded, as often as it was served");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_page_does_by_itself_is_not_the_persons_action() {
     let _one = ONE_BROWSER.lock().await;

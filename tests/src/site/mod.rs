@@ -12,7 +12,8 @@
 //! [`DemoSite`] runs it on its own thread for synchronous tests, remembering every request it served.
 //!
 //! # Layout
-//! - `pages`: the HTML pages that hold no state (home, help, embed and widget, strict, clock, 404).
+//! - `pages`: the HTML pages that hold no state (home, help, embed and widget, strict, clock, a gallery of
+//!   240 pictures for a large page, 404).
 //! - `catalog`: the fixed product list, `/api/products`, `/search` and a page per product, `/item/<id>`.
 //! - `account`: sign-in with CSRF, sessions, `/account` and the cart.
 //! - [`chat`]: the support chat, `/chat` and its WebSocket.
@@ -48,7 +49,7 @@ use axum::routing::{any, get};
 use tokio::sync::watch;
 use tower_http::compression::CompressionLayer;
 
-pub use pages::STRICT_CSP;
+pub use pages::{GALLERY_PICTURES, STRICT_CSP};
 
 /// The one account of the shop.
 pub const DEMO_USER: &str = "ann";
@@ -130,6 +131,8 @@ pub fn router(state: SiteState) -> Router {
         .route("/embed", get(pages::embed))
         .route("/widget", get(pages::widget))
         .route("/help", get(pages::help))
+        .route("/gallery", get(pages::gallery))
+        .route("/picture/{name}", get(pages::picture))
         .route("/strict", get(pages::strict))
         .route("/clock", get(pages::clock))
         .route("/forge", get(pages::forge))
@@ -194,6 +197,11 @@ pub struct DemoSite {
 impl DemoSite {
     /// Starts the site on 127.0.0.1:`port` (0 = any free port).
     pub fn start(port: u16) -> anyhow::Result<DemoSite> {
+        DemoSite::start_with_latency(port, Duration::ZERO)
+    }
+
+    /// Starts the site with every response held back `latency` first, as a real network's round trip would.
+    pub fn start_with_latency(port: u16, latency: Duration) -> anyhow::Result<DemoSite> {
         let listener = bind(port)?;
         let port = listener.local_addr().context("cannot read the site's address")?.port();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -205,7 +213,13 @@ impl DemoSite {
             tokio::net::TcpListener::from_std(listener).context("cannot hand the socket to the runtime")?
         };
         let state = SiteState::new();
-        let app = router(state.clone());
+        let mut app = router(state.clone());
+        if !latency.is_zero() {
+            app = app.layer(middleware::from_fn(move |request: Request, next: Next| async move {
+                tokio::time::sleep(latency).await;
+                next.run(request).await
+            }));
+        }
         let (stop, stop_requested) = watch::channel(false);
         let thread = std::thread::Builder::new()
             .name(format!("demo-site-{port}"))

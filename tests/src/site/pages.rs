@@ -2,6 +2,7 @@
 //! clock, the deals redirect, the page that forges a person's actions, and the 404 page.
 
 use axum::Json;
+use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde_json::{Value, json};
@@ -46,6 +47,32 @@ pub(super) async fn help() -> Response {
     let body = "<h1>Help</h1>\n<p id=\"help-text\">Sign in as the demo user, add a blue mug to your cart, and \
                 search for anything with “mug” in its name.</p>\n<p><a href=\"/\">Back to the shop</a></p>";
     respond(StatusCode::OK, Some("Help"), &[], body)
+}
+
+/// How many pictures `/gallery` shows.
+pub const GALLERY_PICTURES: usize = 240;
+
+/// `GET /gallery`: a large page, a grid of [`GALLERY_PICTURES`] pictures, each a request of its own, as a
+/// catalogue or a photo site has.
+pub(super) async fn gallery() -> Response {
+    let pictures: String = (0..GALLERY_PICTURES)
+        .map(|n| format!("<img src=\"/picture/{n}.svg\" alt=\"Picture {n}\" width=\"48\" height=\"48\">"))
+        .collect();
+    let body = format!("<h1>Gallery</h1>\n<p>Every picture of the shop.</p>\n<div id=\"gallery\">{pictures}</div>");
+    respond(StatusCode::OK, Some("Gallery"), &[], &body)
+}
+
+/// `GET /picture/{n}.svg`: one of the gallery's pictures, each a different colour.
+pub(super) async fn picture(Path(name): Path<String>) -> Response {
+    let Some(n) = name.strip_suffix(".svg").and_then(|n| n.parse::<u32>().ok()) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"48\" height=\"48\">\
+         <rect width=\"48\" height=\"48\" fill=\"hsl({} 60% 55%)\"/></svg>",
+        n * 37 % 360
+    );
+    ([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response()
 }
 
 /// `GET /deals`: a temporary redirect (302, as older sites do, rather than 303 or 307) to a search.
