@@ -87,6 +87,8 @@ pub const REQUIRED_ENV: &str = "TRACE_E2E_REQUIRED";
 /// A running Chromium with the extension loaded and the host registered.
 pub struct RecordingBrowser {
     chromium: Chromium,
+    /// The browser's process, parent of all its others.
+    process_id: Option<u32>,
     pub data_dir: PathBuf,
     _profile: tempfile::TempDir,
 }
@@ -122,12 +124,18 @@ impl RecordingBrowser {
             user_data_dir: Some(profile.path().to_owned()),
             ..Launch::default()
         };
-        let chromium = chromium::launch(&launch).await.context("cannot launch Chromium")?;
-        Ok(RecordingBrowser { chromium, data_dir: data_dir.to_owned(), _profile: profile })
+        let mut chromium = chromium::launch(&launch).await.context("cannot launch Chromium")?;
+        let process_id = chromium.browser.get_mut_child().and_then(|child| child.as_mut_inner().id());
+        Ok(RecordingBrowser { chromium, process_id, data_dir: data_dir.to_owned(), _profile: profile })
     }
 
     pub fn browser(&self) -> &Browser {
         &self.chromium.browser
+    }
+
+    /// The browser's main process (its others, and the host it starts, are below it).
+    pub fn process_id(&self) -> Option<u32> {
+        self.process_id
     }
 
     /// Opens the extension's popup page in a tab.
