@@ -95,13 +95,14 @@ impl Bodies {
         self.captured.insert(key, bytes);
     }
 
-    /// A response arrived; true when its body is to be streamed (the recorder then asks Chrome, after
-    /// [`Bodies::stream_requested`]). `announced_large`: its `Content-Length` is over the limit.
+    /// A response arrived; true when its body is to be streamed and its stream is still to be asked for
+    /// (the recorder then asks Chrome, after [`Bodies::stream_requested`]); it may have been asked for at
+    /// the response's pause already. `announced_large`: its `Content-Length` is over the limit.
     pub fn response_received(&mut self, key: &ExchangeKey, announced_large: bool) -> bool {
         if announced_large {
             self.large.insert(key.clone());
         }
-        self.large.contains(key)
+        self.large.contains(key) && !self.streams.contains_key(key)
     }
 
     /// The recorder is about to ask Chrome to stream the body.
@@ -247,6 +248,18 @@ mod tests {
         // The end was sent once: the stream is gone.
         assert_eq!(bodies.data_received(&key("r"), "RQ==".into()), None);
         assert_eq!(bodies.loading_finished(&key("r")), Finished::Fetch);
+    }
+
+    #[test]
+    fn a_stream_started_at_the_responses_pause_is_not_asked_for_again_when_the_response_arrives() {
+        let mut bodies = Bodies::default();
+        bodies.mark_large(key("r"));
+        bodies.stream_requested(key("r"));
+        let started = bodies.stream_started(&key("r"), "QQ==".into());
+        assert_eq!(shown(&started), [r#"7-1 0 "QQ==" false"#]);
+        assert!(!bodies.response_received(&key("r"), true), "a second stream would start the body again");
+        let next = bodies.data_received(&key("r"), "Qg==".into()).unwrap();
+        assert_eq!((next.body_id.as_str(), next.index), ("7-1", 1));
     }
 
     #[test]

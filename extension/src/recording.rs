@@ -74,6 +74,8 @@ struct Recording {
     reloading: BTreeSet<i64>,
     /// What loading pages hold back: exchanges' events and the bodies to read.
     gate: LoadGate<(Target, ExchangeKey)>,
+    /// Targets where Chrome refused durable messages: every response is paused, and its body taken there.
+    pause_takes_bodies: BTreeSet<Target>,
     typing: TypingCoalescer,
     progress: Progress,
 }
@@ -130,6 +132,7 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
             script_contexts: HashMap::new(),
             reloading: BTreeSet::new(),
             gate: LoadGate::default(),
+            pause_takes_bodies: BTreeSet::new(),
             typing: TypingCoalescer::default(),
             progress: Progress {
                 task_id: task_id.to_string(),
@@ -629,24 +632,37 @@ async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
     // No response is paused for its body: pausing every response made page loads 1.6–1.8× as long. Bodies
     // are read once their page has loaded ([`LoadGate`]), from the copy the browser keeps for DevTools
     // (durable messages), which outlives the page's own (a stylesheet's font is evicted with its document).
-    // `Fetch` stays on for one thing only the Network domain cannot do: requests a page sends as it unloads
-    // (beacons, keep-alive fetches), which it never reports. Beacons and `fetch` requests are paused at
-    // their start; those the Network domain has not reported are paused again at their response and
-    // recorded from there (see [`on_request_paused`]). That costs: with `Fetch` on, every request of the
-    // page goes through the browser's interception, about ×1.15 on page loads even with patterns that
-    // match nothing, but without it a page's last requests would be lost. Where durable messages are
-    // refused, every response is paused, so that its body is taken before anything can evict it.
+    // `Fetch` stays on for what the Network domain cannot do:
+    // - requests a page sends as it unloads (beacons, keep-alive fetches), which it never reports: beacons
+    //   and `fetch` requests are paused at their start, and those it has not reported are paused again at
+    //   their response and recorded from there (see [`on_request_paused`]);
+    // - bodies too large for Chrome to keep (over 16 MiB) and event streams, which must be streamed from
+    //   their first byte: responses of the kinds that may carry one (documents, which may be downloads,
+    //   `fetch`, XHR, media, event streams, others) are paused at their headers, just long enough to start
+    //   the stream of those that do.
+    // With `Fetch` on, every request of the page goes through the browser's interception, about ×1.15 on
+    // page loads even with patterns that match nothing; without it, a page's last requests and the start of
+    // large bodies would be lost. Where durable messages are refused, every response is paused, and its
+    // body taken there before anything can evict it.
     let durable = json!({"maxTotalBufferSize": BODY_BUFFER_BYTES, "maxResourceBufferSize": TAKE_WHOLE_LIMIT});
-    let patterns =
-        match command(target, "Network.configureDurableMessages", durable).await {
-            Ok(_) => json!(["Ping", "Fetch"].map(
-                |resource_type| json!({"urlPattern": "*", "resourceType": resource_type, "requestStage": "Request"})
-            )),
-            Err(error) => {
-                crate::log(&format!("durable messages refused in a {kind} ({error}): every response is paused"));
-                json!([{"urlPattern": "*", "requestStage": "Response"}])
-            }
-        };
+    let patterns = match command(target, "Network.configureDurableMessages", durable).await {
+        Ok(_) => {
+            let at = |stage: &str, types: &[&str]| -> Vec<Value> {
+                types
+                    .iter()
+                    .map(|kind| json!({"urlPattern": "*", "resourceType": kind, "requestStage": stage}))
+                    .collect()
+            };
+            let mut patterns = at("Request", &["Ping", "Fetch"]);
+            patterns.extend(at("Response", &["Document", "Fetch", "XHR", "Media", "EventSource", "Other"]));
+            json!(patterns)
+        }
+        Err(error) => {
+            crate::log(&format!("durable messages refused in a {kind} ({error}): every response is paused"));
+            ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.pause_takes_bodies.insert(target.clone())));
+            json!([{"urlPattern": "*", "requestStage": "Response"}])
+        }
+    };
     let mut commands = vec![("Fetch.enable", json!({"patterns": patterns}))];
     if is_document {
         commands.extend([
@@ -762,16 +778,20 @@ const BODY_BUFFER_BYTES: u64 = 256 << 20;
 
 /// A request paused by `Fetch`, at its start or at its response's headers.
 ///
-/// At its start, a request the Network domain has reported (it has a `networkId`) goes on untouched; one it
-/// has not is a request sent during unload, and is paused again at its response to be recorded from there.
+/// At its start, a request the Network domain has reported (it has a `networkId`) goes on; one it has not is
+/// a request sent during unload, and is paused again at its response to be recorded from there.
 async fn on_request_paused(target: Target, params: Value) {
     let at_response = params.get("responseStatusCode").is_some() || params.get("responseErrorReason").is_some();
     if at_response {
         return take_paused_body(target, params).await;
     }
     let fetch_id = params["requestId"].as_str().unwrap_or_default();
-    let unreported = params.get("networkId").is_none();
-    let go_on = json!({"requestId": fetch_id, "interceptResponse": unreported});
+    // A reported request's response is paused only where the patterns say (a `fetch` response, whose body
+    // may be large); an unreported one's always.
+    let go_on = match params.get("networkId") {
+        Some(_) => json!({"requestId": fetch_id}),
+        None => json!({"requestId": fetch_id, "interceptResponse": true}),
+    };
     if let Err(error) = command(&target, "Fetch.continueRequest", go_on).await {
         crate::log(&format!("a paused request of tab {} could not go on: {error}", target.tab_id));
     }
@@ -798,9 +818,16 @@ async fn take_paused_body(target: Target, params: Value) {
     };
     if has_body(status) {
         let key = (target.tab_id, network_id);
+        let takes_bodies = ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|r| r.pause_takes_bodies.contains(&target)));
         if endless || length.is_some_and(|n| n > TAKE_WHOLE_LIMIT) {
-            with_bodies(|bodies| bodies.mark_large(key));
-        } else if let Ok(body) = command(&target, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await {
+            with_bodies(|bodies| bodies.mark_large(key.clone()));
+            // Chrome keeps no copy of a body this large: its stream must start before its first byte flows.
+            if !takes_bodies {
+                start_body_stream(target.clone(), key).await;
+            }
+        } else if takes_bodies
+            && let Ok(body) = command(&target, "Fetch.getResponseBody", json!({"requestId": fetch_id})).await
+        {
             let bytes = body_bytes(&body);
             with_bodies(|bodies| bodies.captured(key, bytes));
         }

@@ -268,6 +268,40 @@ async fn a_large_page_left_the_moment_it_loads_keeps_every_picture_with_its_body
     assert_eq!(recorded, served, "every picture served is recorded, as often as it was served");
 }
 
+/// A body too large for Chrome to keep for the recorder (over 16 MiB) is streamed: it must be whole even
+/// when it arrives as fast as a loopback server sends it, its stream started before its first byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_download_at_full_speed_is_recorded_whole() {
+    const MIB: u64 = 48;
+    let _one = ONE_BROWSER.lock().await;
+    let Some(build) = Build::for_tests("a_large_download_at_full_speed_is_recorded_whole") else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Download the price list", &site.url("/help")).await.unwrap();
+    let read = format!(
+        "(async () => {{ const body = await (await fetch('/download?mb={MIB}')).arrayBuffer(); return body.byteLength; }})()"
+    );
+    let bytes: u64 = page.evaluate(read.as_str()).await.unwrap().into_value().unwrap();
+    assert_eq!(bytes, MIB << 20);
+    settle().await;
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+
+    let har: serde_json::Value = serde_json::from_slice(&std::fs::read(bundle.join("recording.har")).unwrap()).unwrap();
+    let download = har["log"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["request"]["url"].as_str().is_some_and(|url| url.contains("/download?")))
+        .expect("the download was recorded");
+    let file = download["response"]["content"]["_file"].as_str().expect("the download has its body");
+    let kept = std::fs::read(bundle.join(file)).unwrap();
+    assert_eq!(kept.len() as u64, MIB << 20, "the body kept is {} bytes of {}", kept.len(), MIB << 20);
+    // The site sends the same mebibyte over and over: the first and the last are that mebibyte.
+    let mebibyte = 1 << 20;
+    assert_eq!(kept[..mebibyte], kept[kept.len() - mebibyte..], "the body's start or end is not what was sent");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_page_does_by_itself_is_not_the_persons_action() {
     let _one = ONE_BROWSER.lock().await;

@@ -20,6 +20,7 @@
 //! - [`ask`]: "Ask an expert", `/ask`, its event stream and the page's own session id.
 //! - [`vault`]: "Partner vault", `/vault`, a sign-in carrying its secrets in script-made encodings.
 //! - `tracker`: the `/collect` endpoint of the analytics beacon, kept apart from the shop itself.
+//! - `download`: `/download?mb=N`, a large file that does not compress.
 //! - `assets`: the static files under `/static/`, embedded in the binary from `static/`.
 //! - `html`: the page layout and HTML escaping.
 
@@ -28,6 +29,7 @@ pub mod ask;
 mod assets;
 mod catalog;
 pub mod chat;
+mod download;
 mod html;
 mod pages;
 mod tracker;
@@ -146,6 +148,7 @@ pub fn router(state: SiteState) -> Router {
         .route("/vault/connect", axum::routing::post(vault::connect))
         .route("/vault/check", get(vault::check))
         .route("/collect", any(tracker::collect))
+        .route("/download", get(download::download))
         .route("/static/{file}", get(assets::asset))
         .fallback(pages::not_found)
         .layer(CompressionLayer::new().compress_when(is_text))
