@@ -32,16 +32,22 @@
 //! of the quiet second after the load, so that the recorder's work after the load event counts: medians
 //! without and with recording, and their ratio.
 //!
+//! Last, a large download (300 MiB that do not compress, fetched whole by the page, three times in each
+//! tab): its throughput without and with recording (target: at least 0.8×), how much of each body the
+//! recording kept, and the peak resident memory of `trace-host` and of the extension's process (its service
+//! worker) before and after the downloads.
+//!
 //! Run: `cargo xtask dist && cargo bench -p trace-e2e --bench overhead` (`TRACE_BENCH_ROUNDS` sets the
 //! number of counted rounds, 15 by default).
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
+use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::network::{EnableParams, SetCacheDisabledParams};
-use trace_e2e::bench::cpu_time_of_tree;
+use trace_e2e::bench::{cpu_time_of_tree, peak_memory_below};
 use trace_e2e::browser::{Build, RecordingBrowser, click, load_event_end, type_into, wait_for_text};
 use trace_e2e::demo;
 use trace_e2e::median;
@@ -53,6 +59,11 @@ const PAGES: [&str; 6] = ["/", "/login", "/search?q=mug", "/embed", "/strict", "
 const LARGE_PAGE: [&str; 1] = ["/gallery"];
 /// What a realistic network adds to every response, in the second condition.
 const NETWORK_LATENCY: Duration = Duration::from_millis(40);
+/// The large download, fetched whole by the page in each tab [`DOWNLOADS`] times.
+const DOWNLOAD_MIB: u64 = 300;
+const DOWNLOADS: usize = 3;
+/// Recording may slow a download this much at most (throughput recorded / not recorded).
+const DOWNLOAD_TARGET: f64 = 0.8;
 const DEFAULT_ROUNDS: usize = 15;
 const WARM_UP_ROUNDS: usize = 2;
 /// Recording may make page loads this much slower at most.
@@ -83,6 +94,16 @@ struct Samples {
     cpu_on: Vec<f64>,
 }
 
+/// The large download: its throughput in MiB/s without and with recording, the peak resident memory of
+/// the host and of the extension's process before and after it, and how much of it the recording kept.
+struct Download {
+    off: Vec<f64>,
+    on: Vec<f64>,
+    host_peak: (u64, u64),
+    extension_peak: (u64, u64),
+    recorded_bytes: Vec<u64>,
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
     let rounds = match std::env::var("TRACE_BENCH_ROUNDS") {
@@ -102,9 +123,11 @@ async fn main() -> Result<()> {
     let browser = RecordingBrowser::launch(&build, data.path(), true).await?;
     let measured = measure(&browser, &site, &conditions, rounds).await;
     browser.close().await?;
-    for (condition, samples) in conditions.iter().zip(&measured?) {
+    let (loads, download) = measured?;
+    for (condition, samples) in conditions.iter().zip(&loads) {
         report(condition, samples, rounds);
     }
+    report_download(&download);
     site.stop();
     distant_site.stop();
     Ok(())
@@ -116,7 +139,7 @@ async fn measure(
     site: &DemoSite,
     conditions: &[Condition<'_>],
     rounds: usize,
-) -> Result<Vec<Samples>> {
+) -> Result<(Vec<Samples>, Download)> {
     let popup = browser.popup().await?;
     // Before the task starts: Chrome gives a tab opened through DevTools the active tab as its opener, and
     // the recorder follows tabs that a recorded tab opens.
@@ -171,28 +194,77 @@ async fn measure(
         }
     }
 
+    let memory = || -> Result<(u64, u64)> {
+        let peak = |marker| peak_memory_below(browser_process, marker).map(|peaks| peaks.first().copied());
+        Ok((peak("trace-host")?.unwrap_or(0), peak("--extension-process")?.unwrap_or(0)))
+    };
+    let before = memory()?;
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    let download_url = site.url(&format!("/download?mb={DOWNLOAD_MIB}"));
+    for round in 0..DOWNLOADS {
+        let order =
+            if round.is_multiple_of(2) { [Tab::Baseline, Tab::Recorded] } else { [Tab::Recorded, Tab::Baseline] };
+        for tab in order {
+            let page = if tab == Tab::Baseline { &baseline } else { &recorded };
+            let seconds = fetch_whole(page, &download_url).await?;
+            let side = if tab == Tab::Baseline { &mut off } else { &mut on };
+            side.push(DOWNLOAD_MIB as f64 / seconds);
+            tokio::time::sleep(QUIET).await;
+        }
+        eprintln!("download round {}/{DOWNLOADS} done", round + 1);
+    }
+
     popup.bring_to_front().await?;
     let counts = wait_for_text(&popup, "#counts", WAIT, |_| true).await?;
     eprintln!("the recorder says: {counts}");
     click(&popup, "#stop").await?;
-    wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Host connected")).await?;
-    let tabs = recorded_tabs(&browser.data_dir).await?;
+    // The host may still be writing the last download's body.
+    wait_for_text(&popup, "#status", Duration::from_secs(300), |t| t.starts_with("Host connected")).await?;
+    let after = memory()?;
+    let bundle = finished_bundle(&browser.data_dir).await?;
+    let tabs = recorded_tabs(&bundle)?;
     ensure!(tabs.len() == 1, "the bundle has events of tabs {tabs:?}: the baseline tab was recorded too");
-    Ok(samples)
+    let download = Download {
+        off,
+        on,
+        host_peak: (before.0, after.0),
+        extension_peak: (before.1, after.1),
+        recorded_bytes: recorded_body_sizes(&bundle, "/download?")?,
+    };
+    Ok((samples, download))
 }
 
-/// The tabs the finished bundle of the data directory has events of: the benchmark's task must have
-/// recorded one tab only, or the comparison means nothing.
-async fn recorded_tabs(data_dir: &Path) -> Result<BTreeSet<i64>> {
+/// Has the page fetch `url` and read its body to the end; returns the seconds it took, as the page timed it.
+async fn fetch_whole(page: &Page, url: &str) -> Result<f64> {
+    page.bring_to_front().await?;
+    let expression = format!(
+        "(async () => {{ const start = performance.now(); const response = await fetch({url}); \
+         const reader = response.body.getReader(); let bytes = 0; \
+         for (;;) {{ const {{ done, value }} = await reader.read(); if (done) break; bytes += value.length; }} \
+         return [bytes, performance.now() - start]; }})()",
+        url = serde_json::to_string(url)?
+    );
+    let (bytes, ms): (u64, f64) = page.evaluate(expression.as_str()).await?.into_value()?;
+    ensure!(bytes == DOWNLOAD_MIB << 20, "the page read {bytes} bytes of {url}");
+    Ok(ms / 1000.0)
+}
+
+/// The bundle the host finished in the data directory.
+async fn finished_bundle(data_dir: &Path) -> Result<PathBuf> {
     let deadline = Instant::now() + WAIT;
-    let bundle = loop {
+    loop {
         let captures = std::fs::read_dir(data_dir.join("captures")).context("the host stored nothing")?;
         if let Some(dir) = captures.flatten().map(|d| d.path()).find(|d| d.join("manifest.json").exists()) {
-            break dir;
+            return Ok(dir);
         }
         ensure!(Instant::now() < deadline, "the host did not finish a bundle in {}", data_dir.display());
         tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    }
+}
+
+/// The tabs the bundle has events of: the benchmark's task must have recorded one tab only, or the
+/// comparison means nothing.
+fn recorded_tabs(bundle: &Path) -> Result<BTreeSet<i64>> {
     let events = std::fs::read_to_string(bundle.join("events.jsonl"))?;
     let mut tabs = BTreeSet::new();
     for line in events.lines() {
@@ -200,6 +272,20 @@ async fn recorded_tabs(data_dir: &Path) -> Result<BTreeSet<i64>> {
         tabs.extend(event["tab_id"].as_i64());
     }
     Ok(tabs)
+}
+
+/// The size of the body the bundle kept for each exchange whose URL contains `url_part` (0 where none).
+fn recorded_body_sizes(bundle: &Path, url_part: &str) -> Result<Vec<u64>> {
+    let har: serde_json::Value = serde_json::from_slice(&std::fs::read(bundle.join("recording.har"))?)?;
+    let entries = har["log"]["entries"].as_array().context("the HAR has no entries")?;
+    Ok(entries
+        .iter()
+        .filter(|entry| entry["request"]["url"].as_str().is_some_and(|url| url.contains(url_part)))
+        .map(|entry| {
+            let file = entry["response"]["content"]["_file"].as_str();
+            file.and_then(|file| std::fs::metadata(bundle.join(file)).ok()).map_or(0, |meta| meta.len())
+        })
+        .collect())
 }
 
 fn report(condition: &Condition, samples: &Samples, rounds: usize) {
@@ -228,4 +314,22 @@ fn report(condition: &Condition, samples: &Samples, rounds: usize) {
     }
     let (cpu_off, cpu_on) = (median(&samples.cpu_off), median(&samples.cpu_on));
     println!("{:<25} {cpu_off:.0} ms off, {cpu_on:.0} ms on: {:.2}×", "browser CPU per load", cpu_on / cpu_off);
+}
+
+fn report_download(download: &Download) {
+    let mib = |bytes: u64| bytes as f64 / (1u64 << 20) as f64;
+    println!();
+    println!(
+        "a {DOWNLOAD_MIB} MiB download fetched whole by the page, {DOWNLOADS} times in each tab: median throughput"
+    );
+    let (off, on) = (median(&download.off), median(&download.on));
+    let verdict = if on / off >= DOWNLOAD_TARGET { "met" } else { "NOT met" };
+    println!("{off:.0} MiB/s off, {on:.0} MiB/s on: {:.2}×   target ≥ {DOWNLOAD_TARGET:.2}×: {verdict}", on / off);
+    let kept: Vec<String> = download.recorded_bytes.iter().map(|&bytes| format!("{:.0}", mib(bytes))).collect();
+    println!("bodies the recording kept, MiB: {}", kept.join(", "));
+    for (name, (before, after)) in
+        [("trace-host", download.host_peak), ("the extension's process", download.extension_peak)]
+    {
+        println!("peak memory of {name}: {:.0} MiB before the downloads, {:.0} MiB after", mib(before), mib(after));
+    }
 }

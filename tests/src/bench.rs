@@ -58,33 +58,65 @@ pub fn directory_size(path: &Path) -> Result<u64> {
 /// (`cutime`, `cstime`); one not yet waited for is missed, which is rare and a few ticks at most.
 pub fn cpu_time_of_tree(root: u32) -> Result<Duration> {
     let ticks_per_second = clock_ticks_per_second()?;
-    let mut parents = Vec::new();
+    let ticks: u64 = processes_below(root)?.iter().map(|process| process.cpu_ticks).sum();
+    Ok(Duration::from_secs_f64(ticks as f64 / ticks_per_second))
+}
+
+/// The peak resident memory (`VmHWM`) of each process below `root` (itself included) whose command line
+/// contains `marker`, in bytes, largest first: `trace-host`, say, or `--extension-process` for the
+/// process of the extension's service worker.
+pub fn peak_memory_below(root: u32, marker: &str) -> Result<Vec<u64>> {
+    let mut peaks: Vec<u64> = processes_below(root)?
+        .iter()
+        .filter(|process| process.command_line.contains(marker))
+        .filter_map(|process| {
+            let status = std::fs::read_to_string(format!("/proc/{}/status", process.pid)).ok()?;
+            let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+            let kib: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
+            Some(kib * 1024)
+        })
+        .collect();
+    peaks.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(peaks)
+}
+
+struct Process {
+    pid: u32,
+    command_line: String,
+    cpu_ticks: u64,
+}
+
+/// `root` and every process below it, as `/proc` lists them now.
+fn processes_below(root: u32) -> Result<Vec<Process>> {
+    let mut all = Vec::new();
     for entry in std::fs::read_dir("/proc").context("cannot read /proc")?.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
         // Gone since the listing: nothing to count.
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        // After the command's closing parenthesis (a command may hold spaces and parentheses): the state is
-        // field 3, the parent 4, and utime, stime, cutime, cstime fields 14 to 17.
+        // After the command's closing parenthesis (a command may hold spaces and parentheses): the parent is
+        // field 4, and utime, stime, cutime, cstime fields 14 to 17.
         let Some((_, rest)) = stat.rsplit_once(')') else { continue };
         let fields: Vec<&str> = rest.split_whitespace().collect();
         let number = |field: usize| fields.get(field - 3).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        parents.push((pid, number(4) as u32, number(14) + number(15) + number(16) + number(17)));
+        let command_line = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let command_line = String::from_utf8_lossy(&command_line).replace('\0', " ");
+        let cpu_ticks = number(14) + number(15) + number(16) + number(17);
+        all.push((number(4) as u32, Process { pid, command_line, cpu_ticks }));
     }
     let mut in_tree = std::collections::BTreeSet::from([root]);
-    // Parents come before their children in pid order nearly always; repeat until nothing joins.
+    // Parents nearly always come before their children in pid order; repeat until nothing joins.
     loop {
         let before = in_tree.len();
-        for &(pid, parent, _) in &parents {
-            if in_tree.contains(&parent) {
-                in_tree.insert(pid);
+        for (parent, process) in &all {
+            if in_tree.contains(parent) {
+                in_tree.insert(process.pid);
             }
         }
         if in_tree.len() == before {
             break;
         }
     }
-    let ticks: u64 = parents.iter().filter(|(pid, ..)| in_tree.contains(pid)).map(|&(.., ticks)| ticks).sum();
-    Ok(Duration::from_secs_f64(ticks as f64 / ticks_per_second))
+    Ok(all.into_iter().map(|(_, process)| process).filter(|process| in_tree.contains(&process.pid)).collect())
 }
 
 /// `sysconf(_SC_CLK_TCK)`, the unit of `/proc`'s CPU times, as `getconf` tells it.
