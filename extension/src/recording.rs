@@ -3,8 +3,8 @@
 //! Starting a task opens (or takes) a tab and attaches `chrome.debugger` to it with the cache disabled and
 //! auto-attach on, so that its cross-process iframes and workers are recorded as child targets. From then
 //! on every DevTools event of a recorded target goes through a [`NetworkTranslator`] per target; completed
-//! exchanges become `events` messages, and each finished response's body is read and sent in chunks, both
-//! once the page has loaded ([`LoadGate`]). The in-page script ([`actions`]) reports the person's actions
+//! exchanges become `events` messages, and each finished response's body is read, once its page has loaded
+//! ([`LoadGate`]), and sent in chunks. The in-page script ([`actions`]) reports the person's actions
 //! through a binding; they are coalesced and recorded, and each triggers a throttled capture
 //! ([`snapshots`]). Tabs opened by a recorded tab are recorded too. Every message goes through the task's [`Outbox`], so that what the host has not
 //! acknowledged is sent again after a reconnect.
@@ -26,7 +26,7 @@ use wasm_bindgen_futures::JsFuture;
 use crate::bodies::{Bodies, Chunk, ExchangeKey, Finished};
 use crate::chrome::{self, to_js};
 use crate::debugger::{self, Target, command, describe};
-use crate::load_gate::{self, LoadGate, Released};
+use crate::load_gate::{self, LoadGate};
 use crate::network::NetworkTranslator;
 use crate::outbox::{DEFAULT_LIMIT_BYTES, Outbox};
 use crate::{host_link, snapshots};
@@ -72,7 +72,7 @@ struct Recording {
     script_contexts: HashMap<(Target, i64), String>,
     /// Tabs the recorder is reloading itself (see [`on_tab_created`]): their reload is not the person's.
     reloading: BTreeSet<i64>,
-    /// What loading pages hold back: exchanges' events and the bodies to read.
+    /// The bodies loading pages hold back, to read once they have loaded.
     gate: LoadGate<(Target, ExchangeKey)>,
     /// Targets where Chrome refused durable messages: every response is paused, and its body taken there.
     pause_takes_bodies: BTreeSet<Target>,
@@ -179,12 +179,9 @@ pub async fn stop(answer: Option<String>) -> Result<(), String> {
     if let Some(&tab_id) = tabs.iter().next() {
         snapshots::storage_snapshot(tab_id, StoragePhase::Stop).await;
     }
-    // What loading pages held back is sent, and their bodies read, while the tabs are still attached.
-    for Released { events, bodies } in with_gate(LoadGate::release_all).unwrap_or_default() {
-        send_events(events);
-        for (target, key) in bodies {
-            send_body(target, key).await;
-        }
+    // The bodies loading pages held back are read while the tabs are still attached.
+    for (target, key) in with_gate(LoadGate::release_all).unwrap_or_default() {
+        send_body(target, key).await;
     }
     let leftovers = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
@@ -255,17 +252,17 @@ pub fn on_debugger_event(target: Target, method: &str, params: Value) {
                 let mut active = a.borrow_mut();
                 let recording = active.as_mut()?;
                 let is_main = recording.translators.get(&tab_id).is_some_and(|t| t.is_main_frame(frame_id));
-                is_main.then(|| recording.gate.load_started(tab_id, js_sys::Date::now())).flatten()
+                Some(if is_main { recording.gate.load_started(tab_id, js_sys::Date::now()) } else { Vec::new() })
             });
-            release(previous);
+            read_bodies(previous.unwrap_or_default());
             wasm_bindgen_futures::spawn_local(async move {
                 chrome::sleep(load_gate::LONGEST_HOLD_MS).await;
-                release(with_gate(|gate| gate.release_overdue(tab_id, js_sys::Date::now())).flatten());
+                read_bodies(with_gate(|gate| gate.release_overdue(tab_id, js_sys::Date::now())).unwrap_or_default());
             });
         }
         "Page.loadEventFired" => {
             if target.is_tab() {
-                release(with_gate(|gate| gate.load_ended(tab_id)).flatten());
+                read_bodies(with_gate(|gate| gate.load_ended(tab_id)).unwrap_or_default());
             }
             wasm_bindgen_futures::spawn_local(snapshots::page_loaded(target))
         }
@@ -335,9 +332,7 @@ fn on_network_event(target: Target, method: &str, params: &Value) {
         translator.handle(method, params, Some(target.tab_id))
     });
     // A finished exchange's events are queued before the end of its body, so the body follows them.
-    if !events.is_empty() {
-        release(with_gate(|gate| gate.hold_events(target.tab_id, events, js_sys::Date::now())).flatten());
-    }
+    send_events(events);
     let key = (target.tab_id, params["requestId"].as_str().unwrap_or_default().to_owned());
     match method {
         "Network.responseReceived" => {
@@ -366,7 +361,9 @@ fn on_network_event(target: Target, method: &str, params: &Value) {
             Some(Finished::Send(chunks)) => send_chunks(chunks),
             Some(Finished::Fetch) => {
                 let tab_id = key.0;
-                release(with_gate(|gate| gate.hold_body(tab_id, (target, key), js_sys::Date::now())).flatten());
+                read_bodies(
+                    with_gate(|gate| gate.hold_body(tab_id, (target, key), js_sys::Date::now())).unwrap_or_default(),
+                );
             }
             None => {}
         },
@@ -461,9 +458,8 @@ pub fn on_tab_removed(tab_id: i64) {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
         recording.tabs.remove(&tab_id);
-        let held = recording.gate.load_ended(tab_id).map(unread_bodies_lost).unwrap_or_default();
-        let flushed = recording.translators.remove(&tab_id).map(|mut translator| translator.flush(Some(tab_id)));
-        Some(held.into_iter().chain(flushed.into_iter().flatten()).collect::<Vec<_>>())
+        unread_bodies_lost(tab_id, recording.gate.load_ended(tab_id).len());
+        recording.translators.remove(&tab_id).map(|mut translator| translator.flush(Some(tab_id)))
     });
     let mut events = leftovers.unwrap_or_default();
     events.push(event(tab_id, EventKind::Tab(TabEvent { op: TabOp::Removed, opener_tab_id: None, url: None })));
@@ -477,13 +473,12 @@ pub fn on_debugger_detached(tab_id: i64, reason: &str) {
     // A closed tab detaches too; `on_tab_removed` records that, whichever of the two Chrome reports first.
     if reason != "target_closed" && is_recorded(tab_id) {
         crate::log(&format!("tab {tab_id} is no longer recorded: the debugger was detached ({reason})"));
-        let held = ACTIVE.with(|a| {
-            let mut active = a.borrow_mut();
-            let recording = active.as_mut()?;
-            recording.tabs.remove(&tab_id);
-            recording.gate.load_ended(tab_id).map(unread_bodies_lost)
+        ACTIVE.with(|a| {
+            if let Some(recording) = a.borrow_mut().as_mut() {
+                recording.tabs.remove(&tab_id);
+                unread_bodies_lost(tab_id, recording.gate.load_ended(tab_id).len());
+            }
         });
-        send_events(held.unwrap_or_default());
     }
 }
 
@@ -710,20 +705,16 @@ fn with_gate<T>(update: impl FnOnce(&mut LoadGate<(Target, ExchangeKey)>) -> T) 
     ACTIVE.with(|a| a.borrow_mut().as_mut().map(|recording| update(&mut recording.gate)))
 }
 
-/// What a load held back when its tab can no longer be read (closed, or detached): its exchanges are
-/// kept, and the bodies it had not read yet are lost, as the log says.
-fn unread_bodies_lost(released: Released<(Target, ExchangeKey)>) -> Vec<Event> {
-    if let Some((_, (tab_id, _))) = released.bodies.first() {
-        let lost = released.bodies.len();
+/// A tab that can no longer be read (closed, or detached) while its page loaded: its exchanges are kept,
+/// and the bodies its load held back are lost, as the log says.
+fn unread_bodies_lost(tab_id: i64, lost: usize) {
+    if lost > 0 {
         crate::log(&format!("tab {tab_id} went away while its page loaded: {lost} bodies not read"));
     }
-    released.events
 }
 
-/// Does what a load held back: sends its events, then reads its bodies.
-fn release(released: Option<Released<(Target, ExchangeKey)>>) {
-    let Some(Released { events, bodies }) = released else { return };
-    send_events(events);
+/// Reads bodies a load held back, or one that need not wait.
+fn read_bodies(bodies: Vec<(Target, ExchangeKey)>) {
     for (target, key) in bodies {
         wasm_bindgen_futures::spawn_local(send_body(target, key));
     }
