@@ -6,8 +6,8 @@
 //! exchanges become `events` messages, and each finished response's body is read, once its page has loaded
 //! ([`LoadGate`]), and sent in chunks. The in-page script ([`actions`]) reports the person's actions
 //! through a binding; they are coalesced and recorded, and each triggers a throttled capture
-//! ([`snapshots`]). Tabs opened by a recorded tab are recorded too. Every message goes through the task's [`Outbox`], so that what the host has not
-//! acknowledged is sent again after a reconnect.
+//! ([`snapshots`]). Tabs opened by a recorded tab are recorded too. Every message goes through the task's
+//! [`Outbox`], so that what the host has not acknowledged is sent again after a reconnect.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -248,13 +248,15 @@ pub fn on_debugger_event(target: Target, method: &str, params: Value) {
         }
         "Page.frameStartedLoading" if target.is_tab() => {
             let frame_id = params["frameId"].as_str().unwrap_or_default();
+            // The main frame's load only: an iframe's start is part of the page's load, not a new one.
             let previous = ACTIVE.with(|a| {
                 let mut active = a.borrow_mut();
                 let recording = active.as_mut()?;
                 let is_main = recording.translators.get(&tab_id).is_some_and(|t| t.is_main_frame(frame_id));
-                Some(if is_main { recording.gate.load_started(tab_id, js_sys::Date::now()) } else { Vec::new() })
+                is_main.then(|| recording.gate.load_started(tab_id, js_sys::Date::now()))
             });
-            read_bodies(previous.unwrap_or_default());
+            let Some(previous) = previous else { return };
+            read_bodies(previous);
             wasm_bindgen_futures::spawn_local(async move {
                 chrome::sleep(load_gate::LONGEST_HOLD_MS).await;
                 read_bodies(with_gate(|gate| gate.release_overdue(tab_id, js_sys::Date::now())).unwrap_or_default());
