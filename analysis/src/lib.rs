@@ -27,6 +27,7 @@
 //! - [`request_state`]: the browser's state a request carries, which chooses among recorded twins.
 //! - [`secrets`]: which names and values are secret, and the forms a secret takes.
 //! - [`suspects`]: values no rule chose but whose shape suggests a secret, for a person to decide.
+//! - [`storage`]: the storage a replay starts from, each origin's as the recording first found it.
 //! - [`urls`]: the URL rule patterns are written in (scheme-less substrings).
 //! - [`body`]: the one parser of form, JSON and multipart bodies.
 //! - [`canonical`]: canonical URLs, bodies and endpoint keys, which replay matches on.
@@ -53,6 +54,7 @@ pub mod postprocess;
 pub mod request_state;
 pub mod score;
 pub mod secrets;
+pub mod storage;
 pub mod summary;
 pub mod suspects;
 pub mod trajectory;

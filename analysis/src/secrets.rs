@@ -292,6 +292,14 @@ impl Secrets {
             for (key, value) in areas.flatten() {
                 secrets.scan_storage(key, value);
             }
+            for database in snapshot.snapshot.indexed_db.values().flatten() {
+                for record in database.object_stores.iter().flat_map(|store| &store.records) {
+                    secrets.json_fields(&record.value, None, SecretKind::Storage);
+                    for text in trace_manifest::site_storage::texts(&record.value) {
+                        secrets.shapes_in(text);
+                    }
+                }
+            }
         }
         Ok(secrets)
     }

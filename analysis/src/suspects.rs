@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
+use trace_manifest::site_storage;
 
 use crate::secrets::{PLACEHOLDER_PREFIX, Secrets};
 
@@ -183,6 +184,16 @@ impl Suspects {
                 for (origin, entries) in origins {
                     for (key, value) in entries {
                         self.scan(value, &format!("{area} storage {key:?} of {origin}"), secrets);
+                    }
+                }
+            }
+            for (origin, databases) in &snapshot.snapshot.indexed_db {
+                for database in databases {
+                    for store in &database.object_stores {
+                        let label = format!("IndexedDB {}/{} of {origin}", database.name, store.name);
+                        for text in store.records.iter().flat_map(|record| site_storage::texts(&record.value)) {
+                            self.scan(text, &label, secrets);
+                        }
                     }
                 }
             }

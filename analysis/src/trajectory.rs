@@ -337,6 +337,8 @@ struct Capture<'e> {
     kind: CaptureKind,
     reason: &'e str,
     file: &'e str,
+    /// The action event it was taken after, as the recorder tied it (see `ScreenshotStored::after_action_ts`).
+    action_id: Option<u64>,
 }
 
 struct Builder<'e> {
@@ -354,6 +356,13 @@ impl<'e> Builder<'e> {
     fn new(events: &[&'e EventRecord]) -> Builder<'e> {
         let mut documents: HashMap<(i64, &str), DocumentChain> = HashMap::new();
         let mut captures = Vec::new();
+        // An action is named by its tab and time, which the recorder knows before the host numbers it.
+        let actions: HashMap<(Option<i64>, u64), u64> = events
+            .iter()
+            .filter(|record| matches!(record.event.kind, EventKind::Action(_)))
+            .map(|record| ((record.event.tab_id, record.event.ts.to_bits()), record.id))
+            .collect();
+        let action_of = |tab_id: Option<i64>, ts: Option<f64>| actions.get(&(tab_id, ts?.to_bits())).copied();
         for record in events {
             let event = &record.event;
             match &event.kind {
@@ -378,6 +387,7 @@ impl<'e> Builder<'e> {
                     kind: CaptureKind::Screenshot,
                     reason: &shot.reason,
                     file: &shot.file,
+                    action_id: action_of(event.tab_id, shot.after_action_ts),
                 }),
                 EventKind::DomSnapshot(dom) if event.frame_id.is_none() => captures.push(Capture {
                     id: record.id,
@@ -387,6 +397,7 @@ impl<'e> Builder<'e> {
                     kind: CaptureKind::Dom,
                     reason: &dom.reason,
                     file: &dom.file,
+                    action_id: action_of(event.tab_id, dom.after_action_ts),
                 }),
                 _ => {}
             }
@@ -986,10 +997,11 @@ impl<'e> Builder<'e> {
             } else {
                 let start = call.last_event_id().unwrap_or(call.first_event_id);
                 let window = CaptureWindow { start, end, end_ts, url: call.call.url_after.as_deref() };
-                (
-                    capture_after(&self.captures, call.result_tab, CaptureKind::Screenshot, &window),
-                    capture_after(&self.captures, call.result_tab, CaptureKind::Dom, &window),
-                )
+                let chosen = |kind| {
+                    tied_capture(&self.captures, &call.call.event_ids, kind)
+                        .or_else(|| capture_after(&self.captures, call.result_tab, kind, &window))
+                };
+                (chosen(CaptureKind::Screenshot), chosen(CaptureKind::Dom))
             };
             call.call.screenshot = screenshot;
             call.call.dom_snapshot = dom;
@@ -1017,7 +1029,19 @@ impl<'e> Builder<'e> {
     }
 }
 
-/// Which captures can show what a call did: after its last event (`start`, an event id), before the next
+/// The last capture the recorder tied to one of the call's actions: what the page showed once it had
+/// reacted to them, wherever the capture falls among later events (a slow page's capture can come after the
+/// person's next action began).
+fn tied_capture(captures: &[Capture], event_ids: &[u64], kind: CaptureKind) -> Option<String> {
+    captures
+        .iter()
+        .rev()
+        .find(|c| c.kind == kind && c.action_id.is_some_and(|id| event_ids.contains(&id)))
+        .map(|c| c.file.to_owned())
+}
+
+/// When no capture is tied to a call's actions (recordings made before captures were tied, a call with
+/// no action of the person's): which captures can show what a call did: after its last event (`start`, an event id), before the next
 /// call's first event (`end`) and before it began (`end_ts`), and, for a DOM snapshot, of the page the call
 /// left its tab at (`url`), since a capture begun just before a navigation committed shows the old page.
 struct CaptureWindow<'u> {
@@ -1211,6 +1235,20 @@ mod tests {
             self.capture_of(tab, reason, &url)
         }
 
+        /// A capture the recorder tied to the action event `action` (its id here).
+        fn capture_tied_to(&mut self, tab: i64, action: u64) -> (String, String) {
+            let ts = self.events[action as usize].event.ts;
+            let (shot, dom) = self.capture(tab, "action");
+            for record in self.events.iter_mut().rev().take(2) {
+                match &mut record.event.kind {
+                    EventKind::Screenshot(shot) => shot.after_action_ts = Some(ts),
+                    EventKind::DomSnapshot(dom) => dom.after_action_ts = Some(ts),
+                    _ => unreachable!("the capture's two events"),
+                }
+            }
+            (shot, dom)
+        }
+
         /// A screenshot and a DOM snapshot of the document at `url`.
         fn capture_of(&mut self, tab: i64, reason: &str, url: &str) -> (String, String) {
             let shot = format!("screenshots/{:06}.png", self.events.len());
@@ -1219,6 +1257,7 @@ mod tests {
                 format: ImageFormat::Png,
                 reason: reason.to_owned(),
                 viewport: None,
+                after_action_ts: None,
             };
             self.add(Some(tab), EventKind::Screenshot(kind));
             let dom = format!("dom/{:06}.html", self.events.len());
@@ -1227,6 +1266,7 @@ mod tests {
                 reason: reason.to_owned(),
                 file: dom.clone(),
                 accessibility_file: None,
+                after_action_ts: None,
             };
             self.add(Some(tab), EventKind::DomSnapshot(kind));
             (shot, dom)
@@ -1806,6 +1846,33 @@ mod tests {
         assert_eq!(files(2), (Some(late_shot.clone()), Some(late_dom.clone())));
         assert_eq!(files(3), (Some(late_shot), Some(late_dom)), "done shows the final page");
         assert_ne!(load_shot, load_dom);
+    }
+
+    #[test]
+    fn a_capture_tied_to_an_action_is_that_actions_however_late_it_comes() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        let first = rec.action(TAB, click("#a"));
+        // The person clicks again before the slow page's capture of the first click is stored.
+        let second = rec.action(TAB, click("#b"));
+        let (first_shot, first_dom) = rec.capture_tied_to(TAB, first);
+        let (second_shot, second_dom) = rec.capture_tied_to(TAB, second);
+        let derived = rec.derive();
+        let files = |i: usize| (call(&derived, i).screenshot.clone(), call(&derived, i).dom_snapshot.clone());
+        assert_eq!(files(1), (Some(first_shot.clone()), Some(first_dom.clone())), "by time, #a would have none");
+        assert_eq!(files(2), (Some(second_shot), Some(second_dom)), "by time, #b would show #a's effect");
+
+        // Untied, the same recording falls back to time: what the old recordings get.
+        for record in &mut rec.events {
+            match &mut record.event.kind {
+                EventKind::Screenshot(shot) => shot.after_action_ts = None,
+                EventKind::DomSnapshot(dom) => dom.after_action_ts = None,
+                _ => {}
+            }
+        }
+        let derived = rec.derive();
+        assert_eq!(call(&derived, 1).screenshot, None);
+        assert_eq!(call(&derived, 2).screenshot, Some(first_shot));
     }
 
     #[test]

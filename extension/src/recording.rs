@@ -15,9 +15,7 @@ use std::collections::{BTreeSet, HashMap};
 use base64::Engine as _;
 use serde::Serialize;
 use serde_json::{Value, json};
-use trace_manifest::event::{
-    BodyPart, ConsoleMessage, Event, EventKind, Navigation, NavigationCause, StoragePhase, TabEvent, TabOp,
-};
+use trace_manifest::event::{BodyPart, ConsoleMessage, Event, EventKind, Navigation, NavigationCause, TabEvent, TabOp};
 use trace_manifest::task::{RecorderInfo, TaskId, TaskStart, TaskType};
 use trace_manifest::wire::{ClientBody, HostMessage};
 use wasm_bindgen::prelude::*;
@@ -31,6 +29,7 @@ use crate::network::NetworkTranslator;
 use crate::outbox::{DEFAULT_LIMIT_BYTES, Outbox};
 use crate::{host_link, snapshots};
 use trace_manifest::capture::{self as actions, PageReport, TypingCoalescer};
+use trace_manifest::site_storage;
 
 /// What the person asked to record.
 #[derive(Debug, Clone)]
@@ -70,6 +69,8 @@ struct Recording {
     bodies: Bodies,
     /// The frame of each execution context of the in-page script's world.
     script_contexts: HashMap<(Target, i64), String>,
+    /// The origins whose storage the recording has read (see [`snapshots::origin_reached`]).
+    storage_origins: BTreeSet<String>,
     /// Tabs the recorder is reloading itself (see [`on_tab_created`]): their reload is not the person's.
     reloading: BTreeSet<i64>,
     /// The bodies loading pages hold back, to read once they have loaded.
@@ -130,6 +131,7 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
             translators: HashMap::new(),
             bodies: Bodies::default(),
             script_contexts: HashMap::new(),
+            storage_origins: BTreeSet::new(),
             reloading: BTreeSet::new(),
             gate: LoadGate::default(),
             pause_takes_bodies: BTreeSet::new(),
@@ -160,7 +162,7 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
         number(&tab, "id").ok_or("the new tab has no id")? as i64
     };
     attach(tab_id).await?;
-    snapshots::storage_snapshot(tab_id, StoragePhase::Start).await;
+    snapshots::cookies_at_start(tab_id).await;
     if !request.current_tab {
         command(&Target::tab(tab_id), "Page.navigate", json!({"url": request.website})).await?;
     }
@@ -176,8 +178,10 @@ pub async fn stop(answer: Option<String>) -> Result<(), String> {
     if task_type == TaskType::InformationRetrieval && answer.is_none() {
         return Err("an information retrieval task needs its answer before it stops".to_owned());
     }
+    let contexts: Vec<(Target, i64)> =
+        ACTIVE.with(|a| a.borrow().as_ref().map(|r| r.script_contexts.keys().cloned().collect()).unwrap_or_default());
     if let Some(&tab_id) = tabs.iter().next() {
-        snapshots::storage_snapshot(tab_id, StoragePhase::Stop).await;
+        snapshots::storage_at_stop(tab_id, contexts).await;
     }
     // The bodies loading pages held back are read while the tabs are still attached.
     for (target, key) in with_gate(LoadGate::release_all).unwrap_or_default() {
@@ -273,11 +277,16 @@ pub fn on_debugger_event(target: Target, method: &str, params: Value) {
             if context["name"].as_str() == Some(actions::WORLD)
                 && let (Some(id), Some(frame_id)) = (context["id"].as_i64(), context["auxData"]["frameId"].as_str())
             {
-                ACTIVE.with(|a| {
-                    if let Some(recording) = a.borrow_mut().as_mut() {
-                        recording.script_contexts.insert((target, id), frame_id.to_owned());
-                    }
+                let origin = context["origin"].as_str().filter(|o| o.starts_with("http")).map(str::to_owned);
+                let first_reached = ACTIVE.with(|a| {
+                    let mut active = a.borrow_mut();
+                    let recording = active.as_mut()?;
+                    recording.script_contexts.insert((target.clone(), id), frame_id.to_owned());
+                    origin.filter(|origin| recording.storage_origins.insert(origin.clone()))
                 });
+                if first_reached.is_some() {
+                    wasm_bindgen_futures::spawn_local(snapshots::origin_reached(target, id));
+                }
             }
         }
         "Runtime.executionContextDestroyed" => {
@@ -396,15 +405,18 @@ fn on_page_report(target: Target, params: &Value) {
     match report {
         PageReport::Action { ts, action } => {
             let action = Event { ts, tab_id: Some(tab_id), frame_id, kind: EventKind::Action(*action) };
-            let events = ACTIVE.with(|a| {
+            let recorded = ACTIVE.with(|a| {
                 let mut active = a.borrow_mut();
                 let recording = active.as_mut()?;
                 let events = recording.typing.push(action);
                 recording.progress.steps += events.len() as u64;
-                Some(events)
+                // The time the action's event is recorded with: a run of typing keeps its first keystroke's.
+                let recorded_ts = recording.typing.held().map_or(ts, |held| held.ts);
+                Some((events, recorded_ts))
             });
-            send_events(events.unwrap_or_default());
-            snapshots::after_action(tab_id);
+            let Some((events, recorded_ts)) = recorded else { return };
+            send_events(events);
+            snapshots::after_action(tab_id, Some(recorded_ts));
         }
         PageReport::Mutations { ts, summary } => {
             send_events(vec![Event { ts, tab_id: Some(tab_id), frame_id, kind: EventKind::DomMutations(summary) }]);
@@ -519,7 +531,7 @@ pub fn on_same_document_navigation(details: Value) {
     let main_frame = details["frameId"].as_i64() == Some(0);
     if main_frame {
         // The same document shows something else: captured as after an action (no load will come).
-        snapshots::after_action(tab_id);
+        snapshots::after_action(tab_id, None);
     }
     let cause = NavigationCause::Script;
     let mut navigation = event(tab_id, EventKind::Navigation(Navigation { url: url.to_owned(), cause, main_frame }));
@@ -669,6 +681,10 @@ async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
             (
                 "Page.addScriptToEvaluateOnNewDocument",
                 json!({"source": actions::CAPTURE_SCRIPT, "worldName": actions::WORLD, "runImmediately": true}),
+            ),
+            (
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({"source": site_storage::copy_at_document_start(), "worldName": actions::WORLD, "runImmediately": true}),
             ),
         ]);
     }

@@ -1,6 +1,7 @@
 //! What the recorder captures of a page's state, as opposed to its traffic: screenshots, DOM snapshots
 //! (HTML with shadow roots and same-process iframes, plus the accessibility tree) and storage (cookies,
-//! local and session storage). Pages are captured when they load and after actions; captures after
+//! and each origin's local and session storage and IndexedDB, as the recording first reached it and as it
+//! ends). Pages are captured when they load and after actions; captures after
 //! actions are throttled per tab, so that a burst of clicks costs one capture, taken once the page has
 //! had a moment to react, has no request in flight and then gone [`QUIET_MS`] without changing its DOM (an
 //! answer that streams in is captured once it is all there, a form sent by script once its answer shows),
@@ -11,6 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 use trace_manifest::event::{Cookie, EventKind, ImageFormat, PageLoad, StoragePhase, StorageSnapshot, Viewport};
+use trace_manifest::site_storage::{self, OriginStorage};
 use trace_manifest::wire::ClientBody;
 
 use crate::chrome;
@@ -33,6 +35,8 @@ const NETWORK_POLL_MS: f64 = 50.0;
 struct Schedule {
     last_capture: f64,
     pending: bool,
+    /// The `ts` of the latest action of the burst the pending capture will show.
+    action_ts: Option<f64>,
     /// Counts the tab's documents: a capture scheduled for one document is dropped once another replaced
     /// it (the new one is captured when it loads).
     document: u64,
@@ -50,6 +54,7 @@ pub fn page_changed(tab_id: i64) {
         let schedule = schedules.entry(tab_id).or_default();
         schedule.document += 1;
         schedule.pending = false;
+        schedule.action_ts = None;
     });
 }
 
@@ -72,17 +77,32 @@ pub async fn page_loaded(target: Target) {
             EventKind::PageLoad(PageLoad { url, title, dom_content_loaded_ms: None, load_ms: None }),
         )]);
         SCHEDULES.with(|s| s.borrow_mut().entry(target.tab_id).or_default().last_capture = js_sys::Date::now());
-        screenshot(target.tab_id, "load").await;
+        screenshot(target.tab_id, Occasion::LOAD).await;
     }
-    dom_snapshot(&target, "load").await;
+    dom_snapshot(&target, Occasion::LOAD).await;
 }
 
-/// An action happened in a tab: captures it once the page has reacted, at most once per interval.
-pub fn after_action(tab_id: i64) {
+/// Why a capture was taken: its reason (`load`, `action`), and for one after an action, the `ts` of the
+/// action event whose effect it shows (see `ScreenshotStored::after_action_ts`).
+#[derive(Debug, Clone, Copy)]
+struct Occasion {
+    reason: &'static str,
+    after_action_ts: Option<f64>,
+}
+
+impl Occasion {
+    const LOAD: Occasion = Occasion { reason: "load", after_action_ts: None };
+}
+
+/// Something happened in a tab: an action (`action_ts`, the `ts` its event is recorded with) or a change of
+/// what its document shows. Captures it once the page has reacted, at most once per interval; a burst of
+/// actions gets one capture, tied to the last of them.
+pub fn after_action(tab_id: i64, action_ts: Option<f64>) {
     let now = js_sys::Date::now();
     let due = SCHEDULES.with(|s| {
         let mut schedules = s.borrow_mut();
         let schedule = schedules.entry(tab_id).or_default();
+        schedule.action_ts = action_ts.or(schedule.action_ts);
         if schedule.pending {
             return None;
         }
@@ -104,8 +124,11 @@ pub fn after_action(tab_id: i64) {
         });
         if same_document && active_task_id().is_some() {
             until_settled(&Target::tab(tab_id)).await;
-            screenshot(tab_id, "action").await;
-            dom_snapshot(&Target::tab(tab_id), "action").await;
+            // Read after settling: an action done meanwhile is part of the burst this capture shows.
+            let after_action_ts = SCHEDULES.with(|s| s.borrow_mut().get_mut(&tab_id).and_then(|s| s.action_ts.take()));
+            let occasion = Occasion { reason: "action", after_action_ts };
+            screenshot(tab_id, occasion).await;
+            dom_snapshot(&Target::tab(tab_id), occasion).await;
         }
     });
 }
@@ -148,7 +171,7 @@ async fn until_quiet(target: &Target) {
 /// PNG better than JPEG), with artefacts below the per-pixel tolerance replay compares with.
 const SCREENSHOT_QUALITY: u32 = 85;
 
-async fn screenshot(tab_id: i64, reason: &str) {
+async fn screenshot(tab_id: i64, occasion: Occasion) {
     let target = Target::tab(tab_id);
     let viewport = viewport(&target).await;
     let params = json!({"format": "webp", "quality": SCREENSHOT_QUALITY});
@@ -161,8 +184,9 @@ async fn screenshot(tab_id: i64, reason: &str) {
         ts: js_sys::Date::now(),
         tab_id: Some(tab_id),
         format: ImageFormat::Webp,
-        reason: reason.to_owned(),
+        reason: occasion.reason.to_owned(),
         viewport,
+        after_action_ts: occasion.after_action_ts,
         data: shot["data"].as_str().unwrap_or_default().to_owned(),
     });
 }
@@ -178,7 +202,7 @@ async fn viewport(target: &Target) -> Option<Viewport> {
 /// The target's document as HTML, shadow roots included, with the accessibility tree; then each iframe
 /// running in the same process, as a snapshot of its own. (Iframes in other processes are child targets:
 /// they are snapshot when they load.)
-async fn dom_snapshot(target: &Target, reason: &str) {
+async fn dom_snapshot(target: &Target, occasion: Occasion) {
     let Ok(document) = command(target, "DOM.getDocument", json!({"depth": 0})).await else { return };
     let root = &document["root"];
     let url = root["documentURL"].as_str().unwrap_or_default().to_owned();
@@ -189,7 +213,7 @@ async fn dom_snapshot(target: &Target, reason: &str) {
     let tree = command(target, "Page.getFrameTree", json!({})).await.unwrap_or_default();
     // A child target's document is an iframe's: it names its frame (the tab's main frame goes unnamed).
     let frame_id = if target.is_tab() { None } else { tree["frameTree"]["frame"]["id"].as_str().map(str::to_owned) };
-    send_dom(target, frame_id, url, reason, html["outerHTML"].as_str().unwrap_or_default(), accessibility);
+    send_dom(target, frame_id, url, occasion, html["outerHTML"].as_str().unwrap_or_default(), accessibility);
 
     let mut frames: Vec<&Value> = tree["frameTree"]["childFrames"].as_array().into_iter().flatten().collect();
     while let Some(node) = frames.pop() {
@@ -215,7 +239,7 @@ async fn dom_snapshot(target: &Target, reason: &str) {
                 target,
                 Some(frame_id.to_owned()),
                 url,
-                reason,
+                occasion,
                 html["outerHTML"].as_str().unwrap_or_default(),
                 None,
             );
@@ -227,7 +251,7 @@ fn send_dom(
     target: &Target,
     frame_id: Option<String>,
     url: String,
-    reason: &str,
+    occasion: Occasion,
     html: &str,
     accessibility: Option<Value>,
 ) {
@@ -238,17 +262,98 @@ fn send_dom(
         tab_id: Some(target.tab_id),
         frame_id,
         url,
-        reason: reason.to_owned(),
+        reason: occasion.reason.to_owned(),
         html: html.to_owned(),
         accessibility,
+        after_action_ts: occasion.after_action_ts,
     });
 }
 
-/// Cookies of every site the tab can see, and its origin's web storage.
-pub async fn storage_snapshot(tab_id: i64, phase: StoragePhase) {
-    let target = Target::tab(tab_id);
-    let cookies = command(&target, "Network.getAllCookies", json!({})).await.unwrap_or_default();
-    let cookies = cookies["cookies"]
+/// Every cookie of the browser, as the recording starts; each origin's storage follows when the recording
+/// reaches it ([`origin_reached`]).
+pub async fn cookies_at_start(tab_id: i64) {
+    let snapshot = StorageSnapshot { phase: StoragePhase::Start, cookies: cookies(tab_id).await, ..empty_storage() };
+    send_events(vec![event(tab_id, EventKind::Storage(snapshot))]);
+}
+
+/// The recording reached an origin for the first time, in the document of `context` (of the capture
+/// script's world): its storage as that document found it is, for this origin, where the recording
+/// started (a `start` snapshot of its own).
+pub async fn origin_reached(target: Target, context: i64) {
+    let mut snapshot = StorageSnapshot { phase: StoragePhase::Start, ..empty_storage() };
+    if let Some(origin) = read_origin(&target, context, true).await {
+        add_origin(&mut snapshot, origin);
+        send_events(vec![event(target.tab_id, EventKind::Storage(snapshot))]);
+    }
+}
+
+/// Every cookie, and the storage of every origin a recorded tab shows as the recording stops (in any of its
+/// frames): the `stop` snapshot.
+pub async fn storage_at_stop(tab_id: i64, contexts: Vec<(Target, i64)>) {
+    let mut snapshot = StorageSnapshot { phase: StoragePhase::Stop, cookies: cookies(tab_id).await, ..empty_storage() };
+    for (target, context) in contexts {
+        if let Some(origin) = read_origin(&target, context, false).await {
+            add_origin(&mut snapshot, origin);
+        }
+    }
+    send_events(vec![event(tab_id, EventKind::Storage(snapshot))]);
+}
+
+fn empty_storage() -> StorageSnapshot {
+    StorageSnapshot {
+        phase: StoragePhase::Start,
+        cookies: Vec::new(),
+        local_storage: Default::default(),
+        session_storage: Default::default(),
+        indexed_db: Default::default(),
+    }
+}
+
+/// Adds an origin's storage, unless the snapshot has that origin already (two frames of one origin).
+fn add_origin(snapshot: &mut StorageSnapshot, origin: OriginStorage) {
+    if snapshot.local_storage.contains_key(&origin.origin) || snapshot.indexed_db.contains_key(&origin.origin) {
+        return;
+    }
+    if let Some(local) = origin.local {
+        snapshot.local_storage.insert(origin.origin.clone(), local);
+    }
+    if let Some(session) = origin.session {
+        snapshot.session_storage.insert(origin.origin.clone(), session);
+    }
+    if !origin.indexed_db.is_empty() {
+        snapshot.indexed_db.insert(origin.origin, origin.indexed_db);
+    }
+}
+
+/// The storage of the origin of `context`'s document (`at_start`: its web storage as the document found
+/// it). `None` when the document has gone, or has no origin storage can be read in.
+async fn read_origin(target: &Target, context: i64, at_start: bool) -> Option<OriginStorage> {
+    let params = json!({
+        "expression": site_storage::read_expression(at_start),
+        "contextId": context,
+        "awaitPromise": true,
+        "returnByValue": true,
+    });
+    let result = command(target, "Runtime.evaluate", params).await.ok()?;
+    let origin: OriginStorage = serde_json::from_value(result["result"]["value"].clone()).ok()?;
+    if !origin.origin.starts_with("http") {
+        return None;
+    }
+    if origin.records_left_out > 0 {
+        crate::log(&format!(
+            "the IndexedDB of {} was kept in part: {} records left out (over {} MiB, or not serializable)",
+            origin.origin,
+            origin.records_left_out,
+            site_storage::READ_LIMIT_BYTES >> 20
+        ));
+    }
+    Some(origin)
+}
+
+/// Every cookie of the browser (DevTools gives them whatever the site).
+async fn cookies(tab_id: i64) -> Vec<Cookie> {
+    let cookies = command(&Target::tab(tab_id), "Network.getAllCookies", json!({})).await.unwrap_or_default();
+    cookies["cookies"]
         .as_array()
         .into_iter()
         .flatten()
@@ -264,27 +369,5 @@ pub async fn storage_snapshot(tab_id: i64, phase: StoragePhase) {
                 same_site: c["sameSite"].as_str().map(str::to_owned),
             })
         })
-        .collect();
-    let expression = "(() => { try { const dump = (s) => Object.fromEntries(Object.keys(s).map((k) => [k, s.getItem(k)])); \
-        return {origin: location.origin, local: dump(localStorage), session: dump(sessionStorage)}; } catch (e) { return null; } })()";
-    let web = command(&target, "Runtime.evaluate", json!({"expression": expression, "returnByValue": true}))
-        .await
-        .map(|r| r["result"]["value"].clone())
-        .unwrap_or_default();
-    let mut snapshot =
-        StorageSnapshot { phase, cookies, local_storage: Default::default(), session_storage: Default::default() };
-    if let Some(origin) = web["origin"].as_str().filter(|o| o.starts_with("http")) {
-        let entries = |value: &Value| {
-            value
-                .as_object()
-                .map(|map| map.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
-        };
-        if let Some(local) = entries(&web["local"]) {
-            snapshot.local_storage.insert(origin.to_owned(), local);
-        }
-        if let Some(session) = entries(&web["session"]) {
-            snapshot.session_storage.insert(origin.to_owned(), session);
-        }
-    }
-    send_events(vec![event(tab_id, EventKind::Storage(snapshot))]);
+        .collect()
 }

@@ -134,7 +134,7 @@ pub struct FileEntry {
     pub sha256: String,
 }
 
-/// `storage.json`: every storage snapshot of the recording, in order (normally one at start, one at stop).
+/// `storage.json`: every storage snapshot of the recording, in order (see [`crate::event::StoragePhase`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StorageFile {
     pub snapshots: Vec<TimedStorageSnapshot>,

@@ -85,6 +85,11 @@ impl TypingCoalescer {
         events
     }
 
+    /// The input action of the run of typing going on, if any: it is recorded when the run ends.
+    pub fn held(&self) -> Option<&Event> {
+        self.pending.as_ref()
+    }
+
     /// Ends the run of typing (a navigation, a stop): returns the held action, if any.
     pub fn flush(&mut self) -> Option<Event> {
         self.pending.take()

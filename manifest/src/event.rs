@@ -384,6 +384,12 @@ pub struct ScreenshotStored {
     /// The tab's viewport when it was taken (absent in recordings made before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub viewport: Option<Viewport>,
+    /// For a capture after an action (reason `action`), the `ts` of the action event whose effect it shows,
+    /// the last of a burst: with the capture's tab it names exactly one action event. Not its id, which the
+    /// host gives as events arrive, after the recorder has sent the capture (a run of typing is held until
+    /// it ends); `trace_analysis::trajectory` resolves it to the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_action_ts: Option<f64>,
 }
 
 /// A tab's viewport: its size in CSS pixels and how many device pixels make one (a screenshot is
@@ -406,6 +412,9 @@ pub struct DomSnapshotStored {
     /// The accessibility tree as JSON, `dom/<event id>.a11y.json`, when one was captured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accessibility_file: Option<String>,
+    /// See [`ScreenshotStored::after_action_ts`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_action_ts: Option<f64>,
 }
 
 /// A bounded summary of DOM changes between two snapshots.
@@ -458,7 +467,7 @@ pub struct ConsoleMessage {
     pub url: Option<String>,
 }
 
-/// Cookies and web storage of the recorded sites at one moment.
+/// Cookies, web storage and IndexedDB of the recorded sites at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StorageSnapshot {
     pub phase: StoragePhase,
@@ -469,8 +478,15 @@ pub struct StorageSnapshot {
     pub local_storage: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
     #[serde(default)]
     pub session_storage: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+    /// Origin → its IndexedDB databases.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub indexed_db: std::collections::BTreeMap<String, Vec<crate::site_storage::IndexedDatabase>>,
 }
 
+/// When a snapshot was taken. A recording has one `start` snapshot when it starts (every cookie, and the
+/// storage of the origins open then), one more `start` snapshot for each origin it reaches later (that
+/// origin's storage as its first document found it: the start of the recording, for that origin), and
+/// one `stop` snapshot (every cookie, and the storage of the origins open at the end).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StoragePhase {

@@ -12,6 +12,8 @@
 //! - [`event`]: the recorded events (network, actions, navigation, tabs, snapshots, storage).
 //! - [`wire`]: extension ↔ host messages and their limits.
 //! - [`capture`]: the in-page capture script, its reports, and the one rule that turns them into actions.
+//! - [`site_storage`]: local and session storage and IndexedDB as recorded, and the in-page script that
+//!   reads them in a recording and puts them back in a replay.
 //! - [`task`]: task identity and metadata (id, type, status, recorder).
 //! - [`bundle`]: the bundle's file layout and `manifest.json`.
 //! - [`har`]: the HAR 1.2 model.
@@ -40,6 +42,7 @@ pub mod map;
 pub mod postprocess;
 pub mod report;
 pub mod schema;
+pub mod site_storage;
 pub mod task;
 pub mod time_fmt;
 pub mod trajectory;

@@ -77,6 +77,9 @@ pub enum ClientBody {
         /// The tab's viewport as the screenshot was taken.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         viewport: Option<Viewport>,
+        /// See [`crate::event::ScreenshotStored::after_action_ts`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_action_ts: Option<f64>,
         /// Base64 image data.
         data: String,
     },
@@ -93,6 +96,9 @@ pub enum ClientBody {
         html: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         accessibility: Option<serde_json::Value>,
+        /// See [`crate::event::ScreenshotStored::after_action_ts`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_action_ts: Option<f64>,
     },
     /// Ends the recording. Information-retrieval tasks need their answer here.
     StopTask {

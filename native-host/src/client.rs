@@ -209,6 +209,7 @@ impl TaskMessages {
             format: ImageFormat::Png,
             reason: reason.to_owned(),
             viewport: None,
+            after_action_ts: None,
             data: base64::engine::general_purpose::STANDARD.encode(png),
         })
     }
@@ -230,6 +231,7 @@ impl TaskMessages {
             reason: "load".to_owned(),
             html: html.to_owned(),
             accessibility,
+            after_action_ts: None,
         })
     }
 

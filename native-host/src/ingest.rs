@@ -481,7 +481,7 @@ impl State {
                     after,
                 )?;
             }
-            ClientBody::Screenshot { ts, tab_id, format, reason, viewport, .. } => {
+            ClientBody::Screenshot { ts, tab_id, format, reason, viewport, after_action_ts, .. } => {
                 let event_id = db::next_event_id(conn, task_id)?;
                 let path = bundle::screenshot_path(event_id, format.extension());
                 after.push(self.stage_file(conn, task_id, &path, &incoming.payload)?);
@@ -490,11 +490,14 @@ impl State {
                     format: *format,
                     reason: reason.clone(),
                     viewport: *viewport,
+                    after_action_ts: *after_action_ts,
                 });
                 let mut record = EventRecord { id: 0, event: Event { ts: *ts, tab_id: *tab_id, frame_id: None, kind } };
                 db::append_event(conn, task_id, seq, &mut record)?;
             }
-            ClientBody::DomSnapshot { ts, tab_id, frame_id, url, reason, html, accessibility, .. } => {
+            ClientBody::DomSnapshot {
+                ts, tab_id, frame_id, url, reason, html, accessibility, after_action_ts, ..
+            } => {
                 let event_id = db::next_event_id(conn, task_id)?;
                 let file = bundle::dom_snapshot_path(event_id);
                 after.push(self.stage_file(conn, task_id, &file, html.as_bytes())?);
@@ -512,6 +515,7 @@ impl State {
                     reason: reason.clone(),
                     file,
                     accessibility_file,
+                    after_action_ts: *after_action_ts,
                 });
                 let event = Event { ts: *ts, tab_id: *tab_id, frame_id: frame_id.clone(), kind };
                 db::append_event(conn, task_id, seq, &mut EventRecord { id: 0, event })?;

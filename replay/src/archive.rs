@@ -16,7 +16,7 @@ use trace_analysis::ignore::{self, ignore_pattern};
 use trace_analysis::websocket::{self, Transcript};
 use trace_manifest::archive::{ArchiveError, Bundle, ZipLimits};
 use trace_manifest::bundle::{self, BundleManifest, StorageFile};
-use trace_manifest::event::{ActionKind, EventKind, StoragePhase, StorageSnapshot, Viewport};
+use trace_manifest::event::{ActionKind, EventKind, StorageSnapshot, Viewport};
 use trace_manifest::har::Entry;
 use trace_manifest::time_fmt::millis_from_rfc3339;
 
@@ -46,7 +46,7 @@ pub struct ReplayArchive {
     /// The title of each page of the recording (HAR `log.pages`), in order.
     pub page_titles: Vec<String>,
     pub exchanges: Vec<RecordedExchange>,
-    /// The storage as it was when the recording started.
+    /// The storage as it was when the recording started: each origin's as the recording first found it.
     pub start_storage: Option<StorageSnapshot>,
     /// Scheme-less URL substrings whose requests replay fails at once.
     pub ignored: Vec<String>,
@@ -135,7 +135,7 @@ impl ReplayArchive {
         let start_storage = if bundle.contains(bundle::STORAGE_FILE) {
             let storage: StorageFile = serde_json::from_slice(&read(&mut bundle, bundle::STORAGE_FILE)?)
                 .context("storage.json does not parse")?;
-            storage.snapshots.into_iter().map(|timed| timed.snapshot).find(|s| s.phase == StoragePhase::Start)
+            trace_analysis::storage::at_start(&storage)
         } else {
             None
         };

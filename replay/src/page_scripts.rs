@@ -211,6 +211,7 @@ mod tests {
             cookies: Vec::new(),
             local_storage: BTreeMap::new(),
             session_storage: BTreeMap::new(),
+            indexed_db: BTreeMap::new(),
         };
         assert!(storage(&snapshot).is_none());
         snapshot.local_storage.insert("https://shop.test".into(), [("theme".into(), "dark\"'".into())].into());

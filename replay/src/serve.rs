@@ -32,6 +32,8 @@ use chromiumoxide::cdp::js_protocol::runtime::{AddBindingParams, EventBindingCal
 use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
 use tokio::task::JoinHandle;
+use trace_manifest::event::StorageSnapshot;
+use trace_manifest::site_storage;
 
 use crate::archive::ReplayArchive;
 use crate::chromium::{self, Chromium, Launch};
@@ -180,6 +182,9 @@ impl Replay {
             session: session.clone(),
             prepared: tokio::sync::Mutex::default(),
         });
+        if let Some(storage) = &archive.start_storage {
+            restore_databases(&browser, &pages, storage).await?;
+        }
         tasks.push(tokio::spawn(prepare_new_pages(browser.clone(), pages.clone(), created)));
         Ok(Replay {
             browser: Some(browser),
@@ -283,6 +288,17 @@ async fn answer_requests(
         let worker_prelude = worker_prelude.clone();
         let session = session.clone();
         tokio::spawn(async move {
+            if is_storage_page(&event.request.url) {
+                let blank = FulfillRequestParams::builder()
+                    .request_id(event.request_id.clone())
+                    .response_code(200)
+                    .response_headers([HeaderEntry { name: "Content-Type".into(), value: "text/html".into() }])
+                    .body(String::new());
+                if let Ok(blank) = blank.build() {
+                    let _ = browser.execute(blank).await;
+                }
+                return;
+            }
             let prelude = worker_prelude.as_deref().map(String::as_str);
             let observed = session.as_deref().map(|session| Observed::request(session, &event));
             if let Err(error) =
@@ -462,6 +478,36 @@ impl<'s> Observed<'s> {
 
 /// Gives every new tab or popup the page scripts. A popup's first document may already be loading when
 /// it is announced: the scripts then apply from its next document.
+/// The path of the blank page in which an origin's databases are put back: answered by the replay itself,
+/// never from the recording, and neither counted nor part of an agent's session.
+const STORAGE_PAGE_PATH: &str = "/__trace_replay_storage__";
+
+fn is_storage_page(url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|url| url.path() == STORAGE_PAGE_PATH)
+}
+
+/// Puts back each origin's IndexedDB databases before any page of the replay opens, each in a blank page of
+/// its origin that is closed after. Web storage is put back by each document's first script instead, but
+/// databases are written asynchronously and can be large: done once here, a page's own first opening of
+/// one finds it whole.
+async fn restore_databases(browser: &Browser, pages: &PagePreparation, storage: &StorageSnapshot) -> Result<()> {
+    for (origin, databases) in &storage.indexed_db {
+        let page = browser.new_page("about:blank").await?;
+        // Not a page of the replay: no scripts, no session.
+        pages.prepared.lock().await.insert(page.target_id().clone());
+        let restored = async {
+            page.goto(format!("{origin}{STORAGE_PAGE_PATH}")).await?;
+            let created = page.evaluate(site_storage::restore_expression(databases)).await?;
+            anyhow::Ok(created.into_value::<u64>()?)
+        }
+        .await;
+        let _ = page.close().await;
+        let created = restored.with_context(|| format!("cannot put back the IndexedDB databases of {origin}"))?;
+        tracing::debug!(origin, created, "IndexedDB databases put back");
+    }
+    Ok(())
+}
+
 async fn prepare_new_pages(
     browser: Arc<Browser>,
     pages: Arc<PagePreparation>,

@@ -551,6 +551,7 @@ pub async fn capture_page(session: &SessionRecorder, page: &Page, reason: &str) 
             format: ImageFormat::Png,
             reason: reason.to_owned(),
             viewport,
+            after_action_ts: None,
         });
         Ok((Event { ts, tab_id: Some(tab_id), frame_id: None, kind }, entry))
     })?;
@@ -562,6 +563,7 @@ pub async fn capture_page(session: &SessionRecorder, page: &Page, reason: &str) 
             reason: reason.to_owned(),
             file: file.clone(),
             accessibility_file: None,
+            after_action_ts: None,
         });
         Ok((Event { ts, tab_id: Some(tab_id), frame_id: None, kind }, entry))
     })?;

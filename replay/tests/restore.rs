@@ -1,6 +1,6 @@
-//! `trace-replay` restores the recorded start state: the cookies and the local and session storage of the
-//! recording's start snapshot are back before the first page loads, so a logged-in session is logged in
-//! again; and with determinism on, a page's clock starts at the recording and its random numbers agree
+//! `trace-replay` restores the recorded start state: the cookies, the local and session storage and the
+//! IndexedDB databases of every origin as the recording first found it are back before the first page
+//! loads, so a logged-in session is logged in again; and with determinism on, a page's clock starts at the recording and its random numbers agree
 //! from one replay to the next.
 //!
 //! A bundle is written by hand: `http://shop.test/` (replay answers before any name is resolved) is a page
@@ -128,6 +128,17 @@ fn shop_bundle() -> ShopBundle {
             "session_storage": { "http://shop.test": { "cart": "1 mug" } },
         },
         {
+            // The storage of origins the recording reached later, as it first found them: the widget's is
+            // new; the shop's local storage is not its start (the snapshot above is), its databases are.
+            "time": "2025-11-22T10:00:02.000Z",
+            "phase": "start",
+            "local_storage": {
+                "http://widget.test": { "seen": "first visit" },
+                "http://shop.test": { "theme": "later" },
+            },
+            "indexed_db": { "http://shop.test": [shop_database()] },
+        },
+        {
             // What the recording ended with: replay must start from the start, not from here.
             "time": "2025-11-22T10:00:05.000Z",
             "phase": "stop",
@@ -137,6 +148,49 @@ fn shop_bundle() -> ShopBundle {
     ]});
     write_bundle(&dir, "restore", &har(entries), &storage);
     ShopBundle { _scratch: scratch, dir, visible_expiry }
+}
+
+/// The shop's IndexedDB database as recorded: an auto-incremented store with an index and values JSON
+/// cannot hold, and a store with keys apart from its values, binary and compound ones among them.
+fn shop_database() -> Value {
+    json!({
+        "name": "shop", "version": 3,
+        "object_stores": [
+            {
+                "name": "orders", "key_path": "id", "auto_increment": true,
+                "indexes": [{ "name": "by_customer", "key_path": "customer", "unique": false, "multi_entry": false }],
+                "records": [
+                    {
+                        "key": 1,
+                        "value": {
+                            "id": 1, "customer": "ann",
+                            "placed": { "$trace": "date", "v": 1_700_000_000_000_u64 },
+                            "total": { "$trace": "number", "v": "NaN" },
+                            "lines": { "$trace": "map", "v": [["mug", 2]] },
+                            "tags": { "$trace": "set", "v": ["gift"] },
+                        },
+                    },
+                    {
+                        "key": 7,
+                        "value": {
+                            "id": 7, "customer": "bob",
+                            "receipt": { "$trace": "blob", "type": "text/plain", "v": "cGFpZA==" },
+                            "raw": { "$trace": "view", "type": "Uint8Array", "v": "AQID" },
+                            // An object of the page's that happens to have the tag's name as a key.
+                            "note": { "$trace": "object", "v": { "$trace": "mine" } },
+                        },
+                    },
+                ],
+            },
+            {
+                "name": "settings",
+                "records": [
+                    { "key": ["ui", "theme"], "value": "dark" },
+                    { "key": { "$trace": "arraybuffer", "v": "aw==" }, "value": 42 },
+                ],
+            },
+        ],
+    })
 }
 
 async fn launch(bundle: &Path, determinism: bool) -> Replay {
@@ -201,6 +255,74 @@ async fn the_recorded_cookies_and_storage_are_back_before_the_first_page_runs() 
     let stats = replay.close().await.unwrap();
     assert!(stats.exact >= 2, "both loads were served from the bundle: {stats}");
     assert_eq!(stats.live_attempts, 0);
+}
+
+/// Reads the shop's database as a page would, then adds an order without a key.
+const READ_SHOP_DATABASE: &str = r#"(async () => {
+  const done = (request) => new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+  const db = await done(indexedDB.open("shop"));
+  const orders = db.transaction("orders").objectStore("orders");
+  const [ann, bob] = await done(orders.getAll());
+  const byAnn = await done(orders.index("by_customer").count("ann"));
+  const settings = db.transaction("settings").objectStore("settings");
+  const settingKeys = await done(settings.getAllKeys());
+  const theme = await done(settings.get(["ui", "theme"]));
+  const binary = await done(settings.get(new TextEncoder().encode("k").buffer));
+  const added = await done(db.transaction("orders", "readwrite").objectStore("orders").add({ customer: "cy" }));
+  db.close();
+  return JSON.stringify({
+    version: db.version,
+    stores: [...db.objectStoreNames],
+    placed: ann.placed instanceof Date && ann.placed.getTime(),
+    total: Number.isNaN(ann.total),
+    mugs: ann.lines instanceof Map && ann.lines.get("mug"),
+    gift: ann.tags instanceof Set && ann.tags.has("gift"),
+    receipt: bob.receipt instanceof Blob && (await bob.receipt.text()),
+    raw: bob.raw instanceof Uint8Array && [...bob.raw],
+    note: bob.note,
+    byAnn,
+    settingKeys: settingKeys.length,
+    theme,
+    binary,
+    added,
+  });
+})()"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_origin_the_recording_reached_starts_as_first_found_with_its_databases_whole() {
+    let shop = shop_bundle();
+    let replay = launch(&shop.dir, true).await;
+    let page = replay.open(SHOP).await.unwrap();
+    let seen = seen(&page).await;
+    assert_eq!(seen["theme"], "dark", "the shop's storage is its first snapshot's, not a later one's: {seen}");
+
+    let read: String = page.evaluate(READ_SHOP_DATABASE).await.unwrap().into_value().unwrap();
+    let read: Value = serde_json::from_str(&read).unwrap();
+    assert_eq!(read["version"], 3, "{read}");
+    assert_eq!(read["stores"], json!(["orders", "settings"]), "{read}");
+    assert_eq!(read["placed"], 1_700_000_000_000_u64, "a Date comes back a Date: {read}");
+    assert_eq!(read["total"], true, "NaN: {read}");
+    assert_eq!(read["mugs"], 2, "a Map: {read}");
+    assert_eq!(read["gift"], true, "a Set: {read}");
+    assert_eq!(read["receipt"], "paid", "a Blob with its bytes: {read}");
+    assert_eq!(read["raw"], json!([1, 2, 3]), "a typed array: {read}");
+    assert_eq!(read["note"], json!({ "$trace": "mine" }), "the page's own object, not a tag: {read}");
+    assert_eq!(read["byAnn"], 1, "the index was built over the records: {read}");
+    assert_eq!(read["settingKeys"], 2, "{read}");
+    assert_eq!(read["theme"], "dark", "a compound key: {read}");
+    assert_eq!(read["binary"], 42, "a binary key: {read}");
+    assert_eq!(read["added"], 8, "the key generator goes on after the highest recorded key: {read}");
+
+    // An origin first reached later in the recording has its storage too.
+    let widget = replay.open("http://widget.test/frame").await.unwrap();
+    let widget_seen: Option<String> =
+        widget.evaluate("localStorage.getItem('seen')").await.unwrap().into_value().unwrap();
+    let stats = replay.close().await.unwrap();
+    assert_eq!(widget_seen.as_deref(), Some("first visit"));
+    assert_eq!(stats.live_attempts, 0, "putting the databases back reached for nothing: {stats}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

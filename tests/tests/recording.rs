@@ -106,6 +106,23 @@ async fn a_demonstration_on_the_demo_site_becomes_a_complete_bundle() {
     assert!(events.contains(r#""type":"tab","op":"created""#), "the help tab was followed");
     let events: Vec<serde_json::Value> = events.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     assert_actions_in_order_with_descriptors(&events, &site.url("/strict"));
+    // Each capture after an action names the action whose effect it shows: an action event of its tab.
+    let actions: BTreeSet<(i64, u64)> = events
+        .iter()
+        .filter(|e| e["type"] == "action")
+        .map(|e| (e["tab_id"].as_i64().unwrap(), e["ts"].as_f64().unwrap().to_bits()))
+        .collect();
+    let after_actions: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["type"] == "screenshot" && e["reason"] == "action").collect();
+    let tied = after_actions
+        .iter()
+        .filter(|e| {
+            let key = e["after_action_ts"].as_f64().map(|ts| (e["tab_id"].as_i64().unwrap(), ts.to_bits()));
+            assert!(key.is_none_or(|key| actions.contains(&key)), "a capture tied to no action: {e}");
+            key.is_some()
+        })
+        .count();
+    assert!(tied >= 2, "{tied} of {} captures after actions tied to theirs", after_actions.len());
     let frame_snapshots = events.iter().filter(|e| e["type"] == "dom_snapshot" && e["frame_id"].is_string()).count();
     assert!(frame_snapshots >= 2, "both iframes' documents are snapshot, found {frame_snapshots}");
     let causes: Vec<(&str, &str)> = events
@@ -497,4 +514,119 @@ async fn an_event_stream_keyed_by_an_id_the_page_made_is_recorded_and_followed_o
 
     // The Ask click is judged by the page: the streamed answer, under the page's own id, must show.
     replay_with_the_shop_stopped(&build, site, &bundle);
+}
+
+/// Stores a note in the page's origin's IndexedDB (a database made at version 2 with an auto-incremented
+/// store and a multi-entry index) and sets `theme` in its local storage. `TITLE` is replaced.
+const STORE_NOTE: &str = r#"(async () => {
+  const db = await new Promise((resolve, reject) => {
+    const request = indexedDB.open("notes", 2);
+    request.onupgradeneeded = () => {
+      const store = request.result.createObjectStore("notes", { keyPath: "id", autoIncrement: true });
+      store.createIndex("by_tag", "tags", { multiEntry: true });
+    };
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+  await new Promise((resolve, reject) => {
+    const transaction = db.transaction("notes", "readwrite");
+    transaction.objectStore("notes").put({
+      title: "TITLE",
+      tags: ["a", "b"],
+      at: new Date(1700000000000),
+      picture: new Blob([new Uint8Array([137, 80, 78, 71])], { type: "image/png" }),
+    });
+    transaction.oncomplete = resolve;
+    transaction.onerror = () => reject(transaction.error);
+  });
+  db.close();
+  localStorage.setItem("theme", "TITLE");
+  return "stored";
+})()"#;
+
+/// What the page's origin has: its notes' titles, in key order, and `theme`.
+const READ_NOTES: &str = r#"(async () => {
+  const db = await new Promise((resolve, reject) => {
+    const request = indexedDB.open("notes");
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+  const notes = await new Promise((resolve) => {
+    const request = db.transaction("notes").objectStore("notes").getAll();
+    request.onsuccess = () => resolve(request.result);
+  });
+  db.close();
+  const picture = notes[0] && [...new Uint8Array(await notes[0].picture.arrayBuffer())];
+  return JSON.stringify({ titles: notes.map((note) => note.title), theme: localStorage.getItem("theme"), picture });
+})()"#;
+
+/// Issue #15: the storage of every origin the recording reaches, IndexedDB included, is kept as the
+/// recording first found it, and the replay starts from it: two origins (the site under two names) each had
+/// a note and a theme before the recording, and the page changed both during it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_origin_reached_keeps_its_storage_and_databases_as_first_found_and_replay_restores_them() {
+    let _one = ONE_BROWSER.lock().await;
+    let test = "every_origin_reached_keeps_its_storage_and_databases_as_first_found_and_replay_restores_them";
+    let Some(build) = Build::for_tests(test) else { return };
+    let site = DemoSite::start(0).unwrap();
+    let origins =
+        [site.url(""), format!("http://localhost:{}", site.port())].map(|o| o.trim_end_matches('/').to_owned());
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    // What the person's browser held before: a tab of each origin, closed before the recording.
+    for origin in &origins {
+        let before = browser.browser().new_page(format!("{origin}/help")).await.unwrap();
+        let stored: String =
+            before.evaluate(STORE_NOTE.replace("TITLE", "before").as_str()).await.unwrap().into_value().unwrap();
+        assert_eq!(stored, "stored");
+        before.close().await.unwrap();
+    }
+    let (popup, page) = demo::start_task(&browser, "Take notes", &format!("{}/help", origins[0])).await.unwrap();
+    for (at, origin) in origins.iter().enumerate() {
+        if at > 0 {
+            page.goto(format!("{origin}/help")).await.unwrap();
+            settle().await;
+        }
+        page.evaluate(STORE_NOTE.replace("TITLE", "during").as_str()).await.unwrap();
+    }
+    settle().await;
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+
+    let storage: trace_manifest::bundle::StorageFile =
+        serde_json::from_slice(&std::fs::read(bundle.join("storage.json")).unwrap()).unwrap();
+    let start = trace_analysis::storage::at_start(&storage).expect("a start snapshot");
+    for origin in &origins {
+        assert_eq!(start.local_storage[origin]["theme"], "before", "{origin} as first found");
+        let databases = &start.indexed_db[origin];
+        assert_eq!((databases.len(), databases[0].name.as_str(), databases[0].version), (1, "notes", 2), "{origin}");
+        let store = &databases[0].object_stores[0];
+        assert_eq!(store.records.len(), 1, "{origin}: the note stored during the recording is not its start");
+        let note = &store.records[0].value;
+        assert_eq!(note["title"], "before");
+        assert_eq!(note["at"], serde_json::json!({"$trace": "date", "v": 1_700_000_000_000_u64}));
+        assert_eq!(note["picture"], serde_json::json!({"$trace": "blob", "type": "image/png", "v": "iVBORw=="}));
+        assert_eq!(store.indexes[0].name, "by_tag");
+        assert!(store.indexes[0].multi_entry && store.auto_increment);
+    }
+    let stop = &storage.snapshots.last().unwrap().snapshot;
+    assert_eq!(stop.phase, trace_manifest::event::StoragePhase::Stop);
+    assert_eq!(stop.local_storage[&origins[1]]["theme"], "during", "the end: the origin the tab shows then");
+    assert_eq!(stop.indexed_db[&origins[1]][0].object_stores[0].records.len(), 2);
+
+    // Replayed offline, each origin starts as the recording first found it.
+    let port = site.port();
+    site.stop();
+    let sentinel = Sentinel::start(port);
+    let archive = trace_replay::archive::ReplayArchive::open(&bundle).unwrap();
+    let replay = trace_replay::serve::Replay::launch(archive, &trace_replay::serve::Options::default()).await.unwrap();
+    for origin in &origins {
+        let page = replay.open(&format!("{origin}/help")).await.unwrap();
+        let read: String = page.evaluate(READ_NOTES).await.unwrap().into_value().unwrap();
+        let read: serde_json::Value = serde_json::from_str(&read).unwrap();
+        assert_eq!(read["titles"], serde_json::json!(["before"]), "{origin}: {read}");
+        assert_eq!(read["theme"], "before", "{origin}: {read}");
+        assert_eq!(read["picture"], serde_json::json!([137, 80, 78, 71]), "{origin}: {read}");
+    }
+    replay.close().await.unwrap();
+    assert_eq!(sentinel.connections(), 0, "replay reached the stopped site");
 }

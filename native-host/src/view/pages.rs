@@ -304,6 +304,25 @@ pub fn state(key: &str, recording: &Recording, in_run: bool) -> Markup {
                                 table { tbody { @for (name, value) in entries { tr { th { (name) } td.url { (cut(value)) } } } } }
                             }
                         }
+                        @for (origin, databases) in &snapshot.indexed_db {
+                            h2 { "IndexedDB of " (origin) }
+                            table.databases {
+                                thead { tr { th { "Database" } th { "Store" } th { "Key" } th { "Records" } th { "First record" } } }
+                                tbody {
+                                    @for database in databases {
+                                        @for store in &database.object_stores {
+                                            tr {
+                                                td { (database.name) " v" (database.version) }
+                                                td { (store.name) }
+                                                td { (store.key_path.as_ref().map_or("(apart)".to_owned(), |path| serde_json::to_string(path).unwrap_or_default())) @if store.auto_increment { " auto" } }
+                                                td { (store.records.len()) }
+                                                td.url { (store.records.first().map(|record| cut(&record.value.to_string())).unwrap_or_default()) }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
             }

@@ -52,6 +52,7 @@ fn record_shop(scratch: &Scratch, id: &str) -> (trace_host::client::HostClient, 
                 local_storage:
                     [("http://127.0.0.1:8000".to_owned(), [("cart".to_owned(), "[]".to_owned())].into())].into(),
                 session_storage: Default::default(),
+                indexed_db: Default::default(),
             }),
         ),
         navigation(1.0, "http://127.0.0.1:8000/"),

@@ -1,0 +1,126 @@
+//! What a recording keeps of a site's storage in the browser besides cookies (local and session storage,
+//! and IndexedDB), and the one in-page script (`page/storage.js`) that reads it in a recorded page and puts
+//! it back in a replayed one. The reading and the putting back share the script because they share its
+//! encoding of stored values: JSON, with what JSON cannot hold (a `Date`, binary data, a `Blob`, a `Map`,
+//! `NaN`...) as an object tagged `$trace`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+const SCRIPT: &str = include_str!("../page/storage.js");
+
+/// The most one read of an origin's databases keeps, encoded: a site's offline cache can run to gigabytes.
+/// Records past it are counted in [`OriginStorage::records_left_out`], not kept.
+pub const READ_LIMIT_BYTES: usize = 16 << 20;
+
+/// One IndexedDB database, whole: what `indexedDB.open(name, version)` finds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IndexedDatabase {
+    pub name: String,
+    pub version: u64,
+    #[serde(default)]
+    pub object_stores: Vec<ObjectStore>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ObjectStore {
+    pub name: String,
+    /// Absent when the store's keys are kept apart from its values (out-of-line keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_path: Option<KeyPath>,
+    #[serde(default)]
+    pub auto_increment: bool,
+    #[serde(default)]
+    pub indexes: Vec<StoreIndex>,
+    #[serde(default)]
+    pub records: Vec<StoredRecord>,
+}
+
+/// A key path: one property path (`"id"`, `"author.name"`), or several for a compound key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum KeyPath {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StoreIndex {
+    pub name: String,
+    pub key_path: KeyPath,
+    #[serde(default)]
+    pub unique: bool,
+    #[serde(default)]
+    pub multi_entry: bool,
+}
+
+/// One record: its key and its value, each in the `$trace` encoding of `page/storage.js`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StoredRecord {
+    pub key: Value,
+    pub value: Value,
+}
+
+/// What [`read_expression`] gives back for the page's origin.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct OriginStorage {
+    pub origin: String,
+    #[serde(default)]
+    pub local: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub session: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub indexed_db: Vec<IndexedDatabase>,
+    /// Records not kept: over [`READ_LIMIT_BYTES`], holding a value that contains itself, or in a database
+    /// the page changed while it was read.
+    #[serde(default)]
+    pub records_left_out: u64,
+}
+
+/// Run in a document before its own scripts (in the recorder's isolated world): copies its origin's local
+/// and session storage as the document found them, for a [`read_expression`] with `at_start` to give back.
+/// The copy is a few microseconds for the usual few dozen keys, and the only way to know what the page's
+/// first scripts found, since they may change it before any DevTools event reaches the recorder.
+pub fn copy_at_document_start() -> String {
+    format!("globalThis.__traceStorageAtStart = ({SCRIPT}).copyWebStorage();")
+}
+
+/// An expression whose promise gives the document's origin's [`OriginStorage`]: its web storage as the
+/// document found it (`at_start`) or as it is now, and every IndexedDB database of the origin as it is now.
+pub fn read_expression(at_start: bool) -> String {
+    format!("({SCRIPT}).read({READ_LIMIT_BYTES}, {at_start})")
+}
+
+/// An expression whose promise creates each database in the document's origin, with its stores, indexes
+/// and records, unless the origin already has one of that name; it gives the number created.
+pub fn restore_expression(databases: &[IndexedDatabase]) -> String {
+    let databases = serde_json::to_string(databases).expect("plain data serializes");
+    format!("({SCRIPT}).restoreDatabases({databases})")
+}
+
+/// The text a stored value holds: every string in it, keys of maps and objects included, but not the
+/// base64 of its binary data (an image in a cache is not text anyone typed).
+pub fn texts(value: &Value) -> Vec<&str> {
+    fn walk<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+        match value {
+            Value::String(text) => out.push(text),
+            Value::Array(items) => items.iter().for_each(|item| walk(item, out)),
+            Value::Object(map) => match map.get("$trace").and_then(Value::as_str) {
+                Some("view" | "arraybuffer" | "blob") => {}
+                _ => {
+                    for (key, item) in map {
+                        out.push(key);
+                        walk(item, out);
+                    }
+                }
+            },
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, &mut out);
+    out
+}
