@@ -998,7 +998,7 @@ impl<'e> Builder<'e> {
                 let start = call.last_event_id().unwrap_or(call.first_event_id);
                 let window = CaptureWindow { start, end, end_ts, url: call.call.url_after.as_deref() };
                 let chosen = |kind| {
-                    tied_capture(&self.captures, &call.call.event_ids, kind)
+                    tied_capture(&self.captures, call.result_tab, &call.call.event_ids, kind, &window)
                         .or_else(|| capture_after(&self.captures, call.result_tab, kind, &window))
                 };
                 (chosen(CaptureKind::Screenshot), chosen(CaptureKind::Dom))
@@ -1031,12 +1031,25 @@ impl<'e> Builder<'e> {
 
 /// The last capture the recorder tied to one of the call's actions: what the page showed once it had
 /// reacted to them, wherever the capture falls among later events (a slow page's capture can come after the
-/// person's next action began).
-fn tied_capture(captures: &[Capture], event_ids: &[u64], kind: CaptureKind) -> Option<String> {
+/// person's next action began). Only one of the tab the call left the person in (a click that opened a tab
+/// is shown by the new tab's page), and for a DOM snapshot, of the page the call reached.
+fn tied_capture(
+    captures: &[Capture],
+    tab: Option<i64>,
+    event_ids: &[u64],
+    kind: CaptureKind,
+    window: &CaptureWindow,
+) -> Option<String> {
+    let tab = tab?;
     captures
         .iter()
         .rev()
-        .find(|c| c.kind == kind && c.action_id.is_some_and(|id| event_ids.contains(&id)))
+        .find(|c| {
+            c.kind == kind
+                && c.tab_id == Some(tab)
+                && c.action_id.is_some_and(|id| event_ids.contains(&id))
+                && window.shows_page_of(c)
+        })
         .map(|c| c.file.to_owned())
 }
 
@@ -1051,13 +1064,19 @@ struct CaptureWindow<'u> {
     url: Option<&'u str>,
 }
 
+impl CaptureWindow<'_> {
+    /// Whether the capture is of the page the call reached (a screenshot does not say: it may be).
+    fn shows_page_of(&self, capture: &Capture) -> bool {
+        match (capture.url, self.url) {
+            (Some(shown), Some(reached)) => without_fragment(shown) == without_fragment(reached),
+            _ => true,
+        }
+    }
+}
+
 /// The first capture of `tab` in the window, preferring one taken after an action.
 fn capture_after(captures: &[Capture], tab: Option<i64>, kind: CaptureKind, window: &CaptureWindow) -> Option<String> {
     let tab = tab?;
-    let same_page = |c: &Capture| match (c.url, window.url) {
-        (Some(shown), Some(reached)) => without_fragment(shown) == without_fragment(reached),
-        _ => true,
-    };
     let mut found = captures
         .iter()
         .filter(|c| {
@@ -1066,7 +1085,7 @@ fn capture_after(captures: &[Capture], tab: Option<i64>, kind: CaptureKind, wind
                 && c.id > window.start
                 && c.id < window.end
                 && c.ts < window.end_ts
-                && same_page(c)
+                && window.shows_page_of(c)
         })
         .peekable();
     let first = found.peek().map(|c| c.file.to_owned());
@@ -1861,6 +1880,16 @@ mod tests {
         let files = |i: usize| (call(&derived, i).screenshot.clone(), call(&derived, i).dom_snapshot.clone());
         assert_eq!(files(1), (Some(first_shot.clone()), Some(first_dom.clone())), "by time, #a would have none");
         assert_eq!(files(2), (Some(second_shot), Some(second_dom)), "by time, #b would show #a's effect");
+
+        // A click that opened a tab is shown by the new tab's page, not by the capture of the tab clicked in.
+        let opener = rec.action(TAB, click("#help"));
+        rec.tab(OTHER_TAB, TabOp::Created, Some(TAB));
+        rec.navigation(OTHER_TAB, "/help", NavigationCause::Link);
+        let (help_shot, _) = rec.capture(OTHER_TAB, "load");
+        rec.capture_tied_to(TAB, opener);
+        let derived = rec.derive();
+        let opened = derived.trajectory.tool_calls.iter().find(|c| c.event_ids.contains(&opener)).unwrap();
+        assert_eq!(opened.screenshot, Some(help_shot));
 
         // Untied, the same recording falls back to time: what the old recordings get.
         for record in &mut rec.events {

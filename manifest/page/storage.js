@@ -169,19 +169,19 @@
       try {
         const names = [...db.objectStoreNames];
         const transaction = names.length ? db.transaction(names, "readonly") : null;
-        // Every read is asked at once: the transaction ends when it has nothing left to do.
-        const contents = await Promise.all(
-          names.map((storeName) => {
-            const store = transaction.objectStore(storeName);
-            return Promise.all([done(store.getAllKeys()), done(store.getAll())]);
-          }),
-        );
-        const stores = names.map((storeName, at) => {
+        // Each store described and every read asked at once, while the transaction is active: it ends
+        // when it has nothing left to do.
+        const described = names.map((storeName) => {
           const store = transaction.objectStore(storeName);
           const indexes = [...store.indexNames].map((indexName) => {
             const index = store.index(indexName);
             return { name: indexName, key_path: index.keyPath, unique: index.unique, multi_entry: index.multiEntry };
           });
+          const read = Promise.all([done(store.getAllKeys()), done(store.getAll())]);
+          return { store: { name: storeName, key_path: store.keyPath, auto_increment: store.autoIncrement, indexes }, read };
+        });
+        const contents = await Promise.all(described.map(({ read }) => read));
+        const stores = described.map(({ store }, at) => {
           const [keys, values] = contents[at];
           const records = [];
           for (let i = 0; i < keys.length; i++) {
@@ -196,7 +196,7 @@
               recordsLeftOut++;
             }
           }
-          return { name: storeName, key_path: store.keyPath, auto_increment: store.autoIncrement, indexes, records };
+          return { ...store, records };
         });
         for (const store of stores) store.records = await Promise.all(store.records);
         databases.push({ name, version: db.version, object_stores: stores });

@@ -489,7 +489,7 @@ fn is_storage_page(url: &str) -> bool {
 /// Puts back each origin's IndexedDB databases before any page of the replay opens, each in a blank page of
 /// its origin that is closed after. Web storage is put back by each document's first script instead, but
 /// databases are written asynchronously and can be large: done once here, a page's own first opening of
-/// one finds it whole.
+/// one finds it whole. A database that cannot be put back is said in the log, and the replay goes on.
 async fn restore_databases(browser: &Browser, pages: &PagePreparation, storage: &StorageSnapshot) -> Result<()> {
     for (origin, databases) in &storage.indexed_db {
         let page = browser.new_page("about:blank").await?;
@@ -502,8 +502,11 @@ async fn restore_databases(browser: &Browser, pages: &PagePreparation, storage: 
         }
         .await;
         let _ = page.close().await;
-        let created = restored.with_context(|| format!("cannot put back the IndexedDB databases of {origin}"))?;
-        tracing::debug!(origin, created, "IndexedDB databases put back");
+        // The pages replay all the same, as a browser without those databases would show them.
+        match restored {
+            Ok(created) => tracing::debug!(origin, created, "IndexedDB databases put back"),
+            Err(error) => tracing::warn!("cannot put back the IndexedDB databases of {origin}: {error:#}"),
+        }
     }
     Ok(())
 }
