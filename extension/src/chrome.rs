@@ -65,6 +65,18 @@ extern "C" {
     fn set_timeout(handler: &Function, milliseconds: f64) -> JsValue;
 }
 
+/// A promise rejected with "timed out after N ms" once `milliseconds` have passed: raced against another,
+/// it bounds the wait for it.
+pub fn deadline(milliseconds: f64) -> Promise {
+    Promise::new(&mut |_resolve, reject| {
+        let message = JsValue::from_str(&format!("timed out after {milliseconds} ms"));
+        let reject = Closure::once_into_js(move || {
+            let _ = reject.call1(&JsValue::NULL, &message);
+        });
+        set_timeout(reject.unchecked_ref(), milliseconds.max(0.0));
+    })
+}
+
 /// Waits `milliseconds` (a timer of the service worker, not a busy wait).
 pub async fn sleep(milliseconds: f64) {
     let timer = Promise::new(&mut |resolve, _reject| {

@@ -49,6 +49,15 @@ pub async fn command(target: &Target, method: &str, params: Value) -> Result<Val
     Ok(from_js(&result))
 }
 
+/// [`command`], given up after `milliseconds`: an evaluation in a page whose main thread is stuck, or one
+/// waiting on the page's storage (an IndexedDB open queued behind another tab's upgrade), may never answer.
+pub async fn command_within(target: &Target, method: &str, params: Value, milliseconds: f64) -> Result<Value, String> {
+    let answer = chrome::debugger_send_command(&target.to_js(), method, &to_js(&params));
+    let raced = js_sys::Promise::race(&js_sys::Array::of2(&answer, &chrome::deadline(milliseconds)));
+    let result = JsFuture::from(raced).await.map_err(describe)?;
+    Ok(from_js(&result))
+}
+
 pub async fn attach(tab_id: i64) -> Result<(), String> {
     JsFuture::from(chrome::debugger_attach(&Target::tab(tab_id).to_js(), "1.3")).await.map_err(describe)?;
     Ok(())

@@ -10,7 +10,7 @@
 //! [`Outbox`], so that what the host has not acknowledged is sent again after a reconnect.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use base64::Engine as _;
 use serde::Serialize;
@@ -69,8 +69,11 @@ struct Recording {
     bodies: Bodies,
     /// The frame of each execution context of the in-page script's world.
     script_contexts: HashMap<(Target, i64), String>,
-    /// The origins whose storage the recording has read (see [`snapshots::origin_reached`]).
+    /// The origins whose storage the recording has read, or is reading (see [`snapshots::origin_reached`]).
     storage_origins: BTreeSet<String>,
+    /// The web origin of each tab's page, by its context of the in-page script's world. Only pages: an
+    /// iframe of another site sees storage partitioned by the page's site, not its origin's own.
+    page_origins: HashMap<(Target, i64), String>,
     /// Tabs the recorder is reloading itself (see [`on_tab_created`]): their reload is not the person's.
     reloading: BTreeSet<i64>,
     /// The bodies loading pages hold back, to read once they have loaded.
@@ -132,6 +135,7 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
             bodies: Bodies::default(),
             script_contexts: HashMap::new(),
             storage_origins: BTreeSet::new(),
+            page_origins: HashMap::new(),
             reloading: BTreeSet::new(),
             gate: LoadGate::default(),
             pause_takes_bodies: BTreeSet::new(),
@@ -178,10 +182,14 @@ pub async fn stop(answer: Option<String>) -> Result<(), String> {
     if task_type == TaskType::InformationRetrieval && answer.is_none() {
         return Err("an information retrieval task needs its answer before it stops".to_owned());
     }
-    let contexts: Vec<(Target, i64)> =
-        ACTIVE.with(|a| a.borrow().as_ref().map(|r| r.script_contexts.keys().cloned().collect()).unwrap_or_default());
+    // One page of each origin the tabs show: its storage is the origin's.
+    let pages: BTreeMap<String, (Target, i64)> = ACTIVE.with(|a| {
+        let active = a.borrow();
+        let pages = active.as_ref().map(|r| &r.page_origins).into_iter().flatten();
+        pages.map(|(context, origin)| (origin.clone(), context.clone())).collect()
+    });
     if let Some(&tab_id) = tabs.iter().next() {
-        snapshots::storage_at_stop(tab_id, contexts).await;
+        snapshots::storage_at_stop(tab_id, pages.into_values().collect()).await;
     }
     // The bodies loading pages held back are read while the tabs are still attached.
     for (target, key) in with_gate(LoadGate::release_all).unwrap_or_default() {
@@ -282,16 +290,25 @@ pub fn on_debugger_event(target: Target, method: &str, params: Value) {
                     let mut active = a.borrow_mut();
                     let recording = active.as_mut()?;
                     recording.script_contexts.insert((target.clone(), id), frame_id.to_owned());
-                    origin.filter(|origin| recording.storage_origins.insert(origin.clone()))
+                    let is_page = target.is_tab()
+                        && recording.translators.get(&target.tab_id).is_some_and(|t| t.is_main_frame(frame_id));
+                    let origin = origin.filter(|_| is_page)?;
+                    recording.page_origins.insert((target.clone(), id), origin.clone());
+                    recording.storage_origins.insert(origin.clone()).then_some(origin)
                 });
-                if first_reached.is_some() {
-                    wasm_bindgen_futures::spawn_local(snapshots::origin_reached(target, id));
+                if let Some(origin) = first_reached {
+                    wasm_bindgen_futures::spawn_local(snapshots::origin_reached(target, id, origin));
                 }
             }
         }
         "Runtime.executionContextDestroyed" => {
             let id = params["executionContextId"].as_i64().unwrap_or_default();
-            ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.script_contexts.remove(&(target, id))));
+            ACTIVE.with(|a| {
+                if let Some(recording) = a.borrow_mut().as_mut() {
+                    recording.script_contexts.remove(&(target.clone(), id));
+                    recording.page_origins.remove(&(target, id));
+                }
+            });
         }
         "Runtime.bindingCalled" if params["name"].as_str() == Some(actions::BINDING) => {
             on_page_report(target, &params);
@@ -716,6 +733,12 @@ async fn run_commands(
         }
     }
     Ok(())
+}
+
+/// The storage of `origin` could not be read where the recording first reached it (the document went away
+/// at once, a redirect by script): its next page is read instead.
+pub fn storage_origin_unread(origin: &str) {
+    ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.storage_origins.remove(origin)));
 }
 
 /// Runs `update` on the recording's load gate; `None` when no task is being recorded.

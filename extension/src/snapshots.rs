@@ -16,7 +16,7 @@ use trace_manifest::site_storage::{self, OriginStorage};
 use trace_manifest::wire::ClientBody;
 
 use crate::chrome;
-use crate::debugger::{Target, command};
+use crate::debugger::{Target, command, command_within};
 use crate::recording::{active_task_id, event, send, send_events};
 
 /// How long after an action its capture waits, so that the page shows the action's effect.
@@ -123,9 +123,9 @@ pub fn after_action(tab_id: i64, action_ts: Option<f64>) {
             true
         });
         if same_document && active_task_id().is_some() {
-            until_settled(&Target::tab(tab_id)).await;
-            // Read after settling: an action done meanwhile is part of the burst this capture shows.
+            // Taken before settling: an action done meanwhile schedules a capture of its own.
             let after_action_ts = SCHEDULES.with(|s| s.borrow_mut().get_mut(&tab_id).and_then(|s| s.action_ts.take()));
+            until_settled(&Target::tab(tab_id)).await;
             let occasion = Occasion { reason: "action", after_action_ts };
             screenshot(tab_id, occasion).await;
             dom_snapshot(&Target::tab(tab_id), occasion).await;
@@ -276,25 +276,38 @@ pub async fn cookies_at_start(tab_id: i64) {
     send_events(vec![event(tab_id, EventKind::Storage(snapshot))]);
 }
 
-/// The recording reached an origin for the first time, in the document of `context` (of the capture
-/// script's world): its storage as that document found it is, for this origin, where the recording
-/// started (a `start` snapshot of its own).
-pub async fn origin_reached(target: Target, context: i64) {
-    let mut snapshot = StorageSnapshot { phase: StoragePhase::Start, ..empty_storage() };
-    if let Some(origin) = read_origin(&target, context, true).await {
-        add_origin(&mut snapshot, origin);
-        send_events(vec![event(target.tab_id, EventKind::Storage(snapshot))]);
+/// The recording reached `origin` for the first time, in the page of `context` (of the capture script's
+/// world): its storage as that page found it is, for this origin, where the recording started (a `start`
+/// snapshot of its own). Where it cannot be read, the origin's next page is read instead.
+pub async fn origin_reached(target: Target, context: i64, origin: String) {
+    match read_origin(&target, context, true).await {
+        Some(storage) => send_storage(target.tab_id, StoragePhase::Start, storage),
+        None => crate::recording::storage_origin_unread(&origin),
     }
 }
 
-/// Every cookie, and the storage of every origin a recorded tab shows as the recording stops (in any of its
-/// frames): the `stop` snapshot.
-pub async fn storage_at_stop(tab_id: i64, contexts: Vec<(Target, i64)>) {
-    let mut snapshot = StorageSnapshot { phase: StoragePhase::Stop, cookies: cookies(tab_id).await, ..empty_storage() };
-    for (target, context) in contexts {
-        if let Some(origin) = read_origin(&target, context, false).await {
-            add_origin(&mut snapshot, origin);
+/// The `stop` snapshots: every cookie, then the storage of each origin the recorded tabs show (`pages`, one
+/// context of each), one snapshot each, so that no message holds more than one origin's.
+pub async fn storage_at_stop(tab_id: i64, pages: Vec<(Target, i64)>) {
+    let snapshot = StorageSnapshot { phase: StoragePhase::Stop, cookies: cookies(tab_id).await, ..empty_storage() };
+    send_events(vec![event(tab_id, EventKind::Storage(snapshot))]);
+    for (target, context) in pages {
+        if let Some(storage) = read_origin(&target, context, false).await {
+            send_storage(target.tab_id, StoragePhase::Stop, storage);
         }
+    }
+}
+
+fn send_storage(tab_id: i64, phase: StoragePhase, storage: OriginStorage) {
+    let mut snapshot = StorageSnapshot { phase, ..empty_storage() };
+    if let Some(local) = storage.local {
+        snapshot.local_storage.insert(storage.origin.clone(), local);
+    }
+    if let Some(session) = storage.session {
+        snapshot.session_storage.insert(storage.origin.clone(), session);
+    }
+    if !storage.indexed_db.is_empty() {
+        snapshot.indexed_db.insert(storage.origin, storage.indexed_db);
     }
     send_events(vec![event(tab_id, EventKind::Storage(snapshot))]);
 }
@@ -309,21 +322,9 @@ fn empty_storage() -> StorageSnapshot {
     }
 }
 
-/// Adds an origin's storage, unless the snapshot has that origin already (two frames of one origin).
-fn add_origin(snapshot: &mut StorageSnapshot, origin: OriginStorage) {
-    if snapshot.local_storage.contains_key(&origin.origin) || snapshot.indexed_db.contains_key(&origin.origin) {
-        return;
-    }
-    if let Some(local) = origin.local {
-        snapshot.local_storage.insert(origin.origin.clone(), local);
-    }
-    if let Some(session) = origin.session {
-        snapshot.session_storage.insert(origin.origin.clone(), session);
-    }
-    if !origin.indexed_db.is_empty() {
-        snapshot.indexed_db.insert(origin.origin, origin.indexed_db);
-    }
-}
+/// The longest a page's storage is waited for: a stuck page, or a database another tab holds in an upgrade,
+/// must not hold the recording (its stop least of all).
+const READ_STORAGE_MS: f64 = 10_000.0;
 
 /// The storage of the origin of `context`'s document (`at_start`: its web storage as the document found
 /// it). `None` when the document has gone, or has no origin storage can be read in.
@@ -334,7 +335,13 @@ async fn read_origin(target: &Target, context: i64, at_start: bool) -> Option<Or
         "awaitPromise": true,
         "returnByValue": true,
     });
-    let result = command(target, "Runtime.evaluate", params).await.ok()?;
+    let result = match command_within(target, "Runtime.evaluate", params, READ_STORAGE_MS).await {
+        Ok(result) => result,
+        Err(error) => {
+            crate::log(&format!("cannot read the storage of a page of tab {}: {error}", target.tab_id));
+            return None;
+        }
+    };
     let origin: OriginStorage = serde_json::from_value(result["result"]["value"].clone()).ok()?;
     if !origin.origin.starts_with("http") {
         return None;

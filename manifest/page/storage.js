@@ -15,8 +15,8 @@
   };
   const bytesOf = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 
-  // `pending` collects the reading of Blobs, which only an asynchronous call gives.
-  const encode = (value, pending, seen = new Set()) => {
+  // `blobs` collects the reading of Blobs, which only an asynchronous call gives, and counts their bytes.
+  const encode = (value, blobs, seen = new Set()) => {
     switch (typeof value) {
       case "string":
       case "boolean":
@@ -33,13 +33,13 @@
     if (seen.has(value)) throw new Error("a value that contains itself");
     seen.add(value);
     try {
-      return encodeObject(value, pending, seen);
+      return encodeObject(value, blobs, seen);
     } finally {
       seen.delete(value);
     }
   };
-  const encodeObject = (value, pending, seen) => {
-    const each = (item) => encode(item, pending, seen);
+  const encodeObject = (value, blobs, seen) => {
+    const each = (item) => encode(item, blobs, seen);
     if (Array.isArray(value)) return Array.from(value, each);
     if (ArrayBuffer.isView(value)) {
       const bytes = new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
@@ -56,7 +56,8 @@
       case "File": {
         const out = { [TAG]: "blob", type: value.type, v: "" };
         if (kindOf(value) === "File") Object.assign(out, { name: value.name, lastModified: value.lastModified });
-        pending.push(value.arrayBuffer().then((buffer) => (out.v = base64(new Uint8Array(buffer)))));
+        blobs.reads.push(value.arrayBuffer().then((buffer) => (out.v = base64(new Uint8Array(buffer)))));
+        blobs.bytes += Math.ceil(value.size / 3) * 4;
         return out;
       }
       case "Map":
@@ -70,9 +71,13 @@
       case "String":
         return { [TAG]: "boxed", v: each(value.valueOf()) };
     }
-    const out = {};
-    for (const [key, item] of Object.entries(value)) out[key] = each(item);
-    return TAG in out ? { [TAG]: "object", v: out } : out;
+    // A platform object (a CryptoKey, a file handle, an ImageData) has no JSON form: kept as `{}` it would
+    // break the page that finds it, where its absence lets the page make another.
+    const prototype = Object.getPrototypeOf(value);
+    if (prototype !== null && prototype !== Object.prototype) throw new Error(`a ${kindOf(value)} cannot be kept`);
+    // Built as own properties, a `__proto__` key included (an assignment would set the prototype instead).
+    const out = Object.fromEntries(Object.entries(value).map(([key, item]) => [key, each(item)]));
+    return Object.hasOwn(out, TAG) ? { [TAG]: "object", v: out } : out;
   };
 
   const decodeEntries = (object) => Object.fromEntries(Object.entries(object).map(([k, v]) => [k, decode(v)]));
@@ -154,7 +159,13 @@
     }
   };
 
-  // Every database of the page's origin, whole, as long as the encoded records stay under `limitBytes`.
+  // How many records one request reads: a store is read a page at a time, so that a large one stops at
+  // the limit rather than being loaded whole.
+  const PAGE = 256;
+  const utf8 = new TextEncoder();
+
+  // Every database of the page's origin, whole, as long as the encoded records stay under `limitBytes`
+  // (UTF-8 bytes, Blobs counted as their base64). What is past it, or cannot be kept, is counted.
   const readDatabases = async (limitBytes) => {
     const databases = [];
     let recordsLeftOut = 0;
@@ -168,37 +179,48 @@
       }
       try {
         const names = [...db.objectStoreNames];
+        // Read within one transaction, each request asked as the previous one answers: it stays active.
         const transaction = names.length ? db.transaction(names, "readonly") : null;
-        // Each store described and every read asked at once, while the transaction is active: it ends
-        // when it has nothing left to do.
-        const described = names.map((storeName) => {
+        const stores = [];
+        for (const storeName of names) {
           const store = transaction.objectStore(storeName);
           const indexes = [...store.indexNames].map((indexName) => {
             const index = store.index(indexName);
             return { name: indexName, key_path: index.keyPath, unique: index.unique, multi_entry: index.multiEntry };
           });
-          const read = Promise.all([done(store.getAllKeys()), done(store.getAll())]);
-          return { store: { name: storeName, key_path: store.keyPath, auto_increment: store.autoIncrement, indexes }, read };
-        });
-        const contents = await Promise.all(described.map(({ read }) => read));
-        const stores = described.map(({ store }, at) => {
-          const [keys, values] = contents[at];
           const records = [];
-          for (let i = 0; i < keys.length; i++) {
-            const pending = [];
-            try {
-              const record = { key: encode(keys[i], pending), value: encode(values[i], pending) };
-              const recordSize = JSON.stringify(record).length;
-              if (size + recordSize > limitBytes) throw new Error("over the limit");
-              size += recordSize;
-              records.push(Promise.all(pending).then(() => record));
-            } catch {
-              recordsLeftOut++;
+          let range = null;
+          while (true) {
+            if (size >= limitBytes) {
+              recordsLeftOut += await done(store.count(range));
+              break;
             }
+            const [keys, values] = await Promise.all([
+              done(store.getAllKeys(range, PAGE)),
+              done(store.getAll(range, PAGE)),
+            ]);
+            for (let i = 0; i < keys.length; i++) {
+              const blobs = { reads: [], bytes: 0 };
+              try {
+                const record = { key: encode(keys[i], blobs), value: encode(values[i], blobs) };
+                const recordSize = utf8.encode(JSON.stringify(record)).length + blobs.bytes;
+                if (size + recordSize > limitBytes) throw new Error("over the limit");
+                size += recordSize;
+                const unreadable = () => {
+                  recordsLeftOut++;
+                  return null;
+                };
+                records.push(Promise.all(blobs.reads).then(() => record, unreadable));
+              } catch {
+                recordsLeftOut++;
+              }
+            }
+            if (keys.length < PAGE) break;
+            range = IDBKeyRange.lowerBound(keys[keys.length - 1], true);
           }
-          return { ...store, records };
-        });
-        for (const store of stores) store.records = await Promise.all(store.records);
+          stores.push({ name: storeName, key_path: store.keyPath, auto_increment: store.autoIncrement, indexes, records });
+        }
+        for (const store of stores) store.records = (await Promise.all(store.records)).filter((r) => r !== null);
         databases.push({ name, version: db.version, object_stores: stores });
       } catch {
         // The page upgraded or deleted the database while it was read: it is left out, as the log says.
@@ -215,11 +237,17 @@
   // back earlier in this browser, or made by the page) is left as it is.
   const restoreDatabases = async (databases) => {
     let restored = 0;
+    const failed = [];
     for (const database of databases) {
       const db = await new Promise((resolve, reject) => {
+        let created = false;
         const request = indexedDB.open(database.name, database.version);
         request.onupgradeneeded = (event) => {
-          if (event.oldVersion !== 0) return;
+          if (event.oldVersion !== 0) {
+            // An older one of the page's own: left as it is, not upgraded to an empty recorded version.
+            request.transaction.abort();
+            return;
+          }
           const db = request.result;
           for (const recorded of database.object_stores) {
             const store = db.createObjectStore(recorded.name, {
@@ -230,22 +258,33 @@
               store.createIndex(index.name, index.key_path, { unique: index.unique, multiEntry: index.multi_entry });
             }
             for (const record of recorded.records) {
+              // A record this browser refuses (a key it cannot take, a unique index it breaks) does not cost
+              // the others: neither its exception nor its failed request aborts the upgrade.
               try {
-                if (recorded.key_path == null) store.put(decode(record.value), decode(record.key));
-                else store.put(decode(record.value));
-              } catch {
-                // A record this browser refuses (a key it cannot take) does not cost the others.
-              }
+                const put =
+                  recorded.key_path == null
+                    ? store.put(decode(record.value), decode(record.key))
+                    : store.put(decode(record.value));
+                put.onerror = (event) => event.preventDefault();
+              } catch {}
             }
           }
-          restored++;
+          created = true;
         };
-        request.onsuccess = () => resolve(request.result);
-        // Already at a later version: the page has made it its own.
-        request.onerror = () => (request.error?.name === "VersionError" ? resolve(null) : reject(request.error));
+        request.onsuccess = () => {
+          if (created) restored++;
+          resolve(request.result);
+        };
+        // Already there at a later version (the page has made it its own), or left as it was (above).
+        request.onerror = () =>
+          ["VersionError", "AbortError"].includes(request.error?.name) ? resolve(null) : reject(request.error);
+      }).catch((error) => {
+        failed.push(`${database.name}: ${error}`);
+        return null;
       });
       db?.close();
     }
+    if (failed.length) throw new Error(`databases not put back (${failed.join("; ")}); ${restored} were`);
     return restored;
   };
 

@@ -124,3 +124,68 @@ pub fn texts(value: &Value) -> Vec<&str> {
     walk(value, &mut out);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `probe` in Node with the script's functions as `lib`.
+    fn run_in_node(probe: &str) -> String {
+        let output = std::process::Command::new("node")
+            .arg("-e")
+            .arg(format!("const lib = ({SCRIPT});\n{probe}"))
+            .output()
+            .expect("Node runs the page scripts' tests");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    #[test]
+    fn every_kind_of_stored_value_comes_back_as_it_was_and_platform_objects_are_refused() {
+        let probe = r#"
+            const value = {
+              n: 1.5, nan: NaN, inf: -Infinity, zero: -0, big: 12345678901234567890n, nothing: undefined,
+              when: new Date(1700000000000), pattern: /mug/gi, buffer: new Uint8Array([0, 255]).buffer,
+              words: new Uint16Array([1, 65535]), map: new Map([[1, "one"]]), set: new Set(["a"]),
+              error: new RangeError("too far"), boxed: Object("text"), list: [1, [2, "3"]],
+              page: { "$trace": "the page's own key" }, proto: JSON.parse('{"__proto__": 1}'),
+            };
+            const blobs = { reads: [], bytes: 0 };
+            const stored = JSON.parse(JSON.stringify(lib.encode(value, blobs)));
+            const back = lib.decode(stored);
+            const refused = (make) => { try { lib.encode(make(), blobs); return false; } catch { return true; } };
+            const loop = {}; loop.self = loop;
+            console.log(JSON.stringify({
+              plain: stored.n === 1.5 && stored.list[1][1] === "3",
+              nan: Number.isNaN(back.nan), inf: back.inf === -Infinity, zero: Object.is(back.zero, -0),
+              big: back.big === 12345678901234567890n, nothing: "nothing" in back && back.nothing === undefined,
+              when: back.when instanceof Date && back.when.getTime() === 1700000000000,
+              pattern: back.pattern instanceof RegExp && back.pattern.flags === "gi",
+              buffer: back.buffer instanceof ArrayBuffer && [...new Uint8Array(back.buffer)].join() === "0,255",
+              words: back.words instanceof Uint16Array && [...back.words].join() === "1,65535",
+              map: back.map instanceof Map && back.map.get(1) === "one", set: back.set.has("a"),
+              error: back.error instanceof RangeError && back.error.message === "too far",
+              boxed: typeof back.boxed === "object" && back.boxed.valueOf() === "text",
+              page: back.page["$trace"] === "the page's own key",
+              proto: Object.getPrototypeOf(back.proto) === Object.prototype && back.proto["__proto__"] === 1,
+              platform: refused(() => new URL("https://shop.test/")), loop: refused(() => loop),
+            }));
+        "#;
+        let checks: serde_json::Map<String, Value> = serde_json::from_str(run_in_node(probe).trim()).unwrap();
+        let failed: Vec<&String> = checks.iter().filter(|(_, ok)| **ok != Value::Bool(true)).map(|(k, _)| k).collect();
+        assert!(failed.is_empty(), "not as stored: {failed:?}");
+        assert_eq!(checks.len(), 18);
+    }
+
+    #[test]
+    fn binary_data_is_not_text_to_search_for_secrets() {
+        let value = serde_json::json!({
+            "note": "call me",
+            "picture": { "$trace": "blob", "type": "image/png", "v": "iVBORw==" },
+            "list": [{ "$trace": "view", "type": "Uint8Array", "v": "AQID" }, "token"],
+        });
+        let mut texts = texts(&value);
+        texts.sort();
+        assert_eq!(texts, ["call me", "list", "note", "picture", "token"]);
+    }
+}
