@@ -1030,9 +1030,10 @@ impl<'e> Builder<'e> {
 }
 
 /// The last capture the recorder tied to one of the call's actions: what the page showed once it had
-/// reacted to them, wherever the capture falls among later events (a slow page's capture can come after the
-/// person's next action began). Only one of the tab the call left the person in (a click that opened a tab
-/// is shown by the new tab's page), and for a DOM snapshot, of the page the call reached.
+/// reacted to them, wherever its message falls among later events (the next action's can be stored first).
+/// Only one taken before the next call began (after, it shows that call's doing too), of the tab the call
+/// left the person in (a click that opened a tab is shown by the new tab's page), and for a DOM snapshot,
+/// of the page the call reached.
 fn tied_capture(
     captures: &[Capture],
     tab: Option<i64>,
@@ -1048,6 +1049,7 @@ fn tied_capture(
             c.kind == kind
                 && c.tab_id == Some(tab)
                 && c.action_id.is_some_and(|id| event_ids.contains(&id))
+                && c.ts < window.end_ts
                 && window.shows_page_of(c)
         })
         .map(|c| c.file.to_owned())
@@ -1872,9 +1874,14 @@ mod tests {
         let mut rec = Recording::default();
         rec.navigation(TAB, "/", NavigationCause::Typed);
         let first = rec.action(TAB, click("#a"));
-        // The person clicks again before the slow page's capture of the first click is stored.
+        // The person clicks again just after the first click's capture was taken, and that click's event is
+        // stored before the capture's message.
         let second = rec.action(TAB, click("#b"));
         let (first_shot, first_dom) = rec.capture_tied_to(TAB, first);
+        let taken = rec.events[second as usize].event.ts - 50.0;
+        for record in rec.events.iter_mut().rev().take(2) {
+            record.event.ts = taken;
+        }
         let (second_shot, second_dom) = rec.capture_tied_to(TAB, second);
         let derived = rec.derive();
         let files = |i: usize| (call(&derived, i).screenshot.clone(), call(&derived, i).dom_snapshot.clone());
