@@ -88,21 +88,71 @@ pub fn has_form_shape(body: &[u8]) -> bool {
         })
 }
 
-/// The top-level fields of a form or JSON object body, as text (strings, numbers and booleans; nested
-/// values have none): what a checkpoint's `body_fields` are compared with.
+/// The fields of a form, JSON or multipart body, as text: a form's fields; a JSON body's leaves (strings,
+/// numbers and booleans) named by their path (`title`, `variables.input.name`, `items[0].id`); a
+/// multipart body's parts that are not files. What a checkpoint's `body_fields` are compared with.
 pub fn form_fields(body: &str, content_type: Option<&str>) -> Vec<(String, String)> {
     match parse(body.as_bytes(), content_type) {
         ParsedBody::Form(fields) => fields,
-        ParsedBody::Json(Value::Object(object)) => object
+        ParsedBody::Json(value) => {
+            let mut fields = Vec::new();
+            json_leaves(&value, &mut String::new(), &mut |_, _| true, &mut |path, leaf| {
+                if let Some(text) = leaf_text(leaf) {
+                    fields.push((path.to_owned(), text));
+                }
+            });
+            fields
+        }
+        ParsedBody::Multipart(parts) => parts
             .into_iter()
-            .filter_map(|(name, value)| match value {
-                Value::String(text) => Some((name, text)),
-                Value::Number(number) => Some((name, number.to_string())),
-                Value::Bool(flag) => Some((name, flag.to_string())),
-                _ => None,
-            })
+            .filter(|part| part.filename.is_none())
+            .filter_map(|part| Some((part.name, String::from_utf8(part.content.to_vec()).ok()?)))
             .collect(),
-        _ => Vec::new(),
+        ParsedBody::Other => Vec::new(),
+    }
+}
+
+/// Walks a JSON value's leaves, each named by its path (`a.b`, `items[0]`): `keep` decides, member by
+/// member, what is walked into; `leaf` gets every scalar kept, and every empty object and array.
+pub fn json_leaves(
+    value: &Value,
+    path: &mut String,
+    keep: &mut dyn FnMut(&str, &Value) -> bool,
+    leaf: &mut dyn FnMut(&str, &Value),
+) {
+    let restore = path.len();
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, item) in map {
+                if !keep(key, item) {
+                    continue;
+                }
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                json_leaves(item, path, keep, leaf);
+                path.truncate(restore);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (position, item) in items.iter().enumerate() {
+                path.push_str(&format!("[{position}]"));
+                json_leaves(item, path, keep, leaf);
+                path.truncate(restore);
+            }
+        }
+        scalar => leaf(path, scalar),
+    }
+}
+
+/// A JSON leaf as a field's text: strings as they are, numbers and booleans written out; `null` and empty
+/// objects and arrays are none.
+fn leaf_text(leaf: &Value) -> Option<String> {
+    match leaf {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(_) | Value::Bool(_) => Some(leaf.to_string()),
+        Value::Null | Value::Object(_) | Value::Array(_) => None,
     }
 }
 
@@ -241,6 +291,11 @@ mod tests {
             pairs(&[("a", "1"), ("b", "x y")])
         );
         assert_eq!(fields("{\"q\":\"mug\",\"n\":2,\"o\":{}}", None), pairs(&[("n", "2"), ("q", "mug")]));
+        // Nested members by their path, as GraphQL variables and SPA payloads send them.
+        assert_eq!(
+            fields(r#"{"variables":{"input":{"name":"Eds","tags":["a",null]}},"ok":true}"#, None),
+            pairs(&[("ok", "true"), ("variables.input.name", "Eds"), ("variables.input.tags[0]", "a")])
+        );
         assert_eq!(fields("{\"q\":\"mug\"}", Some("text/plain;charset=UTF-8")), pairs(&[("q", "mug")]));
         assert!(fields("just text", None).is_empty());
         // A type that says text is taken at its word unless the body is JSON.

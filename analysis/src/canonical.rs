@@ -282,6 +282,14 @@ fn analyze_json(value: &Value, body_len: usize, clocks: &Clocks) -> (Vec<u8>, Ve
     (canonical.into_bytes(), params)
 }
 
+/// Whether a body field, as [`crate::body::form_fields`] names it (a JSON leaf by its path), is left out of
+/// canonical forms: a member of its path has a volatile name, or its value reads as a clock. Checkpoints
+/// leave out of their predicates what replay does not match on, by this rule.
+pub fn is_volatile_field(path: &str, value: &str, clocks: &Clocks) -> bool {
+    path.split(['.', '[']).any(|member| is_volatile_name(member.trim_end_matches(']')))
+        || is_volatile_param(path, value, clocks)
+}
+
 /// Whether a query parameter, form field or multipart part is left out: a volatile name, a clock reading
 /// as its value, or a clock reading as the name of a parameter without a value (`?1795452770043`).
 fn is_volatile_param(name: &str, value: &str, clocks: &Clocks) -> bool {
@@ -333,28 +341,13 @@ fn write_canonical_json(value: &Value, out: &mut String, clocks: &Clocks) {
 
 /// One parameter per leaf, named by its path (`cart.items[0].id`); strings without their quotes.
 fn flatten_json(value: &Value, path: &mut String, params: &mut Vec<Param>, clocks: &Clocks) {
-    let restore = path.len();
-    match value {
-        Value::Object(map) if !map.is_empty() => {
-            for (key, item) in map.iter().filter(|(key, item)| !is_volatile_member(key, item, clocks)) {
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(key);
-                flatten_json(item, path, params, clocks);
-                path.truncate(restore);
-            }
-        }
-        Value::Array(items) if !items.is_empty() => {
-            for (position, item) in items.iter().enumerate() {
-                path.push_str(&format!("[{position}]"));
-                flatten_json(item, path, params, clocks);
-                path.truncate(restore);
-            }
-        }
-        Value::String(text) => params.push(Param::new(Place::Body, path.clone(), text.clone())),
-        other => params.push(Param::new(Place::Body, path.clone(), other.to_string())),
-    }
+    body::json_leaves(value, path, &mut |key, item| !is_volatile_member(key, item, clocks), &mut |path, leaf| {
+        let value = match leaf {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        params.push(Param::new(Place::Body, path.to_owned(), value));
+    });
 }
 
 /// Parts sorted by name, volatile ones removed, each described without the boundary.

@@ -1,6 +1,9 @@
 //! What a recording shows, in the shape post-processing asks about it: its HTTP exchanges (one per request
-//! hop, with the response's status and whether a body came back) and the visible text of its main-frame
-//! DOM snapshots. [`holds`] checks a checkpoint's predicate against it.
+//! hop, with the response's status and whether a body came back), the visible text of its main-frame
+//! DOM snapshots, each block of it with the region of the page it is in ([`Region`]: a message, the main
+//! content, the site's frame), and, for choosing checkpoints, the text of the responses it received.
+//! [`holds`] checks a checkpoint's predicate against it; [`Evidence::position`] says when an event
+//! happened, which orders checkpoints.
 
 #[cfg(feature = "native")]
 use trace_manifest::archive::Bundle;
@@ -9,6 +12,8 @@ use trace_manifest::postprocess::Predicate;
 
 use crate::body::form_fields;
 use crate::exchange::Exchange;
+use crate::html::{RAW_TEXT_ELEMENTS, VOID_ELEMENTS, attribute, end_tag, split_tag, tag_name};
+pub use crate::html::{collapse_whitespace, decode_entities};
 use crate::urls;
 
 /// Request bodies larger than this are not read for their form fields: forms are small, uploads are not.
@@ -26,8 +31,40 @@ pub struct PageText {
     pub headings: Vec<String>,
     /// Every visible text run, whitespace collapsed.
     pub runs: Vec<String>,
-    /// The runs joined by spaces: what a text predicate is searched in.
+    /// The runs joined by spaces.
     pub text: String,
+    /// The text without white space ([`compact`]): what a text predicate is searched in.
+    pub compact: String,
+    /// The visible text as blocks (a paragraph, a heading, a list item, a table cell), in document order.
+    pub blocks: Vec<Block>,
+}
+
+/// A block of a page's text: the text of a block-level element, its inline elements' text joined as it
+/// reads (`The group “Editors” was added.`), and where on the page it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    pub text: String,
+    pub region: Region,
+    /// Inside a heading (`h1` to `h6`).
+    pub heading: bool,
+}
+
+/// Where on a page a block is, from what its elements say of themselves (tag, `role`, `aria-live`,
+/// `hidden`, class and id names); ordered from what says most about a state to what says nothing. A block
+/// with text of several regions is in the last of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Region {
+    /// An alert or status message (`role=alert|status`, `aria-live`, a message list such as Django's
+    /// `messagelist` or a Bootstrap `alert`): what an action says it did.
+    Message,
+    /// The main content: `main`, `article`, `role=main`.
+    Main,
+    /// Neither: a page without landmarks.
+    Body,
+    /// The site's frame, the same on every page: navigation, banner, footer, sidebars, search forms.
+    Frame,
+    /// Not shown as content: hidden elements, and form controls (what the person typed, options offered).
+    Hidden,
 }
 
 /// The evidence of one bundle.
@@ -37,7 +74,24 @@ pub struct Evidence {
     pub exchanges: Vec<Exchange>,
     /// Main-frame DOM snapshots in event order.
     pub pages: Vec<PageText>,
+    /// The text of the responses received, in the order they came: what tells a value the server gave from
+    /// one the page made. Read for choosing checkpoints only ([`Evidence::read_responses`]).
+    pub responses: Vec<ResponseText>,
 }
+
+/// A response body that is text, and when it came.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponseText {
+    pub at: f64,
+    pub text: String,
+}
+
+/// Response bodies larger than this are not read for the values they hand out.
+#[cfg(feature = "native")]
+const MAX_RESPONSE_TEXT_BYTES: u64 = 2 << 20;
+/// The most response text read for one recording.
+#[cfg(feature = "native")]
+const MAX_RESPONSE_TEXT_TOTAL: u64 = 64 << 20;
 
 impl Evidence {
     /// Reads the events, the DOM snapshots and the text request bodies of a bundle.
@@ -45,6 +99,15 @@ impl Evidence {
     pub fn load(bundle: &mut Bundle) -> anyhow::Result<Evidence> {
         let events = bundle.events()?;
         Evidence::load_with_events(bundle, events)
+    }
+
+    /// [`Evidence::load`] with the responses' text ([`Evidence::read_responses`]): the evidence of a
+    /// person's recording as checkpoints are chosen from it.
+    #[cfg(feature = "native")]
+    pub fn load_recording(bundle: &mut Bundle) -> anyhow::Result<Evidence> {
+        let mut evidence = Evidence::load(bundle)?;
+        evidence.read_responses(bundle);
+        Ok(evidence)
     }
 
     /// As [`Evidence::load`], for a caller that has read the bundle's events already.
@@ -72,8 +135,88 @@ impl Evidence {
                 pages.push(page_text(record.id, &snapshot.url, &snapshot.file, &html));
             }
         }
-        Ok(Evidence { events, exchanges, pages })
+        Ok(Evidence { events, exchanges, pages, responses: Vec::new() })
     }
+
+    /// Reads the text of the responses received (bodies of text types, each up to 2 MiB, 64 MiB in all),
+    /// for [`Evidence::carried_before`].
+    #[cfg(feature = "native")]
+    pub fn read_responses(&mut self, bundle: &mut Bundle) {
+        let mut total = 0;
+        for exchange in &self.exchanges {
+            let (Some(file), Some(size), Some(at)) =
+                (&exchange.response_body_file, exchange.response_body_size, exchange.response_ts)
+            else {
+                continue;
+            };
+            let textual = exchange.response_mime.as_deref().is_none_or(is_text_mime);
+            if !textual || size > MAX_RESPONSE_TEXT_BYTES || total + size > MAX_RESPONSE_TEXT_TOTAL {
+                continue;
+            }
+            if let Ok(bytes) = bundle.read(file)
+                && let Ok(text) = String::from_utf8(bytes)
+            {
+                total += size;
+                self.responses.push(ResponseText { at, text });
+            }
+        }
+        self.responses.sort_by(|a, b| a.at.total_cmp(&b.at));
+    }
+
+    /// Whether something the browser received before `before` (a response read by
+    /// [`Evidence::read_responses`], or the URL of a page it showed) carries `value`: the server gave it.
+    pub fn carried_before(&self, value: &str, before: f64) -> bool {
+        let finder = memchr::memmem::Finder::new(value.as_bytes());
+        let in_responses = self
+            .responses
+            .iter()
+            .take_while(|response| response.at < before)
+            .any(|response| finder.find(response.text.as_bytes()).is_some());
+        in_responses
+            || self.events.iter().any(|record| {
+                record.event.ts < before
+                    && matches!(&record.event.kind, EventKind::Navigation(navigation) if navigation.url.contains(value))
+            })
+    }
+
+    /// When an event happened: its time, then its id. A request's event has the time it was sent, a
+    /// navigation's the time it committed, a snapshot's the time it was taken, whatever order they were
+    /// stored in: by these a request comes before the page it led to.
+    pub fn position(&self, event_id: u64) -> Option<Position> {
+        let record = match self.events.binary_search_by_key(&event_id, |record| record.id) {
+            Ok(index) => &self.events[index],
+            // Evidence put together by hand may not be in id order.
+            Err(_) => self.events.iter().find(|record| record.id == event_id)?,
+        };
+        Some(Position { ts: record.event.ts, id: event_id })
+    }
+}
+
+/// When an event happened ([`Evidence::position`]), comparable.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Position {
+    pub ts: f64,
+    pub id: u64,
+}
+
+impl Position {
+    /// Before every event.
+    pub const START: Position = Position { ts: f64::NEG_INFINITY, id: 0 };
+    /// After every event.
+    pub const END: Position = Position { ts: f64::INFINITY, id: u64::MAX };
+}
+
+impl PartialOrd for Position {
+    fn partial_cmp(&self, other: &Position) -> Option<std::cmp::Ordering> {
+        Some(self.ts.total_cmp(&other.ts).then(self.id.cmp(&other.id)))
+    }
+}
+
+/// Whether a MIME type is text a value can be read from.
+#[cfg(feature = "native")]
+fn is_text_mime(mime: &str) -> bool {
+    let mime = mime.to_ascii_lowercase();
+    mime.starts_with("text/") || mime.contains("json") || mime.contains("javascript") || mime.contains("xml")
 }
 
 /// The event ids at which `predicate` holds in the recording: the successful request, the navigation, the
@@ -108,33 +251,24 @@ pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
             .map(|record| record.id)
             .collect(),
         Predicate::Text { text } => {
-            let wanted = collapse_whitespace(text);
-            evidence.pages.iter().filter(|page| page.text.contains(&wanted)).map(|page| page.event_id).collect()
+            let wanted = compact(text);
+            evidence.pages.iter().filter(|page| page.compact.contains(&wanted)).map(|page| page.event_id).collect()
         }
     }
 }
 
 /// The visible text of an HTML document: headings and text runs outside `script`, `style`, `template`,
-/// `noscript` and `head` (whose `title` becomes the last heading).
+/// `noscript` and `head` (whose `title` becomes the last heading), and the same text as blocks with the
+/// region of the page each is in ([`Region`]).
 pub fn page_text(event_id: u64, url: &str, file: &str, html: &str) -> PageText {
-    let mut runs = Vec::new();
-    let mut headings = Vec::new();
-    let mut title = None;
-    let mut hidden_depth = 0usize;
-    let mut in_title = false;
-    let mut heading: Option<String> = None;
+    let mut reader = PageReader::default();
     let mut rest = html;
     while !rest.is_empty() {
         let Some(start) = rest.find('<') else {
-            push_text(rest, hidden_depth, &mut runs, &mut heading);
+            reader.text(rest);
             break;
         };
-        let text = &rest[..start];
-        if in_title {
-            title = Some(collapse_whitespace(&decode_entities(text)));
-        } else {
-            push_text(text, hidden_depth, &mut runs, &mut heading);
-        }
+        reader.text(&rest[..start]);
         rest = &rest[start..];
         if rest.starts_with("<!--") {
             rest = rest.find("-->").map_or("", |end| &rest[end + 3..]);
@@ -142,119 +276,240 @@ pub fn page_text(event_id: u64, url: &str, file: &str, html: &str) -> PageText {
         }
         let (tag, after) = split_tag(rest);
         rest = after;
-        let closing = tag.starts_with('/');
         let name = tag_name(tag);
-        match name.as_str() {
-            "script" | "style" | "template" | "noscript" | "head" => {
-                if closing {
-                    hidden_depth = hidden_depth.saturating_sub(1);
-                } else if !tag.ends_with('/') {
-                    hidden_depth += 1;
-                }
+        if tag.starts_with('/') {
+            reader.close(&name);
+        } else {
+            reader.open(&name, tag);
+            if RAW_TEXT_ELEMENTS.contains(&name.as_str()) && !tag.ends_with('/') {
+                // Their content is not markup the page shows: on to their end tag.
+                rest = end_tag(rest, &name).map_or("", |at| &rest[at..]);
             }
-            "title" => in_title = !closing,
+        }
+    }
+    reader.finish(event_id, url, file)
+}
+
+/// Elements that flow within a line: their text continues the block around them.
+const INLINE_ELEMENTS: &[&str] = &[
+    "a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "font", "i", "img", "kbd", "label", "mark",
+    "q", "s", "samp", "small", "span", "strong", "sub", "sup", "time", "u", "var", "wbr",
+];
+
+/// Form controls: what they hold is the person's input or a choice offered, not what the page says.
+const CONTROL_ELEMENTS: &[&str] = &["button", "datalist", "optgroup", "option", "select", "textarea"];
+
+/// Elements under which a `header` or `footer` belongs to a section, not to the site's frame.
+const SECTIONING_ELEMENTS: &[&str] = &["article", "aside", "main", "nav", "section"];
+
+/// `role` values of the site's frame, of messages, and of the main content.
+const FRAME_ROLES: &[&str] =
+    &["banner", "complementary", "contentinfo", "menu", "menubar", "navigation", "search", "tablist", "toolbar"];
+const MESSAGE_ROLES: &[&str] = &["alert", "alertdialog", "log", "status"];
+
+/// Class or id names of the site's frame (whole names only: `card-header` is a card's).
+const FRAME_NAMES: &[&str] = &[
+    "breadcrumb",
+    "breadcrumbs",
+    "footer",
+    "header",
+    "masthead",
+    "menu",
+    "nav",
+    "navbar",
+    "sidebar",
+    "site-footer",
+    "site-header",
+    "site-nav",
+    "topbar",
+];
+/// Leading words of the class or id names of messages (`alert-success`, `flash-notice`, `messagelist`).
+const MESSAGE_WORDS: &[&str] =
+    &["alert", "errornote", "flash", "messagelist", "messages", "notice", "notification", "notifications", "toast"];
+
+/// What [`page_text`] keeps while it reads: the runs and headings as they always were, and the blocks with
+/// their regions through a stack of the open elements.
+#[derive(Default)]
+struct PageReader {
+    runs: Vec<String>,
+    headings: Vec<String>,
+    title: Option<String>,
+    in_title: bool,
+    /// Inside `head` or `template`: nothing shown.
+    hidden_depth: usize,
+    heading: Option<String>,
+    stack: Vec<OpenElement>,
+    blocks: Vec<Block>,
+    block: String,
+    block_region: Option<Region>,
+    block_heading: bool,
+}
+
+struct OpenElement {
+    name: String,
+    region: Region,
+    sectioning: bool,
+}
+
+impl PageReader {
+    fn region(&self) -> Region {
+        self.stack.last().map_or(Region::Body, |open| open.region)
+    }
+
+    fn text(&mut self, raw: &str) {
+        if raw.is_empty() {
+            return;
+        }
+        if self.in_title {
+            self.title = Some(collapse_whitespace(&decode_entities(raw)));
+            return;
+        }
+        if self.hidden_depth > 0 {
+            return;
+        }
+        let text = decode_entities(raw);
+        if let Some(heading) = self.heading.as_mut() {
+            heading.push_str(&text);
+        }
+        match self.runs.last_mut() {
+            Some(run) => run.push_str(&text),
+            None => self.runs.push(text.clone()),
+        }
+        if !text.trim().is_empty() {
+            let region = self.region();
+            self.block_region = Some(self.block_region.map_or(region, |block| block.max(region)));
+            self.block_heading |= self.stack.iter().any(|open| is_heading(&open.name));
+        }
+        self.block.push_str(&text);
+    }
+
+    fn open(&mut self, name: &str, tag: &str) {
+        self.boundary(name);
+        match name {
+            "head" | "template" => self.hidden_depth += 1,
+            "title" => self.in_title = true,
+            "h1" | "h2" | "h3" if self.hidden_depth == 0 => self.heading = Some(String::new()),
+            _ => {}
+        }
+        if VOID_ELEMENTS.contains(&name) || tag.ends_with('/') || name.is_empty() {
+            return;
+        }
+        let sectioned = self.stack.iter().any(|open| open.sectioning);
+        let region = match own_region(name, tag, sectioned) {
+            None => self.region(),
+            Some(own) => match (self.region(), own) {
+                (Region::Hidden, _) | (_, Region::Hidden) => Region::Hidden,
+                (_, Region::Message) | (Region::Message, _) => Region::Message,
+                (_, Region::Frame) | (Region::Frame, _) => Region::Frame,
+                (_, own) => own,
+            },
+        };
+        let role = attribute(tag, "role").unwrap_or_default();
+        let sectioning = SECTIONING_ELEMENTS.contains(&name) || role.eq_ignore_ascii_case("main");
+        self.stack.push(OpenElement { name: name.to_owned(), region, sectioning });
+    }
+
+    fn close(&mut self, name: &str) {
+        self.boundary(name);
+        match name {
+            "head" | "template" => self.hidden_depth = self.hidden_depth.saturating_sub(1),
+            "title" => self.in_title = false,
             "h1" | "h2" | "h3" => {
-                if closing {
-                    if let Some(text) = heading.take().map(|h| collapse_whitespace(&h)).filter(|h| !h.is_empty()) {
-                        headings.push(text);
-                    }
-                } else if hidden_depth == 0 {
-                    heading = Some(String::new());
+                if let Some(text) = self.heading.take().map(|h| collapse_whitespace(&h)).filter(|h| !h.is_empty()) {
+                    self.headings.push(text);
                 }
             }
             _ => {}
         }
-        // Text inside different elements is different runs.
-        if !runs.last().is_some_and(String::is_empty) {
-            runs.push(String::new());
+        if let Some(open) = self.stack.iter().rposition(|open| open.name == name) {
+            self.stack.truncate(open);
         }
     }
-    let runs: Vec<String> = runs.into_iter().map(|run| collapse_whitespace(&run)).filter(|r| !r.is_empty()).collect();
-    headings.extend(title.filter(|t| !t.is_empty()));
-    let text = runs.join(" ");
-    PageText { event_id, url: url.to_owned(), file: file.to_owned(), headings, runs, text }
-}
 
-fn push_text(text: &str, hidden_depth: usize, runs: &mut Vec<String>, heading: &mut Option<String>) {
-    if hidden_depth > 0 || text.is_empty() {
-        return;
+    /// Every tag ends a run (text inside different elements is different runs); a tag of a block-level
+    /// element, or a line break, ends a block too.
+    fn boundary(&mut self, name: &str) {
+        if !self.runs.last().is_some_and(String::is_empty) {
+            self.runs.push(String::new());
+        }
+        if INLINE_ELEMENTS.contains(&name) {
+            return;
+        }
+        let text = collapse_whitespace(&std::mem::take(&mut self.block));
+        if let Some(region) = self.block_region.take().filter(|_| !text.is_empty()) {
+            self.blocks.push(Block { text, region, heading: self.block_heading });
+        }
+        self.block_heading = false;
     }
-    let text = decode_entities(text);
-    if let Some(heading) = heading.as_mut() {
-        heading.push_str(&text);
-    }
-    match runs.last_mut() {
-        Some(run) => run.push_str(&text),
-        None => runs.push(text),
-    }
-}
 
-/// The tag `html` starts with (at its `<`): the text between `<` and `>`, and what follows. A tag a cut-off
-/// document leaves open runs to its end.
-pub(crate) fn split_tag(html: &str) -> (&str, &str) {
-    let inside = html.strip_prefix('<').unwrap_or(html);
-    match inside.find('>') {
-        Some(end) => (&inside[..end], &inside[end + 1..]),
-        None => (inside, ""),
-    }
-}
-
-/// A tag's element name in lower case: `div` for `div class=x` and `/DIV`.
-pub(crate) fn tag_name(tag: &str) -> String {
-    tag.trim_start_matches('/')
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric())
-        .collect::<String>()
-        .to_ascii_lowercase()
-}
-
-pub fn collapse_whitespace(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The entities a serialized DOM uses (the browser writes the rest as characters).
-pub fn decode_entities(text: &str) -> String {
-    if !text.contains('&') {
-        return text.to_owned();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('&') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        let Some(end) = rest[..rest.len().min(12)].find(';') else {
-            out.push('&');
-            rest = &rest[1..];
-            continue;
-        };
-        let entity = &rest[1..end];
-        let decoded = match entity {
-            "amp" => Some('&'),
-            "lt" => Some('<'),
-            "gt" => Some('>'),
-            "quot" => Some('"'),
-            "apos" | "#39" => Some('\''),
-            "nbsp" => Some(' '),
-            _ => entity
-                .strip_prefix("#x")
-                .or_else(|| entity.strip_prefix("#X"))
-                .and_then(|hex| u32::from_str_radix(hex, 16).ok())
-                .or_else(|| entity.strip_prefix('#').and_then(|dec| dec.parse().ok()))
-                .and_then(char::from_u32),
-        };
-        match decoded {
-            Some(c) => {
-                out.push(c);
-                rest = &rest[end + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
+    fn finish(mut self, event_id: u64, url: &str, file: &str) -> PageText {
+        self.boundary("");
+        let runs: Vec<String> =
+            self.runs.into_iter().map(|run| collapse_whitespace(&run)).filter(|run| !run.is_empty()).collect();
+        let mut headings = self.headings;
+        headings.extend(self.title.filter(|title| !title.is_empty()));
+        let text = runs.join(" ");
+        let compact = compact(&text);
+        PageText {
+            event_id,
+            url: url.to_owned(),
+            file: file.to_owned(),
+            headings,
+            runs,
+            text,
+            compact,
+            blocks: self.blocks,
         }
     }
-    out.push_str(rest);
-    out
+}
+
+fn is_heading(name: &str) -> bool {
+    matches!(name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
+}
+
+/// The region an element sets for what it holds, if it sets one (see [`Region`]).
+fn own_region(name: &str, tag: &str, sectioned: bool) -> Option<Region> {
+    let style = attribute(tag, "style").unwrap_or_default().to_ascii_lowercase().replace(' ', "");
+    if CONTROL_ELEMENTS.contains(&name)
+        || attribute(tag, "hidden").is_some()
+        || attribute(tag, "aria-hidden").is_some_and(|value| value.eq_ignore_ascii_case("true"))
+        || style.contains("display:none")
+        || style.contains("visibility:hidden")
+    {
+        return Some(Region::Hidden);
+    }
+    let role = attribute(tag, "role").unwrap_or_default().to_ascii_lowercase();
+    let live = attribute(tag, "aria-live").unwrap_or_default().to_ascii_lowercase();
+    let names: Vec<String> = ["class", "id"]
+        .iter()
+        .filter_map(|attr| attribute(tag, attr))
+        .flat_map(str::split_whitespace)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let leading_word = |name: &String| name.split(['-', '_']).next().unwrap_or_default().to_owned();
+    if MESSAGE_ROLES.contains(&role.as_str())
+        || matches!(live.as_str(), "polite" | "assertive")
+        || names.iter().any(|name| MESSAGE_WORDS.contains(&leading_word(name).as_str()))
+    {
+        return Some(Region::Message);
+    }
+    if FRAME_ROLES.contains(&role.as_str())
+        || matches!(name, "nav" | "aside")
+        || (matches!(name, "header" | "footer") && !sectioned)
+        || names.iter().any(|name| FRAME_NAMES.contains(&name.as_str()))
+    {
+        return Some(Region::Frame);
+    }
+    if matches!(name, "main" | "article") || role == "main" {
+        return Some(Region::Main);
+    }
+    None
+}
+
+/// `text` without any white space: what a text predicate is compared in, so that where a page breaks
+/// its lines or its elements does not decide whether it shows a text.
+pub fn compact(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 #[cfg(test)]

@@ -124,11 +124,15 @@ fn attach_body<'e>(hop: &mut Hop<'e>, body: &'e BodyStored) {
 }
 
 /// One request hop and what came back, owned: what checkpoints and the ignore list are decided on.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Exchange {
     pub request_id: String,
     pub request_event: u64,
+    /// When the request was sent (its event's time).
+    pub request_ts: f64,
     pub response_event: Option<u64>,
+    /// When the response came.
+    pub response_ts: Option<f64>,
     pub method: String,
     pub url: String,
     pub resource_type: Option<String>,
@@ -141,6 +145,12 @@ pub struct Exchange {
     pub status: Option<u16>,
     /// The size of the recorded response body; `None` when no body was recorded.
     pub response_body_size: Option<u64>,
+    /// The recorded response body, `resources/<sha256>`.
+    pub response_body_file: Option<String>,
+    /// The response's MIME type, as the browser reported it.
+    pub response_mime: Option<String>,
+    /// Whether the response set a cookie.
+    pub sets_cookie: bool,
 }
 
 impl Exchange {
@@ -155,7 +165,9 @@ impl From<&Hop<'_>> for Exchange {
         Exchange {
             request_id: request.request_id.clone(),
             request_event: hop.request.event_id,
+            request_ts: hop.request.ts,
             response_event: hop.response.map(|response| response.event_id),
+            response_ts: hop.response.map(|response| response.ts),
             method: request.method.clone(),
             url: request.url.clone(),
             resource_type: request.resource_type.clone(),
@@ -164,6 +176,14 @@ impl From<&Hop<'_>> for Exchange {
             request_body_file: hop.request_body.map(|body| (body.path(), body.size)),
             status: hop.response.map(|response| response.value.status),
             response_body_size: hop.response_body.map(|body| body.size),
+            response_body_file: hop.response_body.map(BodyStored::path),
+            response_mime: hop
+                .response
+                .map(|response| response.value.mime_type.clone())
+                .filter(|mime| !mime.is_empty()),
+            sets_cookie: hop.response.is_some_and(|response| {
+                response.value.headers.iter().any(|header| header.name.eq_ignore_ascii_case("set-cookie"))
+            }),
         }
     }
 }

@@ -168,11 +168,9 @@ mod tests {
             method: method.into(),
             url: url.into(),
             resource_type: Some(resource_type.into()),
-            post_data: None,
-            content_type: None,
-            request_body_file: None,
             status: Some(status),
             response_body_size: body,
+            ..Exchange::default()
         }
     }
 

@@ -290,7 +290,7 @@ pub fn step_in_words(call: &ToolCall) -> String {
     words
 }
 
-fn write_steps(text: &mut String, calls: &[ToolCall]) {
+pub(crate) fn write_steps(text: &mut String, calls: &[ToolCall]) {
     if calls.is_empty() {
         text.push_str("(none)\n");
     }
@@ -302,7 +302,7 @@ fn write_steps(text: &mut String, calls: &[ToolCall]) {
     }
 }
 
-fn write_list(text: &mut String, items: &[String]) {
+pub(crate) fn write_list(text: &mut String, items: &[String]) {
     if items.is_empty() {
         text.push_str("(none)\n");
     }
@@ -315,7 +315,7 @@ fn write_list(text: &mut String, items: &[String]) {
 }
 
 /// At most `max` characters, marked when cut.
-fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),
@@ -359,6 +359,7 @@ fn verdict_word(word: &str) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::page_text;
     use trace_manifest::bundle::TaskInfo;
     use trace_manifest::task::TaskStatus;
 
@@ -395,14 +396,7 @@ mod tests {
         let agent =
             vec![call(ToolAction::Navigate { url: "http://shop.test/deals".to_owned() }, "http://shop.test/deals")];
         let evidence = Evidence {
-            pages: vec![PageText {
-                event_id: 7,
-                url: "http://shop.test/deals".to_owned(),
-                file: "dom/7.html".to_owned(),
-                headings: vec!["Deals".to_owned()],
-                runs: vec![],
-                text: "Deals of the day".to_owned(),
-            }],
+            pages: vec![page_text(7, "http://shop.test/deals", "dom/7.html", "<h1>Deals</h1><p>of the day</p>")],
             ..Evidence::default()
         };
         let episode = Episode {
@@ -436,6 +430,8 @@ mod tests {
             },
             event_ids: vec![],
             step: None,
+            role: None,
+            proposed_by: None,
         };
         let question = episode.checkpoint_question(&checkpoint);
         assert_eq!(question.subject, Subject::Checkpoint("cp2".to_owned()));

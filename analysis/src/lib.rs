@@ -16,7 +16,8 @@
 //! - [`trajectory`]: the demonstration as browser-use-style tool calls, and the credentials typed in it.
 //! - [`evidence`]: what a recording shows (exchanges, page text) and whether a checkpoint predicate holds.
 //! - [`fidelity`]: how much of a recorded page's text a replayed page shows.
-//! - [`checkpoints`]: which states mark progress, by fixed rules.
+//! - [`checkpoints`]: which states mark progress, by fixed rules chosen to discriminate.
+//! - [`audit`]: whether checkpoints tell the demonstration from doing nothing, judged from replayed runs.
 //! - [`score`]: an agent's episode scored against the recording (checkpoints, success, rubric, SPL), and a
 //!   run's summary.
 //! - [`journeys`]: a person's browsing history grouped into journeys by TRACE's rule, URLs cleaned.
@@ -24,12 +25,14 @@
 //! - [`judge`]: the questions a judge model is asked about an episode, and how its replies are read.
 //! - [`ignore`]: which requests replay may fail at once, and reading and applying an ignore list.
 //! - [`postprocess`]: the four files `trace-host process` writes, derived together.
+//! - [`proposals`]: the question a model is asked for checkpoints, and how its reply is read.
 //! - [`request_state`]: the browser's state a request carries, which chooses among recorded twins.
 //! - [`secrets`]: which names and values are secret, and the forms a secret takes.
 //! - [`suspects`]: values no rule chose but whose shape suggests a secret, for a person to decide.
 //! - [`storage`]: the storage a replay starts from, each origin's as the recording first found it.
 //! - [`urls`]: the URL rule patterns are written in (scheme-less substrings).
 //! - [`body`]: the one parser of form, JSON and multipart bodies.
+//! - [`html`]: the one reader of serialized HTML: tags, attributes, entities.
 //! - [`canonical`]: canonical URLs, bodies and endpoint keys, which replay matches on.
 //! - [`client_ids`]: values the page makes itself (session ids), which replay follows.
 //! - [`summary`]: a bundle's summary (task, pages, hosts, what the ignore list removes).
@@ -38,6 +41,7 @@
 
 pub mod accessibility;
 pub mod answering;
+pub mod audit;
 pub mod body;
 pub mod canonical;
 pub mod checkpoints;
@@ -46,17 +50,21 @@ pub mod evidence;
 pub mod exchange;
 pub mod fidelity;
 pub mod har;
+pub mod html;
 pub mod ignore;
 pub mod journeys;
 pub mod judge;
 pub mod map;
 pub mod postprocess;
+pub mod proposals;
 pub mod request_state;
 pub mod score;
 pub mod secrets;
 pub mod storage;
 pub mod summary;
 pub mod suspects;
+#[cfg(test)]
+mod testing;
 pub mod trajectory;
 pub mod urls;
 pub mod webarena_infinity;

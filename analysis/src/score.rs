@@ -2,11 +2,16 @@
 //! the same scores. The agent's session is evidence like a person's recording ([`Evidence`]), so a
 //! checkpoint holds for it exactly as [`holds`] says it holds for the person.
 //!
-//! - **Checkpoints**: TRACE's rule (in the recorded order, each after the previous one, stopping at the
-//!   first missed) gives the partial credit; the share reached in any order is reported beside it.
-//! - **Success**: for an action task, every state-changing checkpoint (a `request`) and the last
-//!   checkpoint hold; for information retrieval, the agent's answer equals the person's once both are
-//!   normalized ([`normalize_answer`]).
+//! - **Checkpoints**: TRACE's rule (in the recorded order, each at or after the previous one, stopping at
+//!   the first missed) gives the partial credit; the share reached in any order is reported beside it.
+//!   "After" is by when events happened ([`Evidence::position`]), so that a request comes before the page
+//!   it led to however the two were stored, and two checkpoints shown by one page are both in order.
+//! - **Success**: for an action task, every state change and every final state holds (by their roles;
+//!   for checkpoints without roles, every `request` and the last checkpoint); for information
+//!   retrieval, the agent's answer equals the person's once both are normalized ([`normalize_answer`]),
+//!   and an empty answer never does.
+//! - **Validity**: a task whose bundle's audit found checkpoints that do not discriminate is counted apart
+//!   in a run's summary, never averaged in.
 //! - **Rubric**: a task's `rubric.json`, else its checkpoints as items of weight 1. A predicate item is
 //!   scored here; a text item needs a judge and is otherwise left unscored (and counted as such).
 //! - **SPL**, as Odysseys defines it: the rubric score over the agent's step count.
@@ -24,23 +29,25 @@ use trace_manifest::eval::{
     Spl, Verification, WebsiteSummary,
 };
 use trace_manifest::event::EventKind;
-use trace_manifest::postprocess::{Checkpoint, Predicate};
+use trace_manifest::postprocess::{Checkpoint, CheckpointRole, Predicate};
 
-use crate::evidence::{Evidence, holds};
+use crate::evidence::{Evidence, Position, holds};
 
 /// Scores `checkpoints` against an agent's session.
 pub fn checkpoints(checkpoints: &[Checkpoint], evidence: &Evidence) -> CheckpointScores {
     let mut items = Vec::new();
-    let mut after: Option<u64> = None;
+    let mut after = Position::START;
     let mut in_order_so_far = true;
+    let earliest = |positions: &mut dyn Iterator<Item = Position>| positions.reduce(|a, b| if b < a { b } else { a });
     for checkpoint in checkpoints {
         let ids = holds(&checkpoint.predicate, evidence);
-        let next_in_order = ids.iter().copied().filter(|id| after.is_none_or(|after| *id > after)).min();
+        let positions: Vec<Position> = ids.iter().filter_map(|id| evidence.position(*id)).collect();
+        let next_in_order = earliest(&mut positions.iter().copied().filter(|at| *at >= after));
         let in_order = in_order_so_far && next_in_order.is_some();
         in_order_so_far = in_order;
-        let event_id = if in_order { next_in_order } else { ids.iter().copied().min() };
-        if in_order {
-            after = next_in_order;
+        let event_id = if in_order { next_in_order } else { earliest(&mut positions.iter().copied()) }.map(|at| at.id);
+        if let Some(next) = next_in_order.filter(|_| in_order) {
+            after = next;
         }
         items.push(CheckpointOutcome {
             id: checkpoint.id.clone(),
@@ -49,6 +56,7 @@ pub fn checkpoints(checkpoints: &[Checkpoint], evidence: &Evidence) -> Checkpoin
             in_order,
             event_id,
             evidence: event_id.map(|id| describe(evidence, id)),
+            role: checkpoint.role,
         });
     }
     let total = items.len();
@@ -65,26 +73,40 @@ pub fn checkpoints(checkpoints: &[Checkpoint], evidence: &Evidence) -> Checkpoin
     }
 }
 
-/// Whether an action task succeeded: every state-changing checkpoint and the last one were reached.
-/// Returns the verdict and what it rests on.
+/// Whether an action task succeeded: every state change and every final state was reached (see the
+/// module's rule). Returns the verdict and what it rests on.
 pub fn action_success(scores: &CheckpointScores) -> (bool, String) {
     let Some(last) = scores.items.last() else {
         return (false, "the recording has no checkpoints to judge an action task by".to_owned());
     };
-    let changes: Vec<&CheckpointOutcome> =
-        scores.items.iter().filter(|item| matches!(item.predicate, Predicate::Request { .. })).collect();
-    let missing: Vec<&str> = changes
+    let with_roles = scores.items.iter().any(|item| item.role.is_some());
+    let changes: Vec<&CheckpointOutcome> = scores
+        .items
         .iter()
-        .copied()
-        .chain(std::iter::once(last))
-        .filter(|item| !item.reached)
-        .map(|item| item.id.as_str())
+        .filter(|item| match item.role {
+            Some(role) => role == CheckpointRole::StateChange,
+            None => !with_roles && matches!(item.predicate, Predicate::Request { .. }),
+        })
         .collect();
-    let basis = format!("the {} state change(s) and the final state ({}) of the recording", changes.len(), last.id);
+    let finals: Vec<&CheckpointOutcome> = if with_roles {
+        scores.items.iter().filter(|item| item.role == Some(CheckpointRole::FinalState)).collect()
+    } else {
+        vec![last]
+    };
+    let mut missing: Vec<&str> =
+        changes.iter().chain(&finals).filter(|item| !item.reached).map(|item| item.id.as_str()).collect();
+    let final_ids: Vec<&str> = finals.iter().map(|item| item.id.as_str()).collect();
+    let basis = format!(
+        "the {} state change(s) and the final state ({}) of the recording",
+        changes.len(),
+        if final_ids.is_empty() { "none".to_owned() } else { final_ids.join(", ") }
+    );
+    if changes.is_empty() && finals.is_empty() {
+        return (false, "the recording has no state change or final state to judge an action task by".to_owned());
+    }
     if missing.is_empty() {
         (true, format!("reached {basis}"))
     } else {
-        let mut missing = missing;
         missing.dedup();
         (false, format!("missed {} of {basis}", missing.join(", ")))
     }
@@ -282,9 +304,11 @@ impl SplitMix64 {
 }
 
 /// A run's summary. Results are taken in task-id order, so that the order they finished in (a parallel
-/// run, merged shards) does not change a figure.
+/// run, merged shards) does not change a figure. Tasks whose bundle's audit failed are counted apart and
+/// in no figure.
 pub fn summarize(results: &[EvalResult]) -> EvalSummary {
-    let mut results: Vec<&EvalResult> = results.iter().collect();
+    let invalid_tasks = results.iter().filter(|r| r.task_invalid()).count();
+    let mut results: Vec<&EvalResult> = results.iter().filter(|r| !r.task_invalid()).collect();
     results.sort_by(|a, b| a.task_id.as_str().cmp(b.task_id.as_str()));
     let mean = |values: &mut dyn Iterator<Item = f64>| {
         let (sum, count) = values.fold((0.0, 0usize), |(sum, count), value| (sum + value, count + 1));
@@ -314,6 +338,8 @@ pub fn summarize(results: &[EvalResult]) -> EvalSummary {
         .collect();
     EvalSummary {
         tasks: n,
+        invalid_tasks,
+        unaudited_tasks: results.iter().filter(|r| r.audit.is_none()).count(),
         errors: results.iter().filter(|r| r.error.is_some()).count(),
         success_rate: if n == 0 { 0.0 } else { successes / n as f64 },
         success_interval: wilson_interval(successes, n),
@@ -379,6 +405,12 @@ pub fn summary_text(summary: &EvalSummary, results: &[EvalResult]) -> String {
     let mut text = String::from("# Evaluation summary\n\n");
     let _ = writeln!(text, "| | |\n|---|---|");
     let _ = writeln!(text, "| tasks | {} ({} with an agent error) |", summary.tasks, summary.errors);
+    if summary.invalid_tasks > 0 {
+        let _ = writeln!(text, "| invalid tasks (their audit failed; in no figure here) | {} |", summary.invalid_tasks);
+    }
+    if summary.unaudited_tasks > 0 {
+        let _ = writeln!(text, "| tasks never audited | {} |", summary.unaudited_tasks);
+    }
     let _ = writeln!(
         text,
         "| success | {} (Wilson 95% {}) |",
@@ -533,6 +565,8 @@ mod tests {
                 predicate: Predicate::Url { pattern: format!("shop.test{pattern}") },
                 event_ids: Vec::new(),
                 step: None,
+                role: None,
+                proposed_by: None,
             })
             .collect()
     }
@@ -572,6 +606,8 @@ mod tests {
                 },
                 event_ids: Vec::new(),
                 step: None,
+                role: None,
+                proposed_by: None,
             },
         );
         // The pages without the state change: no success, and the basis says what was missed.
@@ -608,6 +644,33 @@ mod tests {
 
     fn rubric_scores(rubric: &Rubric) -> RubricScores {
         super::rubric(Some(rubric), &[], &reached(&["/cart"]))
+    }
+
+    /// Issue #29: a task whose checkpoints do not discriminate is counted apart, not averaged in.
+    #[test]
+    fn a_summary_counts_invalid_tasks_apart_and_averages_the_rest() {
+        let result = |task: &str, success: f64, valid: Option<bool>| -> EvalResult {
+            let audit = valid
+                .map(|valid| serde_json::json!({"valid": valid, "audited_at": "", "runs_as_expected": 2, "runs": 2}));
+            serde_json::from_value(serde_json::json!({
+                "task_id": task, "website": "http://shop.test/", "task_type": "action", "description": "",
+                "agent": "a", "started_at": "", "duration_seconds": 1.0, "ended": {"kind": "replayed"},
+                "steps": 2, "said_done": true, "success": success, "success_basis": "",
+                "checkpoints": {"total": 1, "reached_in_order": success as usize, "reached_any_order": success as usize,
+                                "partial_credit": success, "any_order_share": success, "items": []},
+                "rubric": {"source": "checkpoints", "averaged": success, "perfect": success, "unjudged": 0, "judged": 0, "items": []},
+                "spl": {"averaged": success / 2.0, "perfect": success / 2.0},
+                "requests": {"exact": 0, "canonical": 0, "fuzzy": 0, "ignored": 0, "missed": 0},
+                "live_attempts": 0,
+                "audit": audit,
+            }))
+            .unwrap()
+        };
+        let results = [result("a", 1.0, Some(true)), result("b", 0.0, None), result("c", 1.0, Some(false))];
+        let summary = summarize(&results);
+        assert_eq!((summary.tasks, summary.invalid_tasks, summary.unaudited_tasks), (2, 1, 1));
+        assert_eq!(summary.success_rate, 0.5, "the invalid task's success is in no figure");
+        assert!(summary_text(&summary, &results).contains("| invalid tasks"));
     }
 
     #[test]

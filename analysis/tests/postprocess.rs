@@ -10,7 +10,7 @@ use trace_manifest::task::TaskId;
 fn demo_evidence() -> Evidence {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/demo-events.jsonl");
     let events = trace_manifest::archive::parse_events(&std::fs::read(path).unwrap()).unwrap();
-    Evidence { exchanges: exchange::exchanges(&events), events, pages: Vec::new() }
+    Evidence { exchanges: exchange::exchanges(&events), events, ..Evidence::default() }
 }
 
 #[test]

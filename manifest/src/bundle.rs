@@ -64,6 +64,9 @@ pub struct BundleManifest {
     pub counts: Counts,
     /// Every file of the bundle but `manifest.json` itself, sorted by path.
     pub files: Vec<FileEntry>,
+    /// The verdict of the bundle's audit (`audit.json`), when it was audited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::audit::AuditSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -18,7 +18,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::postprocess::Predicate;
+use crate::audit::AuditSummary;
+use crate::postprocess::{CheckpointRole, Predicate};
 use crate::report::RequestCounts;
 use crate::task::{TaskId, TaskType};
 
@@ -125,8 +126,10 @@ pub enum EpisodeEnd {
     Timeout { seconds: f64 },
     /// Stopped at `--max-steps`.
     MaxSteps { steps: usize },
-    /// The built-in `human` agent re-ran the demonstration.
+    /// The built-in `human` agent re-ran the demonstration (or, for an audit, a perturbed one).
     Replayed,
+    /// The built-in `nothing` agent opened the start page and did nothing.
+    Idle,
 }
 
 /// `result.json`: one task's scores, each with what it rests on.
@@ -168,6 +171,18 @@ pub struct EvalResult {
     /// which only a judge can score (each marked `judged_by`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<JudgeScores>,
+    /// The verdict of the bundle's audit (`audit.json`), when it was audited: whether its checkpoints
+    /// were shown to tell the demonstration from doing nothing, and which did not. A task whose audit
+    /// failed is counted apart in the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditSummary>,
+}
+
+impl EvalResult {
+    /// Whether the task's bundle was audited and found invalid: its scores prove nothing.
+    pub fn task_invalid(&self) -> bool {
+        self.audit.as_ref().is_some_and(|audit| !audit.valid)
+    }
 }
 
 /// The judge's verdicts on one episode: TRACE's binary judge and its checkpoint judge.
@@ -237,6 +252,9 @@ pub struct CheckpointOutcome {
     /// What that event was, in words: the request, the page reached, the snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
+    /// The checkpoint's role, as `checkpoints.json` gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<CheckpointRole>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -279,7 +297,15 @@ pub struct Spl {
 /// `summary.json`: a run's scores, overall and per website.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvalSummary {
+    /// The tasks scored: every task but the invalid ones.
     pub tasks: usize,
+    /// Tasks whose bundle's audit found checkpoints that do not discriminate: their results are in
+    /// `results.jsonl` but in no figure of the summary.
+    #[serde(default)]
+    pub invalid_tasks: usize,
+    /// Tasks scored whose bundle was never audited.
+    #[serde(default)]
+    pub unaudited_tasks: usize,
     /// Tasks whose agent hit an error (they count as scored).
     pub errors: usize,
     pub success_rate: f64,

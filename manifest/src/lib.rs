@@ -20,6 +20,7 @@
 //! - [`time_fmt`]: the one conversion between recorded timestamps and RFC 3339.
 //! - [`trajectory`]: `trajectory.json`, the demonstration as browser-use-style tool calls, and credentials.
 //! - [`postprocess`]: the files `trace-host process` adds: credentials, checkpoints, ignore list.
+//! - [`audit`]: `audit.json`, the proof that a bundle's checkpoints discriminate.
 //! - [`dataset`]: the dataset layouts `trace-host dataset` writes (TRACE's and WebArena-Infinity's).
 //! - [`campaign`]: crowdsourced annotation: a campaign, the journeys of a person's history, annotations.
 //! - [`map`]: environment maps: contexts, parameterized actions, workflows and procedures of a site.
@@ -31,6 +32,7 @@
 //! - [`store`] (feature `store`): a directory here or under an object store prefix (runs, datasets,
 //!   campaign submissions).
 
+pub mod audit;
 pub mod bundle;
 pub mod campaign;
 pub mod capture;

@@ -82,6 +82,27 @@ pub struct Checkpoint {
     /// The index in `trajectory.json`'s `tool_calls` of the call that reached it, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<usize>,
+    /// What the state is to the task. Absent in checkpoints chosen before roles were written: then every
+    /// `request` is a state change and the last checkpoint is the final state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<CheckpointRole>,
+    /// The model that proposed it (`trace-host process --llm`), when a model did; kept because the audit
+    /// found that it discriminates. Absent for the rules' own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_by: Option<String>,
+}
+
+/// What a checkpoint's state is to the task. An action task succeeds when every state change and every
+/// final state is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointRole {
+    /// The site's state changed (a request that is no lookup).
+    StateChange,
+    /// A page on the way was reached.
+    Page,
+    /// What the final page shows that the start did not.
+    FinalState,
 }
 
 /// What must be true for a checkpoint to count as reached. URL patterns are substrings of the URL without

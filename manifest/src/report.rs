@@ -57,6 +57,27 @@ pub struct ProcessReport {
     pub files: Vec<String>,
     /// Whether the task is one of the data directory's, recorded as processed in `tasks.db`.
     pub recorded: bool,
+    /// What became of the checkpoints' audit.
+    pub audit: ProcessAudit,
+}
+
+/// Whether `trace-host process` audited the checkpoints it chose (`trace-replay audit --prune`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ProcessAudit {
+    /// `--no-audit`, or processing on the way to something else (an export, the review page).
+    NotAsked,
+    /// It could not run here, and why (no Chromium, no `trace-replay`).
+    Skipped { reason: String },
+    /// Audited: `audit.json` is in the bundle.
+    Audited {
+        valid: bool,
+        /// Checkpoints proposed (by the rules or a model) and dropped because they did not discriminate.
+        dropped: usize,
+        /// Why the bundle is not valid, a line each.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        problems: Vec<String>,
+    },
 }
 
 /// `trace-host export --json`.
@@ -158,6 +179,12 @@ pub struct DatasetReport {
     pub redacted: bool,
     pub tasks: Vec<TaskId>,
     pub skipped: Vec<Skipped>,
+    /// Tasks added though their checkpoints failed their audit (`--allow-invalid`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<TaskId>,
+    /// Tasks added that were never audited (only what the recording alone shows was checked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unaudited: Vec<TaskId>,
 }
 
 /// The layout a dataset is written in.

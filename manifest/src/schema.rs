@@ -5,6 +5,7 @@
 
 use schemars::{Schema, schema_for};
 
+use crate::audit::Audit;
 use crate::bundle::{BundleManifest, StorageFile};
 use crate::campaign::{
     Campaign, CollectReport, Journey, JourneyAnnotation, JourneySubmission, OutboxEntry, TaskAnnotation,
@@ -33,6 +34,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("trajectory.schema.json", schema_for!(Trajectory)),
         ("credentials.schema.json", schema_for!(Vec<CredentialEntry>)),
         ("checkpoints.schema.json", schema_for!(Vec<Checkpoint>)),
+        ("audit.schema.json", schema_for!(Audit)),
         ("dataset-task.schema.json", schema_for!(TaskLine)),
         ("webarena-manifest.schema.json", schema_for!(Vec<WebArenaEntry>)),
         ("webarena-result.schema.json", schema_for!(WebArenaResult)),
@@ -63,6 +65,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("report-dataset.schema.json", schema_for!(DatasetReport)),
         ("report-inspect.schema.json", schema_for!(BundleSummary)),
         ("report-fidelity.schema.json", schema_for!(FidelityReport)),
+        ("report-audit.schema.json", schema_for!(Vec<Audit>)),
     ]
 }
 

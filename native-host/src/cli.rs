@@ -12,7 +12,7 @@ use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
 use trace_replay::chat::ChatModel;
 
-use trace_manifest::report::{DatasetFormat, TaskSummary, ValidateReport};
+use trace_manifest::report::{DatasetFormat, ProcessAudit, TaskSummary, ValidateReport};
 
 use crate::dataset::{self, DatasetOptions};
 use crate::db::{self, TaskRow};
@@ -20,6 +20,7 @@ use crate::export::{self, ExportOptions};
 use crate::ingest::reconcile_interrupted;
 use crate::install::{self, Browser};
 use crate::paths::DataDir;
+use crate::process::ProcessOptions;
 use crate::redact::{SuspectDecisions, SuspectPolicy};
 
 /// `println!` that returns the write's error instead of panicking: a reader that goes away
@@ -111,6 +112,10 @@ pub enum Command {
         /// Keep every secret in the bundles and in tasks.jsonl (for private use only).
         #[arg(long)]
         keep_secrets: bool,
+        /// Add bundles whose checkpoints do not discriminate too (their audit failed, or they hold on the
+        /// start page); they are listed as invalid.
+        #[arg(long)]
+        allow_invalid: bool,
         #[command(flatten)]
         suspects: SuspectArgs,
         #[arg(long)]
@@ -222,6 +227,18 @@ pub enum Command {
         /// A task id of the data directory, or a bundle directory.
         #[arg(value_name = "TASK|BUNDLE")]
         target: String,
+        /// Do not audit the checkpoints (by default `trace-replay audit --prune` replays the bundle offline
+        /// and keeps only the checkpoints that tell the demonstration from doing nothing).
+        #[arg(long)]
+        no_audit: bool,
+        /// Also ask this model, at the OpenAI-compatible endpoint of OPENAI_BASE_URL (with OPENAI_API_KEY),
+        /// for checkpoints; each is kept only if the audit finds that it discriminates.
+        #[arg(long, value_name = "MODEL", conflicts_with = "no_audit")]
+        llm: Option<String>,
+        /// Where the model's replies are cached [default: $XDG_CACHE_HOME/trace/checkpoints or
+        /// ~/.cache/trace/checkpoints].
+        #[arg(long, value_name = "DIR", requires = "llm")]
+        llm_cache: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -373,11 +390,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 )?;
             }
         }
-        Command::Dataset { sources, out, format, keep_secrets, suspects, json } => {
+        Command::Dataset { sources, out, format, keep_secrets, allow_invalid, suspects, json } => {
             let options = DatasetOptions {
                 format: (*format).into(),
                 redact: !keep_secrets,
                 suspects: suspects.decisions(),
+                allow_invalid: *allow_invalid,
                 progress: !json && std::io::stderr().is_terminal(),
             };
             return dataset(sources, out, &options, *json, cli.data.as_deref());
@@ -490,8 +508,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 }
             }
         }
-        Command::Process { target, json } => {
-            let report = process(target, cli.data.as_deref())?;
+        Command::Process { target, no_audit, llm, llm_cache, json } => {
+            let options = ProcessOptions { audit: !no_audit, llm: llm.clone(), llm_cache: llm_cache.clone() };
+            let report = process(target, cli.data.as_deref(), &options)?;
             if *json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
@@ -505,6 +524,23 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     report.ignored
                 )?;
                 outln!("wrote {}", report.files.join(", "))?;
+                match &report.audit {
+                    ProcessAudit::NotAsked => {}
+                    ProcessAudit::Skipped { reason } => outln!("checkpoints not audited: {reason}")?,
+                    ProcessAudit::Audited { valid: true, dropped, .. } => outln!(
+                        "audit: valid (the demonstration reaches every checkpoint, doing nothing none; {dropped} \
+                         checkpoint(s) dropped that did not discriminate)"
+                    )?,
+                    ProcessAudit::Audited { valid: false, problems, .. } => {
+                        outln!("audit: INVALID")?;
+                        for problem in problems {
+                            outln!("  {problem}")?;
+                        }
+                    }
+                }
+            }
+            if matches!(report.audit, ProcessAudit::Audited { valid: false, .. }) {
+                return Ok(Outcome::Failure);
             }
         }
     }
@@ -520,21 +556,25 @@ fn open_in_browser(url: &str) {
 }
 
 /// A task id names a task of the data directory; anything else, or an id no task has, is a bundle directory.
-fn process(target: &str, data_dir: Option<&Path>) -> Result<trace_manifest::report::ProcessReport> {
+fn process(
+    target: &str,
+    data_dir: Option<&Path>,
+    options: &ProcessOptions,
+) -> Result<trace_manifest::report::ProcessReport> {
     let path = Path::new(target);
     let looks_like_path = target.contains(std::path::MAIN_SEPARATOR) || target.contains('/');
     if !looks_like_path && let Ok(task_id) = target.parse::<TaskId>() {
         let data = DataDir::resolve(data_dir)?;
         let conn = db::open(&data.database())?;
         if db::task(&conn, &task_id)?.is_some() || !path.is_dir() {
-            return crate::process::process_task(&conn, &data, &task_id);
+            return crate::process::process_task(&conn, &data, &task_id, options);
         }
-        return crate::process::process_path(path, Some((&conn, &data)));
+        return crate::process::process_path(path, Some((&conn, &data)), options);
     }
     // A bundle in the data directory is processed as its task; elsewhere, as a bundle alone.
     let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
     let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
-    crate::process::process_path(path, conn.as_ref().zip(data.as_ref()))
+    crate::process::process_path(path, conn.as_ref().zip(data.as_ref()), options)
 }
 
 /// `--format`, as clap reads it; the format crate's [`DatasetFormat`] is what reports say.
@@ -584,6 +624,17 @@ fn dataset(
         )?;
         for skipped in &report.skipped {
             outln!("skipped {}: {}", skipped.source, skipped.reason)?;
+        }
+        if !report.invalid.is_empty() {
+            let invalid: Vec<&str> = report.invalid.iter().map(TaskId::as_str).collect();
+            outln!("added though their checkpoints do not discriminate (--allow-invalid): {}", invalid.join(", "))?;
+        }
+        if !report.unaudited.is_empty() {
+            let unaudited: Vec<&str> = report.unaudited.iter().map(TaskId::as_str).collect();
+            outln!(
+                "never audited (`trace-host process` audits where Chromium is installed): {}",
+                unaudited.join(", ")
+            )?;
         }
     }
     Ok(if report.tasks.is_empty() { Outcome::Failure } else { Outcome::Success })

@@ -98,6 +98,7 @@ pub async fn collect(store: &str, out: &Path, review: &Review) -> Result<Collect
         redact: true,
         suspects: SuspectDecisions { otherwise: SuspectPolicy::Allow, ..SuspectDecisions::default() },
         progress: false,
+        allow_invalid: false,
     };
     let sources: Vec<Source> = taken.iter().map(|(_, _, path)| Source::Bundle(path.clone())).collect();
     let built = dataset::build(&sources, None, out, &options)?;

@@ -5,7 +5,13 @@
 //! everything the dataset says about the task (trajectory, credentials, checkpoints, ignore list, the
 //! browser-use history and its screenshots) is derived from that exported zip, so that the dataset can hold
 //! nothing the zip does not. A bundle that fails validation or redaction is reported and skipped; the rest
-//! of the dataset is still written. The index (`tasks.jsonl` or `data/manifest.json`) is written last, under a
+//! of the dataset is still written.
+//!
+//! A dataset is for scoring agents, so a bundle whose checkpoints do not discriminate is skipped too
+//! (unless `--allow-invalid`), naming the checkpoint and why: one whose audit (`audit.json`, by
+//! `trace-host process`) failed, or, never audited, one where what the recording alone shows already
+//! fails (a checkpoint that holds on the start page, or that the recording does not reach in order,
+//! `trace_analysis::audit::static_problems`). Never-audited bundles are listed as such. The index (`tasks.jsonl` or `data/manifest.json`) is written last, under a
 //! temporary name then renamed, so that an interrupted run never leaves an index that looks whole.
 
 mod webarena;
@@ -18,6 +24,7 @@ use rusqlite::Connection;
 use trace_manifest::archive::{self, Bundle};
 use trace_manifest::bundle;
 use trace_manifest::dataset::{self as format, TaskLine, WebArenaEntry};
+use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
 use trace_manifest::task::TaskId;
 
 use crate::export::{self, ExportOptions};
@@ -37,6 +44,8 @@ pub struct DatasetOptions {
     /// What to do with values that look like secrets but no rule chose (a bundle with one undecided is
     /// reported and skipped).
     pub suspects: SuspectDecisions,
+    /// Add bundles whose checkpoints failed their audit too (listed as invalid).
+    pub allow_invalid: bool,
     pub progress: bool,
 }
 
@@ -114,6 +123,8 @@ pub fn build(
         redacted: options.redact,
         tasks: vec![],
         skipped: vec![],
+        invalid: vec![],
+        unaudited: vec![],
     };
     let mut lines = Vec::new();
     let mut entries = Vec::new();
@@ -122,6 +133,11 @@ pub fn build(
         match add(source, data, out, options, &report.tasks) {
             Ok(added) => {
                 report.tasks.push(added.task_id.clone());
+                match added.validity {
+                    Validity::Audited => {}
+                    Validity::Unaudited => report.unaudited.push(added.task_id.clone()),
+                    Validity::Invalid => report.invalid.push(added.task_id.clone()),
+                }
                 match options.format {
                     DatasetFormat::Trace => lines.push(added.line),
                     DatasetFormat::WebarenaInfinity => entries.push(added.webarena_entry(out)?),
@@ -158,6 +174,18 @@ struct Added {
     zip: PathBuf,
     derived: PostProcessed,
     evidence: Evidence,
+    validity: Validity,
+}
+
+/// What is known of a bundle's checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Validity {
+    /// Its audit found them discriminating.
+    Audited,
+    /// Never audited; the recording alone shows nothing wrong.
+    Unaudited,
+    /// They fail (added with `--allow-invalid`).
+    Invalid,
 }
 
 impl Added {
@@ -191,6 +219,15 @@ fn add(
     if already.contains(&task_id) {
         bail!("task {task_id} is already in the dataset, from an earlier source");
     }
+    let problems = checkpoint_problems(&mut bundle)?;
+    let validity = match &problems {
+        Ok(audited) if *audited => Validity::Audited,
+        Ok(_) => Validity::Unaudited,
+        Err(_) if options.allow_invalid => Validity::Invalid,
+        Err(problems) => {
+            bail!("its checkpoints do not discriminate ({}); --allow-invalid adds it anyway", problems.join("; "))
+        }
+    };
 
     let zip = out.join(format::bundle_path(&task_id));
     let export_options = ExportOptions {
@@ -203,17 +240,51 @@ fn add(
     drop(bundle);
 
     // From here on, only the exported zip is read: the dataset holds nothing the zip does not.
-    let result = describe(&zip, &task_id, options.redact);
+    let result = describe(&zip, &task_id, options.redact).map(|added| Added { validity, ..added });
     if result.is_err() {
         let _ = std::fs::remove_file(&zip);
     }
     result
 }
 
+/// Whether a bundle's checkpoints discriminate: `Ok(true)` when its audit says so, `Ok(false)` when it was
+/// never audited and its recording shows nothing wrong, else the problems, each naming a checkpoint.
+fn checkpoint_problems(bundle: &mut Bundle) -> Result<Result<bool, Vec<String>>> {
+    let manifest = bundle.manifest()?;
+    if let Some(audit) = &manifest.audit {
+        if audit.valid {
+            return Ok(Ok(true));
+        }
+        let mut problems = audit.problems.clone();
+        if problems.is_empty() {
+            problems.push("its audit failed".to_owned());
+        }
+        return Ok(Err(problems));
+    }
+    let (derived, evidence) = process::derive(bundle)?;
+    let checkpoints = bundle_checkpoints(bundle)?.unwrap_or(derived.checkpoints);
+    let first_step = trace_analysis::checkpoints::start_end(&evidence, &derived.trajectory);
+    let problems = trace_analysis::audit::static_problems(&checkpoints, &evidence, first_step);
+    Ok(if problems.is_empty() { Ok(false) } else { Err(problems) })
+}
+
+/// The bundle's own `checkpoints.json` (audited ones, when it was audited), if it has one.
+fn bundle_checkpoints(bundle: &mut Bundle) -> Result<Option<Vec<Checkpoint>>> {
+    if !bundle.contains(CHECKPOINTS_FILE) {
+        return Ok(None);
+    }
+    let bytes = bundle.read(CHECKPOINTS_FILE)?;
+    Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("the bundle's {CHECKPOINTS_FILE} does not parse"))?))
+}
+
 fn describe(zip: &Path, task_id: &TaskId, redacted: bool) -> Result<Added> {
     let mut exported = Bundle::open(zip)?;
     let manifest = exported.manifest()?;
-    let (derived, evidence) = process::derive(&mut exported)?;
+    let (mut derived, evidence) = process::derive(&mut exported)?;
+    // The checkpoints the bundle holds are the ones its audit judged: the dataset says the same.
+    if let Some(checkpoints) = bundle_checkpoints(&mut exported)? {
+        derived.checkpoints = checkpoints;
+    }
     let task = &manifest.task;
     let line = TaskLine {
         task_id: task_id.clone(),
@@ -236,7 +307,7 @@ fn describe(zip: &Path, task_id: &TaskId, redacted: bool) -> Result<Added> {
         bundle: format::bundle_path(task_id),
         redacted,
     };
-    Ok(Added { task_id: task_id.clone(), line, zip: zip.to_owned(), derived, evidence })
+    Ok(Added { task_id: task_id.clone(), line, zip: zip.to_owned(), derived, evidence, validity: Validity::Audited })
 }
 
 fn write_index(out: &Path, name: &str, write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {

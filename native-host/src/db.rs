@@ -363,6 +363,20 @@ pub fn record_derived_file(conn: &Connection, task: &TaskId, path: &str, size: u
     Ok(())
 }
 
+/// Forgets a derived file the bundle no longer holds (an audit that spoke of other checkpoints).
+pub fn forget_derived_file(conn: &Connection, task: &TaskId, path: &str) -> Result<()> {
+    let size: Option<i64> = conn
+        .query_row("SELECT size FROM files WHERE task_id = ?1 AND path = ?2", params![task.as_str(), path], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    if let Some(size) = size {
+        conn.execute("DELETE FROM files WHERE task_id = ?1 AND path = ?2", params![task.as_str(), path])?;
+        conn.execute("UPDATE tasks SET byte_count = byte_count - ?2 WHERE id = ?1", params![task.as_str(), size])?;
+    }
+    Ok(())
+}
+
 /// Notes that `trace-host process` wrote the task's derived files at `at` (ms since the Unix epoch).
 pub fn set_processed(conn: &Connection, task: &TaskId, at: f64) -> Result<()> {
     conn.execute("UPDATE tasks SET processed_at = ?2 WHERE id = ?1", params![task.as_str(), at])?;

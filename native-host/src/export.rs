@@ -86,7 +86,7 @@ pub fn processed_task_bundle(
 ) -> Result<(TaskRow, PathBuf, TaskLock, bool)> {
     let (task, dir, lock) = finalize::locked_bundle(conn, data, task_id, purpose)?;
     let processed = db::processed_at(conn, task_id)?.is_none()
-        && process::process_locked(conn, task_id, &dir)
+        && process::process_locked(conn, task_id, &dir, &process::ProcessOptions::without_audit())
             .inspect_err(|error| tracing::warn!("{task_id} left unprocessed: {error:#}"))
             .is_ok();
     Ok((task, dir, lock, processed))

@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
 use trace_analysis::har;
 
+use trace_manifest::audit::{AUDIT_FILE, Audit, AuditSummary};
 use trace_manifest::bundle::{
     self, BundleManifest, Counts, FileEntry, ProducerInfo, StorageFile, TaskInfo, TimedStorageSnapshot,
 };
@@ -65,7 +66,8 @@ pub fn finalize(conn: &Connection, data: &DataDir, task_id: &TaskId) -> Result<P
     index.push(write_generated(&dir, bundle::STORAGE_FILE, |out| Ok(serde_json::to_writer_pretty(out, &storage)?))?);
     index.sort();
 
-    let manifest = bundle_manifest(&task, &events, index);
+    let mut manifest = bundle_manifest(&task, &events, index);
+    manifest.audit = audit_summary(&dir, &manifest.files);
     write_generated(&dir, bundle::MANIFEST_FILE, |out| Ok(serde_json::to_writer_pretty(out, &manifest)?))?;
 
     if task.status == TaskStatus::Stopped {
@@ -76,6 +78,16 @@ pub fn finalize(conn: &Connection, data: &DataDir, task_id: &TaskId) -> Result<P
         }
     }
     Ok(dir)
+}
+
+/// The verdict of the bundle's `audit.json`, when the index holds one (`trace-host process` wrote it), for
+/// `manifest.json` to carry.
+fn audit_summary(dir: &Path, files: &[FileEntry]) -> Option<AuditSummary> {
+    if !files.iter().any(|entry| entry.path == AUDIT_FILE) {
+        return None;
+    }
+    let bytes = std::fs::read(dir.join(AUDIT_FILE)).ok()?;
+    serde_json::from_slice::<Audit>(&bytes).ok().map(|audit| audit.summary())
 }
 
 /// Has this task's bundle been written (and not gone stale since)? Stopped tasks are finalized once; an
@@ -110,6 +122,7 @@ pub fn bundle_manifest(task: &TaskRow, events: &[EventRecord], files: Vec<FileEn
         duration_seconds: ended_at.map_or(0.0, |end| ((end - task.started_at) / 1000.0).max(0.0)),
         counts: Counts::of(events),
         files,
+        audit: None,
     }
 }
 

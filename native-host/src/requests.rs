@@ -273,7 +273,7 @@ fn annotate(data: &DataDir, task_id: &TaskId, description: &str, answer: Option<
     }
     db::set_description_and_answer(&conn, task_id, description, answer)?;
     finalize::finalize(&conn, data, task_id)?;
-    process::process_locked(&conn, task_id, &dir)?;
+    process::process_locked(&conn, task_id, &dir, &process::ProcessOptions::without_audit())?;
     Ok(Answer::Done)
 }
 

@@ -273,6 +273,7 @@ fn unusable(task: &TaskSource, options: &EvalOptions, error: &str) -> EvalResult
         requests: RequestCounts::default(),
         live_attempts: 0,
         judge: None,
+        audit: None,
     }
 }
 

@@ -5,7 +5,9 @@
 //! reaches the browser through a loopback port of the runner's that forwards to Chromium's DevTools port,
 //! so that an agent that never connected is told apart from one that did nothing. It is stopped at the
 //! time or step limit, its process group and all. The built-in `human` agent re-runs the person's
-//! demonstration ([`crate::run`]).
+//! demonstration ([`crate::run`]); the built-in `nothing` agent opens the start page and does nothing
+//! (the baseline every checkpoint must fail); the audit ([`crate::audit`]) runs perturbed
+//! demonstrations too.
 //!
 //! Then the session is processed by the code that processes a person's recording (`trace_analysis`):
 //! its trajectory, its HAR (with text bodies inline, as WebArena Verified reads them), its evidence, and
@@ -21,6 +23,7 @@ use anyhow::{Context, Result, bail};
 use trace_analysis::evidence::Evidence;
 use trace_analysis::{postprocess, score, trajectory, webarena_infinity};
 use trace_manifest::archive::{Bundle, ZipLimits};
+use trace_manifest::audit::AuditSummary;
 use trace_manifest::bundle::{self, TaskInfo};
 use trace_manifest::dataset;
 use trace_manifest::eval::{
@@ -44,26 +47,50 @@ use crate::session::{self, SessionRecorder};
 pub enum Agent {
     /// The person's demonstration, re-run.
     Human,
+    /// The person's demonstration with one step left out or its value altered.
+    Perturbed(Perturbation),
+    /// Opens the start page and does nothing.
+    Nothing,
     /// A command line, run by `sh -c`.
     Command(String),
 }
 
+/// How the audit changes the demonstration (`trace_analysis::audit::perturbations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Perturbation {
+    /// The call at this index is left out.
+    StepLeftOut(usize),
+    /// The value the call at this index typed or chose is altered ([`RunOptions::alter_step`]).
+    ValueAltered(usize),
+}
+
 impl Agent {
     pub fn parse(text: &str) -> Agent {
-        if text == "human" { Agent::Human } else { Agent::Command(text.to_owned()) }
+        match text {
+            "human" => Agent::Human,
+            "nothing" => Agent::Nothing,
+            _ => Agent::Command(text.to_owned()),
+        }
     }
 
     pub fn name(&self) -> &str {
         match self {
             Agent::Human => "human",
+            Agent::Perturbed(Perturbation::StepLeftOut(_)) => "human, a step left out",
+            Agent::Perturbed(Perturbation::ValueAltered(_)) => "human, a value altered",
+            Agent::Nothing => "nothing",
             Agent::Command(command) => command,
         }
     }
 
-    /// A short name for the agent, where a model's name goes: `human`, or the name of the script its command
-    /// runs (`python agents/planner.py --fast` → `planner`), else of its program.
+    /// A short name for the agent, where a model's name goes: `human`, `nothing`, or the name of the script
+    /// its command runs (`python agents/planner.py --fast` → `planner`), else of its program.
     pub fn short_name(&self) -> String {
-        let Agent::Command(command) = self else { return "human".to_owned() };
+        let command = match self {
+            Agent::Human | Agent::Perturbed(_) => return "human".to_owned(),
+            Agent::Nothing => return "nothing".to_owned(),
+            Agent::Command(command) => command,
+        };
         let words: Vec<&str> = command.split_whitespace().collect();
         let script = words.iter().find(|word| {
             [".py", ".js", ".mjs", ".cjs", ".ts", ".sh"].iter().any(|extension| word.ends_with(extension))
@@ -89,6 +116,8 @@ pub struct EvalOptions {
     pub judge: Option<Arc<Judge>>,
     /// An environment map's folder (`trace-host map`), handed to the agent as `TRACE_MAP`.
     pub map: Option<PathBuf>,
+    /// Also write the episode in WebArena-Infinity's layout, beside the task's outputs.
+    pub webarena_infinity: bool,
 }
 
 /// What the bundle says the task is and what reaching it looks like.
@@ -98,6 +127,8 @@ pub struct Reference {
     pub credentials: Vec<Credential>,
     pub checkpoints: Vec<Checkpoint>,
     pub rubric: Option<Rubric>,
+    /// The verdict of the bundle's audit, as its manifest carries it.
+    pub audit: Option<AuditSummary>,
 }
 
 impl Reference {
@@ -105,12 +136,14 @@ impl Reference {
     pub fn read(path: &Path, limits: ZipLimits) -> Result<Reference> {
         let mut bundle = Bundle::open_with_limits(path, limits)
             .with_context(|| format!("cannot open the bundle {}", path.display()))?;
-        let task = bundle.manifest()?.task.clone();
+        let manifest = bundle.manifest()?;
+        let task = manifest.task.clone();
+        let audit = manifest.audit.clone();
         let checkpoints = if bundle.contains(CHECKPOINTS_FILE) {
             serde_json::from_slice(&bundle.read(CHECKPOINTS_FILE)?)
                 .with_context(|| format!("{CHECKPOINTS_FILE} of {} does not parse", path.display()))?
         } else {
-            postprocess::derive(&task, &Evidence::load(&mut bundle)?).checkpoints
+            postprocess::derive(&task, &Evidence::load_recording(&mut bundle)?).checkpoints
         };
         let rubric = if bundle.contains(files::RUBRIC_FILE) {
             let rubric: Rubric = serde_json::from_slice(&bundle.read(files::RUBRIC_FILE)?)
@@ -123,7 +156,7 @@ impl Reference {
             None
         };
         let (calls, credentials) = trajectory::of_bundle(&mut bundle)?;
-        Ok(Reference { task, calls, credentials, checkpoints, rubric })
+        Ok(Reference { task, calls, credentials, checkpoints, rubric, audit })
     }
 
     /// The task's start: the URL the demonstration first navigated to.
@@ -162,15 +195,17 @@ impl Episode<'_> {
 
         let replay = Replay::launch_recorded(archive, &self.options.browser, Some(session.clone())).await?;
         let outcome = match &self.options.agent {
-            Agent::Human => {
-                let report = run_human(
-                    &replay,
-                    &self.task.bundle,
-                    &reference.calls,
-                    &reference.credentials,
-                    RunOptions::default(),
-                )
-                .await;
+            agent @ (Agent::Human | Agent::Perturbed(_)) => {
+                let mut calls = reference.calls.clone();
+                let mut run_options = RunOptions::default();
+                match agent {
+                    Agent::Perturbed(Perturbation::StepLeftOut(step)) if *step < calls.len() => {
+                        calls.remove(*step);
+                    }
+                    Agent::Perturbed(Perturbation::ValueAltered(step)) => run_options.alter_step = Some(*step),
+                    _ => {}
+                }
+                let report = run_human(&replay, &self.task.bundle, &calls, &reference.credentials, run_options).await;
                 let error = match report {
                     Ok(report) if report.steps_failed == 0 => None,
                     Ok(report) => Some(format!("{} of the person's steps failed in the replay", report.steps_failed)),
@@ -186,15 +221,22 @@ impl Episode<'_> {
                     first_event: None,
                 }
             }
-            Agent::Command(command) => {
-                let start = replay.open(&start_url).await?;
-                // The browser's own first tab (a new-tab page) would be one more page for the agent to
-                // choose from, and some agents take the first they see: the start page is the only one.
-                for page in replay.browser().pages().await? {
-                    if page.target_id() != start.target_id() {
-                        let _ = page.close().await;
-                    }
+            Agent::Nothing => {
+                open_start(&replay, &start_url).await?;
+                session.until_first_capture().await;
+                settle(&replay).await;
+                session.caught_up(replay.browser(), CATCH_UP).await;
+                AgentOutcome {
+                    ended: EpisodeEnd::Idle,
+                    error: None,
+                    done: None,
+                    response: None,
+                    connected: true,
+                    first_event: Some(session.next_event_id()),
                 }
+            }
+            Agent::Command(command) => {
+                open_start(&replay, &start_url).await?;
                 let environment = self.environment(&reference, &start_url, &agent_out)?;
                 run_command(&replay, &session, command, environment, &agent_out, self.options).await?
             }
@@ -262,6 +304,7 @@ impl Episode<'_> {
             requests: stats.request_counts(),
             live_attempts: stats.live_attempts,
             judge: None,
+            audit: reference.audit.clone(),
         };
         if let Some(judge) = &self.options.judge {
             let answer = result.answer.clone();
@@ -287,7 +330,9 @@ impl Episode<'_> {
             None => write_json(&response_file, &outcome.runner_response(&reference, &result))?,
         }
         write_json(&self.out.join(files::RESULT_FILE), &result)?;
-        self.write_webarena_infinity(&reference, &derived.trajectory.tool_calls, &evidence, &mut bundle, &result)?;
+        if self.options.webarena_infinity {
+            self.write_webarena_infinity(&reference, &derived.trajectory.tool_calls, &evidence, &mut bundle, &result)?;
+        }
         Ok(result)
     }
 
@@ -505,7 +550,7 @@ async fn run_command(
         EpisodeEnd::MaxSteps { steps } => {
             errors.push(format!("the agent was stopped past {steps} steps (--max-steps)"))
         }
-        EpisodeEnd::Replayed => {}
+        EpisodeEnd::Replayed | EpisodeEnd::Idle => {}
     }
     let done = match std::fs::read(agent_out.join(files::DONE_FILE)) {
         Ok(raw) => match serde_json::from_slice::<AgentDone>(&raw) {
@@ -536,6 +581,18 @@ async fn run_command(
     }
     let error = (!errors.is_empty()).then(|| errors.join("; "));
     Ok(AgentOutcome { ended, error, done, response, connected, first_event: Some(first_event) })
+}
+
+/// Opens the start page as the only page: the browser's own first tab (a new-tab page) would be one more
+/// page for an agent to choose from, and some agents take the first they see.
+async fn open_start(replay: &Replay, start_url: &str) -> Result<()> {
+    let start = replay.open(start_url).await?;
+    for page in replay.browser().pages().await? {
+        if page.target_id() != start.target_id() {
+            let _ = page.close().await;
+        }
+    }
+    Ok(())
 }
 
 /// Stops the agent's whole process group: politely, then for good.

@@ -11,6 +11,9 @@
 //! - [`session`]: the session of whoever drives a replay, recorded as a person's is, into a bundle.
 //! - [`run`]: the recorded trajectory re-run in the replayed site, and its fidelity report.
 //! - [`eval`]: an agent's episode on a bundle: run, recorded, scored, written out.
+//! - [`audit`]: the proof that a bundle's checkpoints discriminate: the demonstration, an agent doing
+//!   nothing and perturbed demonstrations run, judged by `trace_analysis::audit`.
+//! - [`proposals`]: checkpoints a model proposes (`--llm`), placed and judged as the rules' own.
 //! - [`batch`]: a run of episodes over a bundle or a dataset: shards, parallel episodes, resuming, the
 //!   summary, and merging the runs of shards.
 //! - [`inspect`]: a bundle's summary (task, pages, hosts with request counts and bytes).
@@ -19,6 +22,7 @@
 //! - [`judge`]: the optional judge of an episode.
 
 pub mod archive;
+pub mod audit;
 pub mod batch;
 pub mod chat;
 pub mod chromium;
@@ -28,6 +32,7 @@ pub mod judge;
 pub mod matcher;
 pub mod page_ids;
 pub mod page_scripts;
+pub mod proposals;
 pub mod responder;
 pub mod run;
 pub mod serve;

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use trace_analysis::ignore::parse_ignore_list;
 use trace_manifest::archive::ZipLimits;
 use trace_replay::archive::ReplayArchive;
+use trace_replay::audit::AuditOptions;
 use trace_replay::batch::{BatchOptions, Layout, Shard};
 use trace_replay::eval::{Agent, EvalOptions};
 use trace_replay::judge::Judge;
@@ -25,6 +26,31 @@ impl std::fmt::Display for Unfaithful {
 }
 
 impl std::error::Error for Unfaithful {}
+
+/// An audit found a bundle whose checkpoints do not discriminate: the report says which; exit code 1.
+#[derive(Debug)]
+struct Invalid(usize);
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} bundle(s) failed their audit (see the report)", self.0)
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+/// There is no Chromium to run: exit code 3, so that a caller can tell it from a bundle's fault
+/// (`trace-host process` skips its audit then).
+#[derive(Debug)]
+struct NoBrowser(String);
+
+impl std::fmt::Display for NoBrowser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoBrowser {}
 
 /// Serve a TRACE bundle to Chromium offline, and re-run its recorded trajectory.
 #[derive(Debug, Parser)]
@@ -89,6 +115,40 @@ enum Command {
         source: String,
         #[command(flatten)]
         eval: EvalArgs,
+        #[command(flatten)]
+        browser: BrowserArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// Prove that the checkpoints of a bundle, or of every task of a dataset, discriminate: offline, re-run
+    /// the demonstration (it must reach every checkpoint in order and succeed), an agent that does nothing
+    /// (it must reach none) and the demonstration without each state-changing step or with each value it
+    /// typed into a state change altered (each must fail). Writes OUT/<task>/audit.json and prints a table;
+    /// exit 1 when a bundle is invalid, 3 when there is no Chromium.
+    Audit {
+        /// A bundle (directory or zip), or a dataset (with tasks.jsonl).
+        source: PathBuf,
+        /// Where each task's audit and runs go.
+        #[arg(long, value_name = "DIR", default_value = "audit")]
+        out: PathBuf,
+        /// Drop the checkpoints that do not discriminate and judge the rest (OUT/<task>/checkpoints.json),
+        /// as `trace-host process` does.
+        #[arg(long)]
+        prune: bool,
+        /// Also ask this model, at the OpenAI-compatible endpoint of OPENAI_BASE_URL (with OPENAI_API_KEY),
+        /// for checkpoints; with --prune, each is kept only if it discriminates.
+        #[arg(long, value_name = "MODEL")]
+        llm: Option<String>,
+        /// Where the model's replies are cached [default: $XDG_CACHE_HOME/trace/checkpoints or
+        /// ~/.cache/trace/checkpoints].
+        #[arg(long, value_name = "DIR", requires = "llm")]
+        llm_cache: Option<PathBuf>,
+        /// Runs at once, each in its own browser (a run mostly waits for its pages to settle).
+        #[arg(long, value_name = "N", default_value_t = 4)]
+        parallel: usize,
+        /// Print the audits as one JSON array.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         browser: BrowserArgs,
         #[command(flatten)]
@@ -196,9 +256,13 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) if error.is::<Unfaithful>() => {
+        Err(error) if error.is::<Unfaithful>() || error.is::<Invalid>() => {
             eprintln!("trace-replay: {error}");
             ExitCode::from(1)
+        }
+        Err(error) if error.is::<NoBrowser>() => {
+            eprintln!("trace-replay: {error}");
+            ExitCode::from(3)
         }
         Err(error) => {
             eprintln!("trace-replay: {error:#}");
@@ -282,6 +346,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     limits: limits.limits(),
                     judge,
                     map: eval.map.clone(),
+                    webarena_infinity: true,
                 },
                 parallel: eval.parallel,
                 shard: eval.shard.as_deref().map(Shard::parse).transpose()?,
@@ -291,6 +356,55 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let runtime = tokio::runtime::Runtime::new()?;
             let summary = runtime.block_on(trace_replay::batch::run(&source, &eval.out, &options))?;
             print_summary(&summary, eval.json, &eval.out)
+        }
+        Command::Audit { source, out, prune, llm, llm_cache, parallel, json, browser, limits } => {
+            anyhow::ensure!(parallel > 0, "--parallel takes at least 1");
+            trace_replay::chromium::find(browser.chromium.as_deref())
+                .map_err(|error| NoBrowser(format!("{error:#}")))?;
+            let proposer = match &llm {
+                Some(model) => Some(trace_replay::proposals::Proposer::from_env(model, llm_cache)?),
+                None => None,
+            };
+            let options = AuditOptions {
+                episode: EvalOptions {
+                    agent: Agent::Human,
+                    agent_name: "human".to_owned(),
+                    max_steps: None,
+                    timeout: std::time::Duration::from_secs(600),
+                    browser: Options {
+                        chromium: browser.chromium,
+                        headless: browser.headless || std::env::var_os("DISPLAY").is_none(),
+                        ..Options::default()
+                    },
+                    limits: limits.limits(),
+                    judge: None,
+                    map: None,
+                    webarena_infinity: false,
+                },
+                prune,
+                parallel,
+                proposer,
+            };
+            let tasks = trace_replay::batch::tasks(&source)?;
+            let runtime = tokio::runtime::Runtime::new()?;
+            let mut audits = Vec::new();
+            for task in &tasks {
+                let audited = runtime.block_on(trace_replay::audit::audit_task(task, &out, &options))?;
+                if !json {
+                    print!("{}", trace_replay::audit::text(&audited.audit));
+                }
+                audits.push(audited.audit);
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&audits)?);
+            } else {
+                println!("audits in {}", out.display());
+            }
+            let invalid = audits.iter().filter(|audit| !audit.valid).count();
+            if invalid > 0 {
+                return Err(Invalid(invalid).into());
+            }
+            Ok(())
         }
         Command::EvalMerge { runs, out, json } => {
             let runtime = tokio::runtime::Runtime::new()?;
@@ -303,7 +417,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 step_timeout.is_finite() && step_timeout > 0.0,
                 "--step-timeout takes a positive number of seconds"
             );
-            let run_options = RunOptions { step_timeout: std::time::Duration::from_secs_f64(step_timeout) };
+            let run_options =
+                RunOptions { step_timeout: std::time::Duration::from_secs_f64(step_timeout), ..RunOptions::default() };
             let archive = ReplayArchive::open_with_limits(&bundle, limits.limits())?;
             let (calls, credentials) = human_trajectory(&bundle, limits.limits())?;
             let options = Options {

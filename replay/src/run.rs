@@ -28,6 +28,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
 use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
 use chromiumoxide::page::ScreenshotParams;
 use serde_json::json;
+use trace_analysis::audit::alter_text;
 use trace_analysis::canonical::canonical_url;
 use trace_analysis::evidence::page_text;
 use trace_analysis::fidelity::{TextComparison, compare_text};
@@ -48,11 +49,15 @@ pub struct RunOptions {
     /// The longest the re-run waits for anything: a page to settle, an element to appear, a call's effect
     /// (a navigation, a new tab) to show.
     pub step_timeout: Duration,
+    /// The call (an index into the calls) whose value the re-run alters, as the audit's perturbations do
+    /// (`trace_analysis::audit`): typed text altered ([`alter_text`]), another option chosen, a checkbox
+    /// or radio button left alone.
+    pub alter_step: Option<usize>,
 }
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions { step_timeout: Duration::from_secs(10) }
+        RunOptions { step_timeout: Duration::from_secs(10), alter_step: None }
     }
 }
 
@@ -135,7 +140,12 @@ pub async fn run_human(
             screenshot_difference: None,
             text_shown: None,
         };
-        match runner.step(call, credentials).await {
+        let stepped = if options.alter_step == Some(index) {
+            runner.step_altered(call, credentials).await
+        } else {
+            runner.step(call, credentials).await
+        };
+        match stepped {
             Ok(located_by) => outcome.located_by = located_by,
             Err(error) => {
                 outcome.passed = false;
@@ -328,6 +338,30 @@ enum Sighting {
 }
 
 impl Runner<'_> {
+    /// Carries out one call with its value altered ([`RunOptions::alter_step`]).
+    async fn step_altered(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
+        match &call.action {
+            ToolAction::Input { text } => {
+                let altered = ToolCall { action: ToolAction::Input { text: alter_text(text) }, ..call.clone() };
+                self.step(&altered, credentials).await
+            }
+            ToolAction::SelectDropdown { option } => {
+                if let Some(tab) = call.tab {
+                    self.switch_to(tab as usize).await?;
+                }
+                self.settle().await;
+                let chosen = self.in_element(call, SELECT_ANOTHER_OPTION, json!(option)).await?;
+                if chosen != json!(true) {
+                    bail!("the select has no option but {option:?}");
+                }
+                Ok(Some(LocatedBy::Selector))
+            }
+            // A checkbox or radio button the person clicked is left as it was.
+            ToolAction::Click { .. } => Ok(None),
+            _ => self.step(call, credentials).await,
+        }
+    }
+
     /// Carries out one call; returns how its element was found, if it has one.
     async fn step(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
         if let Some(tab) = call.tab {
@@ -895,6 +929,17 @@ const SELECT_OPTIONS: &str = r#"(select, option) => {
   select.dispatchEvent(new Event("input", { bubbles: true }));
   select.dispatchEvent(new Event("change", { bubbles: true }));
   return found;
+}"#;
+
+/// Chooses the first option that is not among the recorded ones (one, or as many as were chosen).
+const SELECT_ANOTHER_OPTION: &str = r#"(select, option) => {
+  const recorded = option.split(", ");
+  const other = [...select.options].find((o) => !recorded.includes((o.label || o.text).trim()) && !recorded.includes(o.value));
+  if (!other) return false;
+  for (const o of select.options) o.selected = o === other;
+  select.dispatchEvent(new Event("input", { bubbles: true }));
+  select.dispatchEvent(new Event("change", { bubbles: true }));
+  return true;
 }"#;
 
 /// An expression that scrolls the element into view and gives its centre in the tab's viewport, adding

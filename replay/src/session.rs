@@ -274,6 +274,7 @@ impl SessionRecorder {
             duration_seconds: ((ended_at_ms - self.started_at_ms) / 1000.0).max(0.0),
             counts: Counts::of(&events),
             files,
+            audit: None,
         };
         self.write_file(bundle::MANIFEST_FILE, &serde_json::to_vec_pretty(&manifest)?)?;
         Ok(events)

@@ -9,6 +9,10 @@
 //!
 //! A glossary question (an environment map's definitions) gets one term per page the question names.
 //!
+//! A checkpoints question (`trace-host process --llm`) gets two proposals: the first words of the start
+//! page, which an agent doing nothing sees (the audit must drop it), and the last words of the final page
+//! that the start page does not show (the audit must keep it).
+//!
 //! It counts the requests it answers, and can instead answer with no verdict or refuse with 503.
 
 use std::net::SocketAddr;
@@ -90,6 +94,8 @@ async fn complete(
                 .unwrap_or_default();
             if content(0).is_some_and(|system| system.contains("glossary")) {
                 glossary(prompt)
+            } else if content(0).is_some_and(|system| system.contains("You choose checkpoints")) {
+                checkpoints(prompt)
             } else {
                 let (verdict, reason) = verdict(prompt);
                 json!({"verdict": if verdict { "yes" } else { "no" }, "reason": reason}).to_string()
@@ -115,6 +121,26 @@ fn glossary(prompt: &str) -> String {
         .map(|(name, pattern)| json!({"term": name, "definition": format!("The pages at {}", pattern.trim_end_matches(')'))}))
         .collect();
     format!("```json\n{}\n```", Value::Array(definitions))
+}
+
+/// Proposals for a checkpoints question: see the module's documentation.
+fn checkpoints(prompt: &str) -> String {
+    let section = |title: &str| {
+        prompt.split("\n## ").find_map(|section| section.strip_prefix(title)).unwrap_or_default().trim().to_owned()
+    };
+    let start = section("What the start page shows\n");
+    let last = section("What the final page shows\n");
+    let start_words: Vec<&str> = start.split_whitespace().take(3).collect();
+    let words: Vec<&str> = last.split_whitespace().collect();
+    let ending = (4..=words.len().min(12))
+        .map(|count| words[words.len() - count..].join(" "))
+        .find(|text| !start.contains(text.as_str()))
+        .unwrap_or_default();
+    let proposals = json!([
+        {"role": "final_state", "reason": "the site says so", "predicate": {"kind": "text", "text": start_words.join(" ")}},
+        {"role": "final_state", "reason": "the page ends so", "predicate": {"kind": "text", "text": ending}},
+    ]);
+    format!("Checkpoints:\n```json\n{proposals}\n```")
 }
 
 /// The rule: see the module's documentation.

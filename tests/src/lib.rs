@@ -2,6 +2,7 @@
 //!
 //! # Layout
 //! - [`apps`]: real web applications from the package registries, and the demonstrations recorded on them.
+//! - [`audit`]: `trace-replay audit` as the tests ask for it, and what a passing audit is.
 //! - [`demo`]: the demonstration of the demo shop that the README's main job records and the end-to-end
 //!   test checks, in Chromium with the extension and the real `trace-host`.
 //! - [`site`]: the TRACE Demo Shop, the local site that tests and the demo record (`trace-demo-site` serves it).
@@ -17,6 +18,7 @@
 //! - `src/bin/trace-demo.rs`: the README's main job (`cargo xtask demo`): record, export, validate, inspect.
 
 pub mod apps;
+pub mod audit;
 pub mod bench;
 pub mod browser;
 pub mod demo;

@@ -5,7 +5,7 @@
 //! judged is written here; `tests/eval.rs` judges real ones.
 
 use serde_json::json;
-use trace_analysis::evidence::{Evidence, PageText};
+use trace_analysis::evidence::{Evidence, page_text};
 use trace_analysis::judge::Episode;
 use trace_analysis::score;
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
@@ -44,14 +44,12 @@ impl Fixture {
                 )
                 .unwrap(),
             ],
-            pages: vec![PageText {
-                event_id: 3,
-                url: results.to_owned(),
-                file: "dom/3.html".to_owned(),
-                headings: vec!["Search".to_owned()],
-                runs: vec![],
-                text: "2 products match mug: Blue Mug, Red Mug".to_owned(),
-            }],
+            pages: vec![page_text(
+                3,
+                results,
+                "dom/3.html",
+                "<h1>Search</h1><p>2 products match mug: Blue Mug, Red Mug</p>",
+            )],
             ..Evidence::default()
         };
         let checkpoints = vec![
@@ -61,6 +59,8 @@ impl Fixture {
                 predicate: Predicate::Url { pattern: "shop.test/search?q=mug".to_owned() },
                 event_ids: vec![],
                 step: None,
+                role: None,
+                proposed_by: None,
             },
             Checkpoint {
                 id: "cp2".to_owned(),
@@ -72,6 +72,8 @@ impl Fixture {
                 },
                 event_ids: vec![],
                 step: None,
+                role: None,
+                proposed_by: None,
             },
             Checkpoint {
                 id: "cp3".to_owned(),
@@ -79,6 +81,8 @@ impl Fixture {
                 predicate: Predicate::Url { pattern: "shop.test/cart".to_owned() },
                 event_ids: vec![],
                 step: None,
+                role: None,
+                proposed_by: None,
             },
         ];
         let rubric = serde_json::from_value(json!({"items": [

@@ -1,9 +1,12 @@
 //! End to end, through the command line a user runs: the demonstration of [`trace_e2e::demo`] is recorded
 //! in Chromium with the extension and the host, then `trace-host process` derives its trajectory,
-//! credentials, checkpoints and ignore list; `trace-host export --redact` makes a zip in which a byte search
-//! finds none of the session's secrets and which `trace-replay run --human` still re-runs offline; and
-//! `trace-host dataset` writes both dataset layouts, read back here through their types. Needs
-//! `cargo xtask dist`.
+//! credentials, checkpoints and ignore list and audits the checkpoints (the demonstration re-run offline
+//! earns full marks, an agent that does nothing and every perturbed demonstration zero), with a model's
+//! proposals judged beside the rules' ([`trace_e2e::judge`]'s scripted model); `trace-host export --redact`
+//! makes a zip in which a byte search finds none of the session's secrets, which carries the audit's
+//! verdict and which `trace-replay run --human` still re-runs offline; and `trace-host dataset` writes both
+//! dataset layouts, read back here through their types, and refuses a bundle whose final state is on its
+//! start page. Needs `cargo xtask dist`.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -11,13 +14,17 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use trace_analysis::evidence::{Evidence, holds};
+use trace_e2e::audit::assert_proves as assert_audit_proves;
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
+use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::run;
 use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, vault};
-use trace_manifest::archive::Bundle;
+use trace_manifest::archive::{Bundle, sha256_hex};
+use trace_manifest::audit::{Audit, CheckpointVerdict};
+use trace_manifest::bundle::BundleManifest;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
-use trace_manifest::postprocess::{Checkpoint, CredentialEntry};
+use trace_manifest::postprocess::{Checkpoint, CheckpointRole, CredentialEntry, Predicate};
 use trace_manifest::trajectory::{ToolAction, Trajectory};
 
 /// The demonstration as tool calls: name and what it acted on (frames first), with the site's port
@@ -113,8 +120,19 @@ async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
     let manifest: serde_json::Value = read_json(&demonstration.bundle.join("manifest.json"));
     let task = manifest["task"]["id"].as_str().unwrap().to_owned();
 
-    // `process`: the expected trajectory, the password as a placeholder only.
-    let report = json_of(&host(&["process", &task, "--json"]));
+    // `process`: the expected trajectory, the password as a placeholder only, and the checkpoints audited,
+    // with a model asked for more.
+    let model = ScriptedJudge::start(Behaviour::Scripted).await;
+    let cache = tempfile::tempdir().unwrap();
+    let process = Command::new(&build.trace_host)
+        .args(["--data", data.path().to_str().unwrap(), "process", &task, "--json", "--llm", "scripted"])
+        .arg("--llm-cache")
+        .arg(cache.path())
+        .env("OPENAI_BASE_URL", model.base_url())
+        .output()
+        .unwrap();
+    assert!(process.status.success(), "{}", String::from_utf8_lossy(&process.stderr));
+    let report = json_of(&process);
     assert_eq!(report["credentials"], 1, "{report}");
     let bundle = &demonstration.bundle;
     let trajectory: Trajectory = read_json(&bundle.join("trajectory.json"));
@@ -129,9 +147,26 @@ async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
     );
 
     // Checkpoints: real progress (the login POST, the cart, the search results), each holding on the
-    // recording itself, in the order reached.
+    // recording itself, in the order reached, and proven so.
     let checkpoints: Vec<Checkpoint> = read_json(&bundle.join("checkpoints.json"));
     assert!(checkpoints.len() >= 2, "{checkpoints:#?}");
+    let audit: Audit = read_json(&bundle.join("audit.json"));
+    assert_audit_proves(&audit);
+    assert_eq!(report["audit"]["status"], "audited", "{report}");
+    assert_eq!(report["audit"]["valid"], true, "{report}");
+    // The model's proposals were judged as the rules' are: the text of the final page kept, the shop's
+    // name, which an agent doing nothing sees, dropped.
+    assert!(model.requests() >= 1);
+    let kept: Vec<&Checkpoint> = checkpoints.iter().filter(|c| c.proposed_by.as_deref() == Some("scripted")).collect();
+    assert_eq!(kept.len(), 1, "{checkpoints:#?}");
+    assert!(
+        audit.dropped.iter().any(|dropped| dropped.proposed_by.as_deref() == Some("scripted")
+            && dropped.verdict == CheckpointVerdict::ReachedByNothing),
+        "{:#?}",
+        audit.dropped
+    );
+    let manifest: BundleManifest = read_json(&bundle.join("manifest.json"));
+    assert_eq!(manifest.audit.as_ref().map(|audit| audit.valid), Some(true));
     let evidence = Evidence::load(&mut Bundle::open(bundle).unwrap()).unwrap();
     for checkpoint in &checkpoints {
         assert!(!holds(&checkpoint.predicate, &evidence).is_empty(), "{checkpoint:?} does not hold");
@@ -180,6 +215,8 @@ async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
     }
     let validated = json_of(&host(&["validate", zip.to_str().unwrap(), "--json"]));
     assert_eq!(validated["valid"], true, "{validated}");
+    let exported = Bundle::open(&zip).unwrap().manifest().unwrap();
+    assert_eq!(exported.audit.as_ref().map(|audit| audit.valid), Some(true), "the zip carries the verdict");
 
     // The redacted environment still replays: the person's demonstration, re-run offline, signs in with the
     // credential's stand-in and passes every step.
@@ -260,6 +297,48 @@ async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
         let bytes = std::fs::read(task_dir.join(screenshot)).unwrap();
         assert!(bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP", "{screenshot} is a WebP");
     }
+
+    // Issue #29: a bundle whose final state is on its start page (the shop's name, shown everywhere) is no
+    // task: `dataset` refuses it, naming the checkpoint, unless told to take it anyway.
+    let copy = data.path().join("shop-name-as-final-state");
+    trace_e2e::bench::copy_dir(bundle, &copy).unwrap();
+    host(&["process", copy.to_str().unwrap(), "--no-audit"]);
+    let mut checkpoints: Vec<Checkpoint> = read_json(&copy.join("checkpoints.json"));
+    checkpoints.retain(|checkpoint| checkpoint.role != Some(CheckpointRole::FinalState));
+    checkpoints.push(Checkpoint {
+        id: format!("cp{}", checkpoints.len() + 1),
+        reason: "the final page shows the shop's name".into(),
+        predicate: Predicate::Text { text: "TRACE Demo Shop".into() },
+        event_ids: vec![],
+        step: None,
+        role: Some(CheckpointRole::FinalState),
+        proposed_by: None,
+    });
+    let bytes = serde_json::to_vec_pretty(&checkpoints).unwrap();
+    std::fs::write(copy.join("checkpoints.json"), &bytes).unwrap();
+    let mut manifest: BundleManifest = read_json(&copy.join("manifest.json"));
+    let entry = manifest.files.iter_mut().find(|entry| entry.path == "checkpoints.json").unwrap();
+    (entry.size, entry.sha256) = (bytes.len() as u64, sha256_hex(&bytes));
+    std::fs::write(copy.join("manifest.json"), serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+    let refused = data.path().join("dataset-refused");
+    let output = Command::new(&build.trace_host)
+        .args(["dataset", copy.to_str().unwrap(), "--out", refused.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "a dataset of no task fails");
+    let report = json_of(&output);
+    let reason = report["skipped"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("TRACE Demo Shop") && reason.contains("holds on the start page"), "{report:#}");
+    let taken = data.path().join("dataset-allowed");
+    let report = json_of(&host(&[
+        "dataset",
+        copy.to_str().unwrap(),
+        "--out",
+        taken.to_str().unwrap(),
+        "--allow-invalid",
+        "--json",
+    ]));
+    assert_eq!(report["invalid"], serde_json::json!([task]), "{report:#}");
 }
 
 /// Issue #11: secrets a page sends by script, under names no rule knows, recorded through the extension

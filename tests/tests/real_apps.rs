@@ -2,8 +2,10 @@
 //! command line a user runs: a demonstration is recorded in Chromium with the extension and the host, the
 //! application is stopped and a sentinel listens on its port, the task is exported redacted, and
 //! `trace-replay run --human` must re-run every step of it offline, reaching each step's recorded URL,
-//! with no request missed and nothing reaching the network. Needs `cargo xtask dist` and the applications'
-//! Python (`bash .ci/install`).
+//! with no request missed and nothing reaching the network. Then its checkpoints, as the rules chose them,
+//! are audited offline (`trace-replay audit`): the demonstration earns full marks in order, an agent that
+//! does nothing zero, every perturbed demonstration zero. Needs `cargo xtask dist` and the applications
+//! (`bash .ci/install`: Python's in a virtual environment, TiddlyWiki from npm).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,7 +15,9 @@ use std::time::Duration;
 use trace_e2e::apps::datasette::{self, Datasette};
 use trace_e2e::apps::pywebio_app::PyWebIoApp;
 use trace_e2e::apps::sphinx_docs::{self, SphinxDocs};
+use trace_e2e::apps::tiddlywiki::{self, TiddlyWiki};
 use trace_e2e::apps::{self, Server, django_admin, django_admin::DjangoAdmin};
+use trace_e2e::audit::{assert_proves, audit};
 use trace_e2e::browser::{Build, click, type_into, wait_for_text};
 use trace_e2e::sentinel::Sentinel;
 use trace_manifest::postprocess::CredentialEntry;
@@ -71,7 +75,7 @@ struct Offline {
 
 /// Stops the application, listens on its port, exports the recording redacted, and re-runs it with
 /// `run --human`, which must pass every step with nothing missed, no live attempt and nothing reaching
-/// the port.
+/// the port; then audits its checkpoints, which must discriminate, still with nothing reaching the port.
 fn replayed_offline(build: &Build, server: &mut Server, data: &Path, bundle: &Path) -> Offline {
     let port = server.port();
     server.stop();
@@ -85,6 +89,8 @@ fn replayed_offline(build: &Build, server: &mut Server, data: &Path, bundle: &Pa
     assert!(faithful && report.steps_failed == 0, "{text}");
     assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
     assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
+    assert_proves(&audit(build, &zip));
+    assert_eq!(sentinel.connections(), 0, "the audit reached the stopped application");
     Offline { zip, trajectory, report, text, sentinel, _out: out }
 }
 
@@ -193,4 +199,29 @@ async fn a_websocket_application_replays_its_conversation_offline() {
     assert!(last.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
     let frames = &report.websocket_frames;
     assert!(frames.played > 0 && frames.matched > 0 && frames.unmatched == 0, "{text}");
+}
+
+/// A single-page application over a JSON API: the new tiddler is saved by a JSON `PUT` stamped with the
+/// page's clock, after drafts saved while its title was typed; the checkpoints must name the title, not the
+/// clock, and count the drafts once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_page_wiki_over_a_json_api_replays_and_its_checkpoints_discriminate() {
+    let test = "a_single_page_wiki_over_a_json_api_replays_and_its_checkpoints_discriminate";
+    let Some(build) = Build::for_tests(test) else { return };
+    let Some(mut app) = apps::required(test, TiddlyWiki::start()) else { return };
+    let data = tempfile::tempdir().unwrap();
+    let bundle = app.record(&build, data.path()).await.unwrap();
+    let Offline { zip, report, text, .. } = replayed_offline(&build, &mut app.server, data.path(), &bundle);
+    assert!(shown_after(&report, "/"), "{text}");
+    let checkpoints: Vec<trace_manifest::postprocess::Checkpoint> = {
+        let mut bundle = trace_manifest::archive::Bundle::open(&zip).unwrap();
+        serde_json::from_slice(&bundle.read("checkpoints.json").unwrap()).unwrap()
+    };
+    let saved = checkpoints.iter().find(|checkpoint| {
+        matches!(&checkpoint.predicate, trace_manifest::postprocess::Predicate::Request { method, url_pattern, .. }
+            if method == "PUT" && url_pattern.ends_with(&format!("/tiddlers/{}", tiddlywiki::TITLE)))
+    });
+    let saved = saved.unwrap_or_else(|| panic!("no checkpoint for the saved tiddler: {checkpoints:#?}"));
+    let fields = serde_json::to_string(&saved.predicate).unwrap();
+    assert!(!fields.contains("modified") && !fields.contains("created"), "the page's clock is no checkpoint: {fields}");
 }

@@ -364,6 +364,7 @@ async fn what_a_page_does_by_itself_is_not_the_persons_action() {
         .arg("--data")
         .arg(data.path())
         .arg("process")
+        .arg("--no-audit")
         .arg(&bundle)
         .output()
         .unwrap();

@@ -14,7 +14,8 @@ use trace_manifest::trajectory::{ToolAction, ToolCall};
 
 use crate::accessibility::{self, AxNode};
 use crate::body::form_fields;
-use crate::evidence::{Evidence, collapse_whitespace, split_tag, tag_name};
+use crate::evidence::Evidence;
+use crate::html::{VOID_ELEMENTS, attribute, collapse_whitespace, decode_entities, end_tag, split_tag, tag_name};
 use crate::journeys::clean_url;
 
 /// Methods that do not change what a site holds.
@@ -122,8 +123,6 @@ struct Skeleton {
 /// attribute), hashed. Repeating an element (one more search result) does not change it; a different
 /// layout does. Also the title and the first `h1`.
 fn skeleton(html: &str) -> Skeleton {
-    const VOID: &[&str] =
-        &["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"];
     const HIDDEN: &[&str] = &["script", "style", "template", "noscript"];
     let mut paths = BTreeSet::new();
     let mut stack: Vec<String> = Vec::new();
@@ -148,8 +147,7 @@ fn skeleton(html: &str) -> Skeleton {
         }
         if closing {
             if let Some((captured, text)) = capture.take_if(|(captured, _)| *captured == name) {
-                let text =
-                    Some(collapse_whitespace(&crate::evidence::decode_entities(&text))).filter(|t| !t.is_empty());
+                let text = Some(collapse_whitespace(&decode_entities(&text))).filter(|t| !t.is_empty());
                 match captured {
                     "title" => title = title.or(text),
                     _ => heading = heading.or(text),
@@ -177,7 +175,7 @@ fn skeleton(html: &str) -> Skeleton {
             "h1" if heading.is_none() && capture.is_none() => capture = Some(("h1", String::new())),
             _ => {}
         }
-        if VOID.contains(&name.as_str()) || tag.ends_with('/') {
+        if VOID_ELEMENTS.contains(&name.as_str()) || tag.ends_with('/') {
             stack.pop();
         }
     }
@@ -188,37 +186,6 @@ fn skeleton(html: &str) -> Skeleton {
     }
     let hash = hasher.finalize().iter().take(8).map(|byte| format!("{byte:02x}")).collect();
     Skeleton { hash, title, heading }
-}
-
-/// Where `</name` (in any case) starts in `html`. Found in place: copying the rest of a page in lower case
-/// for every script would make a page of many scripts quadratic.
-fn end_tag(html: &str, name: &str) -> Option<usize> {
-    html.match_indices("</").map(|(at, _)| at).find(|&at| {
-        html.as_bytes()
-            .get(at + 2..at + 2 + name.len())
-            .is_some_and(|found| found.eq_ignore_ascii_case(name.as_bytes()))
-    })
-}
-
-/// The value of `name="…"` (or `'…'`, or bare) in a tag's text.
-fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
-    let lower = tag.to_ascii_lowercase();
-    let mut from = 0;
-    while let Some(found) = lower[from..].find(name) {
-        let at = from + found;
-        from = at + name.len();
-        let before_ok = at > 0 && lower.as_bytes()[at - 1].is_ascii_whitespace();
-        let rest = tag[from..].trim_start();
-        if !before_ok || !rest.starts_with('=') {
-            continue;
-        }
-        let value = rest[1..].trim_start();
-        return Some(match value.chars().next() {
-            Some(quote @ ('"' | '\'')) => value[1..].split(quote).next().unwrap_or(""),
-            _ => value.split(|c: char| c.is_ascii_whitespace() || c == '/').next().unwrap_or(""),
-        });
-    }
-    None
 }
 
 /// The controls of an outline: its interactive nodes with a name, each with the roles of its ancestors.
@@ -274,13 +241,5 @@ mod tests {
             let _ = crate::evidence::page_text(1, "http://x/", "dom/1.html", cut);
         }
         assert_eq!(skeleton("<html><title>Tea</title><body><h1>Té").title.as_deref(), Some("Tea"));
-    }
-
-    #[test]
-    fn attributes_are_read_with_any_quoting() {
-        assert_eq!(attribute("div id=\"a\" class=x", "id"), Some("a"));
-        assert_eq!(attribute("div data-id=\"a\" id='b'", "id"), Some("b"));
-        assert_eq!(attribute("input id=c/", "id"), Some("c"));
-        assert_eq!(attribute("div hidden", "id"), None);
     }
 }

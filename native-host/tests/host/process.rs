@@ -161,7 +161,7 @@ fn process_writes_trajectory_credentials_checkpoints_and_ignore_list_into_a_vali
     record_login_and_cart(&scratch, "login-cart");
     let dir = scratch.capture("login-cart");
 
-    let report = scratch.cli_json(&["process", "login-cart", "--json"]);
+    let report = scratch.cli_json(&["process", "login-cart", "--no-audit", "--json"]);
     assert_eq!(report["task_id"], "login-cart");
     assert_eq!(report["credentials"], 1);
     assert_eq!(report["recorded"], true);
@@ -243,7 +243,7 @@ fn process_writes_trajectory_credentials_checkpoints_and_ignore_list_into_a_vali
     drop(conn);
 
     // Processing again, by the bundle's path this time, replaces the files; an export carries them.
-    let again = scratch.cli_json(&["process", dir.to_str().unwrap(), "--json"]);
+    let again = scratch.cli_json(&["process", dir.to_str().unwrap(), "--no-audit", "--json"]);
     assert_eq!(again["recorded"], true, "the capture directory is the task's");
     assert_eq!(again["checkpoints"], report["checkpoints"]);
     let zip = scratch.path("login-cart.zip");

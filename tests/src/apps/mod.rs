@@ -18,11 +18,14 @@
 //!   and the demonstration recorded on it.
 //! - [`pywebio_app`]: a PyWebIO application (every form and result over one WebSocket), and the
 //!   demonstration recorded on it.
+//! - [`tiddlywiki`]: TiddlyWiki's Node.js server (npm `tiddlywiki`), a single-page application over a JSON
+//!   API, and the demonstration recorded on it.
 
 pub mod datasette;
 pub mod django_admin;
 pub mod pywebio_app;
 pub mod sphinx_docs;
+pub mod tiddlywiki;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -52,8 +55,14 @@ pub fn python() -> Result<PathBuf> {
 
 /// [`python`] for a test: `None`, said in one line, when it is missing, unless `TRACE_E2E_REQUIRED` is set.
 pub fn python_for_tests(test: &str) -> Option<PathBuf> {
-    match python() {
-        Ok(python) => Some(python),
+    required(test, python())
+}
+
+/// What a test needs of an installation (an interpreter, an application started): `None`, said in one
+/// line, when it is missing, unless `TRACE_E2E_REQUIRED` is set, which makes it fail.
+pub fn required<T>(test: &str, started: Result<T>) -> Option<T> {
+    match started {
+        Ok(app) => Some(app),
         Err(error) if std::env::var_os(REQUIRED_ENV).is_some_and(|v| !v.is_empty()) => {
             panic!("{test}: {error:#} ({REQUIRED_ENV} is set)")
         }

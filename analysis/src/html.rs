@@ -1,0 +1,138 @@
+//! The one reader of serialized HTML, at the level the derivations need it: a DOM snapshot is the browser's
+//! own serialization (every element closed but the void ones, attributes quoted), so a tag scanner is
+//! enough and no parser is carried into wasm. It owns how a tag is split off the text, an element's name,
+//! an attribute's value, where a raw-text element ends, and the entities and white space of text.
+//! [`crate::evidence`] reads visible text and its regions with it, [`crate::map::source`] a page's skeleton.
+
+/// Elements that never have content or an end tag.
+pub const VOID_ELEMENTS: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta", "param", "source", "track",
+    "wbr",
+];
+
+/// Elements whose content is not markup a page shows: skipped to their end tag.
+pub const RAW_TEXT_ELEMENTS: &[&str] = &["script", "style", "noscript"];
+
+/// The tag `html` starts with (at its `<`): the text between `<` and `>`, and what follows. A tag a cut-off
+/// document leaves open runs to its end.
+pub fn split_tag(html: &str) -> (&str, &str) {
+    let inside = html.strip_prefix('<').unwrap_or(html);
+    match inside.find('>') {
+        Some(end) => (&inside[..end], &inside[end + 1..]),
+        None => (inside, ""),
+    }
+}
+
+/// A tag's element name in lower case: `div` for `div class=x` and `/DIV`.
+pub fn tag_name(tag: &str) -> String {
+    tag.trim_start_matches('/')
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
+
+/// Where `</name` (in any case) starts in `html`. Found in place: copying the rest of a page in lower case
+/// for every script would make a page of many scripts quadratic.
+pub fn end_tag(html: &str, name: &str) -> Option<usize> {
+    html.match_indices("</").map(|(at, _)| at).find(|&at| {
+        html.as_bytes()
+            .get(at + 2..at + 2 + name.len())
+            .is_some_and(|found| found.eq_ignore_ascii_case(name.as_bytes()))
+    })
+}
+
+/// The value of `name="…"` (or `'…'`, or bare) in a tag's text; `Some("")` for an attribute without a value
+/// (`hidden`). `name` is lower case.
+pub fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let lower = tag.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(found) = lower[from..].find(name) {
+        let at = from + found;
+        from = at + name.len();
+        let before_ok = at > 0 && lower.as_bytes()[at - 1].is_ascii_whitespace();
+        let after = lower.as_bytes().get(from).copied();
+        let ends_name = after.is_none_or(|byte| byte.is_ascii_whitespace() || byte == b'=' || byte == b'/');
+        if !before_ok || !ends_name {
+            continue;
+        }
+        let rest = tag[from..].trim_start();
+        let Some(value) = rest.strip_prefix('=') else { return Some("") };
+        let value = value.trim_start();
+        return Some(match value.chars().next() {
+            Some(quote @ ('"' | '\'')) => value[1..].split(quote).next().unwrap_or(""),
+            _ => value.split(|c: char| c.is_ascii_whitespace() || c == '/').next().unwrap_or(""),
+        });
+    }
+    None
+}
+
+pub fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The entities a serialized DOM uses (the browser writes the rest as characters).
+pub fn decode_entities(text: &str) -> String {
+    if !text.contains('&') {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let Some(end) = rest[..rest.len().min(12)].find(';') else {
+            out.push('&');
+            rest = &rest[1..];
+            continue;
+        };
+        let entity = &rest[1..end];
+        let decoded = match entity {
+            "amp" => Some('&'),
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "quot" => Some('"'),
+            "apos" | "#39" => Some('\''),
+            "nbsp" => Some(' '),
+            _ => entity
+                .strip_prefix("#x")
+                .or_else(|| entity.strip_prefix("#X"))
+                .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+                .or_else(|| entity.strip_prefix('#').and_then(|dec| dec.parse().ok()))
+                .and_then(char::from_u32),
+        };
+        match decoded {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_are_read_with_any_quoting_and_without_a_value() {
+        assert_eq!(attribute("div id=\"a\" class=x", "id"), Some("a"));
+        assert_eq!(attribute("div data-id=\"a\" id='b'", "id"), Some("b"));
+        assert_eq!(attribute("input id=c/", "id"), Some("c"));
+        assert_eq!(attribute("div hidden", "id"), None);
+        assert_eq!(attribute("div hidden class=x", "hidden"), Some(""));
+        assert_eq!(attribute("div hiddenness=1", "hidden"), None);
+        assert_eq!(attribute("div role=\"alert\"", "role"), Some("alert"));
+    }
+
+    #[test]
+    fn entities_are_decoded_and_a_stray_ampersand_kept() {
+        assert_eq!(decode_entities("a &amp; b &#x41;&#66; &nbsp;&bogus; & c"), "a & b AB  &bogus; & c");
+    }
+}

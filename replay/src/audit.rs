@@ -1,0 +1,181 @@
+//! `trace-replay audit`: proves, for each bundle of a source, that its checkpoints discriminate. The runs
+//! are episodes as `eval` runs them ([`crate::eval`]), offline and recorded: the person's demonstration,
+//! the built-in agent that does nothing, and the perturbed demonstrations `trace_analysis::audit` asks for
+//! (a state-changing step left out, a typed or chosen value altered). What they show is judged by
+//! `trace_analysis::audit`; this module runs them and writes, per task, into the audit's directory:
+//!
+//! ```text
+//! OUT/<task>/audit.json          the verdict, each run's scores, each checkpoint's evidence per run
+//! OUT/<task>/checkpoints.json    the checkpoints judged (with --prune, those that discriminate)
+//! OUT/<task>/<run>/              each run's episode (result.json, session/, ...)
+//! ```
+//!
+//! A model may propose checkpoints too ([`crate::proposals`]); its proposals are judged with the rules'
+//! own and, with `--prune`, kept only if they discriminate. Replay never writes into a bundle:
+//! `trace-host process` copies the two files into its bundle.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use futures::StreamExt;
+use trace_analysis::audit::{self, Run, run_name};
+use trace_analysis::evidence::Evidence;
+use trace_manifest::archive::Bundle;
+use trace_manifest::audit::{AUDIT_FILE, Audit, AuditRunKind, CheckpointVerdict};
+use trace_manifest::eval::{EvalResult, SESSION_DIR};
+use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
+use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
+
+use crate::batch::TaskSource;
+use crate::eval::{Agent, Episode, EvalOptions, Perturbation, Reference};
+use crate::proposals::Proposer;
+
+/// How an audit runs.
+pub struct AuditOptions {
+    /// The episodes' options; the agent is set per run.
+    pub episode: EvalOptions,
+    /// Drop the checkpoints that do not discriminate, and judge the rest.
+    pub prune: bool,
+    /// Runs at once, each in its own browser.
+    pub parallel: usize,
+    /// A model that proposes checkpoints beside the rules (`--llm`).
+    pub proposer: Option<Proposer>,
+}
+
+/// One task's audit and where it was written.
+pub struct TaskAudit {
+    pub audit: Audit,
+    /// The checkpoints judged: the bundle's (and a model's proposals), less what pruning dropped.
+    pub checkpoints: Vec<Checkpoint>,
+    pub dir: PathBuf,
+}
+
+/// Audits one task into `out/<task>/`.
+pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -> Result<TaskAudit> {
+    let reference = Reference::read(&task.bundle, options.episode.limits)?;
+    let dir = out.join(task.task_id.as_str());
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let candidates = match &options.proposer {
+        Some(proposer) => {
+            let mut bundle = Bundle::open_with_limits(&task.bundle, options.episode.limits)?;
+            proposer.propose(&reference, &Evidence::load_recording(&mut bundle)?).await?
+        }
+        None => reference.checkpoints.clone(),
+    };
+    let mut kinds = vec![AuditRunKind::Demonstration, AuditRunKind::Nothing];
+    kinds.extend(audit::perturbations(reference.task.task_type, &reference.calls, &candidates));
+
+    let episodes = futures::stream::iter(kinds.into_iter().map(|kind| {
+        let dir = &dir;
+        async move {
+            let agent = match &kind {
+                AuditRunKind::Demonstration => Agent::Human,
+                AuditRunKind::Nothing | AuditRunKind::AnswerFromStart => Agent::Nothing,
+                AuditRunKind::StepLeftOut { step } => Agent::Perturbed(Perturbation::StepLeftOut(*step)),
+                AuditRunKind::ValueAltered { step } => Agent::Perturbed(Perturbation::ValueAltered(*step)),
+            };
+            let options = EvalOptions { agent, webarena_infinity: false, judge: None, ..options.episode.clone() };
+            let run_dir = dir.join(run_name(&kind));
+            let result = Episode { task, out: &run_dir, options: &options }.run().await;
+            (kind, run_dir, result)
+        }
+    }))
+    .buffered(options.parallel.max(1))
+    .collect::<Vec<_>>()
+    .await;
+
+    let mut sessions: Vec<(AuditRunKind, Evidence, EvalResult)> = Vec::new();
+    for (kind, run_dir, result) in episodes {
+        let result = result.with_context(|| format!("the audit's {} run could not be run", run_name(&kind)))?;
+        let session = run_dir.join(SESSION_DIR);
+        let mut bundle = Bundle::open_with_limits(&session, options.episode.limits)
+            .with_context(|| format!("cannot open the session {}", session.display()))?;
+        sessions.push((kind, Evidence::load(&mut bundle)?, result));
+    }
+    let runs: Vec<Run<'_>> = sessions
+        .iter()
+        .map(|(kind, evidence, result)| Run {
+            kind: kind.clone(),
+            evidence,
+            answer: result.answer.clone(),
+            error: result.error.clone(),
+        })
+        .collect();
+    let (audit, checkpoints) =
+        audit::judge(&reference.task, &candidates, &runs, options.prune, rfc3339_from_millis(now_ms()));
+    write_json(&dir.join(AUDIT_FILE), &audit)?;
+    write_json(&dir.join(CHECKPOINTS_FILE), &checkpoints)?;
+    Ok(TaskAudit { audit, checkpoints, dir })
+}
+
+fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    std::fs::write(path, serde_json::to_vec_pretty(value)?).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// An audit as people read it: the verdict, a line per run, a line per checkpoint with what each run
+/// reached of it, and the problems.
+pub fn text(audit: &Audit) -> String {
+    let mut f = String::new();
+    let verdict = if audit.valid { "valid" } else { "INVALID" };
+    let _ = writeln!(f, "{}: {verdict}", audit.task_id);
+    let _ = writeln!(f, "  {:<22} {:>8} {:>9} {:>14}  as expected", "run", "success", "credit", "in order");
+    for run in &audit.runs {
+        let total = audit.checkpoints.len();
+        let _ = writeln!(
+            f,
+            "  {:<22} {:>8} {:>8.0}% {:>14}  {}{}",
+            run.name,
+            run.success,
+            run.partial_credit * 100.0,
+            format!("{}/{total}", run.reached_in_order),
+            if run.as_expected { "yes" } else { "NO" },
+            run.error.as_deref().map(|error| format!(" ({error})")).unwrap_or_default()
+        );
+    }
+    for checkpoint in &audit.checkpoints {
+        let reached: Vec<String> = checkpoint
+            .runs
+            .iter()
+            .map(|reach| {
+                format!(
+                    "{}={}",
+                    reach.run,
+                    if reach.in_order {
+                        "✓"
+                    } else if reach.reached {
+                        "~"
+                    } else {
+                        "·"
+                    }
+                )
+            })
+            .collect();
+        let verdict = match checkpoint.verdict {
+            CheckpointVerdict::Discriminates => "discriminates",
+            CheckpointVerdict::ReachedByNothing => "REACHED BY NOTHING",
+            CheckpointVerdict::MissedByDemonstration => "MISSED BY THE DEMONSTRATION",
+            CheckpointVerdict::OutOfOrder => "OUT OF ORDER",
+        };
+        let _ = writeln!(
+            f,
+            "  {} {}: {verdict} [{}]",
+            checkpoint.id,
+            trace_analysis::judge::predicate_in_words(&checkpoint.predicate),
+            reached.join(" ")
+        );
+    }
+    for dropped in &audit.dropped {
+        let by = dropped.proposed_by.as_deref().map(|model| format!(" (proposed by {model})")).unwrap_or_default();
+        let _ = writeln!(
+            f,
+            "  dropped{by}: {} ({:?})",
+            trace_analysis::judge::predicate_in_words(&dropped.predicate),
+            dropped.verdict
+        );
+    }
+    for problem in &audit.problems {
+        let _ = writeln!(f, "  problem: {problem}");
+    }
+    f
+}

@@ -1,0 +1,52 @@
+//! The audit of a bundle's checkpoints as the end-to-end tests ask for it (`trace-replay audit`), and what
+//! a passing audit is: the person's demonstration, re-run offline, succeeds with every checkpoint reached in
+//! order; an agent that does nothing reaches none and fails; every perturbed demonstration (a state-changing
+//! step left out, a typed or chosen value altered) fails.
+
+use std::path::Path;
+
+use trace_manifest::audit::{Audit, AuditRunKind, CheckpointVerdict};
+
+use crate::browser::Build;
+
+/// `trace-replay audit BUNDLE --json` in this build's Chromium: the bundle's audit, whatever its verdict.
+pub fn audit(build: &Build, bundle: &Path) -> Audit {
+    let out = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(&build.trace_replay)
+        .args(["audit", "--json", "--chromium"])
+        .arg(&build.chromium)
+        .arg("--out")
+        .arg(out.path())
+        .arg(bundle)
+        .output()
+        .unwrap();
+    let audits: Vec<Audit> = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!("trace-replay audit printed no audit ({error}): {}", String::from_utf8_lossy(&output.stderr))
+    });
+    assert_eq!(audits.len(), 1, "one bundle, one audit");
+    audits.into_iter().next().unwrap()
+}
+
+/// Asserts that `audit` proves its checkpoints, run by run, with the audit's own table when it does not.
+pub fn assert_proves(audit: &Audit) {
+    let table = trace_replay::audit::text(audit);
+    assert!(audit.valid && audit.problems.is_empty(), "{table}");
+    assert!(!audit.checkpoints.is_empty(), "{table}");
+    for run in &audit.runs {
+        match run.kind {
+            AuditRunKind::Demonstration => {
+                assert_eq!(run.success, 1.0, "{table}");
+                assert_eq!(run.reached_in_order, audit.checkpoints.len(), "{table}");
+            }
+            AuditRunKind::Nothing | AuditRunKind::AnswerFromStart => {
+                assert_eq!((run.success, run.reached_any_order), (0.0, 0), "{table}");
+            }
+            AuditRunKind::StepLeftOut { .. } | AuditRunKind::ValueAltered { .. } => {
+                assert_eq!(run.success, 0.0, "{table}");
+            }
+        }
+        assert!(run.as_expected, "{table}");
+    }
+    assert!(audit.checkpoints.iter().all(|checkpoint| checkpoint.verdict == CheckpointVerdict::Discriminates));
+    eprintln!("{table}");
+}
