@@ -408,6 +408,69 @@ pub fn static_problems(
     problems
 }
 
+/// An audit as people read it: the verdict, a line per run, a line per checkpoint with what each run
+/// reached of it, and the problems.
+pub fn table(audit: &Audit) -> String {
+    use std::fmt::Write as _;
+    let mut f = String::new();
+    let verdict = if audit.valid { "valid" } else { "INVALID" };
+    let _ = writeln!(f, "{}: {verdict}", audit.task_id);
+    let _ = writeln!(f, "  {:<22} {:>8} {:>9} {:>14}  as expected", "run", "success", "credit", "in order");
+    for run in &audit.runs {
+        let total = audit.checkpoints.len();
+        let _ = writeln!(
+            f,
+            "  {:<22} {:>8} {:>8.0}% {:>14}  {}{}",
+            run.name,
+            run.success,
+            run.partial_credit * 100.0,
+            format!("{}/{total}", run.reached_in_order),
+            if run.as_expected { "yes" } else { "NO" },
+            run.error.as_deref().map(|error| format!(" ({error})")).unwrap_or_default()
+        );
+    }
+    for checkpoint in &audit.checkpoints {
+        let reached: Vec<String> = checkpoint
+            .runs
+            .iter()
+            .map(|reach| {
+                format!(
+                    "{}={}",
+                    reach.run,
+                    if reach.in_order {
+                        "✓"
+                    } else if reach.reached {
+                        "~"
+                    } else {
+                        "·"
+                    }
+                )
+            })
+            .collect();
+        let verdict = match checkpoint.verdict {
+            CheckpointVerdict::Discriminates => "discriminates",
+            CheckpointVerdict::ReachedByNothing => "REACHED BY NOTHING",
+            CheckpointVerdict::MissedByDemonstration => "MISSED BY THE DEMONSTRATION",
+            CheckpointVerdict::OutOfOrder => "OUT OF ORDER",
+        };
+        let _ = writeln!(
+            f,
+            "  {} {}: {verdict} [{}]",
+            checkpoint.id,
+            predicate_in_words(&checkpoint.predicate),
+            reached.join(" ")
+        );
+    }
+    for dropped in &audit.dropped {
+        let by = dropped.proposed_by.as_deref().map(|model| format!(" (proposed by {model})")).unwrap_or_default();
+        let _ = writeln!(f, "  dropped{by}: {} ({:?})", predicate_in_words(&dropped.predicate), dropped.verdict);
+    }
+    for problem in &audit.problems {
+        let _ = writeln!(f, "  problem: {problem}");
+    }
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use trace_manifest::task::TaskStatus;

@@ -53,8 +53,8 @@ use crate::fidelity::is_volatile_run;
 use crate::secrets::is_secret_name;
 use crate::urls::{self, scheme_less, without_query};
 
-/// Methods that read without changing anything.
-const SAFE_METHODS: &[&str] = &["GET", "HEAD", "OPTIONS"];
+/// Methods that read without changing anything (WebDAV's and HTTP's reading methods among them).
+const SAFE_METHODS: &[&str] = &["GET", "HEAD", "OPTIONS", "PROPFIND", "REPORT", "SEARCH", "QUERY"];
 /// Texts shorter or longer than this make poor final-state texts.
 const TEXT_CHARS: std::ops::RangeInclusive<usize> = 3..=120;
 /// A final-state text of one word, or shorter than this, is weak: others are added to it.
@@ -329,7 +329,10 @@ fn state_changes(context: &Context<'_>, ignored: &[String]) -> Vec<(Position, Ca
         {
             continue;
         }
-        let Some(at) = evidence.position(exchange.request_event) else { continue };
+        // What the start page sends by itself is no step of the person's, nor part of their bursts.
+        let Some(at) = evidence.position(exchange.request_event).filter(|at| *at >= context.first_step) else {
+            continue;
+        };
         let fields = exchange
             .post_data
             .as_deref()

@@ -188,6 +188,9 @@ pub async fn stop(answer: Option<String>) -> Result<(), String> {
         let pages = active.as_ref().map(|r| &r.page_origins).into_iter().flatten();
         pages.map(|(context, origin)| (origin.clone(), context.clone())).collect()
     });
+    for &tab_id in &tabs {
+        snapshots::at_stop(tab_id).await;
+    }
     if let Some(&tab_id) = tabs.iter().next() {
         snapshots::storage_at_stop(tab_id, pages.into_values().collect()).await;
     }

@@ -5,7 +5,9 @@
 //! actions are throttled per tab, so that a burst of clicks costs one capture, taken once the page has
 //! had a moment to react, has no request in flight and then gone [`QUIET_MS`] without changing its DOM (an
 //! answer that streams in is captured once it is all there, a form sent by script once its answer shows),
-//! waiting at most [`MAX_QUIET_WAIT_MS`] for a page that never rests.
+//! waiting at most [`MAX_QUIET_WAIT_MS`] for a page that never rests. When the recording stops, each tab is
+//! captured once more as the person left it ([`at_stop`]): the final state is what an evaluation's
+//! checkpoints are chosen from, and a capture still waiting for the page to rest would be lost.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -28,6 +30,8 @@ const QUIET_MS: u32 = 300;
 /// The longest a capture after an action waits for the DOM to rest (an animation never does), and for the
 /// tab's requests to end (a long poll never does).
 const MAX_QUIET_WAIT_MS: u32 = 2000;
+/// The longest the capture of a tab at stop may take: a page that never answers does not hold the stop.
+const STOP_CAPTURE_MS: f64 = 5000.0;
 /// How often a capture waiting for the tab's requests looks again.
 const NETWORK_POLL_MS: f64 = 50.0;
 
@@ -92,6 +96,24 @@ struct Occasion {
 
 impl Occasion {
     const LOAD: Occasion = Occasion { reason: "load", after_action_ts: None };
+}
+
+/// The recording stops: the tab is captured as it ends (a screenshot and a DOM snapshot, reason `stop`), so
+/// that the state the person left it in is in the recording even when the capture after their last action
+/// was still waiting (an animation that never rests, a stop right after the last click).
+pub async fn at_stop(tab_id: i64) {
+    let capture = wasm_bindgen_futures::future_to_promise(async move {
+        let occasion = Occasion { reason: "stop", after_action_ts: None };
+        screenshot(tab_id, occasion).await;
+        dom_snapshot(&Target::tab(tab_id), occasion).await;
+        Ok(wasm_bindgen::JsValue::UNDEFINED)
+    });
+    let raced = js_sys::Promise::race(&js_sys::Array::of2(&capture, &chrome::deadline(STOP_CAPTURE_MS)));
+    if let Err(error) = wasm_bindgen_futures::JsFuture::from(raced).await {
+        web_sys::console::warn_1(
+            &format!("no capture of tab {tab_id} at stop: {}", crate::debugger::describe(error)).into(),
+        );
+    }
 }
 
 /// Something happened in a tab: an action (`action_ts`, the `ts` its event is recorded with) or a change of

@@ -524,6 +524,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     report.ignored
                 )?;
                 outln!("wrote {}", report.files.join(", "))?;
+                if let ProcessAudit::Audited { .. } = &report.audit
+                    && let Ok(bytes) = std::fs::read(report.bundle.join(trace_manifest::audit::AUDIT_FILE))
+                    && let Ok(audit) = serde_json::from_slice(&bytes)
+                {
+                    outln!("{}", trace_analysis::audit::table(&audit).trim_end())?;
+                }
                 match &report.audit {
                     ProcessAudit::NotAsked => {}
                     ProcessAudit::Skipped { reason } => outln!("checkpoints not audited: {reason}")?,

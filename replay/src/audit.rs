@@ -14,7 +14,6 @@
 //! own and, with `--prune`, kept only if they discriminate. Replay never writes into a bundle:
 //! `trace-host process` copies the two files into its bundle.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -22,7 +21,7 @@ use futures::StreamExt;
 use trace_analysis::audit::{self, Run, run_name};
 use trace_analysis::evidence::Evidence;
 use trace_manifest::archive::Bundle;
-use trace_manifest::audit::{AUDIT_FILE, Audit, AuditRunKind, CheckpointVerdict};
+use trace_manifest::audit::{AUDIT_FILE, Audit, AuditRunKind};
 use trace_manifest::eval::{EvalResult, SESSION_DIR};
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
@@ -111,71 +110,4 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
 
 fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     std::fs::write(path, serde_json::to_vec_pretty(value)?).with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// An audit as people read it: the verdict, a line per run, a line per checkpoint with what each run
-/// reached of it, and the problems.
-pub fn text(audit: &Audit) -> String {
-    let mut f = String::new();
-    let verdict = if audit.valid { "valid" } else { "INVALID" };
-    let _ = writeln!(f, "{}: {verdict}", audit.task_id);
-    let _ = writeln!(f, "  {:<22} {:>8} {:>9} {:>14}  as expected", "run", "success", "credit", "in order");
-    for run in &audit.runs {
-        let total = audit.checkpoints.len();
-        let _ = writeln!(
-            f,
-            "  {:<22} {:>8} {:>8.0}% {:>14}  {}{}",
-            run.name,
-            run.success,
-            run.partial_credit * 100.0,
-            format!("{}/{total}", run.reached_in_order),
-            if run.as_expected { "yes" } else { "NO" },
-            run.error.as_deref().map(|error| format!(" ({error})")).unwrap_or_default()
-        );
-    }
-    for checkpoint in &audit.checkpoints {
-        let reached: Vec<String> = checkpoint
-            .runs
-            .iter()
-            .map(|reach| {
-                format!(
-                    "{}={}",
-                    reach.run,
-                    if reach.in_order {
-                        "✓"
-                    } else if reach.reached {
-                        "~"
-                    } else {
-                        "·"
-                    }
-                )
-            })
-            .collect();
-        let verdict = match checkpoint.verdict {
-            CheckpointVerdict::Discriminates => "discriminates",
-            CheckpointVerdict::ReachedByNothing => "REACHED BY NOTHING",
-            CheckpointVerdict::MissedByDemonstration => "MISSED BY THE DEMONSTRATION",
-            CheckpointVerdict::OutOfOrder => "OUT OF ORDER",
-        };
-        let _ = writeln!(
-            f,
-            "  {} {}: {verdict} [{}]",
-            checkpoint.id,
-            trace_analysis::judge::predicate_in_words(&checkpoint.predicate),
-            reached.join(" ")
-        );
-    }
-    for dropped in &audit.dropped {
-        let by = dropped.proposed_by.as_deref().map(|model| format!(" (proposed by {model})")).unwrap_or_default();
-        let _ = writeln!(
-            f,
-            "  dropped{by}: {} ({:?})",
-            trace_analysis::judge::predicate_in_words(&dropped.predicate),
-            dropped.verdict
-        );
-    }
-    for problem in &audit.problems {
-        let _ = writeln!(f, "  problem: {problem}");
-    }
-    f
 }

@@ -391,7 +391,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             for task in &tasks {
                 let audited = runtime.block_on(trace_replay::audit::audit_task(task, &out, &options))?;
                 if !json {
-                    print!("{}", trace_replay::audit::text(&audited.audit));
+                    print!("{}", trace_analysis::audit::table(&audited.audit));
                 }
                 audits.push(audited.audit);
             }

@@ -13,7 +13,8 @@ use crate::browser::Build;
 pub fn audit(build: &Build, bundle: &Path) -> Audit {
     let out = tempfile::tempdir().unwrap();
     let output = std::process::Command::new(&build.trace_replay)
-        .args(["audit", "--json", "--chromium"])
+        // Two runs at once: tests run two at a time on these two-core machines.
+        .args(["audit", "--json", "--parallel", "2", "--chromium"])
         .arg(&build.chromium)
         .arg("--out")
         .arg(out.path())
@@ -29,7 +30,7 @@ pub fn audit(build: &Build, bundle: &Path) -> Audit {
 
 /// Asserts that `audit` proves its checkpoints, run by run, with the audit's own table when it does not.
 pub fn assert_proves(audit: &Audit) {
-    let table = trace_replay::audit::text(audit);
+    let table = trace_analysis::audit::table(audit);
     assert!(audit.valid && audit.problems.is_empty(), "{table}");
     assert!(!audit.checkpoints.is_empty(), "{table}");
     for run in &audit.runs {

@@ -277,15 +277,19 @@ pub async fn stop_task(popup: &Page, browser: RecordingBrowser, data_dir: &Path)
 /// The tab the extension opened for the task: the one showing a page of `origin` (`http://host:port`).
 pub async fn recorded_tab(browser: &RecordingBrowser, origin: &str) -> Result<Page> {
     let deadline = Instant::now() + WAIT;
+    let mut seen = Vec::new();
     while Instant::now() < deadline {
+        seen.clear();
         for page in browser.browser().pages().await? {
-            if page.url().await.ok().flatten().is_some_and(|url| url.starts_with(&format!("{origin}/"))) {
+            let url = page.url().await.ok().flatten().unwrap_or_default();
+            if url.starts_with(&format!("{origin}/")) {
                 return Ok(page);
             }
+            seen.push(url);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    bail!("the extension did not open the website")
+    bail!("the extension did not open the website (the browser shows {seen:?})")
 }
 
 /// Waits until the page's URL contains `path`.

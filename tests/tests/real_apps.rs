@@ -5,22 +5,23 @@
 //! with no request missed and nothing reaching the network. Then its checkpoints, as the rules chose them,
 //! are audited offline (`trace-replay audit`): the demonstration earns full marks in order, an agent that
 //! does nothing zero, every perturbed demonstration zero. Needs `cargo xtask dist` and the applications
-//! (`bash .ci/install`: Python's in a virtual environment, TiddlyWiki from npm).
+//! (`bash .ci/install`, in a Python virtual environment).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use std::time::Duration;
 
+use trace_e2e::apps::dash_app::{self, DashApp};
 use trace_e2e::apps::datasette::{self, Datasette};
 use trace_e2e::apps::pywebio_app::PyWebIoApp;
 use trace_e2e::apps::sphinx_docs::{self, SphinxDocs};
-use trace_e2e::apps::tiddlywiki::{self, TiddlyWiki};
+use trace_e2e::apps::trac_tickets::{self, TracTickets};
 use trace_e2e::apps::{self, Server, django_admin, django_admin::DjangoAdmin};
 use trace_e2e::audit::{assert_proves, audit};
 use trace_e2e::browser::{Build, click, type_into, wait_for_text};
 use trace_e2e::sentinel::Sentinel;
-use trace_manifest::postprocess::CredentialEntry;
+use trace_manifest::postprocess::{Checkpoint, CredentialEntry, Predicate};
 use trace_manifest::report::FidelityReport;
 use trace_manifest::trajectory::{ToolAction, Trajectory};
 use trace_replay::archive::ReplayArchive;
@@ -201,27 +202,58 @@ async fn a_websocket_application_replays_its_conversation_offline() {
     assert!(frames.played > 0 && frames.matched > 0 && frames.unmatched == 0, "{text}");
 }
 
-/// A single-page application over a JSON API: the new tiddler is saved by a JSON `PUT` stamped with the
-/// page's clock, after drafts saved while its title was typed; the checkpoints must name the title, not the
-/// clock, and count the drafts once.
+/// A single-page application over a JSON API: the order is a JSON `POST` the page also sends, with the
+/// name still empty, as it starts; the checkpoint must be the person's (the name they typed), not the
+/// start's, and the receipt the server wrote back the final state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_single_page_wiki_over_a_json_api_replays_and_its_checkpoints_discriminate() {
-    let test = "a_single_page_wiki_over_a_json_api_replays_and_its_checkpoints_discriminate";
+async fn a_single_page_application_over_a_json_api_replays_and_its_checkpoints_discriminate() {
+    let test = "a_single_page_application_over_a_json_api_replays_and_its_checkpoints_discriminate";
     let Some(build) = Build::for_tests(test) else { return };
-    let Some(mut app) = apps::required(test, TiddlyWiki::start()) else { return };
+    let Some(python) = apps::python_for_tests(test) else { return };
+    let mut app = DashApp::start(&python).unwrap();
     let data = tempfile::tempdir().unwrap();
     let bundle = app.record(&build, data.path()).await.unwrap();
-    let Offline { zip, report, text, .. } = replayed_offline(&build, &mut app.server, data.path(), &bundle);
-    assert!(shown_after(&report, "/"), "{text}");
-    let checkpoints: Vec<trace_manifest::postprocess::Checkpoint> = {
-        let mut bundle = trace_manifest::archive::Bundle::open(&zip).unwrap();
+    // Kept whole: the zip lives in its temporary directory, which dropping the rest would remove.
+    let offline = replayed_offline(&build, &mut app.server, data.path(), &bundle);
+    let Offline { zip, report, text, .. } = &offline;
+    let last = report.steps.iter().rev().find(|step| step.text_shown.is_some()).expect("no step was judged by text");
+    assert!(last.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
+    let checkpoints: Vec<Checkpoint> = {
+        let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
         serde_json::from_slice(&bundle.read("checkpoints.json").unwrap()).unwrap()
     };
-    let saved = checkpoints.iter().find(|checkpoint| {
-        matches!(&checkpoint.predicate, trace_manifest::postprocess::Predicate::Request { method, url_pattern, .. }
-            if method == "PUT" && url_pattern.ends_with(&format!("/tiddlers/{}", tiddlywiki::TITLE)))
+    let ordered = checkpoints.iter().any(|checkpoint| {
+        matches!(&checkpoint.predicate, Predicate::Request { method, url_pattern, body_fields }
+            if method == "POST" && url_pattern.ends_with("/_dash-update-component")
+                && body_fields.values().any(|value| value == dash_app::NAME))
     });
-    let saved = saved.unwrap_or_else(|| panic!("no checkpoint for the saved tiddler: {checkpoints:#?}"));
-    let fields = serde_json::to_string(&saved.predicate).unwrap();
-    assert!(!fields.contains("modified") && !fields.contains("created"), "the page's clock is no checkpoint: {fields}");
+    assert!(ordered, "no checkpoint for the order with the name typed: {checkpoints:#?}");
+    let receipt = Predicate::Text { text: dash_app::RECEIPT.to_owned() };
+    assert!(checkpoints.iter().any(|checkpoint| checkpoint.predicate == receipt), "{checkpoints:#?}");
+}
+
+/// A ticket tracker: the new ticket is a form POST with a token tied to a cookie, answered with a redirect
+/// to the ticket; its page repeats the site's frame (banner, navigation, footer), which no checkpoint may
+/// take for the final state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ticket_tracker_replays_a_new_ticket_and_its_checkpoints_discriminate() {
+    let test = "a_ticket_tracker_replays_a_new_ticket_and_its_checkpoints_discriminate";
+    let Some(build) = Build::for_tests(test) else { return };
+    let Some(python) = apps::python_of_for_tests(test, apps::Environment::Trac) else { return };
+    let mut app = TracTickets::start(&python).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = app.record(&build, data.path()).await.unwrap();
+    // Kept whole: the zip lives in its temporary directory, which dropping the rest would remove.
+    let offline = replayed_offline(&build, &mut app.server, data.path(), &bundle);
+    let Offline { zip, report, text, .. } = &offline;
+    assert!(shown_after(report, "/ticket/1"), "{text}");
+    let checkpoints: Vec<Checkpoint> = {
+        let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
+        serde_json::from_slice(&bundle.read("checkpoints.json").unwrap()).unwrap()
+    };
+    let created = checkpoints.iter().any(|checkpoint| {
+        matches!(&checkpoint.predicate, Predicate::Request { method, body_fields, .. }
+            if method == "POST" && body_fields.get("field_summary").map(String::as_str) == Some(trac_tickets::SUMMARY))
+    });
+    assert!(created, "no checkpoint for the ticket with its summary: {checkpoints:#?}");
 }

@@ -18,14 +18,17 @@
 //!   and the demonstration recorded on it.
 //! - [`pywebio_app`]: a PyWebIO application (every form and result over one WebSocket), and the
 //!   demonstration recorded on it.
-//! - [`tiddlywiki`]: TiddlyWiki's Node.js server (npm `tiddlywiki`), a single-page application over a JSON
-//!   API, and the demonstration recorded on it.
+//! - [`trac_tickets`]: Trac, the issue tracker (a form with a token tied to a cookie, a redirect to the
+//!   ticket made, a site frame on every page), and the demonstration recorded on it.
+//! - [`dash_app`]: a Dash application (Plotly's, React in the page), a single-page application over a
+//!   JSON API, and the demonstration recorded on it.
 
+pub mod dash_app;
 pub mod datasette;
 pub mod django_admin;
 pub mod pywebio_app;
 pub mod sphinx_docs;
-pub mod tiddlywiki;
+pub mod trac_tickets;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -39,11 +42,25 @@ use crate::browser::REQUIRED_ENV;
 /// Names the Python interpreter the applications run under, instead of `target/apps-venv`'s.
 pub const PYTHON_ENV: &str = "TRACE_APPS_PYTHON";
 
-/// The interpreter with the applications installed.
-pub fn python() -> Result<PathBuf> {
-    let python = match std::env::var_os(PYTHON_ENV).filter(|value| !value.is_empty()) {
-        Some(python) => PathBuf::from(python),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/apps-venv/bin/python"),
+/// Which Python environment an application runs from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Environment {
+    /// `target/apps-venv` (`tests/apps/requirements.txt`), or `TRACE_APPS_PYTHON`.
+    Apps,
+    /// `target/trac-venv` (`tests/apps/trac-requirements.txt`): Trac imports a module named `multipart`
+    /// when one is installed, and the other applications bring `python-multipart`'s, which is another.
+    Trac,
+}
+
+/// The interpreter with the applications of `environment` installed.
+pub fn python_of(environment: Environment) -> Result<PathBuf> {
+    let venv = |name: &str| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target").join(name).join("bin/python");
+    let python = match environment {
+        Environment::Apps => match std::env::var_os(PYTHON_ENV).filter(|value| !value.is_empty()) {
+            Some(python) => PathBuf::from(python),
+            None => venv("apps-venv"),
+        },
+        Environment::Trac => venv("trac-venv"),
     };
     ensure!(
         python.exists(),
@@ -53,16 +70,21 @@ pub fn python() -> Result<PathBuf> {
     Ok(python)
 }
 
-/// [`python`] for a test: `None`, said in one line, when it is missing, unless `TRACE_E2E_REQUIRED` is set.
-pub fn python_for_tests(test: &str) -> Option<PathBuf> {
-    required(test, python())
+/// The interpreter of [`Environment::Apps`].
+pub fn python() -> Result<PathBuf> {
+    python_of(Environment::Apps)
 }
 
-/// What a test needs of an installation (an interpreter, an application started): `None`, said in one
-/// line, when it is missing, unless `TRACE_E2E_REQUIRED` is set, which makes it fail.
-pub fn required<T>(test: &str, started: Result<T>) -> Option<T> {
-    match started {
-        Ok(app) => Some(app),
+/// [`python`] for a test: `None`, said in one line, when it is missing, unless `TRACE_E2E_REQUIRED` is set,
+/// which makes it fail.
+pub fn python_for_tests(test: &str) -> Option<PathBuf> {
+    python_of_for_tests(test, Environment::Apps)
+}
+
+/// [`python_of`] for a test, as [`python_for_tests`].
+pub fn python_of_for_tests(test: &str, environment: Environment) -> Option<PathBuf> {
+    match python_of(environment) {
+        Ok(python) => Some(python),
         Err(error) if std::env::var_os(REQUIRED_ENV).is_some_and(|v| !v.is_empty()) => {
             panic!("{test}: {error:#} ({REQUIRED_ENV} is set)")
         }

@@ -1,8 +1,9 @@
 //! `trace-demo`: the README's main job. Serves the demo shop, records the demonstration in Chromium with
-//! the built extension and `trace-host`, then exports the bundle redacted (processing it on the way:
-//! trajectory, credentials, checkpoints, ignore list), validates and inspects it, stops the shop and replays
-//! the redacted zip offline, re-running the demonstration step by step with the real binaries, and last
-//! makes a one-task dataset of it (`cargo xtask demo` builds everything first).
+//! the built extension and `trace-host`, stops the shop, processes the bundle (trajectory, credentials,
+//! checkpoints, ignore list) and audits its checkpoints offline (the demonstration earns full marks, an
+//! agent that does nothing and every perturbed demonstration zero), exports it redacted, validates and
+//! inspects it, replays the redacted zip offline, re-running the demonstration step by step with the real
+//! binaries, and last makes a one-task dataset of it (`cargo xtask demo` builds everything first).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,10 +49,12 @@ async fn main() -> Result<()> {
         command.arg("--data").arg(&data);
         command
     };
+    site.stop();
+    println!("\nprocessing it, and proving its checkpoints offline with the shop stopped");
+    run(host().args(["process", &task_id]).env("TRACE_LOG", "warn"))?;
     run(host().args(["export", &task_id, "--redact", "--out"]).arg(&zip))?;
     run(Command::new(&build.trace_host).arg("validate").arg(&zip))?;
     run(Command::new(replay_binary(&build.trace_host)).arg("inspect").arg(&zip))?;
-    site.stop();
     println!("\nreplaying {} with the shop stopped: the demonstration, step by step", zip.display());
     run(Command::new(replay_binary(&build.trace_host))
         .args(["run", "--human", "--headless", "--chromium"])
@@ -61,7 +64,10 @@ async fn main() -> Result<()> {
     println!();
     run(host().args(["dataset", &task_id, "--out"]).arg(&dataset))?;
     println!("\ndone: the bundle is in {}, exported redacted as {}", recorded.bundle.display(), zip.display());
-    println!("its trajectory, checkpoints and ignore list are in the zip; the dataset is in {}", dataset.display());
+    println!(
+        "its trajectory, audited checkpoints and ignore list are in the zip; the dataset is in {}",
+        dataset.display()
+    );
     println!("serve it to a browser of your own with: trace-replay serve {}", zip.display());
     Ok(())
 }
