@@ -307,7 +307,11 @@ const FRAME_ROLES: &[&str] =
     &["banner", "complementary", "contentinfo", "menu", "menubar", "navigation", "search", "tablist", "toolbar"];
 const MESSAGE_ROLES: &[&str] = &["alert", "alertdialog", "log", "status"];
 
-/// Class or id names of the site's frame (whole names only: `card-header` is a card's).
+/// Class names of what is not shown, or shown only to screen readers (a "Skip to content" link).
+const HIDDEN_NAMES: &[&str] =
+    &["d-none", "hidden", "is-hidden", "screen-reader-text", "skip-link", "sr-only", "visually-hidden"];
+/// Class or id names of the site's frame (whole names only: `card-header` is a card's), and any ending in
+/// `nav` (`mainnav`, `site-nav`).
 const FRAME_NAMES: &[&str] = &[
     "breadcrumb",
     "breadcrumbs",
@@ -470,7 +474,10 @@ fn is_heading(name: &str) -> bool {
 /// The region an element sets for what it holds, if it sets one (see [`Region`]).
 fn own_region(name: &str, tag: &str, sectioned: bool) -> Option<Region> {
     let style = attribute(tag, "style").unwrap_or_default().to_ascii_lowercase().replace(' ', "");
+    let classes: Vec<String> =
+        attribute(tag, "class").unwrap_or_default().split_whitespace().map(str::to_ascii_lowercase).collect();
     if CONTROL_ELEMENTS.contains(&name)
+        || classes.iter().any(|class| HIDDEN_NAMES.contains(&class.as_str()))
         || attribute(tag, "hidden").is_some()
         || attribute(tag, "aria-hidden").is_some_and(|value| value.eq_ignore_ascii_case("true"))
         || style.contains("display:none")
@@ -496,7 +503,7 @@ fn own_region(name: &str, tag: &str, sectioned: bool) -> Option<Region> {
     if FRAME_ROLES.contains(&role.as_str())
         || matches!(name, "nav" | "aside")
         || (matches!(name, "header" | "footer") && !sectioned)
-        || names.iter().any(|name| FRAME_NAMES.contains(&name.as_str()))
+        || names.iter().any(|name| FRAME_NAMES.contains(&name.as_str()) || name.ends_with("nav"))
     {
         return Some(Region::Frame);
     }
@@ -524,5 +531,35 @@ mod tests {
         let page = page_text(7, "http://shop/cart", "dom/000007.html", html);
         assert_eq!(page.headings, ["Your cart", "Total", "Cart & more"]);
         assert_eq!(page.text, "Your cart 1 item Total");
+    }
+
+    #[test]
+    fn blocks_read_as_the_page_lays_them_out_each_in_its_region() {
+        let html = "<body><a class=\"skip-link\">Skip to main content</a><div id=header><h1>Shop</h1></div>\
+                    <div id=mainnav class=nav><a>Cart</a></div><main><h1>Your <b>cart</b></h1>\
+                    <ul class=messagelist><li class=success>The mug “<a>Blue</a>” was added.</li></ul>\
+                    <article><header><h2>Blue mug</h2></header><p>One, $12</p></article><select><option>Red</option></select>\
+                    <div hidden><p>Later</p></div></main><footer>© Shop</footer></body>";
+        let page = page_text(1, "http://shop/cart", "dom/1.html", html);
+        let blocks: Vec<(&str, Region, bool)> =
+            page.blocks.iter().map(|block| (block.text.as_str(), block.region, block.heading)).collect();
+        assert_eq!(
+            blocks,
+            [
+                ("Skip to main content", Region::Hidden, false),
+                ("Shop", Region::Frame, true),
+                ("Cart", Region::Frame, false),
+                ("Your cart", Region::Main, true),
+                ("The mug “Blue” was added.", Region::Message, false),
+                // A header inside an article is the article's own.
+                ("Blue mug", Region::Main, true),
+                ("One, $12", Region::Main, false),
+                ("Red", Region::Hidden, false),
+                ("Later", Region::Hidden, false),
+                ("© Shop", Region::Frame, false),
+            ]
+        );
+        // A text predicate is compared without white space: a block's text is found however the runs split it.
+        assert!(page.compact.contains(&compact("The mug “Blue” was added.")));
     }
 }

@@ -249,12 +249,15 @@ struct BrowserArgs {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
     // Replay decisions are logged at info: a user reads them to see why a page differs (TRACE_LOG filters).
-    let filter = std::env::var("TRACE_LOG").unwrap_or_else(|_| "info".to_owned());
+    // An audit's perturbed runs differ from the recording on purpose: its table says what counts.
+    let default = if matches!(cli.command, Command::Audit { .. }) { "error" } else { "info" };
+    let filter = std::env::var("TRACE_LOG").unwrap_or_else(|_| default.to_owned());
     let filter = tracing_subscriber::EnvFilter::try_new(trace_replay::chromium::quiet_chromiumoxide(&filter))
-        .unwrap_or_else(|_| "info".into());
+        .unwrap_or_else(|_| default.into());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-    match run(Cli::parse()) {
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if error.is::<Unfaithful>() || error.is::<Invalid>() => {
             eprintln!("trace-replay: {error}");

@@ -24,6 +24,7 @@ use trace_manifest::archive::{Bundle, sha256_hex};
 use trace_manifest::audit::{Audit, CheckpointVerdict};
 use trace_manifest::bundle::BundleManifest;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
+use trace_manifest::eval::{EvalResult, EvalSummary};
 use trace_manifest::postprocess::{Checkpoint, CheckpointRole, CredentialEntry, Predicate};
 use trace_manifest::trajectory::{ToolAction, Trajectory};
 
@@ -230,6 +231,21 @@ async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
     assert_eq!(replayed["steps_failed"], 0, "{replayed:#}");
     assert_eq!(replayed["steps_passed"], replayed["steps_total"], "{replayed:#}");
     assert_eq!(replayed["misses"], serde_json::json!([]), "{replayed:#}");
+
+    // The built-in agent that does nothing earns nothing on the audited environment, and its result says
+    // that the environment's checkpoints were proven.
+    let runs = data.path().join("runs-nothing");
+    let output = Command::new(build.trace_host.with_file_name("trace-replay"))
+        .args(["eval", zip.to_str().unwrap(), "--agent", "nothing", "--out", runs.to_str().unwrap(), "--chromium"])
+        .arg(&build.chromium)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let idle: EvalResult = read_json(&runs.join(&task).join("result.json"));
+    assert_eq!((idle.success, idle.checkpoints.reached_any_order), (0.0, 0), "{idle:#?}");
+    assert_eq!(idle.audit.as_ref().map(|audit| audit.valid), Some(true), "{idle:#?}");
+    let idle_summary: EvalSummary = read_json(&runs.join("summary.json"));
+    assert_eq!((idle_summary.tasks, idle_summary.invalid_tasks, idle_summary.unaudited_tasks), (1, 0, 0));
 
     // `dataset`, in both layouts, from the task of the data directory.
     let trace_dir = data.path().join("dataset-trace");

@@ -62,6 +62,11 @@ fn trajectory_of(zip: &Path) -> Trajectory {
     serde_json::from_slice(&bundle.read("trajectory.json").unwrap()).unwrap()
 }
 
+fn checkpoints_of(zip: &Path) -> Vec<Checkpoint> {
+    let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
+    serde_json::from_slice(&bundle.read("checkpoints.json").unwrap()).unwrap()
+}
+
 /// A recording re-run offline by [`replayed_offline`].
 struct Offline {
     zip: PathBuf,
@@ -218,10 +223,7 @@ async fn a_single_page_application_over_a_json_api_replays_and_its_checkpoints_d
     let Offline { zip, report, text, .. } = &offline;
     let last = report.steps.iter().rev().find(|step| step.text_shown.is_some()).expect("no step was judged by text");
     assert!(last.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
-    let checkpoints: Vec<Checkpoint> = {
-        let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
-        serde_json::from_slice(&bundle.read("checkpoints.json").unwrap()).unwrap()
-    };
+    let checkpoints = checkpoints_of(zip);
     let ordered = checkpoints.iter().any(|checkpoint| {
         matches!(&checkpoint.predicate, Predicate::Request { method, url_pattern, body_fields }
             if method == "POST" && url_pattern.ends_with("/_dash-update-component")
@@ -247,10 +249,7 @@ async fn a_ticket_tracker_replays_a_new_ticket_and_its_checkpoints_discriminate(
     let offline = replayed_offline(&build, &mut app.server, data.path(), &bundle);
     let Offline { zip, report, text, .. } = &offline;
     assert!(shown_after(report, "/ticket/1"), "{text}");
-    let checkpoints: Vec<Checkpoint> = {
-        let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
-        serde_json::from_slice(&bundle.read("checkpoints.json").unwrap()).unwrap()
-    };
+    let checkpoints = checkpoints_of(zip);
     let created = checkpoints.iter().any(|checkpoint| {
         matches!(&checkpoint.predicate, Predicate::Request { method, body_fields, .. }
             if method == "POST" && body_fields.get("field_summary").map(String::as_str) == Some(trac_tickets::SUMMARY))
