@@ -26,8 +26,9 @@
 //! 2. **Pages reached** (`url`). A main-frame page a form submission led to, and a page a call reached
 //!    right after the person typed (a search), by its scheme-less URL, cut before a volatile query
 //!    parameter or an id the page made.
-//! 3. **The final state** (`text`). What the last main-frame snapshot shows that neither the start nor any
-//!    page before the last state change showed, best first: a message (`role=alert|status`, a message
+//! 3. **The final state** (`text`). What the page showing the last state change's result shows (the
+//!    capture of the call that made it; with no state change, the page the person ended on) that neither
+//!    the start nor any page before the last state change showed, best first: a message (`role=alert|status`, a message
 //!    list), a heading of the main content, the main content, a heading or block of a page without
 //!    landmarks; never the site's frame (navigation, banner, footer, sidebars), form controls or a clock.
 //!    When the best is weak (one word, or under [`STRONG_TEXT_CHARS`] characters), the next ones too, up
@@ -278,6 +279,24 @@ pub fn final_page<'e>(evidence: &'e Evidence, trajectory: &Trajectory) -> Option
     ended_on.and_then(|file| evidence.pages.iter().find(|page| page.file == file)).or(evidence.pages.last())
 }
 
+/// The page that shows a state change's result: the capture the trajectory gives the call that made it
+/// (taken once the call's effects were over), else the first page captured after it. What the person did
+/// after the task's last state change (a page read, a tab left open) is no part of its final state.
+fn result_page<'e>(context: &Context<'e>, change: Position) -> Option<&'e PageText> {
+    let evidence = context.evidence;
+    let after = |page: &&PageText| evidence.position(page.event_id).is_some_and(|at| at >= change);
+    let call = context
+        .trajectory
+        .tool_calls
+        .iter()
+        .filter(|call| earliest(evidence, &call.event_ids).is_some_and(|first| first <= change))
+        .next_back();
+    call.and_then(|call| call.dom_snapshot.as_deref())
+        .and_then(|file| evidence.pages.iter().find(|page| page.file == file))
+        .filter(after)
+        .or_else(|| evidence.pages.iter().find(after))
+}
+
 /// The start page, as an agent that does nothing sees it: the last capture before the person's first
 /// step ([`start_end`]), else the first capture.
 pub fn start_page<'e>(evidence: &'e Evidence, trajectory: &Trajectory) -> Option<&'e PageText> {
@@ -502,7 +521,11 @@ fn pages_reached(context: &Context<'_>) -> Vec<Candidate> {
 /// Rule 3: what the final page shows that the start and the pages before the last state change did not.
 fn final_state(context: &Context<'_>, last_change: Option<Position>) -> Vec<Candidate> {
     let evidence = context.evidence;
-    let Some(last) = final_page(evidence, context.trajectory) else { return Vec::new() };
+    let shown = match last_change {
+        Some(change) => result_page(context, change),
+        None => final_page(evidence, context.trajectory),
+    };
+    let Some(last) = shown else { return Vec::new() };
     let Some(last_at) = evidence.position(last.event_id) else { return Vec::new() };
     // With no state change, only the start.
     let before = match last_change {
@@ -513,6 +536,7 @@ fn final_state(context: &Context<'_>, last_change: Option<Position>) -> Vec<Cand
     let baseline: Vec<&PageText> = evidence
         .pages
         .iter()
+        .chain(&evidence.documents)
         .filter(|page| {
             page.event_id != last.event_id
                 && evidence.position(page.event_id).is_some_and(|at| at < before || at < context.first_step)

@@ -1,6 +1,6 @@
 //! What a recording shows, in the shape post-processing asks about it: its HTTP exchanges (one per request
 //! hop, with the response's status and whether a body came back), the visible text of its main-frame
-//! DOM snapshots, each block of it with the region of the page it is in ([`Region`]: a message, the main
+//! DOM snapshots and of the HTML documents the main frame received, each block of it with the region of the page it is in ([`Region`]: a message, the main
 //! content, the site's frame), and, for choosing checkpoints, the text of the responses it received.
 //! [`holds`] checks a checkpoint's predicate against it; [`Evidence::position`] says when an event
 //! happened, which orders checkpoints.
@@ -31,7 +31,7 @@ pub struct PageText {
     pub headings: Vec<String>,
     /// Every visible text run, whitespace collapsed.
     pub runs: Vec<String>,
-    /// The runs joined by spaces.
+    /// The blocks' text joined by spaces: the page's visible text as it reads.
     pub text: String,
     /// The text without white space ([`compact`]): what a text predicate is searched in.
     pub compact: String,
@@ -74,6 +74,9 @@ pub struct Evidence {
     pub exchanges: Vec<Exchange>,
     /// Main-frame DOM snapshots in event order.
     pub pages: Vec<PageText>,
+    /// Main-frame HTML documents as the server sent them, each at its response's event: what a page
+    /// showed when it was left before a snapshot could be taken (an agent moving on at once).
+    pub documents: Vec<PageText>,
     /// The text of the responses received, in the order they came: what tells a value the server gave from
     /// one the page made. Read for choosing checkpoints only ([`Evidence::read_responses`]).
     pub responses: Vec<ResponseText>,
@@ -84,6 +87,36 @@ pub struct Evidence {
 pub struct ResponseText {
     pub at: f64,
     pub text: String,
+}
+
+/// The main-frame HTML documents the browser received, each read as a page at its response's event.
+#[cfg(feature = "native")]
+fn main_frame_documents(bundle: &mut Bundle, events: &[EventRecord], exchanges: &[Exchange]) -> Vec<PageText> {
+    let main_frame_requests: std::collections::HashSet<u64> = events
+        .iter()
+        .filter(|record| {
+            record.event.frame_id.is_none()
+                && matches!(&record.event.kind, EventKind::Request(request)
+                    if request.resource_type.as_deref() == Some("Document"))
+        })
+        .map(|record| record.id)
+        .collect();
+    let mut documents = Vec::new();
+    for exchange in exchanges.iter().filter(|exchange| main_frame_requests.contains(&exchange.request_event)) {
+        let html = exchange.response_mime.as_deref().is_some_and(|mime| mime.eq_ignore_ascii_case("text/html"));
+        let (Some(file), Some(size), Some(response)) =
+            (&exchange.response_body_file, exchange.response_body_size, exchange.response_event)
+        else {
+            continue;
+        };
+        if !html || size > MAX_RESPONSE_TEXT_BYTES || exchange.status != Some(200) {
+            continue;
+        }
+        if let Ok(bytes) = bundle.read(file) {
+            documents.push(page_text(response, &exchange.url, file, &String::from_utf8_lossy(&bytes)));
+        }
+    }
+    documents
 }
 
 /// Response bodies larger than this are not read for the values they hand out.
@@ -135,7 +168,8 @@ impl Evidence {
                 pages.push(page_text(record.id, &snapshot.url, &snapshot.file, &html));
             }
         }
-        Ok(Evidence { events, exchanges, pages, responses: Vec::new() })
+        let documents = main_frame_documents(bundle, &events, &exchanges);
+        Ok(Evidence { events, exchanges, pages, documents, responses: Vec::new() })
     }
 
     /// Reads the text of the responses received (bodies of text types, each up to 2 MiB, 64 MiB in all),
@@ -252,7 +286,13 @@ pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
             .collect(),
         Predicate::Text { text } => {
             let wanted = compact(text);
-            evidence.pages.iter().filter(|page| page.compact.contains(&wanted)).map(|page| page.event_id).collect()
+            evidence
+                .pages
+                .iter()
+                .chain(&evidence.documents)
+                .filter(|page| page.compact.contains(&wanted))
+                .map(|page| page.event_id)
+                .collect()
         }
     }
 }
@@ -452,7 +492,8 @@ impl PageReader {
             self.runs.into_iter().map(|run| collapse_whitespace(&run)).filter(|run| !run.is_empty()).collect();
         let mut headings = self.headings;
         headings.extend(self.title.filter(|title| !title.is_empty()));
-        let text = runs.join(" ");
+        // Blocks read as the page lays them out: no space where inline elements meet (`“<a>Blue</a>”`).
+        let text = self.blocks.iter().map(|block| block.text.as_str()).collect::<Vec<_>>().join(" ");
         let compact = compact(&text);
         PageText {
             event_id,

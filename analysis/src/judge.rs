@@ -7,7 +7,8 @@
 //!
 //! Three questions, as TRACE's original runner asked them:
 //! - **success** (the binary judge): the task, the person's demonstration and where it ended, and the
-//!   agent's steps, answer, state-changing requests, pages and final page;
+//!   agent's steps, answer, state-changing requests, pages (each with the start of what it says) and final
+//!   page;
 //! - **checkpoint**: the same episode, and one checkpoint of the recording, its reason and its predicate in
 //!   words; asked in order, stopping at the first missed;
 //! - **rubric item**: the same episode, and a rubric item whose verification is text.
@@ -28,7 +29,7 @@ use trace_manifest::task::TaskType;
 use trace_manifest::trajectory::{ToolAction, ToolCall};
 
 use crate::body::form_fields;
-use crate::evidence::{Evidence, PageText};
+use crate::evidence::{Evidence, PageText, Region};
 use crate::secrets::is_secret_name;
 
 /// Steps of one side shown; the rest are counted.
@@ -37,6 +38,8 @@ const MAX_STEPS: usize = 80;
 const MAX_LISTED: usize = 40;
 /// Characters of the final page's text shown.
 const MAX_PAGE_TEXT: usize = 6000;
+/// Characters of what each of the agent's pages says shown.
+const MAX_PAGE_EXCERPT: usize = 240;
 /// Characters of one typed text, answer or heading shown.
 const MAX_VALUE: usize = 300;
 
@@ -171,10 +174,14 @@ impl Episode<'_> {
         // order, and the question must not change with it.
         let mut pages: Vec<String> = Vec::new();
         for page in &self.evidence.pages {
-            let line = match page.headings.first() {
+            let mut line = match page.headings.first() {
                 Some(heading) => format!("{} ({})", page.url, clip(heading, MAX_VALUE)),
                 None => page.url.clone(),
             };
+            let said = what_a_page_says(page);
+            if !said.is_empty() {
+                let _ = write!(line, ": {}", clip(&said, MAX_PAGE_EXCERPT));
+            }
             if !pages.contains(&line) {
                 pages.push(line);
             }
@@ -205,6 +212,23 @@ impl Episode<'_> {
             ],
         }
     }
+}
+
+/// What a page says: its messages and main content, or, on a page without landmarks, its text outside
+/// the site's frame and controls.
+fn what_a_page_says(page: &PageText) -> String {
+    let has_main = page.blocks.iter().any(|block| matches!(block.region, Region::Message | Region::Main));
+    let said: Vec<&str> = page
+        .blocks
+        .iter()
+        .filter(|block| match block.region {
+            Region::Message | Region::Main => true,
+            Region::Body => !has_main,
+            Region::Frame | Region::Hidden => false,
+        })
+        .map(|block| block.text.as_str())
+        .collect();
+    said.join(" ")
 }
 
 impl Episode<'_> {

@@ -99,8 +99,13 @@ impl Recording {
         events.sort_by_key(|record| record.id);
         let pages =
             self.pages.iter().map(|(id, url, html)| page_text(*id, url, &format!("dom/{id}.html"), html)).collect();
-        let evidence =
-            Evidence { exchanges: crate::exchange::exchanges(&events), events, pages, responses: self.responses };
+        let evidence = Evidence {
+            exchanges: crate::exchange::exchanges(&events),
+            events,
+            pages,
+            responses: self.responses,
+            documents: Vec::new(),
+        };
         let trajectory = trajectory::derive("t".parse().unwrap(), &evidence.events, None).trajectory;
         (evidence, trajectory)
     }
