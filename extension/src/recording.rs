@@ -706,6 +706,11 @@ async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
                 "Page.addScriptToEvaluateOnNewDocument",
                 json!({"source": site_storage::copy_at_document_start(), "worldName": actions::WORLD, "runImmediately": true}),
             ),
+            // In the page's own world, before its scripts: what they make the browser do is marked theirs.
+            (
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({"source": actions::SCRIPTED_SCRIPT, "runImmediately": true}),
+            ),
         ]);
     }
     commands

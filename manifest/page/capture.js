@@ -211,35 +211,21 @@
 
   // ---- Whose action it is ----------------------------------------------------------------------------
 
-  // Trusted events are not all the person's: `execCommand('insertText')` fires a trusted input, and
-  // `form.requestSubmit()` a trusted submit. A change is the person's only when a gesture of theirs (a
-  // trusted key, pointer, wheel, touch, paste, drop or composition event) on the element, inside it, on its
-  // label or in its form came shortly before; otherwise it is reported as the page's own (`page_made`).
-  const GESTURE_TYPES = ["keydown", "pointerdown", "mousedown", "click", "wheel", "touchstart", "touchmove", "paste", "drop", "compositionend"];
-  // Typing, pasting and clicking change a field at once; a select or file input waits for a native popup
-  // or dialog, whose events the page never sees, so the gesture that opened it may be long past.
-  const GESTURE_WINDOW_MS = 2000;
-  const DIALOG_GESTURE_WINDOW_MS = 120000;
-  let lastGesture = { time: 0, target: null };
-  for (const type of GESTURE_TYPES) {
-    window.addEventListener(type, (event) => {
-      if (event.isTrusted) lastGesture = { time: Date.now(), target: targetOf(event) };
-    }, { capture: true, passive: true });
-  }
-  const related = (gestured, element) =>
-    gestured === element ||
-    element.contains(gestured) ||
-    gestured.contains(element) ||
-    gestured.closest("label")?.control === element ||
-    Boolean(element.form && (gestured.form === element.form || element.form.contains(gestured))) ||
-    (element.localName === "form" && element.contains(gestured));
+  // Trusted events are not all the person's: a page script's `execCommand('insertText')` fires a trusted
+  // input, and its `form.requestSubmit()` a trusted submit. `scripted.js`, in the page's world, marks each
+  // such call by dispatching `__trace_scripted` just before it: the input, change or submit that arrives
+  // before the task ends is the page's own (`page_made`). Text that arrives without any key (autofill, a
+  // paste or a drop, an IME commit, `Input.insertText`) is the person's. The mark is heard on the window,
+  // in the capture phase, by a listener added before the page's own: no page listener can stop it first.
+  let scriptedCall = false;
+  window.addEventListener("__trace_scripted", () => {
+    scriptedCall = true;
+    queueMicrotask(() => (scriptedCall = false));
+  }, { capture: true });
   // Under `trace-replay eval` the one acting is an agent driving the browser over DevTools, and every
-  // trusted event is its doing: its typing often arrives as `insertText` with no key before it, and a
-  // window of time would make its step count depend on how fast the machine ran.
+  // trusted event is its doing.
   const everyTrustedEventIsTheActors = globalThis.__traceEveryTrustedEventIsTheActors === true;
-  const byPerson = (element, windowMs = GESTURE_WINDOW_MS) =>
-    everyTrustedEventIsTheActors ||
-    Boolean(element && lastGesture.target && Date.now() - lastGesture.time <= windowMs && related(lastGesture.target, element));
+  const byPerson = () => everyTrustedEventIsTheActors || !scriptedCall;
 
   // Code editors take keys through a hidden textarea they empty after every key (CodeMirror 5, Monaco,
   // Ace) or through a contenteditable of their own (CodeMirror 6): what the person typed is only in the
@@ -337,27 +323,27 @@
       clearTimeout(pendingEditor?.timer);
       const since = pendingEditor?.since ?? Date.now();
       const timer = setTimeout(flushEditor, EDITOR_SETTLE_MS);
-      pendingEditor = { editor, pageMade: !byPerson(editor.root), timer, since };
+      pendingEditor = { editor, pageMade: !byPerson(), timer, since };
       return;
     }
-    report("input", field, { value: valueOf(field) }, !byPerson(field));
+    report("input", field, { value: valueOf(field) }, !byPerson());
   });
   listen("change", (event) => {
     const field = targetOf(event);
     if (!field) return;
     if (field.localName === "select") {
       const chosen = [...field.selectedOptions].map((option) => clip(option.label || option.text) || option.value);
-      report("change", field, { value: chosen.join(", ") }, !byPerson(field, DIALOG_GESTURE_WINDOW_MS));
+      report("change", field, { value: chosen.join(", ") }, !byPerson());
     } else if (field.type === "checkbox" || field.type === "radio") {
-      report("change", field, { value: String(field.checked) }, !byPerson(field));
+      report("change", field, { value: String(field.checked) }, !byPerson());
     } else if (field.type === "file") {
       const files = [...field.files].map((file) => file.name).join(", ");
-      report("change", field, { value: files }, !byPerson(field, DIALOG_GESTURE_WINDOW_MS));
+      report("change", field, { value: files }, !byPerson());
     }
   });
   listen("submit", (event) => {
     const form = targetOf(event);
-    report("submit", form, {}, !byPerson(form));
+    report("submit", form, {}, !byPerson());
   });
 
   const MEANINGFUL_KEYS = new Set(["Enter", "Tab", "Escape", "Backspace", "Delete", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "PageUp", "PageDown", "Home", "End"]);

@@ -1,5 +1,6 @@
 //! The in-page half of every TRACE recorder, and what its reports mean: the script (`page/capture.js`)
-//! that describes the actions done in a page, the isolated world it runs in, the DevTools binding it
+//! that describes the actions done in a page, and its helper in the page's own world that marks what the
+//! page's scripts do (`page/scripted.js`), the isolated world it runs in, the DevTools binding it
 //! reports through, the report format, and typing coalesced into one `input` action per field and run of
 //! typing. Both recorders use it, so that an action means the same wherever it was recorded: the extension
 //! in a person's browser, and `trace-replay eval` in the replayed browser an agent drives. Reports are
@@ -14,10 +15,14 @@ pub const WORLD: &str = "trace";
 pub const BINDING: &str = "__traceEmit";
 /// The in-page script, injected through the DevTools protocol.
 pub const CAPTURE_SCRIPT: &str = include_str!("../page/capture.js");
+/// The script that marks, in the page's own world, the calls of its scripts that the browser reports as
+/// trusted (`execCommand`, `requestSubmit`), so that the capture script takes what they fire for the
+/// page's (`page/scripted.js`). Injected at document start in every frame a person's recording attaches to.
+pub const SCRIPTED_SCRIPT: &str = include_str!("../page/scripted.js");
 
 /// The in-page script for a browser an agent drives over DevTools (`trace-replay eval`): every trusted
-/// event is the agent's, whatever came before it (a person's recording tells its own input from the
-/// page's by the gesture that preceded it; an agent's typing often has none).
+/// event is the agent's (a person's recording tells the page's own input from theirs by the page script
+/// that made it, `page/scripted.js`).
 pub fn agent_capture_script() -> String {
     format!("globalThis.__traceEveryTrustedEventIsTheActors = true;\n{CAPTURE_SCRIPT}")
 }

@@ -282,10 +282,10 @@ pub struct Action {
     /// The value is a secret (password, one-time code, card number, ...): redacted on export.
     #[serde(default)]
     pub credential: bool,
-    /// The page's own doing: an input, change, submit or scroll that no trusted gesture of the person (a
-    /// key, pointer, wheel, touch, paste or drop on the element or its form shortly before) caused, such
-    /// as `execCommand('insertText')` or `form.requestSubmit()` from a script. Kept in the recording, left
-    /// out of the trajectory and of the credentials.
+    /// The page's own doing: an input, change or submit that a page script's `execCommand` or
+    /// `requestSubmit` made (not one the browser delivers for a gesture of the person's, nor text that
+    /// arrives without keys: autofill, paste, drop, IME), or a scroll no input of the person's caused.
+    /// Kept in the recording, left out of the trajectory and of the credentials.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub page_made: bool,
 }

@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use trace_analysis::fidelity::TEXT_TOLERANCE;
-use trace_e2e::browser::{Build, RecordingBrowser, press_key, settle, type_into, wait_for_text};
+use trace_e2e::browser::{Build, RecordingBrowser, click_and_wait, press_key, settle, type_into, visit, wait_for_text};
 use trace_e2e::demo;
 use trace_e2e::sentinel::Sentinel;
-use trace_e2e::site::{DemoSite, ask, chat};
+use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, ask, chat};
 use trace_manifest::report::FidelityReport;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -319,6 +319,16 @@ async fn a_large_download_at_full_speed_is_recorded_whole() {
     assert_eq!(kept[..mebibyte], kept[kept.len() - mebibyte..], "the body's start or end is not what was sent");
 }
 
+/// Waits until a field holds `value`.
+async fn wait_for_value(page: &chromiumoxide::Page, selector: &str, value: &str) {
+    let deadline = std::time::Instant::now() + WAIT;
+    let read = format!("document.querySelector({selector:?}).value");
+    while page.evaluate(read.as_str()).await.unwrap().into_value::<String>().ok().as_deref() != Some(value) {
+        assert!(std::time::Instant::now() < deadline, "{selector} never held {value:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_page_does_by_itself_is_not_the_persons_action() {
     let _one = ONE_BROWSER.lock().await;
@@ -335,6 +345,9 @@ async fn what_a_page_does_by_itself_is_not_the_persons_action() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     type_into(&page, "#forge-search", "mug").await.unwrap();
+    settle().await;
+    type_into(&page, "#forge-title", "Lantern").await.unwrap();
+    wait_for_value(&page, "#forge-note", "forged note").await;
     settle().await;
     press_key(&page, "#volume", "ArrowRight").await.unwrap();
     press_key(&page, "#volume", "ArrowRight").await.unwrap();
@@ -359,6 +372,13 @@ async fn what_a_page_does_by_itself_is_not_the_persons_action() {
         actions.iter().any(|a| a["action"] == "input" && a["value"] == "mug" && a["page_made"].is_null()),
         "the person's typing, as theirs: {summary:#?}"
     );
+    // Issue #30: the page's input into a field beside the person's, a moment after their keys, is the page's.
+    let input_to = |selector: &'static str| {
+        actions.iter().filter(move |a| a["action"] == "input" && a["target"]["selector"] == selector)
+    };
+    assert!(input_to("#forge-note").all(|a| a["page_made"] == true), "the forged note, as the page's: {summary:#?}");
+    assert!(input_to("#forge-note").count() > 0, "the forged note was recorded: {summary:#?}");
+    assert!(input_to("#forge-title").any(|a| a["value"] == "Lantern" && a["page_made"].is_null()), "{summary:#?}");
 
     let output = std::process::Command::new(&build.trace_host)
         .arg("--data")
@@ -378,10 +398,10 @@ async fn what_a_page_does_by_itself_is_not_the_persons_action() {
         .map(|call| format!("{} {}", call["name"].as_str().unwrap(), call["params"]))
         .collect();
     let names: Vec<&str> = calls.iter().map(|call| call.split(' ').next().unwrap()).collect();
-    // The page's scrolling as the person typed is not theirs; the slider's keys are.
-    assert_eq!(names, ["navigate", "input", "send_keys", "send_keys", "done"], "{calls:#?}");
-    assert!(calls[1].contains("\"mug\""), "{calls:#?}");
-    assert!(calls[2].contains("ArrowRight") && calls[3].contains("ArrowRight"), "{calls:#?}");
+    // The page's scrolling as the person typed is not theirs, nor its note; the slider's keys are.
+    assert_eq!(names, ["navigate", "input", "input", "send_keys", "send_keys", "done"], "{calls:#?}");
+    assert!(calls[1].contains("\"mug\"") && calls[2].contains("\"Lantern\""), "{calls:#?}");
+    assert!(calls[3].contains("ArrowRight") && calls[4].contains("ArrowRight"), "{calls:#?}");
     let credentials = std::fs::read_to_string(bundle.join("credentials.json")).unwrap();
     assert_eq!(credentials.trim(), "[]", "the word the page typed is no credential");
 }
@@ -635,4 +655,79 @@ async fn every_origin_reached_keeps_its_storage_and_databases_as_first_found_and
     }
     replay.close().await.unwrap();
     assert_eq!(sentinel.connections(), 0, "replay reached the stopped site");
+}
+
+/// Issue #30: text that arrives without a key is the person's: a login filled as Playwright's `fill` and
+/// the browser's autofill fill it (`Input.insertText`, trusted input events and no key), and a word
+/// dropped into the search field. Each is an input of the trajectory, and the demonstration replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_that_arrives_without_keys_is_the_persons_and_replays() {
+    use chromiumoxide::cdp::browser_protocol::input::{
+        DispatchDragEventParams, DispatchDragEventType, DragData, DragDataItem, InsertTextParams,
+    };
+    let _one = ONE_BROWSER.lock().await;
+    let Some(build) = Build::for_tests("text_that_arrives_without_keys_is_the_persons_and_replays") else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Sign in and look for mugs", &site.url("/login")).await.unwrap();
+    for (selector, text) in [("#username", DEMO_USER), ("#password", DEMO_PASSWORD)] {
+        page.evaluate(format!("document.querySelector({selector:?}).focus()")).await.unwrap();
+        page.execute(InsertTextParams::new(text)).await.unwrap();
+        settle().await;
+    }
+    click_and_wait(&page, "#login-submit").await.unwrap();
+    demo::wait_for_url(&page, "/account").await.unwrap();
+    visit(&page, &site.url("/")).await.unwrap();
+    let field = page.find_element("#search-input").await.unwrap();
+    let point = field.clickable_point().await.unwrap();
+    let word = DragData::new(
+        vec![DragDataItem { mime_type: "text/plain".into(), data: "mug".into(), title: None, base_url: None }],
+        1,
+    );
+    for kind in [DispatchDragEventType::DragEnter, DispatchDragEventType::DragOver, DispatchDragEventType::Drop] {
+        let drag = DispatchDragEventParams::builder().r#type(kind).x(point.x).y(point.y).data(word.clone()).build();
+        page.execute(drag.unwrap()).await.unwrap();
+    }
+    settle().await;
+    press_key(&page, "#search-input", "Enter").await.unwrap();
+    demo::wait_for_url(&page, "/search?q=mug").await.unwrap();
+    settle().await;
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+    site.stop();
+
+    let output = std::process::Command::new(&build.trace_host)
+        .arg("--data")
+        .arg(data.path())
+        .args(["process", "--no-audit", "--json"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let trajectory: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("trajectory.json")).unwrap()).unwrap();
+    let inputs: Vec<(String, String)> = trajectory["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|call| call["name"] == "input")
+        .map(|call| {
+            (
+                call["target"]["selector"].as_str().unwrap().to_owned(),
+                call["params"]["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        inputs,
+        [
+            ("#username".to_owned(), DEMO_USER.to_owned()),
+            ("#password".to_owned(), "{{credentials.127.0.0.1.password}}".to_owned()),
+            ("#search-input".to_owned(), "mug".to_owned()),
+        ],
+        "{trajectory:#}"
+    );
+    let (report, faithful) = build.replay_human(&bundle).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
 }

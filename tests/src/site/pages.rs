@@ -150,12 +150,15 @@ pub(super) async fn clock() -> Response {
 
 /// `GET /forge`: a page whose script (`forge.js`) types into its password field, submits its form and
 /// scrolls itself, as if it were the person; a search field for the person's own typing, which the page
-/// scrolls along as they type (as editors keep their cursor in view); and a slider of its own making that
-/// the arrow keys move without any change event.
+/// scrolls along as they type (as editors keep their cursor in view); a note form whose second field the
+/// page fills while the person types in the first; and a slider of its own making that the arrow keys move
+/// without any change event.
 pub(super) async fn forge() -> Response {
     let body = "<h1>Forged actions</h1>\n<form id=\"forge-form\" action=\"/forge\">\
                 <input id=\"forge-password\" name=\"password\" type=\"password\"></form>\n\
                 <p><input id=\"forge-search\" name=\"q\"></p>\n\
+                <form id=\"note-form\"><input id=\"forge-title\" name=\"title\">\
+                <input id=\"forge-note\" name=\"note\"></form>\n\
                 <p><span id=\"volume\" role=\"slider\" tabindex=\"0\" aria-valuemin=\"0\" aria-valuemax=\"10\" \
                 aria-valuenow=\"5\">5</span></p>\n<div style=\"height: 3000px\"></div>";
     respond(StatusCode::OK, Some("Forged actions"), &["/static/forge.js"], body)

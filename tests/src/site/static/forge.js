@@ -3,9 +3,23 @@
 // (`execCommand('insertText')`, which fires a trusted input event), submits the form (`requestSubmit()`,
 // a trusted submit), and scrolls the page after dispatching a synthetic wheel. None of it is the person's.
 // Then, as the person types in the search field, it scrolls the page along (the person's typing, the
-// page's scroll); and its slider moves with the arrow keys, handled here, with no change event.
+// page's scroll); as they type a title, it fills the note beside it; and its slider moves with the arrow
+// keys, handled here, with no change event.
 const search = document.getElementById("forge-search");
 search.addEventListener("input", () => window.scrollBy(0, 40));
+// While the person types a title, the page writes into the note beside it, in the same form, a moment
+// later: a trusted input a moment after the person's keys, and still the page's.
+const title = document.getElementById("forge-title");
+let noted = false;
+title.addEventListener("input", () => {
+  if (noted) return;
+  noted = true;
+  setTimeout(() => {
+    document.getElementById("forge-note").focus();
+    document.execCommand("insertText", false, "forged note");
+    title.focus();
+  }, 300);
+});
 const volume = document.getElementById("volume");
 volume.addEventListener("keydown", (event) => {
   const step = { ArrowRight: 1, ArrowUp: 1, ArrowLeft: -1, ArrowDown: -1 }[event.key];
