@@ -9,15 +9,22 @@
 //! switches between letters and digits at least [`MIN_SWITCHES`] times (random text does; words with a
 //! number, `ProductCategory2024Summary`, and slugs, `order-2024-11-24-summary`, do not), is not all hex
 //! digits (content hashes, commit and trace ids are hex), is not a UUID (ids of things, not of people), and
-//! spreads over its alphabet with at least [`MIN_BITS_PER_CHAR`] bits of entropy per character. Values
-//! already secrets, or inside one, are not listed again.
+//! spreads over its alphabet with at least [`MIN_BITS_PER_CHAR`] bits of entropy per character.
+//!
+//! Suspects are searched in what the rules left: every secret a rule chose is cut out of a text, in each
+//! of its encoded forms ([`crate::secrets::encoded_forms`]), before the text is split into tokens, so
+//! that a piece of a chosen password (a generated one, split by its `#` or its percent escapes) is never
+//! asked about. Values already secrets, or inside one, are not listed again.
 
 use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 use trace_manifest::site_storage;
 
-use crate::secrets::{PLACEHOLDER_PREFIX, Secrets};
+use crate::secrets::{PLACEHOLDER_PREFIX, Secrets, encoded_forms};
+
+/// Encoded forms of a chosen secret shorter than this are not cut out of texts: they would cut words.
+const MIN_CUT_CHARS: usize = 4;
 
 /// Shorter tokens are too many to ask about (ids, short hashes, words with digits).
 pub const MIN_SUSPECT_CHARS: usize = 24;
@@ -103,6 +110,8 @@ fn bits_per_char(token: &str) -> f64 {
 #[derive(Debug, Default)]
 pub struct Suspects {
     found: Vec<Suspect>,
+    /// The chosen secrets' encoded forms, longest first, once made from the secrets of the first scan.
+    chosen: Option<Vec<String>>,
 }
 
 impl Suspects {
@@ -110,9 +119,27 @@ impl Suspects {
         self.found
     }
 
-    /// Looks at every token of `text`, seen at `place`, leaving out what `secrets` already holds.
+    /// Looks at every token of what the rules left of `text` (the secrets they chose cut out), seen at
+    /// `place`, leaving out what `secrets` already holds.
     pub fn scan(&mut self, text: &str, place: &str, secrets: &Secrets) {
-        for token in text.split(|c: char| !is_token_char(c)) {
+        let chosen = self.chosen.get_or_insert_with(|| {
+            let mut forms: Vec<String> = secrets
+                .iter()
+                .flat_map(|secret| encoded_forms(&secret.value, &secret.placeholder))
+                .map(|encoded| encoded.form)
+                .filter(|form| form.chars().count() >= MIN_CUT_CHARS)
+                .collect();
+            forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
+            forms.dedup();
+            forms
+        });
+        let mut left = std::borrow::Cow::Borrowed(text);
+        for form in chosen.iter() {
+            if left.contains(form.as_str()) {
+                left = std::borrow::Cow::Owned(left.replace(form.as_str(), " "));
+            }
+        }
+        for token in left.split(|c: char| !is_token_char(c)) {
             if !looks_random(token)
                 || token.starts_with(PLACEHOLDER_PREFIX)
                 || self.found.iter().any(|known| known.value == token)
@@ -240,6 +267,29 @@ mod tests {
         assert_eq!(found[0].id, id_of(key));
         assert_eq!(found[0].id.len(), 12);
         assert_eq!(found[0].preview(), "q8Zr2L… (24 characters)");
+    }
+
+    /// Issue #30: a generated password, chosen by the credential rule, split by its `#` into a run that looks
+    /// random on its own, refused a plain login's redacted export.
+    #[test]
+    fn suspects_are_searched_in_what_the_rules_left() {
+        let password = "Xk9mP2qL7vN4wR8tY3zB6cD1#Q5";
+        let mut secrets = Secrets::default();
+        secrets.add(trace_manifest::report::SecretKind::Credential, "password", password);
+        let mut suspects = Suspects::default();
+        let form = format!(
+            "username=ann&password={}",
+            url::form_urlencoded::byte_serialize(password.as_bytes()).collect::<String>()
+        );
+        suspects.scan(&form, "the body of POST https://shop.test/login", &secrets);
+        suspects.scan(&format!("{{\"password\":\"{password}\"}}"), "the body of POST https://shop.test/api", &secrets);
+        assert_eq!(suspects.into_vec(), [], "no piece of a chosen password is asked about");
+
+        // An unchosen key beside the same password is still listed.
+        let mut suspects = Suspects::default();
+        suspects.scan(&format!("password={password}&key=q8Zr2LmX0vTnB4sYwKd7PfJ1"), "a body", &secrets);
+        let found: Vec<String> = suspects.into_vec().into_iter().map(|suspect| suspect.value).collect();
+        assert!(found.len() == 1 && found[0].ends_with("q8Zr2LmX0vTnB4sYwKd7PfJ1"), "{found:?}");
     }
 
     #[test]
