@@ -241,8 +241,11 @@ pub async fn launch(launch: &Launch) -> Result<Chromium> {
             match event {
                 Ok(()) => {}
                 Err(CdpError::InvalidMessage(message, _)) => unparsed.count(&message),
+                // The connection is done: the stream would go on waiting as long as a page handle lives
+                // somewhere (a listener's task, an agent's session), and the closing with it.
                 Err(error) if closed_on_purpose.load(Ordering::SeqCst) => {
                     tracing::debug!("the closed browser's connection ended: {error}");
+                    break;
                 }
                 Err(error) => tracing::warn!("the connection to Chromium broke: {error}"),
             }

@@ -19,7 +19,6 @@ use crate::responder::{Divergence, Stats};
 use crate::serve::Replay;
 use anyhow::{Context, Result, bail};
 use chromiumoxide::Page;
-use chromiumoxide::cdp::browser_protocol::dom::{GetDocumentParams, GetOuterHtmlParams};
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType, InsertTextParams,
@@ -545,7 +544,9 @@ impl Runner<'_> {
         let deadline = Instant::now() + self.options.step_timeout;
         loop {
             let mut found = false;
-            for page in self.replay.browser().pages().await? {
+            // Through the replay, which prepares each page it has not yet: the browser's first tab, which
+            // a recording's first call adopts, can exist before the watch on new pages began.
+            for page in self.replay.pages().await? {
                 if !self.tabs.iter().any(|known| known.target_id() == page.target_id()) {
                     self.tabs.push(page);
                     found = true;
@@ -762,9 +763,7 @@ impl Runner<'_> {
         let deadline = Instant::now() + self.options.step_timeout;
         loop {
             let page = self.page()?;
-            let root = page.execute(GetDocumentParams::builder().depth(0).build()).await?.result.root;
-            let outer = GetOuterHtmlParams::builder().node_id(root.node_id).include_shadow_dom(true).build();
-            let html = page.execute(outer).await?.result.outer_html;
+            let (_, html) = crate::session::document_html(page).await?;
             let clocks = self.replay.responder().archive().recorded_clocks();
             let comparison = compare_text(&recorded, &page_text(0, "", "", &html), &clocks);
             if comparison.passes() || Instant::now() >= deadline {

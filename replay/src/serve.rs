@@ -476,8 +476,6 @@ impl<'s> Observed<'s> {
     }
 }
 
-/// Gives every new tab or popup the page scripts. A popup's first document may already be loading when
-/// it is announced: the scripts then apply from its next document.
 /// The path of the blank page in which an origin's databases are put back: answered by the replay itself,
 /// never from the recording, and neither counted nor part of an agent's session.
 const STORAGE_PAGE_PATH: &str = "/__trace_replay_storage__";
@@ -511,6 +509,10 @@ async fn restore_databases(browser: &Browser, pages: &PagePreparation, storage: 
     Ok(())
 }
 
+/// Gives every new tab or popup the page scripts. A popup's first document may already be loading when
+/// it is announced: the scripts then apply from its next document. (Holding that document in `Fetch`
+/// until they are in place cannot work: chromiumoxide finishes attaching to a tab only once its first
+/// document has come.)
 async fn prepare_new_pages(
     browser: Arc<Browser>,
     pages: Arc<PagePreparation>,

@@ -519,11 +519,20 @@ async fn capture_after_action(session: Arc<SessionRecorder>, page: Page) {
     }
 }
 
+/// The URL and the HTML, shadow roots included, of a tab's main frame's document. The document is named by
+/// its backend node id, which lasts as long as the node: a node id lasts only until any client of the page
+/// asks for the document again, as the runner and the recorder do at once.
+pub async fn document_html(page: &Page) -> Result<(String, String)> {
+    let root = page.execute(GetDocumentParams::builder().depth(0).build()).await?.result.root;
+    let outer = GetOuterHtmlParams::builder().backend_node_id(root.backend_node_id).include_shadow_dom(true).build();
+    let html = page.execute(outer).await?.result.outer_html;
+    Ok((root.document_url.unwrap_or_default(), html))
+}
+
 /// A screenshot and a DOM snapshot of a tab's main frame, recorded as the extension records them (none of
 /// a page of the browser's own).
 pub async fn capture_page(session: &SessionRecorder, page: &Page, reason: &str) -> Result<()> {
-    let root = page.execute(GetDocumentParams::builder().depth(0).build()).await?.result.root;
-    let url = root.document_url.clone().unwrap_or_default();
+    let (url, html) = document_html(page).await?;
     if !is_site(&url) {
         return Ok(());
     }
@@ -541,8 +550,6 @@ pub async fn capture_page(session: &SessionRecorder, page: &Page, reason: &str) 
                 device_scale_factor: value["dpr"].as_f64()?,
             })
         });
-    let outer = GetOuterHtmlParams::builder().node_id(root.node_id).include_shadow_dom(true).build();
-    let html = page.execute(outer).await?.result.outer_html;
     let ts = now_ms();
     session.record_with_file(|id| {
         let file = bundle::screenshot_path(id, "png");
