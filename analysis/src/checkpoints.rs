@@ -289,8 +289,7 @@ fn result_page<'e>(context: &Context<'e>, change: Position) -> Option<&'e PageTe
         .trajectory
         .tool_calls
         .iter()
-        .filter(|call| earliest(evidence, &call.event_ids).is_some_and(|first| first <= change))
-        .next_back();
+        .rfind(|call| earliest(evidence, &call.event_ids).is_some_and(|first| first <= change));
     call.and_then(|call| call.dom_snapshot.as_deref())
         .and_then(|file| evidence.pages.iter().find(|page| page.file == file))
         .filter(after)
@@ -336,10 +335,13 @@ fn earliest(evidence: &Evidence, ids: &[u64]) -> Option<Position> {
     ids.iter().filter_map(|id| evidence.position(*id)).reduce(|a, b| if b < a { b } else { a })
 }
 
+/// A state-changing exchange, where its request was, and the fields of its body.
+type Change<'e> = (Position, &'e Exchange, Vec<(String, String)>);
+
 /// Rule 1: the state changes, each with the position of its request.
 fn state_changes(context: &Context<'_>, ignored: &[String]) -> Vec<(Position, Candidate)> {
     let evidence = context.evidence;
-    let mut changes: Vec<(Position, &Exchange, Vec<(String, String)>)> = Vec::new();
+    let mut changes: Vec<Change<'_>> = Vec::new();
     for exchange in &evidence.exchanges {
         if SAFE_METHODS.iter().any(|m| exchange.method.eq_ignore_ascii_case(m))
             || !exchange.succeeded()
@@ -386,7 +388,7 @@ fn state_changes(context: &Context<'_>, ignored: &[String]) -> Vec<(Position, Ca
     }
     let mut kept = Vec::new();
     for burst in bursts {
-        let members: Vec<&(Position, &Exchange, Vec<(String, String)>)> = burst.iter().map(|&i| &changes[i]).collect();
+        let members: Vec<&Change<'_>> = burst.iter().map(|&i| &changes[i]).collect();
         let varies = members.windows(2).any(|pair| pair[0].2 != pair[1].2);
         let type_ahead = members.len() >= 2
             && varies

@@ -191,9 +191,8 @@ pub async fn stop(answer: Option<String>) -> Result<(), String> {
     for &tab_id in &tabs {
         snapshots::at_stop(tab_id).await;
     }
-    if let Some(&tab_id) = tabs.iter().next() {
-        snapshots::storage_at_stop(tab_id, pages.into_values().collect()).await;
-    }
+    let tab_ids: Vec<i64> = tabs.iter().copied().collect();
+    snapshots::storage_at_stop(&tab_ids, pages.into_values().collect()).await;
     // The bodies loading pages held back are read while the tabs are still attached.
     for (target, key) in with_gate(LoadGate::release_all).unwrap_or_default() {
         send_body(target, key).await;

@@ -294,7 +294,7 @@ fn send_dom(
 /// Every cookie of the browser, as the recording starts; each origin's storage follows when the recording
 /// reaches it ([`origin_reached`]).
 pub async fn cookies_at_start(tab_id: i64) {
-    let snapshot = StorageSnapshot { phase: StoragePhase::Start, cookies: cookies(tab_id).await, ..empty_storage() };
+    let snapshot = StorageSnapshot { phase: StoragePhase::Start, cookies: cookies(&[tab_id]).await, ..empty_storage() };
     send_events(vec![event(tab_id, EventKind::Storage(snapshot))]);
 }
 
@@ -308,10 +308,12 @@ pub async fn origin_reached(target: Target, context: i64, origin: String) {
     }
 }
 
-/// The `stop` snapshots: every cookie, then the storage of each origin the recorded tabs show (`pages`, one
-/// context of each), one snapshot each, so that no message holds more than one origin's.
-pub async fn storage_at_stop(tab_id: i64, pages: Vec<(Target, i64)>) {
-    let snapshot = StorageSnapshot { phase: StoragePhase::Stop, cookies: cookies(tab_id).await, ..empty_storage() };
+/// The `stop` snapshots: every cookie (read through any of the recorded `tabs`), then the storage of each
+/// origin the tabs show (`pages`, one context of each), one snapshot each, so that no message holds more
+/// than one origin's.
+pub async fn storage_at_stop(tabs: &[i64], pages: Vec<(Target, i64)>) {
+    let Some(&tab_id) = tabs.first() else { return };
+    let snapshot = StorageSnapshot { phase: StoragePhase::Stop, cookies: cookies(tabs).await, ..empty_storage() };
     send_events(vec![event(tab_id, EventKind::Storage(snapshot))]);
     for (target, context) in pages {
         if let Some(storage) = read_origin(&target, context, false).await {
@@ -379,9 +381,21 @@ async fn read_origin(target: &Target, context: i64, at_start: bool) -> Option<Or
     Some(origin)
 }
 
-/// Every cookie of the browser (DevTools gives them whatever the site).
-async fn cookies(tab_id: i64) -> Vec<Cookie> {
-    let cookies = command(&Target::tab(tab_id), "Network.getAllCookies", json!({})).await.unwrap_or_default();
+/// Every cookie of the browser (DevTools gives them whatever the site), asked of each of `tabs` in turn,
+/// twice over, until one answers: a tab that is closing, or busy being detached, fails the command, and
+/// an empty list in its place would lose the login a replay needs. Said in the log when none answers.
+async fn cookies(tabs: &[i64]) -> Vec<Cookie> {
+    let mut answer = Err("no tab to ask".to_owned());
+    for &tab_id in tabs.iter().chain(tabs) {
+        answer = command(&Target::tab(tab_id), "Network.getAllCookies", json!({})).await;
+        if answer.is_ok() {
+            break;
+        }
+    }
+    let cookies = answer.unwrap_or_else(|error| {
+        crate::log(&format!("cannot read the browser's cookies: {error}"));
+        Value::Null
+    });
     cookies["cookies"]
         .as_array()
         .into_iter()

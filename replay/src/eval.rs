@@ -245,8 +245,11 @@ impl Episode<'_> {
         session.caught_up(replay.browser(), CATCH_UP).await;
         // The last capture of every tab, once the agent is done with it.
         for page in replay.pages().await.unwrap_or_default() {
-            if let Err(error) = session::capture_page(&session, &page, "final").await {
-                tracing::debug!("no final capture: {error:#}");
+            // A page that no longer answers (a script that never yields) is left without one.
+            match tokio::time::timeout(CATCH_UP, session::capture_page(&session, &page, "final")).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::debug!("no final capture: {error:#}"),
+                Err(_) => tracing::debug!("no final capture: the page did not answer within {CATCH_UP:?}"),
             }
         }
         let stats = replay.close().await?;
@@ -520,6 +523,7 @@ async fn run_command(
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start the agent {command:?}"))?;
+    let running = RunningGroup(child.id());
     let deadline = Instant::now() + options.timeout;
     let ended = loop {
         if let Some(status) = child.try_wait()? {
@@ -538,6 +542,7 @@ async fn run_command(
     if !matches!(ended, EpisodeEnd::Exited { .. }) {
         stop(&mut child).await;
     }
+    running.ended();
     let connected = port.connections.load(Ordering::SeqCst) > 0;
     port.close();
 
@@ -593,6 +598,25 @@ async fn open_start(replay: &Replay, start_url: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The agent's process group while the episode runs. An episode dropped before its end (trace-replay
+/// asked to stop) kills the whole group, not only the shell `kill_on_drop` knows of.
+struct RunningGroup(Option<u32>);
+
+impl RunningGroup {
+    /// The episode ended as it should, the agent waited for or stopped: nothing is left to kill.
+    fn ended(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for RunningGroup {
+    fn drop(&mut self) {
+        if let Some(group) = self.0.and_then(|id| rustix::process::Pid::from_raw(id as i32)) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
 }
 
 /// Stops the agent's whole process group: politely, then for good.

@@ -39,6 +39,18 @@ impl std::fmt::Display for Invalid {
 
 impl std::error::Error for Invalid {}
 
+/// The process was asked to stop (Ctrl+C, `SIGTERM`, `SIGHUP`) before its work was done: exit code 130.
+#[derive(Debug)]
+struct Stopped;
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped before the work was done; the browsers it started are closed")
+    }
+}
+
+impl std::error::Error for Stopped {}
+
 /// There is no Chromium to run: exit code 3, so that a caller can tell it from a bundle's fault
 /// (`trace-host process` skips its audit then).
 #[derive(Debug)]
@@ -263,6 +275,10 @@ fn main() -> ExitCode {
             eprintln!("trace-replay: {error}");
             ExitCode::from(1)
         }
+        Err(error) if error.is::<Stopped>() => {
+            eprintln!("trace-replay: {error}");
+            ExitCode::from(130)
+        }
         Err(error) if error.is::<NoBrowser>() => {
             eprintln!("trace-replay: {error}");
             ExitCode::from(3)
@@ -299,15 +315,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 allow_network_fallback,
                 determinism: !no_determinism,
             };
-            let runtime = tokio::runtime::Runtime::new()?;
-            runtime.block_on(async {
+            tokio::runtime::Runtime::new()?.block_on(async {
                 let start_url = archive.start_url().to_owned();
                 let replay = Replay::launch(archive, &options).await?;
                 println!("serving {} at {start_url}", bundle.display());
                 println!("DevTools endpoint: {}", replay.cdp_endpoint());
                 println!("press Ctrl+C to stop");
                 replay.open(&start_url).await?;
-                tokio::signal::ctrl_c().await?;
+                asked_to_stop().await?;
                 let stats = replay.close().await?;
                 print!("{stats}");
                 anyhow::Ok(())
@@ -356,8 +371,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 layout: eval.layout,
                 progress: !eval.json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
             };
-            let runtime = tokio::runtime::Runtime::new()?;
-            let summary = runtime.block_on(trace_replay::batch::run(&source, &eval.out, &options))?;
+            let summary = until_stopped(trace_replay::batch::run(&source, &eval.out, &options))?;
             print_summary(&summary, eval.json, &eval.out)
         }
         Command::Audit { source, out, prune, llm, llm_cache, parallel, json, browser, limits } => {
@@ -389,15 +403,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 proposer,
             };
             let tasks = trace_replay::batch::tasks(&source)?;
-            let runtime = tokio::runtime::Runtime::new()?;
-            let mut audits = Vec::new();
-            for task in &tasks {
-                let audited = runtime.block_on(trace_replay::audit::audit_task(task, &out, &options))?;
-                if !json {
-                    print!("{}", trace_analysis::audit::table(&audited.audit));
+            let audits = until_stopped(async {
+                let mut audits = Vec::new();
+                for task in &tasks {
+                    let audited = trace_replay::audit::audit_task(task, &out, &options).await?;
+                    if !json {
+                        print!("{}", trace_analysis::audit::table(&audited.audit));
+                    }
+                    audits.push(audited.audit);
                 }
-                audits.push(audited.audit);
-            }
+                anyhow::Ok(audits)
+            })?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&audits)?);
             } else {
@@ -410,8 +426,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::EvalMerge { runs, out, json } => {
-            let runtime = tokio::runtime::Runtime::new()?;
-            let summary = runtime.block_on(trace_replay::batch::merge(&runs, out.as_deref()))?;
+            let summary = until_stopped(trace_replay::batch::merge(&runs, out.as_deref()))?;
             print_summary(&summary, json, out.as_deref().unwrap_or(&runs[0]))
         }
         Command::Run { bundle, human, json, step_timeout, browser, limits } => {
@@ -429,8 +444,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 headless: browser.headless || std::env::var_os("DISPLAY").is_none(),
                 ..Options::default()
             };
-            let runtime = tokio::runtime::Runtime::new()?;
-            let report = runtime.block_on(async {
+            let report = until_stopped(async {
                 let replay = Replay::launch(archive, &options).await?;
                 let report = run_human(&replay, &bundle, &calls, &credentials, run_options).await;
                 let final_stats = replay.close().await?;
@@ -469,4 +483,33 @@ fn print_summary(summary: &trace_manifest::eval::EvalSummary, json: bool, run: &
         println!("results in {run}");
     }
     Ok(())
+}
+
+/// Runs `work` to its end, or until the process is asked to stop ([`asked_to_stop`]). Then the work is
+/// dropped, and the runtime with every task it spawned: each browser the work started goes with them
+/// (chromiumoxide kills its Chromium when the last handle to it is dropped), rather than being left
+/// running after its replay is gone, as a default `SIGTERM` would leave it.
+fn until_stopped<T>(work: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    tokio::runtime::Runtime::new()?.block_on(async {
+        tokio::select! {
+            result = work => result,
+            asked = asked_to_stop() => {
+                asked?;
+                Err(Stopped.into())
+            }
+        }
+    })
+}
+
+/// Waits until the process is asked to stop: Ctrl+C (`SIGINT`), `SIGTERM` (a job runner, `kill`) or
+/// `SIGHUP` (the terminal closed).
+async fn asked_to_stop() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
+    let mut hangup = signal(SignalKind::hangup()).context("cannot watch for SIGHUP")?;
+    tokio::select! {
+        interrupted = tokio::signal::ctrl_c() => interrupted.context("cannot watch for Ctrl+C"),
+        _ = terminate.recv() => Ok(()),
+        _ = hangup.recv() => Ok(()),
+    }
 }

@@ -24,8 +24,11 @@ use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType, InsertTextParams,
     MouseButton,
 };
-use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
+};
 use chromiumoxide::page::ScreenshotParams;
+use futures::StreamExt;
 use serde_json::json;
 use trace_analysis::audit::alter_text;
 use trace_analysis::canonical::canonical_url;
@@ -57,6 +60,16 @@ pub struct RunOptions {
 impl Default for RunOptions {
     fn default() -> RunOptions {
         RunOptions { step_timeout: Duration::from_secs(10), alter_step: None }
+    }
+}
+
+impl RunOptions {
+    /// The longest one step may take, all its waits together (the page settling before and after, its
+    /// element, its URL, its text), with room to spare: a step still going then is stuck (a DevTools call
+    /// the page never answers, a script that never yields), fails, and the run goes on, so that a run
+    /// always ends.
+    pub fn step_deadline(&self) -> Duration {
+        self.step_timeout * 6 + Duration::from_secs(10)
     }
 }
 
@@ -126,83 +139,21 @@ pub async fn run_human(
     let mut runner = Runner { replay, bundle, tabs: Vec::new(), current: 0, options, fitted: HashMap::new() };
     let persons = PersonsInput::of(calls, credentials);
     let mut steps = Vec::new();
+    let deadline = options.step_deadline();
     for (index, call) in calls.iter().enumerate() {
-        let divergences_before = replay.stats().divergences.len();
-        let mut outcome = StepOutcome {
-            step: index + 1,
-            name: call.action.name().to_owned(),
-            passed: true,
-            reason: None,
-            located_by: None,
-            url_expected: call.url_after.clone(),
-            url_reached: None,
-            screenshot_difference: None,
-            text_shown: None,
+        let outcome = match tokio::time::timeout(deadline, runner.judged_step(index, call, credentials, &persons)).await
+        {
+            Ok(outcome) => outcome,
+            Err(_) => StepOutcome {
+                passed: false,
+                reason: Some(format!("the step did not end within its deadline ({}s)", deadline.as_secs())),
+                ..untried(index, call)
+            },
         };
-        let stepped = if options.alter_step == Some(index) {
-            runner.step_altered(call, credentials).await
-        } else {
-            runner.step(call, credentials).await
-        };
-        match stepped {
-            Ok(located_by) => outcome.located_by = located_by,
-            Err(error) => {
-                outcome.passed = false;
-                outcome.reason = Some(format!("{error:#}"));
-            }
-        }
-        if outcome.passed
-            && let Some(expected) = &call.url_after
-        {
-            match runner.wait_for_url(expected).await {
-                Ok(reached) => outcome.url_reached = Some(reached),
-                Err(reached) => {
-                    outcome.passed = false;
-                    outcome.reason = Some(format!("reached {reached}, the recording reached {expected}"));
-                    outcome.url_reached = Some(reached);
-                }
-            }
-        }
-        if outcome.passed {
-            runner.settle().await;
-            let stats = replay.stats();
-            let diverged: Vec<String> = stats.divergences[divergences_before..]
-                .iter()
-                .filter(|divergence| persons.concerns(divergence))
-                .map(|divergence| persons.describe(divergence))
-                .collect();
-            if !diverged.is_empty() {
-                outcome.passed = false;
-                outcome.reason = Some(format!("sent what the person did not: {}", diverged.join("; ")));
-            }
-        }
-        if outcome.passed
-            && let Some(snapshot) = &call.dom_snapshot
-        {
-            match runner.compare_text(snapshot).await {
-                Ok(comparison) => {
-                    outcome.text_shown = Some(comparison.shown);
-                    if !comparison.passes() {
-                        outcome.passed = false;
-                        outcome.reason = Some(format!(
-                            "the page shows {:.0}% of the recorded text; missing {}",
-                            comparison.shown * 100.0,
-                            comparison.missing.iter().map(|run| format!("{run:?}")).collect::<Vec<_>>().join(", ")
-                        ));
-                    }
-                }
-                Err(error) => tracing::debug!("no text comparison for step {}: {error:#}", outcome.step),
-            }
-        }
-        if let Some(recorded) = &call.screenshot
-            && outcome.passed
-        {
-            outcome.screenshot_difference = runner.screenshot_difference(recorded).await.ok();
-        }
         tracing::info!(step = outcome.step, name = %outcome.name, passed = outcome.passed, reason = ?outcome.reason);
         steps.push(outcome);
     }
-    runner.settle().await;
+    let _ = tokio::time::timeout(deadline, runner.settle()).await;
     let stats = replay.stats();
     let failures: Vec<StepFailure> = steps
         .iter()
@@ -228,6 +179,21 @@ pub async fn run_human(
 pub fn note_late_misses(report: &mut FidelityReport, final_stats: &Stats) {
     report.misses_after_last_step =
         final_stats.misses.keys().filter(|miss| !report.misses.contains(miss)).cloned().collect();
+}
+
+/// The `index`-th call's outcome before anything is judged: passed until something fails.
+fn untried(index: usize, call: &ToolCall) -> StepOutcome {
+    StepOutcome {
+        step: index + 1,
+        name: call.action.name().to_owned(),
+        passed: true,
+        reason: None,
+        located_by: None,
+        url_expected: call.url_after.clone(),
+        url_reached: None,
+        screenshot_difference: None,
+        text_shown: None,
+    }
 }
 
 /// What the person typed and chose in the demonstration, and in which fields: a request answered by the
@@ -361,6 +327,80 @@ impl Runner<'_> {
         }
     }
 
+    /// Carries out the `index`-th call and judges it: the call itself, the URL it reached, what it sent
+    /// that the person did not, the text and the screen it left.
+    async fn judged_step(
+        &mut self,
+        index: usize,
+        call: &ToolCall,
+        credentials: &[Credential],
+        persons: &PersonsInput,
+    ) -> StepOutcome {
+        let divergences_before = self.replay.stats().divergences.len();
+        let mut outcome = untried(index, call);
+        let stepped = if self.options.alter_step == Some(index) {
+            self.step_altered(call, credentials).await
+        } else {
+            self.step(call, credentials).await
+        };
+        match stepped {
+            Ok(located_by) => outcome.located_by = located_by,
+            Err(error) => {
+                outcome.passed = false;
+                outcome.reason = Some(format!("{error:#}"));
+            }
+        }
+        if outcome.passed
+            && let Some(expected) = &call.url_after
+        {
+            match self.wait_for_url(expected).await {
+                Ok(reached) => outcome.url_reached = Some(reached),
+                Err(reached) => {
+                    outcome.passed = false;
+                    outcome.reason = Some(format!("reached {reached}, the recording reached {expected}"));
+                    outcome.url_reached = Some(reached);
+                }
+            }
+        }
+        if outcome.passed {
+            self.settle().await;
+            let stats = self.replay.stats();
+            let diverged: Vec<String> = stats.divergences[divergences_before..]
+                .iter()
+                .filter(|divergence| persons.concerns(divergence))
+                .map(|divergence| persons.describe(divergence))
+                .collect();
+            if !diverged.is_empty() {
+                outcome.passed = false;
+                outcome.reason = Some(format!("sent what the person did not: {}", diverged.join("; ")));
+            }
+        }
+        if outcome.passed
+            && let Some(snapshot) = &call.dom_snapshot
+        {
+            match self.compare_text(snapshot).await {
+                Ok(comparison) => {
+                    outcome.text_shown = Some(comparison.shown);
+                    if !comparison.passes() {
+                        outcome.passed = false;
+                        outcome.reason = Some(format!(
+                            "the page shows {:.0}% of the recorded text; missing {}",
+                            comparison.shown * 100.0,
+                            comparison.missing.iter().map(|run| format!("{run:?}")).collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                }
+                Err(error) => tracing::debug!("no text comparison for step {}: {error:#}", outcome.step),
+            }
+        }
+        if let Some(recorded) = &call.screenshot
+            && outcome.passed
+        {
+            outcome.screenshot_difference = self.screenshot_difference(recorded).await.ok();
+        }
+        outcome
+    }
+
     /// Carries out one call; returns how its element was found, if it has one.
     async fn step(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
         if let Some(tab) = call.tab {
@@ -373,7 +413,8 @@ impl Runner<'_> {
         match &call.action {
             ToolAction::Navigate { url } => {
                 if self.tabs.is_empty() {
-                    self.tabs.push(self.replay.open(url).await?);
+                    let page = self.replay.open(url).await?;
+                    self.take_tab(page).await;
                 } else {
                     self.page()?.goto(url).await.with_context(|| format!("cannot open {url}"))?;
                 }
@@ -540,6 +581,34 @@ impl Runner<'_> {
         }
     }
 
+    /// Makes `page` the re-run's next tab, its dialogs answered as the person answered them: they went on,
+    /// so an `alert` is closed, a `confirm` or a leave-the-page question is accepted and a `prompt` is
+    /// given its default. (A dialog left open holds the page: nothing in it runs, and every DevTools call
+    /// that needs it waits.)
+    async fn take_tab(&mut self, page: Page) {
+        match page.event_listener::<EventJavascriptDialogOpening>().await {
+            Ok(mut dialogs) => {
+                let answering = page.clone();
+                tokio::spawn(async move {
+                    while let Some(dialog) = dialogs.next().await {
+                        tracing::info!(
+                            "a {:?} dialog ({:?}) is accepted, as the person went on",
+                            dialog.r#type,
+                            dialog.message
+                        );
+                        let mut answer = HandleJavaScriptDialogParams::new(true);
+                        answer.prompt_text = dialog.default_prompt.clone();
+                        if let Err(error) = answering.execute(answer).await {
+                            tracing::debug!("the dialog was gone before it was answered: {error:#}");
+                        }
+                    }
+                });
+            }
+            Err(error) => tracing::debug!("the tab's dialogs cannot be watched: {error:#}"),
+        }
+        self.tabs.push(page);
+    }
+
     async fn adopt_new_tabs(&mut self) -> Result<()> {
         let deadline = Instant::now() + self.options.step_timeout;
         loop {
@@ -548,7 +617,7 @@ impl Runner<'_> {
             // a recording's first call adopts, can exist before the watch on new pages began.
             for page in self.replay.pages().await? {
                 if !self.tabs.iter().any(|known| known.target_id() == page.target_id()) {
-                    self.tabs.push(page);
+                    self.take_tab(page).await;
                     found = true;
                 }
             }
@@ -778,10 +847,14 @@ impl Runner<'_> {
     async fn websocket_frames(&self) -> WebSocketFrames {
         let mut total = WebSocketFrames::default();
         for page in &self.tabs {
-            let counted = page
-                .evaluate("(() => { try { return sessionStorage.getItem('__trace_replay_websocket_frames__'); } catch { return null; } })()")
+            // A tab whose page no longer answers (a script that never yields) counts nothing.
+            let read = page.evaluate(
+                "(() => { try { return sessionStorage.getItem('__trace_replay_websocket_frames__'); } catch { return null; } })()",
+            );
+            let counted = tokio::time::timeout(self.options.step_timeout, read)
                 .await
                 .ok()
+                .and_then(Result::ok)
                 .and_then(|result| result.into_value::<Option<String>>().ok().flatten())
                 .and_then(|json| serde_json::from_str::<WebSocketFrames>(&json).ok());
             if let Some(counted) = counted {

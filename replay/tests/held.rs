@@ -1,0 +1,181 @@
+//! Pages that hold a re-run: a dialog the person answered, a script that never yields, and a replay
+//! stopped from outside. A re-run answers dialogs as the person did (they went on), fails a step that
+//! does not end by its deadline and goes on to the end, and, stopped by `SIGTERM`, takes its Chromium
+//! with it.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use trace_manifest::trajectory::ToolCall;
+use trace_replay::archive::ReplayArchive;
+use trace_replay::run::{RunOptions, run_human};
+use trace_replay::serve::{Options, Replay};
+
+mod common;
+use common::{har, har_entry, stored_body, write_bundle, write_file};
+
+/// A bundle of `pages` (URL, HTML) whose demonstration is `calls`, in `dir`.
+fn bundle_of(dir: &Path, pages: &[(&str, &str)], calls: Value) {
+    let entries = pages.iter().map(|(url, html)| har_entry(url, stored_body(dir, html.as_bytes(), "text/html")));
+    let trajectory = json!({ "task_id": "held", "tool_calls": calls });
+    write_file(dir, "trajectory.json", trajectory.to_string().as_bytes());
+    write_bundle(dir, "held", &har(entries.collect()), &json!({ "snapshots": [] }));
+}
+
+fn calls_of(dir: &Path) -> Vec<ToolCall> {
+    let trajectory: Value = serde_json::from_slice(&std::fs::read(dir.join("trajectory.json")).unwrap()).unwrap();
+    serde_json::from_value(trajectory["tool_calls"].clone()).unwrap()
+}
+
+fn click(selector: &str, url_after: Option<&str>) -> Value {
+    let id = selector.trim_start_matches('#');
+    let mut call = json!({ "name": "click", "params": {}, "tab": 0, "ts": 1.0,
+        "target": { "selector": selector, "xpath": format!("//*[@id='{id}']"), "tag": "button", "id": id } });
+    if let Some(url) = url_after {
+        call["url_after"] = json!(url);
+    }
+    call
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dialogs_are_answered_as_the_person_went_on() {
+    // A greeting on load, a confirmation before deleting, and a question before leaving a page whose
+    // form was touched: each holds the page until it is answered.
+    let list = r#"<!doctype html><title>List</title>
+<script>alert("Welcome back");</script>
+<button id="delete" onclick="if (confirm('Delete the item?')) location.href = '/deleted'">Delete</button>"#;
+    let deleted = r#"<!doctype html><title>Deleted</title><p>The item is deleted.</p>
+<script>addEventListener("beforeunload", (event) => { event.preventDefault(); event.returnValue = ""; });</script>
+<button id="touch" onclick="document.title = 'Touched'">Edit</button>"#;
+    let next = "<!doctype html><title>Next</title><p>Elsewhere.</p>";
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("bundle");
+    let pages =
+        [("http://shop.test/list", list), ("http://shop.test/deleted", deleted), ("http://shop.test/next", next)];
+    bundle_of(
+        &dir,
+        &pages,
+        json!([
+            { "name": "navigate", "params": { "url": "http://shop.test/list" }, "tab": 0, "ts": 0.0 },
+            click("#delete", Some("http://shop.test/deleted")),
+            click("#touch", None),
+            { "name": "navigate", "params": { "url": "http://shop.test/next" }, "tab": 0, "ts": 3.0,
+              "url_after": "http://shop.test/next" }
+        ]),
+    );
+    let options = RunOptions { step_timeout: Duration::from_secs(3), ..RunOptions::default() };
+    let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
+    let report = run_human(&replay, &dir, &calls_of(&dir), &[], options).await.unwrap();
+    replay.close().await.unwrap();
+    let text = trace_replay::run::text(&report);
+    assert_eq!(report.steps_failed, 0, "{text}");
+    assert_eq!(report.steps.last().unwrap().url_reached.as_deref(), Some("http://shop.test/next"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_that_never_ends_fails_on_its_deadline_and_the_run_goes_on() {
+    // A click whose handler never yields: the page answers no DevTools call again.
+    let page = r#"<!doctype html><title>Busy</title>
+<button id="spin" onclick="for (;;) {}">Spin</button><button id="after">After</button>"#;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("bundle");
+    bundle_of(
+        &dir,
+        &[("http://shop.test/busy", page)],
+        json!([
+            { "name": "navigate", "params": { "url": "http://shop.test/busy" }, "tab": 0, "ts": 0.0 },
+            click("#spin", None),
+            click("#after", None)
+        ]),
+    );
+    let options = RunOptions { step_timeout: Duration::from_millis(500), ..RunOptions::default() };
+    let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
+    let started = Instant::now();
+    let report = run_human(&replay, &dir, &calls_of(&dir), &[], options).await.unwrap();
+    let took = started.elapsed();
+    replay.close().await.unwrap();
+    let text = trace_replay::run::text(&report);
+    // Every step was tried and has its verdict: the first passed; what the busy page held failed.
+    assert_eq!(report.steps_total, 3, "{text}");
+    assert!(report.steps[0].passed, "{text}");
+    let held = &report.steps[2];
+    assert!(!held.passed && held.reason.as_deref().is_some_and(|reason| reason.contains("deadline")), "{text}");
+    // Bounded by the deadlines: the steps' and the final settling's, with room for the browser.
+    let bound = options.step_deadline() * 4;
+    assert!(took < bound, "the run took {took:?}, more than {bound:?}: {text}");
+}
+
+/// The processes whose parent is `pid`, and theirs, and so on.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).unwrap_or_default();
+        for child in children.split_whitespace().filter_map(|id| id.parse::<u32>().ok()) {
+            found.push(child);
+            parents.push(child);
+        }
+    }
+    found
+}
+
+fn is_running(pid: u32) -> bool {
+    // A zombie has exited: only its parent has yet to read its status.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+}
+
+#[test]
+fn a_replay_stopped_from_outside_takes_its_chromium_with_it() {
+    // A step that waits for an element that never comes: the run is mid-way, its Chromium up.
+    let page = "<!doctype html><title>Waiting</title><p>Nothing to click.</p>";
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("bundle");
+    bundle_of(
+        &dir,
+        &[("http://shop.test/waiting", page)],
+        json!([
+            { "name": "navigate", "params": { "url": "http://shop.test/waiting" }, "tab": 0, "ts": 0.0 },
+            click("#never", None)
+        ]),
+    );
+    let mut replay = std::process::Command::new(env!("CARGO_BIN_EXE_trace-replay"))
+        .args(["run", "--human", "--step-timeout", "120"])
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = replay.id();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut browser = Vec::new();
+    // Chromium's first page loaded: some of its processes run.
+    while Instant::now() < deadline && browser.len() < 3 {
+        std::thread::sleep(Duration::from_millis(200));
+        browser = descendants(pid);
+    }
+    assert!(browser.len() >= 3, "Chromium did not start under trace-replay ({browser:?})");
+    std::thread::sleep(Duration::from_secs(2));
+    let browser = descendants(pid);
+    rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), rustix::process::Signal::TERM)
+        .unwrap();
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = replay.try_wait().unwrap() {
+            break status;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(20), "trace-replay did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stderr = std::io::read_to_string(replay.stderr.take().unwrap()).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("stopped before the work was done"), "{stderr}");
+    // Chromium's processes end with it (its helpers a moment after the browser process).
+    let gone = Instant::now() + Duration::from_secs(10);
+    while browser.iter().any(|&pid| is_running(pid)) && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left: Vec<u32> = browser.into_iter().filter(|&pid| is_running(pid)).collect();
+    assert!(left.is_empty(), "Chromium processes left running: {left:?}");
+}
