@@ -523,7 +523,7 @@ async fn run_command(
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start the agent {command:?}"))?;
-    let running = RunningGroup(child.id());
+    let running = RunningGroup(process_group(&child));
     let deadline = Instant::now() + options.timeout;
     let ended = loop {
         if let Some(status) = child.try_wait()? {
@@ -602,7 +602,7 @@ async fn open_start(replay: &Replay, start_url: &str) -> Result<()> {
 
 /// The agent's process group while the episode runs. An episode dropped before its end (trace-replay
 /// asked to stop) kills the whole group, not only the shell `kill_on_drop` knows of.
-struct RunningGroup(Option<u32>);
+struct RunningGroup(Option<rustix::process::Pid>);
 
 impl RunningGroup {
     /// The episode ended as it should, the agent waited for or stopped: nothing is left to kill.
@@ -613,7 +613,7 @@ impl RunningGroup {
 
 impl Drop for RunningGroup {
     fn drop(&mut self) {
-        if let Some(group) = self.0.and_then(|id| rustix::process::Pid::from_raw(id as i32)) {
+        if let Some(group) = self.0 {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }
     }
@@ -621,8 +621,7 @@ impl Drop for RunningGroup {
 
 /// Stops the agent's whole process group: politely, then for good.
 async fn stop(child: &mut tokio::process::Child) {
-    let group = child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32));
-    if let Some(group) = group {
+    if let Some(group) = process_group(child) {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::TERM);
         if tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_ok() {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
@@ -631,6 +630,11 @@ async fn stop(child: &mut tokio::process::Child) {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     let _ = child.kill().await;
+}
+
+/// The process group the agent leads (it was started with `process_group(0)`), while it runs.
+fn process_group(child: &tokio::process::Child) -> Option<rustix::process::Pid> {
+    child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32))
 }
 
 /// How long the session may take to handle what the browser sent before an episode starts or ends.

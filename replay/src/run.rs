@@ -644,7 +644,7 @@ impl Runner<'_> {
                 let is_current = position == Some(self.current);
                 if is_current || position.is_none() {
                     if position.is_none() {
-                        self.tabs.push(page);
+                        self.take_tab(page).await;
                         self.current = self.tabs.len() - 1;
                     }
                     return Ok(url);
