@@ -83,9 +83,11 @@ async fn a_demonstration_on_the_demo_site_becomes_a_complete_bundle() {
     assert!(manifest["counts"]["screenshots"].as_u64().unwrap() >= 3, "{}", manifest["counts"]);
     let storage: serde_json::Value =
         serde_json::from_slice(&std::fs::read(bundle.join("storage.json")).unwrap()).unwrap();
-    let stop = storage["snapshots"].as_array().unwrap().last().unwrap();
-    assert_eq!(stop["phase"], "stop");
-    assert!(stop["cookies"].as_array().unwrap().iter().any(|c| c["name"] == "session"), "{stop}");
+    // The stop is a snapshot of every cookie, then one per origin a tab still shows (when it can be read).
+    let stops: Vec<&serde_json::Value> =
+        storage["snapshots"].as_array().unwrap().iter().skip_while(|s| s["phase"] != "stop").collect();
+    assert!(!stops.is_empty() && stops.iter().all(|s| s["phase"] == "stop"), "{storage}");
+    assert!(stops[0]["cookies"].as_array().unwrap().iter().any(|c| c["name"] == "session"), "{}", stops[0]);
     assert!(manifest["counts"]["dom_snapshots"].as_u64().unwrap() >= 3, "{}", manifest["counts"]);
     let snapshots: Vec<String> = manifest["files"]
         .as_array()
