@@ -142,6 +142,10 @@ pub struct Replacer {
     patterns: Option<Patterns>,
     /// Per secret: its placeholder, which replaces what its pattern finds.
     placeholders: Vec<String>,
+    /// Every secret as it is, for the payloads of binary frames ([`Replacer::replace_in_binary`]).
+    raw: AhoCorasick,
+    /// Per secret: its placeholder repeated and cut to the secret's length in bytes.
+    same_length: Vec<Vec<u8>>,
 }
 
 impl Replacer {
@@ -163,7 +167,34 @@ impl Replacer {
         let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
         let patterns = Patterns::new(&values)?;
         let placeholders = secrets.iter().map(|secret| secret.placeholder.clone()).collect();
-        Ok(Replacer { automaton, finder, secret_of_pattern, replacement_of_pattern, patterns, placeholders })
+        let raw = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&values)?;
+        let same_length = secrets
+            .iter()
+            .map(|secret| secret.placeholder.bytes().cycle().take(secret.value.len()).collect())
+            .collect();
+        Ok(Replacer {
+            automaton,
+            finder,
+            secret_of_pattern,
+            replacement_of_pattern,
+            patterns,
+            placeholders,
+            raw,
+            same_length,
+        })
+    }
+
+    /// A binary payload (a WebSocket frame's) with every secret replaced by a stand-in of its length: a
+    /// binary protocol counts its parts' lengths in offsets, which a longer placeholder would break.
+    pub fn replace_in_binary(&self, bytes: &[u8]) -> (Vec<u8>, usize) {
+        let mut count = 0;
+        let mut out = Vec::with_capacity(bytes.len());
+        self.raw.replace_all_with_bytes(bytes, &mut out, |found, _, out| {
+            count += 1;
+            out.extend_from_slice(&self.same_length[found.pattern().as_usize()]);
+            true
+        });
+        (out, count)
     }
 
     /// `bytes` with every secret replaced, and how many were: the enumerated forms first (base64 and hex
@@ -456,8 +487,15 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path, suspects: &SuspectDecisio
     let mut counts = manifest.counts.clone();
     // A snapshot pack is compressed: its files are redacted one by one instead, and packed anew on export.
     let rest = manifest.files.iter().filter(|entry| !entry.path.starts_with(&resources_prefix));
+    let mut binary_replacements = 0;
     for entry in rest.filter(|entry| entry.path != pack::PACK_FILE) {
-        let bytes = redact(source.read(&entry.path)?);
+        let mut bytes = source.read(&entry.path)?;
+        if entry.path == bundle::EVENTS_FILE {
+            let (decoded, count) = redact_binary_frames(&bytes, &replacer)?;
+            binary_replacements += count;
+            bytes = decoded;
+        }
+        let bytes = redact(bytes);
         let bytes = match entry.path.as_str() {
             bundle::EVENTS_FILE => {
                 let (bytes, new_counts) = move_event_bodies(&bytes, &moved)?;
@@ -472,10 +510,42 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path, suspects: &SuspectDecisio
 
     // The task's description or answer may quote a secret too.
     let mut redacted = parse_manifest(&redact(serde_json::to_vec(&manifest)?))?;
+    summary.replacements += binary_replacements;
     redacted.files = index.into_values().collect();
     redacted.counts = counts;
     write_file(dest, bundle::MANIFEST_FILE, &serde_json::to_vec_pretty(&redacted)?)?;
     Ok(Redacted { summary, secrets, replacer, check })
+}
+
+/// `events.jsonl` with each binary WebSocket frame's secrets replaced in its decoded payload. Kept in
+/// base64, a secret's own base64 forms could be replaced only up to the characters it shares with its
+/// neighbours (a byte of the secret left at each end); decoded, its stand-in is whole, the same in every
+/// frame (a replayed page's id is matched against it), and of the secret's length (see
+/// [`Replacer::replace_in_binary`]). Returns the file as it was when no frame held a secret.
+fn redact_binary_frames(bytes: &[u8], replacer: &Replacer) -> Result<(Vec<u8>, usize)> {
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let mut events = parse_events(bytes).context("events.jsonl does not parse")?;
+    let mut count = 0;
+    for record in &mut events {
+        let EventKind::WebSocket(frame) = &mut record.event.kind else { continue };
+        let Some(data) = frame.data.as_mut().filter(|_| frame.opcode == Some(2)) else { continue };
+        let Ok(payload) = engine.decode(data.as_bytes()) else { continue };
+        let (redacted, found) = replacer.replace_in_binary(&payload);
+        if found > 0 {
+            *data = engine.encode(redacted);
+            count += found;
+        }
+    }
+    if count == 0 {
+        return Ok((bytes.to_vec(), 0));
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    for record in &events {
+        serde_json::to_writer(&mut out, record)?;
+        out.push(b'\n');
+    }
+    Ok((out, count))
 }
 
 /// `events.jsonl` with each body event pointing at where its body moved, and the counts of the new events.
@@ -569,6 +639,41 @@ mod tests {
         assert_eq!(count, 6);
         assert_eq!(replacer.find_in(out.as_bytes()).unwrap(), None);
         assert_eq!(replacer.find_in(&b"...abcdef123456..."[..]).unwrap(), Some(1));
+    }
+
+    /// A binary frame (a kernel message: offsets, then JSON parts) keeps its length and every offset; its
+    /// secret becomes the one stand-in every frame holds, with nothing of the secret left at its ends.
+    #[test]
+    fn a_binary_frames_secret_is_replaced_in_its_decoded_payload_by_a_stand_in_of_its_length() {
+        use base64::Engine;
+        let engine = base64::engine::general_purpose::STANDARD;
+        let session = "ca0facde-d789-48de-b6a7-3774adfbb3bd";
+        let secrets = secrets(&[(SecretKind::UrlParameter, "session_id", session)]);
+        let replacer = Replacer::new(&secrets).unwrap();
+        let payload = |session: &str, pad: usize| {
+            [&[2u8, 0, 0, 0, 0, 0, 0, 0, 24, 0, 0, 0, 0, 0, 0, 0][..], &vec![b'x'; pad], session.as_bytes(), b"}"]
+                .concat()
+        };
+        let frame = |pad: usize| {
+            let data = engine.encode(payload(session, pad));
+            format!(
+                r#"{{"id":{pad},"ts":1.0,"type":"websocket","request_id":"w","op":"sent","opcode":2,"data":"{data}"}}"#
+            )
+        };
+        let events = (0..3).map(frame).collect::<Vec<_>>().join("\n") + "\n";
+        let (out, count) = redact_binary_frames(events.as_bytes(), &replacer).unwrap();
+        assert_eq!(count, 3);
+        let stand_in = "trace-redacted-url-parameter-session";
+        assert_eq!(stand_in.len(), session.len());
+        for (pad, record) in parse_events(&out).unwrap().iter().enumerate() {
+            let EventKind::WebSocket(frame) = &record.event.kind else { panic!("{record:?}") };
+            let decoded = engine.decode(frame.data.as_deref().unwrap()).unwrap();
+            assert_eq!(decoded, payload(stand_in, pad), "at every alignment");
+        }
+        assert_eq!(replacer.find_in(&out[..]).unwrap(), None);
+        // A file with no secret in a frame is left byte for byte.
+        let plain = frame(0).replace(&engine.encode(payload(session, 0)), &engine.encode(b"hello"));
+        assert_eq!(redact_binary_frames(plain.as_bytes(), &replacer).unwrap(), (plain.into_bytes(), 0));
     }
 
     /// Issue #11: what no enumerated form holds (a text node's `&amp;` beside a bare `"`, HTML numeric

@@ -4,15 +4,19 @@
 // transcripts (each recorded socket's URL and its frames both ways, in order).
 //
 // A page that opens a recorded URL gets a socket that opens at once and plays the server's frames that
-// came before the page's first one. Each frame the page sends is matched with the next recorded frame the
-// page sent that equals it (as JSON with its keys sorted, when it parses as JSON), else that equals it but
-// for its ids (runs of 8 or more letters, digits, `-` and `_` with a digit in them: a conversation id the
-// page made with `Math.random()` differs from the recorded one), else with the next one in order; the
-// server's frames that followed it in the recording are then played. An id matched that way is the page's
-// from then on: the server's frames played on that socket carry the page's value where the recording had
-// its own, as the server would have echoed it. The n-th socket opened
-// to a URL plays the n-th recorded one (the last one again once they are used up). Sockets to URLs never
-// recorded are the browser's own, which reach nothing in an offline replay. What matched and what did not
+// came before the page's first one. A URL that equals a recorded one but for its ids (runs of 8 or more
+// letters, digits, `-` and `_` with a digit in them: a session id the page made with `crypto` or
+// `Math.random()` differs from the recorded one) is that recorded URL, its ids paired as below. Each frame
+// the page sends is matched with the next recorded frame the page sent that equals it (text as JSON with
+// its keys sorted, when it parses as JSON; binary byte for byte), else that equals it but for its ids and
+// the times written in it, else with the first one not yet matched; the server's frames that followed it in
+// the recording, up to the page's next one, are then played (frames are matched in any order: a page that
+// sends two requests at once may send them the other way round, and each gets its own answer). An id
+// matched that way is the page's from then on: the server's frames played on that socket carry the page's
+// value where the recording had its own, as the server would have echoed it (in a binary frame only where
+// both have the same length, which keeps the frame's own offsets true: a kernel's `msg_id`s, UUIDs, do).
+// The n-th socket opened to a URL plays the n-th recorded one (the last one again once they are used
+// up). Sockets to URLs never recorded are the browser's own, which reach nothing in an offline replay. What matched and what did not
 // is counted for the re-run's report, in the tab's session storage (under the name below) so that the
 // counts add up across the tab's documents of one origin. A worker, which has no session storage, runs this
 // script too (at the head of its own) and sends its counts to its page's top document on a broadcast channel
@@ -55,23 +59,55 @@
       return text;
     }
   };
-  const bytes = (base64) => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  // Binary payloads are compared and rewritten as strings of one character per byte (what `atob` gives).
+  const bytes = (binary) => Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  const binaryOf = (data) => {
+    const view = data instanceof ArrayBuffer ? new Uint8Array(data) : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null;
+    if (!view) return null; // a Blob, which cannot be read at once
+    let binary = "";
+    for (let i = 0; i < view.length; i += 0x8000) binary += String.fromCharCode(...view.subarray(i, i + 0x8000));
+    return binary;
+  };
   const ID = /[A-Za-z0-9_-]{8,256}/g;
-  const ids = (text) => (text.match(ID) || []).filter((token) => /[0-9]/.test(token));
-  const template = (text) => text.replace(ID, (token) => (/[0-9]/.test(token) ? "\u0000" : token));
+  // A time the page wrote into what it sends (a message header's `date`) is the page's clock, not the conversation.
+  const CLOCK = /\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?/g;
+  const unclocked = (text) => text.replace(CLOCK, "\u0001");
+  // What a redacted bundle holds in place of a secret the page made (a session id in the URL) stands for an
+  // id, whether or not the part of it a frame keeps has a digit.
+  const STAND_IN = __TRACE_PLACEHOLDER_PREFIX__;
+  const isId = (token) => /[0-9]/.test(token) || token.startsWith(STAND_IN);
+  const ids = (text) => (unclocked(text).match(ID) || []).filter(isId);
+  const template = (text) => unclocked(text).replace(ID, (token) => (isId(token) ? "\u0000" : token));
+  // Pairs each recorded id with the page's in the same place, where they differ.
+  const pair = (map, recorded, page) => {
+    const theirs = ids(recorded);
+    ids(page).forEach((mine, k) => {
+      if (theirs[k] !== undefined && mine !== theirs[k]) map.set(theirs[k], mine);
+    });
+  };
+  // The recorded sockets a URL opens: those of that URL, else those whose URL is it but for its ids.
+  const recordedFor = (absolute) => {
+    const exact = RECORDED.filter((socket) => socket.url === absolute);
+    if (exact.length) return exact;
+    const shape = template(absolute);
+    return RECORDED.filter((socket) => template(socket.url) === shape);
+  };
 
   class WebSocket extends EventTarget {
     constructor(url, protocols) {
       super();
       const absolute = new URL(url, location.href).href;
-      const transcripts = RECORDED.filter((socket) => socket.url === absolute);
+      const transcripts = recordedFor(absolute);
       if (!transcripts.length) return new NativeWebSocket(url, protocols);
-      const count = opened.get(absolute) || 0;
-      opened.set(absolute, count + 1);
-      this._frames = transcripts[Math.min(count, transcripts.length - 1)].frames;
-      this._next = 0;
-      // Recorded id → the page's own (see above).
+      const count = opened.get(transcripts[0].url) || 0;
+      opened.set(transcripts[0].url, count + 1);
+      const transcript = transcripts[Math.min(count, transcripts.length - 1)];
+      this._frames = transcript.frames;
+      // The recorded frames the page sent that a frame of this page has matched.
+      this._used = new Set();
+      // Recorded id → the page's own (see above), from the URL first.
       this._ids = new Map();
+      pair(this._ids, transcript.url, absolute);
       this.url = absolute;
       this.readyState = WebSocket.CONNECTING;
       this.protocol = Array.isArray(protocols) ? protocols[0] || "" : protocols || "";
@@ -83,7 +119,7 @@
         if (this.readyState !== WebSocket.CONNECTING) return;
         this.readyState = WebSocket.OPEN;
         this._fire(new Event("open"));
-        this._play();
+        this._play(0);
       });
     }
 
@@ -93,15 +129,21 @@
       if (typeof handler === "function") handler.call(this, event);
     }
 
-    // The server's frames from here up to the page's next one, each in a task of its own.
-    _play() {
-      while (this._next < this._frames.length && !this._frames[this._next].sent) {
-        const frame = this._frames[this._next++];
+    // The server's frames from `next` up to the page's next one, each in a task of its own.
+    _play(next) {
+      for (; next < this._frames.length && !this._frames[next].sent; next++) {
+        const frame = this._frames[next];
         count("played");
         setTimeout(() => {
           if (this.readyState !== WebSocket.OPEN) return;
-          let data = frame.binary ? frame.data : frame.data.replace(ID, (token) => this._ids.get(token) ?? token);
-          if (frame.binary) data = this.binaryType === "arraybuffer" ? bytes(data).buffer : new Blob([bytes(data)]);
+          let data;
+          if (frame.binary) {
+            const same = (token) => (this._ids.get(token)?.length === token.length ? this._ids.get(token) : token);
+            const payload = bytes(atob(frame.data).replace(ID, same));
+            data = this.binaryType === "arraybuffer" ? payload.buffer : new Blob([payload]);
+          } else {
+            data = frame.data.replace(ID, (token) => this._ids.get(token) ?? token);
+          }
           this._fire(new MessageEvent("message", { data, origin: new URL(this.url).origin }));
         });
       }
@@ -110,33 +152,37 @@
     send(data) {
       if (this.readyState === WebSocket.CONNECTING) throw new DOMException("Still in CONNECTING state.", "InvalidStateError");
       if (this.readyState !== WebSocket.OPEN) return;
-      const text = typeof data === "string" ? canonical(data) : null;
+      const binary = typeof data !== "string";
+      const text = binary ? binaryOf(data) : canonical(data);
+      // Compared forms of each recorded frame, worked out once (a long conversation is searched often).
+      const recordedOf = (frame) => (frame.key ??= frame.binary ? atob(frame.data) : canonical(frame.data));
+      const shapeOf = (frame) => (frame.shape ??= template(recordedOf(frame)));
+      const shape = text === null ? null : template(text);
       let match = -1;
       let alike = -1;
       let next = -1;
-      for (let i = this._next; i < this._frames.length; i++) {
-        if (!this._frames[i].sent) continue;
+      // Any frame not yet matched, earliest first: a page that sends two requests at once may send them in
+      // the other order, and each is answered by what followed it in the recording.
+      for (let i = 0; i < this._frames.length; i++) {
+        const frame = this._frames[i];
+        if (!frame.sent || this._used.has(i)) continue;
         if (next < 0) next = i;
-        if (text === null || this._frames[i].binary) continue;
-        const recorded = canonical(this._frames[i].data);
-        if (recorded === text) {
+        if (text === null || frame.binary !== binary) continue;
+        if (recordedOf(frame) === text) {
           match = i;
           break;
         }
-        if (alike < 0 && template(recorded) === template(text)) alike = i;
+        if (alike < 0 && shapeOf(frame) === shape) alike = i;
       }
       if (match < 0 && alike >= 0) {
         match = alike;
-        const theirs = ids(canonical(this._frames[alike].data));
-        ids(text).forEach((mine, k) => {
-          if (mine !== theirs[k]) this._ids.set(theirs[k], mine);
-        });
+        pair(this._ids, recordedOf(this._frames[alike]), text);
       }
       count(match >= 0 ? "matched" : "unmatched");
       const at = match >= 0 ? match : next;
       if (at < 0) return;
-      this._next = at + 1;
-      this._play();
+      this._used.add(at);
+      this._play(at + 1);
     }
 
     close(code = 1000, reason = "") {

@@ -62,7 +62,8 @@ pub fn websockets(transcripts: &[Transcript]) -> Option<String> {
         })
         .collect();
     let json = serde_json::to_string(&sockets).expect("JSON values always serialize");
-    Some(WEBSOCKET.replace("__TRACE_WEBSOCKETS__", &json))
+    let prefix = serde_json::to_string(trace_analysis::secrets::PLACEHOLDER_PREFIX).expect("a string serializes");
+    Some(WEBSOCKET.replace("__TRACE_PLACEHOLDER_PREFIX__", &prefix).replace("__TRACE_WEBSOCKETS__", &json))
 }
 
 #[cfg(test)]
@@ -129,6 +130,79 @@ mod tests {
         assert_eq!(printed[2], "ws://s.test/never", "a socket never recorded is the browser's own");
         assert_eq!(printed[3], serde_json::json!({"matched": 1, "unmatched": 1, "played": 3}));
         assert!(websockets(&[]).is_none());
+    }
+
+    /// A kernel's socket: the page puts a session id of its own making in the URL, and a message id of its
+    /// own and its clock's time in each message; the server's replies echo the ids. The page of a replay
+    /// makes other ids, at another time; the recording's session id was redacted.
+    #[test]
+    fn a_socket_whose_url_and_frames_carry_ids_the_page_made_plays_them_back_with_the_pages_ids() {
+        use base64::Engine;
+        use trace_analysis::websocket::Frame;
+        let text = |sent: bool, data: &str| Frame { sent, opcode: 1, data: data.to_owned() };
+        let binary = |sent: bool, data: &str| Frame {
+            sent,
+            opcode: 2,
+            data: base64::engine::general_purpose::STANDARD.encode([&[3u8, 0, 0, 0][..], data.as_bytes()].concat()),
+        };
+        // As a redacted bundle holds the session id: its placeholder in the URL, and in the frames cut to the
+        // id's length (a stand-in with no digit left in it).
+        let recorded_session = "trace-redacted-url-parameter-session";
+        let transcript = Transcript {
+            url: "ws://s.test/api/kernels/k1/channels?session_id=trace-redacted-url-parameter-session-id-5".to_owned(),
+            frames: vec![
+                text(
+                    true,
+                    &format!(
+                        r#"{{"date":"2026-11-27T09:28:59.013Z","msg_id":"aaaa1111-recorded","session":"{recorded_session}"}}"#
+                    ),
+                ),
+                text(false, &format!(r#"{{"parent":"aaaa1111-recorded","session":"{recorded_session}"}}"#)),
+                binary(true, "execute bbbb2222-recorded"),
+                binary(false, "reply to bbbb2222-recorded: 42"),
+            ],
+        };
+        let prelude = r#"
+            globalThis.location = { href: "http://s.test/lab" };
+            globalThis.sessionStorage = { getItem: () => null, setItem: () => {} };
+            globalThis.WebSocket = class { constructor(url) { this.native = url; } };
+            globalThis.CloseEvent = class extends Event { constructor(type, init) { super(type); Object.assign(this, init); } };
+        "#;
+        // The page's ids have the lengths of the recorded ones, as UUIDs do.
+        let probe = r#"
+            const session = "77777777-1111-4222-8333-444444444444";
+            const seen = [];
+            const socket = new WebSocket(`ws://s.test/api/kernels/k1/channels?session_id=${session}`);
+            socket.binaryType = "arraybuffer";
+            const date = "2026-11-28T10:01:02.345Z";
+            socket.onopen = () => socket.send(JSON.stringify({ session, msg_id: "cccc3333-pagemade", date }));
+            socket.onmessage = (event) => {
+              if (typeof event.data === "string") {
+                seen.push(event.data);
+                socket.send(new Uint8Array([3, 0, 0, 0, ...new TextEncoder().encode("execute dddd4444-pagemade")]));
+              } else {
+                const bytes = new Uint8Array(event.data);
+                seen.push([...bytes.slice(0, 4)], new TextDecoder().decode(bytes.slice(4)));
+              }
+            };
+            setTimeout(() => console.log(JSON.stringify([seen, socket.native ?? null])), 50);
+        "#;
+        let script = websockets(std::slice::from_ref(&transcript)).unwrap();
+        let printed = run_in_node(
+            &format!(
+                "{prelude}
+{script}"
+            ),
+            probe,
+        );
+        let printed: serde_json::Value = serde_json::from_str(printed.trim()).unwrap();
+        assert_eq!(printed[1], serde_json::Value::Null, "the recorded socket was not played: {printed}");
+        let expected = serde_json::json!([
+            r#"{"parent":"cccc3333-pagemade","session":"77777777-1111-4222-8333-444444444444"}"#,
+            [3, 0, 0, 0],
+            "reply to dddd4444-pagemade: 42",
+        ]);
+        assert_eq!(printed[0], expected);
     }
 
     #[test]
