@@ -274,6 +274,15 @@ fn request(request_id: &str, params: &Value) -> Option<Request> {
     })
 }
 
+/// Whether a `requestWillBeSent` announces a body it does not carry (`hasPostData` without `postData` or
+/// `postDataEntries`): a body sent as a stream, which `Network.getRequestPostData` gives.
+pub fn body_left_out(params: &Value) -> bool {
+    let request = &params["request"];
+    request["hasPostData"].as_bool() == Some(true)
+        && request.get("postData").is_none()
+        && request.get("postDataEntries").is_none_or(|entries| entries.as_array().is_none_or(Vec::is_empty))
+}
+
 /// A request's body as text. Current Chrome sends it as `postDataEntries` (base64 pieces) and may leave
 /// out the older `postData`. Binary bodies are not text and are left out.
 fn post_data(raw: &Value) -> Option<String> {
@@ -538,5 +547,18 @@ mod tests {
         assert!(events.iter().all(|event| event.frame_id.is_none() && event.tab_id == Some(3)));
         // A pause without a request is nothing to record.
         assert!(translator.unreported_exchange(&json!({"requestId": "x"}), Some(3)).is_none());
+    }
+
+    /// A body sent as a stream is only announced, and must be asked for; one carried in the event, or no
+    /// body at all, must not be.
+    #[test]
+    fn a_body_announced_but_not_carried_is_told_apart() {
+        let sent = |request: Value| json!({"requestId": "1", "request": request});
+        assert!(body_left_out(&sent(json!({"method": "PUT", "hasPostData": true}))));
+        assert!(body_left_out(&sent(json!({"method": "PUT", "hasPostData": true, "postDataEntries": []}))));
+        assert!(!body_left_out(&sent(json!({"method": "POST", "hasPostData": true, "postData": "a=1"}))));
+        let entries = json!({"method": "POST", "hasPostData": true, "postDataEntries": [{"bytes": "YT0x"}]});
+        assert!(!body_left_out(&sent(entries)));
+        assert!(!body_left_out(&sent(json!({"method": "GET"}))));
     }
 }

@@ -365,6 +365,9 @@ fn on_network_event(target: Target, method: &str, params: &Value) {
     send_events(events);
     let key = (target.tab_id, params["requestId"].as_str().unwrap_or_default().to_owned());
     match method {
+        "Network.requestWillBeSent" if crate::network::body_left_out(params) => {
+            wasm_bindgen_futures::spawn_local(send_request_body(target, key));
+        }
         "Network.responseReceived" => {
             let announced_large =
                 params["response"]["headers"].as_object().into_iter().flatten().any(|(name, value)| {
@@ -792,8 +795,13 @@ fn with_bodies<T>(update: impl FnOnce(&mut Bodies) -> T) -> Option<T> {
     ACTIVE.with(|a| a.borrow_mut().as_mut().map(|recording| update(&mut recording.bodies)))
 }
 
-/// Sends body chunks to the host, counting their bytes for the popup.
+/// Sends response body chunks to the host, counting their bytes for the popup.
 fn send_chunks(chunks: impl IntoIterator<Item = Chunk>) {
+    send_chunks_of(BodyPart::Response, chunks);
+}
+
+/// Sends body chunks of `part` to the host, counting their bytes for the popup.
+fn send_chunks_of(part: BodyPart, chunks: impl IntoIterator<Item = Chunk>) {
     let Some(task_id) = active_task_id() else { return };
     for chunk in chunks {
         ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| r.progress.bytes += chunk.bytes));
@@ -801,7 +809,7 @@ fn send_chunks(chunks: impl IntoIterator<Item = Chunk>) {
             task_id: task_id.clone(),
             body_id: chunk.body_id,
             request_id: chunk.request_id,
-            part: BodyPart::Response,
+            part,
             index: chunk.index,
             data: chunk.data,
             last: chunk.last,
@@ -945,6 +953,24 @@ async fn send_body(target: Target, key: ExchangeKey) {
         }
     }
     crate::log(&format!("no body for request {} of tab {}: {last_error}", key.1, key.0));
+}
+
+/// Asks for a request's body that its event left out (a `fetch` given a `Request` object sends its body
+/// as a stream, which DevTools only announces), at once, while Chrome still holds it, and sends it as the
+/// request's body: a save that replay cannot match without it.
+async fn send_request_body(target: Target, key: ExchangeKey) {
+    match command(&target, "Network.getRequestPostData", json!({"requestId": key.1})).await {
+        Ok(answer) => {
+            let text = answer["postData"].as_str().unwrap_or_default();
+            let bytes = if answer["base64Encoded"].as_bool() == Some(true) {
+                base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_default()
+            } else {
+                text.as_bytes().to_vec()
+            };
+            send_chunks_of(BodyPart::Request, with_bodies(|bodies| bodies.whole(&key, &bytes)).unwrap_or_default());
+        }
+        Err(error) => crate::log(&format!("no body for request {} of tab {}: {error}", key.1, key.0)),
+    }
 }
 
 pub(crate) fn event(tab_id: i64, kind: EventKind) -> Event {

@@ -300,12 +300,37 @@
   let lastEnter = 0;
   listen("click", (event) => {
     const target = targetOf(event);
+    // The release took its item out of the page: the browser fires the click at what is left (an ancestor).
+    const release = released;
+    released = null;
+    if (release && !release.element.isConnected && !(target && release.element.contains(target))) {
+      report("click", null, { target: release.target, ...release.extra }, false, release.ts);
+      return;
+    }
     const element = target && (target.closest(ACTIONABLE) || target);
     if (element && element === forwardedTo) return;
     if (event.detail === 0 && performance.now() - lastEnter < 100) return;
     forwardedTo = element?.localName === "label" ? element.control : null;
     if (forwardedTo) setTimeout(() => (forwardedTo = null));
     report("click", element, pointer(event));
+  });
+  // A menu that acts on the button's release (and closes, taking its item out of the page) leaves the browser
+  // no element to fire the click at: the release is the click then. Its target is described as the
+  // release finds it, still in the page; once the release's handlers have run, an item gone from the page
+  // was clicked, whether the browser fired no click or fired it at what was left.
+  let released = null;
+  // (`pointerup`, not `mouseup`: a page that cancels the press's `pointerdown` gets no mouse events for it.)
+  listen("pointerup", (event) => {
+    if (event.button !== 0) return;
+    const target = targetOf(event);
+    const element = target && (target.closest(ACTIONABLE) || target);
+    if (!element) return;
+    released = { element, target: describe(element), extra: pointer(event), ts: Date.now() };
+    setTimeout(() => {
+      const release = released;
+      released = null;
+      if (release?.element.isConnected === false) report("click", null, { target: release.target, ...release.extra }, false, release.ts);
+    });
   });
   listen("dblclick", (event) => {
     const target = targetOf(event);
@@ -355,8 +380,20 @@
     // it all. On a slider or a spin button the arrows are the change itself (and a page that handles them
     // may fire no change event at all), so they are recorded there.
     const target = targetOf(event);
-    // In a code editor every key but a shortcut is text (Enter a new line, Tab an indent).
-    if (target && editorOf(target) && !shortcut) return;
+    // In a code editor every key but a shortcut is text (Enter a new line, Tab an indent), unless the
+    // editor's text stays as it was: then the page took the key as a command (Shift+Enter runs a notebook's
+    // cell, Escape leaves it), which is the person's action.
+    const editor = target && !shortcut && editorOf(target);
+    if (editor) {
+      if (!["Enter", "Tab", "Escape"].includes(event.key)) return;
+      const before = editor.text();
+      const ts = Date.now();
+      const extra = { target: describe(target), key: event.key, modifiers: modifiersOf(event) };
+      setTimeout(() => {
+        if (editor.text() === before) report("key_press", null, extra, false, ts);
+      });
+      return;
+    }
     const editing = ["Backspace", "Delete", "ArrowLeft", "ArrowRight", "Home", "End"].includes(event.key) && target && isTextEntry(target);
     if (!shortcut && (!MEANINGFUL_KEYS.has(event.key) || editing)) return;
     const element = target && target !== document.body && target !== document.documentElement ? target : null;
