@@ -231,16 +231,26 @@ pub async fn control_click(page: &Page, selector: &str) -> Result<()> {
 
 /// Presses a letter key with Control held in the focused element (Control+A selects all).
 pub async fn control_key(page: &Page, letter: &str) -> Result<()> {
-    let code = format!("Key{}", letter.to_ascii_uppercase());
-    let key_code = i64::from(letter.to_ascii_uppercase().as_bytes().first().copied().context("no letter")?);
+    let upper = letter.to_ascii_uppercase();
+    let key_code = i64::from(upper.as_bytes().first().copied().context("no letter")?);
+    chord(page, letter, &format!("Key{upper}"), key_code, CONTROL).await
+}
+
+/// Presses `Enter` with Shift held in the focused element (a notebook runs its cell).
+pub async fn shift_enter(page: &Page) -> Result<()> {
+    chord(page, "Enter", "Enter", 13, SHIFT).await
+}
+
+/// Presses one key with `modifiers` held, as DevTools names them.
+async fn chord(page: &Page, key: &str, code: &str, key_code: i64, modifiers: i64) -> Result<()> {
     for kind in [DispatchKeyEventType::RawKeyDown, DispatchKeyEventType::KeyUp] {
         let event = DispatchKeyEventParams::builder()
             .r#type(kind)
-            .key(letter)
-            .code(code.as_str())
+            .key(key)
+            .code(code)
             .windows_virtual_key_code(key_code)
             .native_virtual_key_code(key_code)
-            .modifiers(CONTROL)
+            .modifiers(modifiers)
             .build()
             .map_err(anyhow::Error::msg)?;
         page.execute(event).await?;
@@ -248,7 +258,8 @@ pub async fn control_key(page: &Page, letter: &str) -> Result<()> {
     Ok(())
 }
 
-/// DevTools' bit for the Control key in `modifiers`.
+/// DevTools' bits for the Shift and Control keys in `modifiers`.
+const SHIFT: i64 = 8;
 const CONTROL: i64 = 2;
 
 /// Clicks something that navigates, and waits for the new page to load and settle.

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use trace_e2e::apps::dash_app::{self, DashApp};
 use trace_e2e::apps::datasette::{self, Datasette};
+use trace_e2e::apps::jupyter_lab::JupyterLab;
 use trace_e2e::apps::pywebio_app::PyWebIoApp;
+use trace_e2e::apps::socketio_app::SocketIoApp;
 use trace_e2e::apps::sphinx_docs::{self, SphinxDocs};
 use trace_e2e::apps::trac_tickets::{self, TracTickets};
 use trace_e2e::apps::{self, Server, django_admin, django_admin::DjangoAdmin};
@@ -255,4 +257,68 @@ async fn a_ticket_tracker_replays_a_new_ticket_and_its_checkpoints_discriminate(
             if method == "POST" && body_fields.get("field_summary").map(String::as_str) == Some(trac_tickets::SUMMARY))
     });
     assert!(created, "no checkpoint for the ticket with its summary: {checkpoints:#?}");
+}
+
+/// A notebook whose kernel speaks over a WebSocket with ids the page makes: in the socket's URL (the
+/// session, which the redacted export replaces), and in every message (whose `msg_id` the kernel's replies
+/// echo, beside the time the page's clock wrote). The re-run's page makes other ids at another time; the
+/// recorded socket must still be played to it, its replies carrying the page's ids, so that the cell runs
+/// offline, shows the kernel's output, and is saved as the person saved it (a `PUT` whose body `fetch`
+/// sent as a stream).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notebook_runs_its_cell_offline_over_the_kernels_socket() {
+    let test = "a_notebook_runs_its_cell_offline_over_the_kernels_socket";
+    let Some(build) = Build::for_tests(test) else { return };
+    let Some(python) = apps::python_of_for_tests(test, apps::Environment::Jupyter) else { return };
+    let mut app = JupyterLab::start(&python).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = app.record(&build, data.path()).await.unwrap();
+    // JupyterLab asks every visitor, in a message box, whether to fetch its news: the rules take that
+    // message for the final state, and the audit that `process` runs finds an agent doing nothing sees it
+    // too, and prunes it; what is left must prove itself again below.
+    let output =
+        run(&build.trace_host, &["--data", data.path().to_str().unwrap(), "process", bundle.to_str().unwrap()]);
+    assert!(output.status.success(), "process failed");
+    let offline = replayed_offline(&build, &mut app.server, data.path(), &bundle);
+    let Offline { report, text, trajectory, .. } = &offline;
+    let frames = &report.websocket_frames;
+    assert!(frames.played > 0 && frames.matched > 0 && frames.unmatched == 0, "{text}");
+    // Shift+Enter in the cell's editor is the person's command, not text typed into it.
+    let run = trajectory
+        .tool_calls
+        .iter()
+        .position(|call| matches!(&call.action, ToolAction::SendKeys { keys } if keys == "Shift+Enter"));
+    let run = run.expect("the cell was never run in the trajectory");
+    let shown = report.steps[run + 1..].iter().any(|step| step.text_shown.is_some_and(|shown| shown >= 0.9));
+    assert!(shown, "{text}");
+    let saved = report.requests.exact + report.requests.canonical;
+    assert!(saved > 0 && report.misses.is_empty(), "{text}");
+}
+
+/// Socket.IO's default transports: long-polling first, whose handshake gives the page a session id, then
+/// the upgrade to a WebSocket whose URL carries it. The re-run must play the socket (not reach for a live
+/// one), not answer the polls in a flood, and show the server's confirmation of the order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socketio_application_replays_its_polling_and_upgraded_socket_offline() {
+    let test = "a_socketio_application_replays_its_polling_and_upgraded_socket_offline";
+    let Some(build) = Build::for_tests(test) else { return };
+    let mut app = match SocketIoApp::start() {
+        Ok(app) => app,
+        Err(error) if std::env::var_os(trace_e2e::browser::REQUIRED_ENV).is_none() => {
+            eprintln!("skipped {test}: {error:#}");
+            return;
+        }
+        Err(error) => panic!("{test}: {error:#}"),
+    };
+    let data = tempfile::tempdir().unwrap();
+    let bundle = app.record(&build, data.path()).await.unwrap();
+    let offline = replayed_offline(&build, &mut app.server, data.path(), &bundle);
+    let Offline { report, text, .. } = &offline;
+    let last = report.steps.iter().rev().find(|step| step.text_shown.is_some()).expect("no step was judged by text");
+    assert!(last.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
+    let frames = &report.websocket_frames;
+    assert!(frames.played > 0 && frames.matched > 0 && frames.unmatched == 0, "{text}");
+    // A poll answered at once is asked again at once: a flood shows as hundreds of requests.
+    let requests = report.requests.exact + report.requests.canonical + report.requests.fuzzy;
+    assert!(requests < 100, "{requests} requests answered: {text}");
 }

@@ -22,11 +22,17 @@
 //!   ticket made, a site frame on every page), and the demonstration recorded on it.
 //! - [`dash_app`]: a Dash application (Plotly's, React in the page), a single-page application over a
 //!   JSON API, and the demonstration recorded on it.
+//! - [`socketio_app`]: an application over Socket.IO (Node, from npm: long-polling, then the upgrade to a
+//!   WebSocket), and the demonstration recorded on it.
+//! - [`jupyter_lab`]: JupyterLab (a notebook whose kernel speaks over a WebSocket with ids the page makes),
+//!   and the demonstration recorded on it.
 
 pub mod dash_app;
 pub mod datasette;
 pub mod django_admin;
+pub mod jupyter_lab;
 pub mod pywebio_app;
+pub mod socketio_app;
 pub mod sphinx_docs;
 pub mod trac_tickets;
 
@@ -50,6 +56,9 @@ pub enum Environment {
     /// `target/trac-venv` (`tests/apps/trac-requirements.txt`): Trac imports a module named `multipart`
     /// when one is installed, and the other applications bring `python-multipart`'s, which is another.
     Trac,
+    /// `target/jupyter-venv` (`tests/apps/jupyter-requirements.txt`): JupyterLab's server pins its own
+    /// Tornado and friends.
+    Jupyter,
 }
 
 /// The interpreter with the applications of `environment` installed.
@@ -61,6 +70,7 @@ pub fn python_of(environment: Environment) -> Result<PathBuf> {
             None => venv("apps-venv"),
         },
         Environment::Trac => venv("trac-venv"),
+        Environment::Jupyter => venv("jupyter-venv"),
     };
     ensure!(
         python.exists(),
