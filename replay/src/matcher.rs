@@ -15,8 +15,11 @@
 //! Among the recorded requests a level finds for a request, the browser's state chooses first: when they
 //! were sent in different states (a dashboard asked for before the login, answered with a redirect to the
 //! login page, and after it, answered with the dashboard), the ones whose state is closest to the
-//! request's ([`RequestState`]: cookies and credential headers) answer. Then recorded order: every one
-//! answers once before any answers twice, and when all have answered, the last of them keeps answering.
+//! request's ([`RequestState`]: cookies and credential headers) answer. Then time: a request recorded after
+//! a write (any method but `GET`, `HEAD` and `OPTIONS`) that the browser has not yet made shows a state the
+//! replay has not reached (a list polled after a rename lists the new name), and answers only when no
+//! request recorded before it can. Then recorded order: every one answers once before any answers twice,
+//! and when all have answered, the last of them keeps answering.
 //!
 //! Numbers that read as clocks of the time requests were made ([`Clocks`]) are dropped from canonical forms
 //! and fuzzy scores: the recorded requests are read with the recording's times, the browser's with the
@@ -164,6 +167,21 @@ pub struct Matcher {
     state_chooses: bool,
     /// The recorded requests' ids, and which of the page's values stand for which.
     ids: PageIds,
+    /// Per recorded request: how many writes were recorded before it.
+    writes_before: Vec<usize>,
+    /// Per recorded request that is a write: how many writes were recorded before it.
+    write_rank: Vec<Option<usize>>,
+    /// How many of the recording's writes the replay has caught up with: one more than the rank of the
+    /// latest write that answered.
+    writes_reached: usize,
+}
+
+/// What a queue needs to know of the recorded requests to choose among its own.
+struct Recorded<'m> {
+    answered: &'m [bool],
+    states: &'m [RequestState],
+    writes_before: &'m [usize],
+    writes_reached: usize,
 }
 
 #[derive(Debug)]
@@ -188,29 +206,34 @@ impl Queue {
         Queue { indices: vec![index], cursor: 0, distinguishing: Vec::new() }
     }
 
-    /// The request that answers: among those whose recorded state is closest to `state`, the first that has
-    /// not answered yet, or the last of them when all have.
-    fn next(&mut self, answered: &[bool], states: &[RequestState], state: Option<&RequestState>) -> usize {
+    /// The request that answers: among those whose recorded state is closest to `state`, and recorded no
+    /// later than the writes the replay has made when there are such, the first that has not answered yet,
+    /// or the last of them when all have.
+    fn next(&mut self, recorded: &Recorded<'_>, state: Option<&RequestState>) -> usize {
+        // The queue is in recorded order, so the requests of the replay's present come first.
+        let present = self.indices.partition_point(|&index| recorded.writes_before[index] <= recorded.writes_reached);
         if let Some(state) = state.filter(|_| !self.distinguishing.is_empty()) {
-            return self.next_in_state(answered, states, state);
+            return self.next_in_state(recorded, state, present);
         }
-        while self.cursor < self.indices.len() && answered[self.indices[self.cursor]] {
+        while self.cursor < self.indices.len() && recorded.answered[self.indices[self.cursor]] {
             self.cursor += 1;
         }
         match self.indices.get(self.cursor) {
-            Some(&index) => index,
+            Some(&index) if self.cursor < present || present == 0 => index,
+            Some(_) => self.indices[present - 1],
             None => *self.indices.last().expect("a queue is created with its first index"),
         }
     }
 
-    fn next_in_state(&self, answered: &[bool], states: &[RequestState], state: &RequestState) -> usize {
-        let scores: Vec<f64> = self
-            .indices
+    fn next_in_state(&self, recorded: &Recorded<'_>, state: &RequestState, present: usize) -> usize {
+        let indices = if present > 0 { &self.indices[..present] } else { &self.indices[..] };
+        let (answered, states) = (recorded.answered, recorded.states);
+        let scores: Vec<f64> = indices
             .iter()
             .map(|&index| request_state::similarity(&self.distinguishing, state, &states[index]))
             .collect();
         let best = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let closest = || self.indices.iter().zip(&scores).filter(|(_, score)| **score == best).map(|(index, _)| *index);
+        let closest = || indices.iter().zip(&scores).filter(|(_, score)| **score == best).map(|(index, _)| *index);
         closest().find(|&index| !answered[index]).or_else(|| closest().next_back()).expect("a queue is never empty")
     }
 
@@ -244,9 +267,17 @@ impl Matcher {
             live_clocks,
             state_chooses: false,
             ids: PageIds::default(),
+            writes_before: Vec::with_capacity(recorded.len()),
+            write_rank: Vec::with_capacity(recorded.len()),
+            writes_reached: 0,
         };
+        let mut writes = 0;
         for (index, request) in recorded.into_iter().enumerate() {
             let method = request.method.to_ascii_uppercase();
+            matcher.writes_before.push(writes);
+            let is_write = !matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS");
+            matcher.write_rank.push(is_write.then_some(writes));
+            writes += usize::from(is_write);
             let body = request.body.unwrap_or_default();
             let sent =
                 Sent { method: &method, url: &request.url, body: &body, content_type: request.content_type.as_deref() };
@@ -344,15 +375,21 @@ impl Matcher {
         let method = request.method.to_ascii_uppercase();
         let (url, body) = self.as_recorded(request);
         let (url, body) = (url.as_ref(), body.as_ref());
+        let recorded = Recorded {
+            answered: &self.answered,
+            states: &self.states,
+            writes_before: &self.writes_before,
+            writes_reached: self.writes_reached,
+        };
         if let Some(groups) = self.exact.get_mut(&exact_key(&method, url))
             && let Some(group) = groups.iter_mut().find(|group| group.body == body)
         {
-            let index = group.queue.next(&self.answered, &self.states, request.state);
+            let index = group.queue.next(&recorded, request.state);
             return Some(self.answer(index, MatchKind::Exact));
         }
         let analysis = canonical::request(&method, url, body, request.content_type, &self.live_clocks);
         if let Some(queue) = self.canonical.get_mut(&analysis.key) {
-            let index = queue.next(&self.answered, &self.states, request.state);
+            let index = queue.next(&recorded, request.state);
             return Some(self.answer(index, MatchKind::Canonical));
         }
         let candidates = self.buckets.get(analysis.endpoint.as_deref()?)?;
@@ -392,6 +429,9 @@ impl Matcher {
 
     fn answer(&mut self, index: usize, kind: MatchKind) -> Matched {
         self.answered[index] = true;
+        if let Some(rank) = self.write_rank[index] {
+            self.writes_reached = self.writes_reached.max(rank + 1);
+        }
         Matched { index, kind }
     }
 }
@@ -576,6 +616,36 @@ mod tests {
             Some(Matched { kind: MatchKind::Fuzzy { score }, .. }) => score,
             other => panic!("expected a fuzzy match, got {other:?}"),
         }
+    }
+
+    /// A list polled before and after a rename: polled again and again before the replay renames, it keeps
+    /// the name it had (an agent doing nothing must not see the rename); once renamed, the new name.
+    #[test]
+    fn a_request_recorded_after_a_write_answers_only_once_the_replay_has_made_it() {
+        let json = "application/json";
+        let mut matcher = Matcher::new(vec![
+            get("https://lab.test/api/sessions"),
+            get("https://lab.test/api/sessions"),
+            post("https://lab.test/api/rename", json, r#"{"path":"answer"}"#),
+            get("https://lab.test/api/sessions"),
+            get("https://lab.test/api/sessions"),
+        ]);
+        let polled: Vec<usize> =
+            (0..4).map(|_| lookup_get(&mut matcher, "https://lab.test/api/sessions").unwrap().index).collect();
+        assert_eq!(polled, [0, 1, 1, 1], "the polls stay before the rename");
+        assert_eq!(
+            lookup_post(&mut matcher, "https://lab.test/api/rename", json, r#"{"path":"answer"}"#).unwrap().index,
+            2
+        );
+        let polled: Vec<usize> =
+            (0..3).map(|_| lookup_get(&mut matcher, "https://lab.test/api/sessions").unwrap().index).collect();
+        assert_eq!(polled, [3, 4, 4], "after it, the recording's order again");
+        // A request recorded only after a write the replay never makes still answers: nothing else can.
+        let mut matcher = Matcher::new(vec![
+            post("https://lab.test/api/rename", json, "{}"),
+            get("https://lab.test/api/contents/answer"),
+        ]);
+        assert_eq!(lookup_get(&mut matcher, "https://lab.test/api/contents/answer").unwrap().index, 1);
     }
 
     #[test]
