@@ -11,6 +11,11 @@
 //! must be shown twice again. Text the replayed page adds is not counted against it (a page may show
 //! more, such as a banner dismissed in the recording).
 //!
+//! Text the recorded page showed only while it loaded (a "Connecting..." the page replaced as soon as its
+//! socket opened) is no part of what a step must show: a faster replay never shows it. The recording
+//! tells it apart when the person's next step happened on the same page: what that step's capture no
+//! longer shows was transient ([`settled_text`]).
+//!
 //! Runs that are a reading of a clock or of a random number generator are left out on both sides: a
 //! replayed page reads the replay's clock and seeded random numbers, which the person's browser did not
 //! have. Such a run is a number that reads as a clock of the recording's time ([`Clocks`]) or a fraction
@@ -52,6 +57,22 @@ pub fn is_volatile_run(run: &str, clocks: &Clocks) -> bool {
         .strip_prefix("0.")
         .is_some_and(|decimals| decimals.len() >= 9 && decimals.bytes().all(|b| b.is_ascii_digit()));
     random || clocks.is_clock(run)
+}
+
+/// The runs of `recorded` (a step's capture) that `later` (the capture of the person's next step, on the
+/// same page) still shows, each as often as both show it: what the step's page settled to.
+pub fn settled_text(recorded: &PageText, later: &PageText) -> PageText {
+    let mut available: HashMap<&str, usize> = HashMap::new();
+    for run in &later.runs {
+        *available.entry(run.as_str()).or_default() += 1;
+    }
+    let runs = recorded
+        .runs
+        .iter()
+        .filter(|run| available.get_mut(run.as_str()).filter(|count| **count > 0).map(|count| *count -= 1).is_some())
+        .cloned()
+        .collect();
+    PageText { runs, ..recorded.clone() }
 }
 
 /// Compares the text of a replayed page with the recorded one; `clocks` are the recording's times.
@@ -100,6 +121,18 @@ mod tests {
         let comparison = compare_text(&page(recorded), &page(replayed), &recording());
         assert!((comparison.shown - shown).abs() < 1e-9, "{recorded} / {replayed}: {comparison:?}");
         assert_eq!(comparison.passes(), passes, "{recorded} / {replayed}: {comparison:?}");
+    }
+
+    #[test]
+    fn text_shown_only_while_the_page_loaded_is_left_out() {
+        let loading = page_text(1, "", "", "<h1>Stores</h1><p>Connecting...</p><p>Order</p>");
+        let loaded = page_text(2, "", "", "<h1>Stores</h1><p>Connected</p><p>Order</p><p>three wicks</p>");
+        let settled = settled_text(&loading, &loaded);
+        assert!(settled.runs.iter().all(|run| run != "Connecting..."), "{:?}", settled.runs);
+        assert!(settled.runs.iter().any(|run| run == "Stores") && settled.runs.iter().any(|run| run == "Order"));
+        // The replayed page, faster, shows the loaded page: all of what the step settled to, not of its capture.
+        assert!(compare_text(&settled, &loaded, &Clocks::NONE).shown == 1.0);
+        assert!(compare_text(&loading, &loaded, &Clocks::NONE).shown < 1.0);
     }
 
     #[test]

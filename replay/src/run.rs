@@ -33,7 +33,7 @@ use serde_json::json;
 use trace_analysis::audit::alter_text;
 use trace_analysis::canonical::canonical_url;
 use trace_analysis::evidence::page_text;
-use trace_analysis::fidelity::{TextComparison, compare_text};
+use trace_analysis::fidelity::{TextComparison, compare_text, settled_text};
 use trace_analysis::trajectory;
 use trace_manifest::archive::{Bundle, ZipLimits};
 use trace_manifest::event::{ElementDescriptor, Viewport};
@@ -125,6 +125,16 @@ pub fn human_trajectory(path: &Path, limits: ZipLimits) -> Result<(Vec<ToolCall>
     trajectory::of_bundle(&mut bundle)
 }
 
+/// The capture of the person's next step when it happened on the page call `index` left them on: what
+/// that page settled to (see [`trace_analysis::fidelity::settled_text`]).
+pub fn settled_snapshot(calls: &[ToolCall], index: usize) -> Option<&str> {
+    let call = &calls[index];
+    calls
+        .get(index + 1)
+        .filter(|next| next.tab == call.tab && next.url_before.is_some() && next.url_before == call.url_after)
+        .and_then(|next| next.dom_snapshot.as_deref())
+}
+
 /// Runs `calls` in `replay`, then reports. Requests missed once the last call's page has settled (a
 /// beacon sent as the browser closes) are not in the report: [`note_late_misses`] lists them apart once
 /// the replay is closed.
@@ -141,8 +151,9 @@ pub async fn run_human(
     let mut steps = Vec::new();
     let deadline = options.step_deadline();
     for (index, call) in calls.iter().enumerate() {
-        let outcome = match tokio::time::timeout(deadline, runner.judged_step(index, call, credentials, &persons)).await
-        {
+        let settled = settled_snapshot(calls, index);
+        let judged = runner.judged_step(index, call, settled, credentials, &persons);
+        let outcome = match tokio::time::timeout(deadline, judged).await {
             Ok(outcome) => outcome,
             Err(_) => StepOutcome {
                 passed: false,
@@ -333,6 +344,7 @@ impl Runner<'_> {
         &mut self,
         index: usize,
         call: &ToolCall,
+        settled: Option<&str>,
         credentials: &[Credential],
         persons: &PersonsInput,
     ) -> StepOutcome {
@@ -378,7 +390,7 @@ impl Runner<'_> {
         if outcome.passed
             && let Some(snapshot) = &call.dom_snapshot
         {
-            match self.compare_text(snapshot).await {
+            match self.compare_text(snapshot, settled).await {
                 Ok(comparison) => {
                     outcome.text_shown = Some(comparison.shown);
                     if !comparison.passes() {
@@ -826,9 +838,15 @@ impl Runner<'_> {
 
     /// How much of the text of the recorded DOM snapshot `snapshot` the current tab shows, once it shows
     /// enough or the step timeout has passed (the recorder, too, waited for the page to react).
-    async fn compare_text(&mut self, snapshot: &str) -> Result<TextComparison> {
+    /// Compares the current page's text with `snapshot`'s, less what `settled` (the capture of the
+    /// person's next step on the same page) no longer shows: text only on screen while the page loaded.
+    async fn compare_text(&mut self, snapshot: &str, settled: Option<&str>) -> Result<TextComparison> {
         let html = String::from_utf8_lossy(&self.bundle.read(snapshot)?).into_owned();
-        let recorded = page_text(0, "", snapshot, &html);
+        let mut recorded = page_text(0, "", snapshot, &html);
+        if let Some(settled) = settled {
+            let later = String::from_utf8_lossy(&self.bundle.read(settled)?).into_owned();
+            recorded = settled_text(&recorded, &page_text(0, "", settled, &later));
+        }
         let deadline = Instant::now() + self.options.step_timeout;
         loop {
             let page = self.page()?;
