@@ -273,9 +273,7 @@ async fn a_notebook_runs_its_cell_offline_over_the_kernels_socket() {
     let mut app = JupyterLab::start(&python).unwrap();
     let data = tempfile::tempdir().unwrap();
     let bundle = app.record(&build, data.path()).await.unwrap();
-    // JupyterLab asks every visitor, in a message box, whether to fetch its news: the rules take that
-    // message for the final state, and the audit that `process` runs finds an agent doing nothing sees it
-    // too, and prunes it; what is left must prove itself again below.
+    // As a person shares it: processed (its checkpoints audited and pruned), then exported redacted.
     let output =
         run(&build.trace_host, &["--data", data.path().to_str().unwrap(), "process", bundle.to_str().unwrap()]);
     assert!(output.status.success(), "process failed");

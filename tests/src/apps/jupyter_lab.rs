@@ -53,6 +53,11 @@ impl JupyterLab {
         let notebooks = dir.path().join("notebooks");
         std::fs::create_dir(&notebooks)?;
         std::fs::write(notebooks.join("lantern.ipynb"), NOTEBOOK)?;
+        // A person who uses JupyterLab has answered its first-visit question about fetching news; a fresh
+        // profile would show it in a message box on every page, beside the demonstration.
+        let settings = dir.path().join("config/lab/user-settings/@jupyterlab/apputils-extension");
+        std::fs::create_dir_all(&settings)?;
+        std::fs::write(settings.join("notification.jupyterlab-settings"), r#"{"fetchNews": "false"}"#)?;
         let port = free_port()?;
         let mut command = Command::new(python);
         command
