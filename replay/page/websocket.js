@@ -7,16 +7,16 @@
 // came before the page's first one. A URL that equals a recorded one but for its ids (runs of 8 or more
 // letters, digits, `-` and `_` with a digit in them: a session id the page made with `crypto` or
 // `Math.random()` differs from the recorded one) is that recorded URL, its ids paired as below. Each frame
-// the page sends is matched with the next recorded frame the page sent that equals it (text as JSON with
-// its keys sorted, when it parses as JSON; binary byte for byte), else that equals it but for its ids and
-// the times written in it, else with the first one not yet matched; the server's frames that followed it in
-// the recording, up to the page's next one, are then played (frames are matched in any order: a page that
-// sends two requests at once may send them the other way round, and each gets its own answer). An id
-// matched that way is the page's from then on: the server's frames played on that socket carry the page's
-// value where the recording had its own, as the server would have echoed it (in a binary frame only where
-// both have the same length, which keeps the frame's own offsets true: a kernel's `msg_id`s, UUIDs, do).
-// The n-th socket opened to a URL plays the n-th recorded one (the last one again once they are used
-// up). Sockets to URLs never recorded are the browser's own, which reach nothing in an offline replay. What matched and what did not
+// the page sends is matched with the earliest recorded frame the page sent, not matched yet, that equals it
+// (text as JSON with its keys sorted, when it parses as JSON; binary byte for byte), else that equals it
+// but for its ids and the times written in it, else with the earliest not matched yet; the server's frames
+// that followed that one in the recording, up to the page's next one, are then played (a page that sends
+// two requests at once may send them the other way round, and each gets its own answer). An id matched that
+// way is the page's from then on: the server's frames played on that socket carry the page's value where
+// the recording had its own, as the server would have echoed it (in a binary frame only where both have the
+// same length, which keeps the frame's own offsets true: a kernel's `msg_id`s, UUIDs, do). The n-th socket
+// opened to a URL plays the n-th recorded one (the last one again once they are used up). Sockets to URLs
+// never recorded are the browser's own, which reach nothing in an offline replay. What matched and what did not
 // is counted for the re-run's report, in the tab's session storage (under the name below) so that the
 // counts add up across the tab's documents of one origin. A worker, which has no session storage, runs this
 // script too (at the head of its own) and sends its counts to its page's top document on a broadcast channel
