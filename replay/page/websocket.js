@@ -6,7 +6,8 @@
 // A page that opens a recorded URL gets a socket that opens at once and plays the server's frames that
 // came before the page's first one. A URL that equals a recorded one but for its ids (runs of 8 or more
 // letters, digits, `-` and `_` with a digit in them: a session id the page made with `crypto` or
-// `Math.random()` differs from the recorded one) is that recorded URL, its ids paired as below. Each frame
+// `Math.random()` differs from the recorded one), else has its shape (see `sameShape`), is that recorded
+// URL, its ids paired as below. Each frame
 // the page sends is matched with the earliest recorded frame the page sent, not matched yet, that equals it
 // (text as JSON with its keys sorted, when it parses as JSON; binary byte for byte), else that equals it
 // but for its ids and the times written in it, else with the earliest not matched yet; the server's frames
@@ -85,12 +86,30 @@
       if (theirs[k] !== undefined && mine !== theirs[k]) map.set(theirs[k], mine);
     });
   };
-  // The recorded sockets a URL opens: those of that URL, else those whose URL is it but for its ids.
+  // Whether two URLs have the same shape: the same origin and query names, and path segments that are
+  // equal, or of the same length and made only of letters, digits, `-` and `_` (SockJS puts a server number
+  // and a session id of 8 random characters, which may have no digit, in its path).
+  const segmentsOf = (url) => url.pathname.split("/");
+  const namesOf = (url) => [...url.searchParams.keys()].join("&");
+  const sameShape = (a, b) => {
+    const [x, y] = [new URL(a), new URL(b)];
+    const [p, q] = [segmentsOf(x), segmentsOf(y)];
+    return x.origin === y.origin && namesOf(x) === namesOf(y) && p.length === q.length &&
+      p.every((segment, k) => segment === q[k] || (segment.length === q[k].length && /^[\w-]+$/.test(segment) && /^[\w-]+$/.test(q[k])));
+  };
+  // The recorded sockets a URL opens: those of that URL, else those whose URL is it but for its ids, else
+  // those of its shape; with the recorded URL's values paired with the page's where they differ.
   const recordedFor = (absolute) => {
     const exact = RECORDED.filter((socket) => socket.url === absolute);
     if (exact.length) return exact;
     const shape = template(absolute);
-    return RECORDED.filter((socket) => template(socket.url) === shape);
+    const alike = RECORDED.filter((socket) => template(socket.url) === shape);
+    return alike.length ? alike : RECORDED.filter((socket) => sameShape(socket.url, absolute));
+  };
+  const pairUrls = (map, recorded, page) => {
+    pair(map, recorded, page);
+    const [p, q] = [segmentsOf(new URL(recorded)), segmentsOf(new URL(page))];
+    if (p.length === q.length) p.forEach((segment, k) => segment !== q[k] && !map.has(segment) && map.set(segment, q[k]));
   };
 
   class WebSocket extends EventTarget {
@@ -107,7 +126,7 @@
       this._used = new Set();
       // Recorded id → the page's own (see above), from the URL first.
       this._ids = new Map();
-      pair(this._ids, transcript.url, absolute);
+      pairUrls(this._ids, transcript.url, absolute);
       this.url = absolute;
       this.readyState = WebSocket.CONNECTING;
       this.protocol = Array.isArray(protocols) ? protocols[0] || "" : protocols || "";

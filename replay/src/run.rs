@@ -125,14 +125,14 @@ pub fn human_trajectory(path: &Path, limits: ZipLimits) -> Result<(Vec<ToolCall>
     trajectory::of_bundle(&mut bundle)
 }
 
-/// The capture of the person's next step when it happened on the page call `index` left them on: what
+/// The first capture of the person's next steps that stayed on the page call `index` left them on: what
 /// that page settled to (see [`trace_analysis::fidelity::settled_text`]).
 pub fn settled_snapshot(calls: &[ToolCall], index: usize) -> Option<&str> {
     let call = &calls[index];
-    calls
-        .get(index + 1)
-        .filter(|next| next.tab == call.tab && next.url_before.is_some() && next.url_before == call.url_after)
-        .and_then(|next| next.dom_snapshot.as_deref())
+    calls[index + 1..]
+        .iter()
+        .take_while(|next| next.tab == call.tab && next.url_before.is_some() && next.url_before == call.url_after)
+        .find_map(|next| next.dom_snapshot.as_deref())
 }
 
 /// Runs `calls` in `replay`, then reports. Requests missed once the last call's page has settled (a
