@@ -15,8 +15,8 @@ use std::time::Duration;
 use trace_e2e::apps::dash_app::{self, DashApp};
 use trace_e2e::apps::datasette::{self, Datasette};
 use trace_e2e::apps::jupyter_lab::JupyterLab;
+use trace_e2e::apps::lighthouse_stores::{self, LighthouseStores, Transport};
 use trace_e2e::apps::pywebio_app::PyWebIoApp;
-use trace_e2e::apps::socketio_app::SocketIoApp;
 use trace_e2e::apps::sphinx_docs::{self, SphinxDocs};
 use trace_e2e::apps::trac_tickets::{self, TracTickets};
 use trace_e2e::apps::{self, Server, django_admin, django_admin::DjangoAdmin};
@@ -298,9 +298,26 @@ async fn a_notebook_runs_its_cell_offline_over_the_kernels_socket() {
 /// one), not answer the polls in a flood, and show the server's confirmation of the order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_socketio_application_replays_its_polling_and_upgraded_socket_offline() {
-    let test = "a_socketio_application_replays_its_polling_and_upgraded_socket_offline";
+    stores_replay_offline(
+        "a_socketio_application_replays_its_polling_and_upgraded_socket_offline",
+        Transport::SocketIo,
+    )
+    .await;
+}
+
+/// SockJS: an `info` request with a random `entropy`, then a WebSocket whose URL holds a server number and
+/// a session id the page made with `Math.random()`, which the re-run's page makes otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sockjs_application_replays_its_socket_with_ids_the_page_made_offline() {
+    stores_replay_offline("a_sockjs_application_replays_its_socket_with_ids_the_page_made_offline", Transport::SockJs)
+        .await;
+}
+
+/// Records the lighthouse stores over `transport`, and replays the order offline: the confirmation shown,
+/// the socket played and matched, no request answered in a flood.
+async fn stores_replay_offline(test: &str, transport: Transport) {
     let Some(build) = Build::for_tests(test) else { return };
-    let mut app = match SocketIoApp::start() {
+    let mut app = match LighthouseStores::start(transport) {
         Ok(app) => app,
         Err(error) if std::env::var_os(trace_e2e::browser::REQUIRED_ENV).is_none() => {
             eprintln!("skipped {test}: {error:#}");
@@ -319,4 +336,7 @@ async fn a_socketio_application_replays_its_polling_and_upgraded_socket_offline(
     // A poll answered at once is asked again at once: a flood shows as hundreds of requests.
     let requests = report.requests.exact + report.requests.canonical + report.requests.fuzzy;
     assert!(requests < 100, "{requests} requests answered: {text}");
+    let confirmation = Predicate::Text { text: lighthouse_stores::CONFIRMATION.to_owned() };
+    let checkpoints = checkpoints_of(&offline.zip);
+    assert!(checkpoints.iter().any(|checkpoint| checkpoint.predicate == confirmation), "{checkpoints:#?}");
 }

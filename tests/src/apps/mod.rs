@@ -22,8 +22,9 @@
 //!   ticket made, a site frame on every page), and the demonstration recorded on it.
 //! - [`dash_app`]: a Dash application (Plotly's, React in the page), a single-page application over a
 //!   JSON API, and the demonstration recorded on it.
-//! - [`socketio_app`]: an application over Socket.IO (Node, from npm: long-polling, then the upgrade to a
-//!   WebSocket), and the demonstration recorded on it.
+//! - [`lighthouse_stores`]: an ordering application under Node over Socket.IO (long-polling, then the
+//!   upgrade to a WebSocket) or SockJS (ids made in the page in the socket's URL), from npm, and the
+//!   demonstration recorded on it.
 //! - [`jupyter_lab`]: JupyterLab (a notebook whose kernel speaks over a WebSocket with ids the page makes),
 //!   and the demonstration recorded on it.
 
@@ -31,8 +32,8 @@ pub mod dash_app;
 pub mod datasette;
 pub mod django_admin;
 pub mod jupyter_lab;
+pub mod lighthouse_stores;
 pub mod pywebio_app;
-pub mod socketio_app;
 pub mod sphinx_docs;
 pub mod trac_tickets;
 
