@@ -205,6 +205,38 @@ mod tests {
         assert_eq!(printed[0], expected);
     }
 
+    /// SockJS's socket URL holds a server number and a session id the page made with `Math.random()`,
+    /// which may have no digit: a URL of the recorded one's shape is that socket; one of another shape is not.
+    #[test]
+    fn a_socket_url_of_a_recorded_ones_shape_plays_it() {
+        use trace_analysis::websocket::Frame;
+        let transcript = Transcript {
+            url: "ws://s.test/stores/782/qwertyui/websocket".to_owned(),
+            frames: vec![Frame { sent: false, opcode: 1, data: "o".to_owned() }],
+        };
+        let prelude = r#"
+            globalThis.location = { href: "http://s.test/" };
+            globalThis.sessionStorage = { getItem: () => null, setItem: () => {} };
+            globalThis.WebSocket = class { constructor(url) { this.native = url; } };
+        "#;
+        let probe = r#"
+            const seen = [];
+            const played = new WebSocket("ws://s.test/stores/105/zxcvbnma/websocket");
+            played.onmessage = (event) => seen.push(event.data);
+            const others = ["ws://s.test/stores/105/zxcvbnma/xhr", "ws://s.test/stores/105/zxcv/websocket",
+              "ws://s.test/other/105/zxcvbnma/websocket", "ws://t.test/stores/105/zxcvbnma/websocket"]
+              .map((url) => new WebSocket(url).native ?? null);
+            setTimeout(() => console.log(JSON.stringify([seen, played.native ?? null, others])), 50);
+        "#;
+        let script = websockets(std::slice::from_ref(&transcript)).unwrap();
+        let printed: serde_json::Value =
+            serde_json::from_str(run_in_node(&format!("{prelude}\n{script}"), probe).trim()).unwrap();
+        assert_eq!(printed[0], serde_json::json!(["o"]), "{printed}");
+        assert_eq!(printed[1], serde_json::Value::Null);
+        let natives = printed[2].as_array().unwrap();
+        assert!(natives.iter().all(|native| native.is_string()), "another shape is the browser's own: {printed}");
+    }
+
     #[test]
     fn every_webrtc_connection_with_somewhere_to_reach_is_reported_once() {
         // Node has no WebRTC: a stand-in with the browser's methods, under both of Chromium's names.
