@@ -62,36 +62,41 @@ pub fn is_volatile_run(run: &str, clocks: &Clocks) -> bool {
 /// The runs of `recorded` (a step's capture) that `later` (the capture of the person's next step, on the
 /// same page) still shows, each as often as both show it: what the step's page settled to.
 pub fn settled_text(recorded: &PageText, later: &PageText) -> PageText {
-    let mut available: HashMap<&str, usize> = HashMap::new();
-    for run in &later.runs {
-        *available.entry(run.as_str()).or_default() += 1;
-    }
-    let runs = recorded
-        .runs
-        .iter()
-        .filter(|run| available.get_mut(run.as_str()).filter(|count| **count > 0).map(|count| *count -= 1).is_some())
-        .cloned()
-        .collect();
+    let mut available = RunCounts::of(&later.runs);
+    let runs = recorded.runs.iter().filter(|run| available.take(run)).cloned().collect();
     PageText { runs, ..recorded.clone() }
+}
+
+/// A page's runs as a multiset, taken one at a time.
+struct RunCounts<'t>(HashMap<&'t str, usize>);
+
+impl<'t> RunCounts<'t> {
+    fn of(runs: &'t [String]) -> RunCounts<'t> {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for run in runs {
+            *counts.entry(run.as_str()).or_default() += 1;
+        }
+        RunCounts(counts)
+    }
+
+    /// Takes one `run`, if one is left.
+    fn take(&mut self, run: &str) -> bool {
+        self.0.get_mut(run).filter(|count| **count > 0).map(|count| *count -= 1).is_some()
+    }
 }
 
 /// Compares the text of a replayed page with the recorded one; `clocks` are the recording's times.
 pub fn compare_text(recorded: &PageText, replayed: &PageText, clocks: &Clocks) -> TextComparison {
-    let mut available: HashMap<&str, usize> = HashMap::new();
-    for run in &replayed.runs {
-        *available.entry(run.as_str()).or_default() += 1;
-    }
+    let mut available = RunCounts::of(&replayed.runs);
     let (mut total, mut shown) = (0usize, 0usize);
     let mut missing: Vec<&str> = Vec::new();
     for run in recorded.runs.iter().filter(|run| !is_volatile_run(run, clocks)) {
         let chars = run.chars().count();
         total += chars;
-        match available.get_mut(run.as_str()).filter(|count| **count > 0) {
-            Some(count) => {
-                *count -= 1;
-                shown += chars;
-            }
-            None => missing.push(run),
+        if available.take(run) {
+            shown += chars;
+        } else {
+            missing.push(run);
         }
     }
     missing.sort_by_key(|run| std::cmp::Reverse(run.chars().count()));

@@ -32,7 +32,7 @@ use futures::StreamExt;
 use serde_json::json;
 use trace_analysis::audit::alter_text;
 use trace_analysis::canonical::canonical_url;
-use trace_analysis::evidence::page_text;
+use trace_analysis::evidence::{PageText, page_text};
 use trace_analysis::fidelity::{TextComparison, compare_text, settled_text};
 use trace_analysis::trajectory;
 use trace_manifest::archive::{Bundle, ZipLimits};
@@ -133,6 +133,18 @@ pub fn settled_snapshot(calls: &[ToolCall], index: usize) -> Option<&str> {
         .iter()
         .take_while(|next| next.tab == call.tab && next.url_before.is_some() && next.url_before == call.url_after)
         .find_map(|next| next.dom_snapshot.as_deref())
+}
+
+/// The text a step's page must show: its capture's (`snapshot`), less what the capture of the person's
+/// next step on the same page (`settled`, see [`settled_snapshot`]) no longer shows.
+pub fn expected_text(bundle: &mut Bundle, snapshot: &str, settled: Option<&str>) -> Result<PageText> {
+    let mut read =
+        |file: &str| -> Result<PageText> { Ok(page_text(0, "", file, &String::from_utf8_lossy(&bundle.read(file)?))) };
+    let recorded = read(snapshot)?;
+    Ok(match settled {
+        Some(settled) => settled_text(&recorded, &read(settled)?),
+        None => recorded,
+    })
 }
 
 /// Runs `calls` in `replay`, then reports. Requests missed once the last call's page has settled (a
@@ -841,12 +853,7 @@ impl Runner<'_> {
     /// Compares the current page's text with `snapshot`'s, less what `settled` (the capture of the
     /// person's next step on the same page) no longer shows: text only on screen while the page loaded.
     async fn compare_text(&mut self, snapshot: &str, settled: Option<&str>) -> Result<TextComparison> {
-        let html = String::from_utf8_lossy(&self.bundle.read(snapshot)?).into_owned();
-        let mut recorded = page_text(0, "", snapshot, &html);
-        if let Some(settled) = settled {
-            let later = String::from_utf8_lossy(&self.bundle.read(settled)?).into_owned();
-            recorded = settled_text(&recorded, &page_text(0, "", settled, &later));
-        }
+        let recorded = expected_text(&mut self.bundle, snapshot, settled)?;
         let deadline = Instant::now() + self.options.step_timeout;
         loop {
             let page = self.page()?;

@@ -31,7 +31,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
 use trace_analysis::canonical::canonical_url;
 use trace_analysis::evidence::page_text;
-use trace_analysis::fidelity::{TEXT_TOLERANCE, compare_text, settled_text};
+use trace_analysis::fidelity::{TEXT_TOLERANCE, compare_text};
 use trace_e2e::apps::{
     self, datasette::Datasette, django_admin::DjangoAdmin, pywebio_app::PyWebIoApp, sphinx_docs::SphinxDocs,
 };
@@ -43,7 +43,7 @@ use trace_manifest::archive::Bundle;
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
 use trace_replay::archive::ReplayArchive;
 use trace_replay::chromium;
-use trace_replay::run::{RunOptions, fill_placeholders, human_trajectory, settled_snapshot};
+use trace_replay::run::{RunOptions, expected_text, fill_placeholders, human_trajectory, settled_snapshot};
 
 /// How long either side may take to start a browser or carry out a step.
 const WAIT: Duration = Duration::from_secs(60);
@@ -300,11 +300,7 @@ async fn judge_step(
     }
     tokio::time::sleep(SETTLE).await;
     if let Some(snapshot) = &call.dom_snapshot {
-        let mut recorded = page_text(0, "", snapshot, &String::from_utf8_lossy(&bundle.read(snapshot)?));
-        if let Some(settled) = settled {
-            let later = page_text(0, "", settled, &String::from_utf8_lossy(&bundle.read(settled)?));
-            recorded = settled_text(&recorded, &later);
-        }
+        let recorded = expected_text(bundle, snapshot, settled)?;
         let deadline = Instant::now() + timeout;
         loop {
             let html = playwright.ask(&json!({ "html": true }), WAIT).await?;
