@@ -977,16 +977,21 @@ pub(crate) fn event(tab_id: i64, kind: EventKind) -> Event {
     Event { ts: js_sys::Date::now(), tab_id: Some(tab_id), frame_id: None, kind }
 }
 
-pub(crate) fn send_events(events: Vec<Event>) {
+/// Records `events`, after the run of typing they end, if any ([`TypingCoalescer::end_before`]).
+pub(crate) fn send_events(mut events: Vec<Event>) {
     if events.is_empty() {
         return;
     }
     let requests = events.iter().filter(|e| matches!(e.kind, EventKind::Request(_))).count() as u64;
-    ACTIVE.with(|a| {
-        if let Some(recording) = a.borrow_mut().as_mut() {
-            recording.progress.requests += requests;
-        }
+    let typing_ended = ACTIVE.with(|a| {
+        let mut active = a.borrow_mut();
+        let recording = active.as_mut()?;
+        recording.progress.requests += requests;
+        recording.typing.end_before(&events)
     });
+    if let Some(typing) = typing_ended {
+        events.insert(0, typing);
+    }
     if let Some(task_id) = active_task_id() {
         send(ClientBody::Events { task_id, events });
     }

@@ -99,6 +99,17 @@ impl TypingCoalescer {
     pub fn flush(&mut self) -> Option<Event> {
         self.pending.take()
     }
+
+    /// Ends the run of typing if `events`, about to be recorded, hold a navigation or a request of its tab:
+    /// what the typing caused (a search as one types, a draft saved and opened) must come after the typing
+    /// in the recording, as it did in the page. Returns the held action, to be recorded first.
+    pub fn end_before(&mut self, events: &[Event]) -> Option<Event> {
+        let tab_id = self.pending.as_ref()?.tab_id;
+        let caused = events.iter().any(|event| {
+            event.tab_id == tab_id && matches!(event.kind, EventKind::Navigation(_) | EventKind::Request(_))
+        });
+        if caused { self.flush() } else { None }
+    }
 }
 
 fn same_field(a: &Event, b: &Event) -> bool {
@@ -185,6 +196,32 @@ mod tests {
         }
         let held = typing.flush().unwrap();
         assert_eq!((held.ts, value_of(&held)), (1000.0, Some("mug")));
+    }
+
+    #[test]
+    fn a_navigation_or_request_of_the_typings_tab_ends_the_run_and_comes_after_it() {
+        let navigation = |tab_id| Event {
+            ts: 1_763_805_600_500.0,
+            tab_id: Some(tab_id),
+            frame_id: None,
+            kind: EventKind::Navigation(crate::event::Navigation {
+                url: "http://127.0.0.1:8000/notes?find=m".into(),
+                cause: crate::event::NavigationCause::Script,
+                main_frame: true,
+            }),
+        };
+        let mut typing = TypingCoalescer::default();
+        assert!(typing.push(action_event(&report("input", "#find", Some("m")))).is_empty());
+        assert!(typing.end_before(&[navigation(2)]).is_none(), "another tab's navigation is not the typing's doing");
+        assert!(typing.end_before(&[]).is_none());
+        let ended = typing.end_before(&[navigation(1)]);
+        assert_eq!(ended.as_ref().and_then(value_of), Some("m"));
+        assert!(typing.held().is_none());
+        // The next keystroke starts a run of its own, at its own time.
+        let mut next = action_event(&report("input", "#find", Some("mu")));
+        next.ts += 900.0;
+        typing.push(next);
+        assert_eq!(typing.held().map(|held| held.ts), Some(1_763_805_600_900.0));
     }
 
     #[test]

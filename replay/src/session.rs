@@ -293,12 +293,10 @@ fn push(state: &mut State, event: Event) -> u64 {
         }
         return last;
     }
-    if matches!(event.kind, EventKind::Navigation(Navigation { main_frame: true, .. })) && event.frame_id.is_none() {
-        // A new document ends a run of typing, as the extension's recorder ends it.
-        if let Some(held) = state.typing.flush() {
-            state.actions += 1;
-            push_recorded(state, held);
-        }
+    // A navigation or request of the typing's tab ends a run of typing, as the extension's recorder ends it.
+    if let Some(held) = state.typing.end_before(std::slice::from_ref(&event)) {
+        state.actions += 1;
+        push_recorded(state, held);
     }
     push_recorded(state, event)
 }
