@@ -5,11 +5,15 @@
 //! secrets typed along the way, which never enter the trajectory.
 //!
 //! [`derive`] reads the events in `id` order (the order the host committed them; their `ts` may disagree
-//! slightly, since navigation times come from the browser and request times from DevTools) and applies:
+//! slightly, since navigation times come from the browser and request times from DevTools), except that a
+//! run of typing goes back before the navigations of its tab that happened after it began (an older
+//! recorder sent a run only when it ended, after the URL it rewrote or the page it saved and opened), and
+//! applies:
 //!
 //! - **Navigations.** A main-frame navigation with cause `link`, `form_submit`, `redirect` or `other` within
 //!   [`EFFECT_WINDOW_MS`] of the latest call on the same tab (a click, a submit, a key, a choice) is that
-//!   call's effect: it sets the call's `url_after`. After a `navigate`, `go_back` or `go_forward` only a
+//!   call's effect (timed from when its document request left, if that was during the call: a slow save
+//!   and its redirect are the click's): it sets the call's `url_after`. After a `navigate`, `go_back` or `go_forward` only a
 //!   client `redirect` is an effect. A navigation that is no call's effect becomes a call: `typed` (and
 //!   unexplained `link`, `form_submit` or `other`, and the recording's first navigation whatever its cause)
 //!   becomes `navigate{url}`, with the URL that was asked for when the browser's document request was
@@ -66,8 +70,11 @@ pub const EFFECT_WINDOW_MS: f64 = 5_000.0;
 /// How long after a click a `submit`, a checkbox's `change`, a history move or a reload is still its effect:
 /// the browser does those at once, while a person needs longer to do the same by hand.
 pub const QUICK_EFFECT_WINDOW_MS: f64 = 1_000.0;
-/// How far back a document request may have started to explain a navigation's server redirect.
+/// How far back a document request may have started to explain a navigation's server redirect, or to
+/// time a navigation whose server answered slowly.
 const REDIRECT_LOOKBACK_MS: f64 = 10_000.0;
+/// How far the browser's clock for requests and a page's clock for actions may disagree.
+const CLOCK_SKEW_MS: f64 = 250.0;
 
 /// What [`derive`] produces: the trajectory, and the secrets it refers to by placeholder.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,11 +112,50 @@ pub fn of_bundle(bundle: &mut trace_manifest::archive::Bundle) -> anyhow::Result
 pub fn derive(task_id: TaskId, events: &[EventRecord], answer: Option<&str>) -> Derived {
     let mut ordered: Vec<&EventRecord> = events.iter().collect();
     ordered.sort_by_key(|record| record.id);
+    put_typing_before_what_it_caused(&mut ordered);
     let mut builder = Builder::new(&ordered);
     for record in &ordered {
         builder.on_event(record);
     }
     builder.finish(task_id, answer)
+}
+
+/// Moves each run of typing back before the navigations of its tab that happened after it began. A
+/// recorder sends a run when it ends, so a recording made before runs ended at what they caused
+/// (`TypingCoalescer::end_before`) can hold a URL the typing rewrote (`history.replaceState` as one
+/// types) or a page it saved and opened before the typing; without this, that navigation would be the
+/// previous call's. Never past an action of the same tab: typing ends at the next action.
+fn put_typing_before_what_it_caused(ordered: &mut Vec<&EventRecord>) {
+    for index in 0..ordered.len() {
+        let typing = &ordered[index].event;
+        let EventKind::Action(action) = &typing.kind else { continue };
+        if action.action != ActionKind::Input || action.page_made {
+            continue;
+        }
+        let mut destination = index;
+        for earlier in (0..index).rev() {
+            let event = &ordered[earlier].event;
+            if event.tab_id != typing.tab_id {
+                continue;
+            }
+            match &event.kind {
+                EventKind::Action(_) => {
+                    // Typing began after the action before it; a time saying otherwise is a clock to distrust.
+                    if event.ts > typing.ts {
+                        destination = index;
+                    }
+                    break;
+                }
+                EventKind::Navigation(_) if event.ts > typing.ts => destination = earlier,
+                EventKind::Navigation(_) => break,
+                _ => {}
+            }
+        }
+        if destination < index {
+            let moved = ordered.remove(index);
+            ordered.insert(destination, moved);
+        }
+    }
 }
 
 /// Whether keys move a slider or spin button by themselves: arrows, Page Up/Down, Home and End, with no
@@ -762,14 +808,20 @@ impl<'e> Builder<'e> {
         }
     }
 
-    /// The call whose effect a main-frame navigation of `tab` with `cause` at `ts` is, if any.
-    fn effect_owner(&self, tab: i64, ts: f64, cause: NavigationCause) -> Option<usize> {
+    /// The call whose effect a main-frame navigation of `tab` to `url` with `cause` at `ts` is, if any.
+    /// A navigation is timed from when its document request left, if that was during the call: a form the
+    /// server takes long to answer (a slow save, then a redirect) is still the click's effect.
+    fn effect_owner(&self, tab: i64, url: &str, ts: f64, cause: NavigationCause) -> Option<usize> {
         let index = self.calls.len().checked_sub(1)?;
         let last = &self.calls[index];
         if last.result_tab != Some(tab) {
             return None;
         }
-        let elapsed = ts - last.last_person_ts;
+        let asked = self
+            .document_chain(tab, url, ts)
+            .map(|chain| chain.first_ts)
+            .filter(|&asked| asked >= last.call.ts - CLOCK_SKEW_MS);
+        let elapsed = asked.unwrap_or(ts) - last.last_person_ts;
         let owned = match cause {
             NavigationCause::Redirect | NavigationCause::Script => {
                 (last.is_in_page()
@@ -827,7 +879,7 @@ impl<'e> Builder<'e> {
             return;
         }
 
-        if let Some(owner) = self.effect_owner(tab, ts, cause) {
+        if let Some(owner) = self.effect_owner(tab, url, ts, cause) {
             let state = self.tabs.get_mut(&tab).expect("seen");
             match cause {
                 NavigationCause::BackForward => match state.history_steps_to(url) {
@@ -883,8 +935,13 @@ impl<'e> Builder<'e> {
     /// The URL a navigation that ended at `url` asked for: the first hop of its document request, when the
     /// server redirected it (Chrome reports where it ended). Only GET requests: a POST cannot be retyped.
     fn url_asked_for(&self, tab: i64, url: &str, ts: f64) -> Option<String> {
-        let chain = self
-            .documents
+        let chain = self.document_chain(tab, url, ts)?;
+        (chain.hops.len() > 1 && chain.first_is_get).then(|| chain.hops[0].to_owned())
+    }
+
+    /// The document request, with its redirect hops, of a navigation of `tab` that ended at `url` at `ts`.
+    fn document_chain(&self, tab: i64, url: &str, ts: f64) -> Option<&DocumentChain<'e>> {
+        self.documents
             .values()
             .filter(|chain| {
                 chain.tab_id == tab
@@ -892,8 +949,7 @@ impl<'e> Builder<'e> {
                     && ts - chain.first_ts <= REDIRECT_LOOKBACK_MS
                     && chain.hops.last().is_some_and(|last| without_fragment(last) == without_fragment(url))
             })
-            .max_by(|a, b| a.first_ts.total_cmp(&b.first_ts))?;
-        (chain.hops.len() > 1 && chain.first_is_get).then(|| chain.hops[0].to_owned())
+            .max_by(|a, b| a.first_ts.total_cmp(&b.first_ts))
     }
 
     fn on_tab_created(&mut self, id: u64, ts: f64, tab: i64, created: &trace_manifest::event::TabEvent) {
@@ -1492,6 +1548,74 @@ mod tests {
         assert_eq!(calls(&derived).len(), 2, "{:?}", calls(&derived));
         assert_eq!(call(&derived, 0).url_after.as_deref(), Some("https://shop.test/app"));
         assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/app/inbox"));
+    }
+
+    #[test]
+    fn typing_recorded_after_the_url_it_rewrote_goes_back_before_it() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/notes", NavigationCause::Typed);
+        rec.wait(1_000.0).action(TAB, click("#find"));
+        // The run of typing began here; the recorder sent it when it ended, after the URLs it rewrote.
+        let began = rec.wait(500.0).now;
+        rec.navigation(TAB, "/notes?find=m", NavigationCause::Script);
+        rec.navigation(TAB, "/notes?find=mug", NavigationCause::Script);
+        let typed = rec.action(TAB, typing("#find-input", "mug"));
+        rec.events[typed as usize].event.ts = began;
+        rec.wait(1_000.0).action(TAB, click("#new-note"));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived),
+            [
+                r#"navigate {"url":"https://shop.test/notes"}"#,
+                "click {} #find",
+                r#"input {"text":"mug"} #find-input"#,
+                "click {} #new-note",
+            ]
+        );
+        assert_eq!(
+            call(&derived, 1).url_after.as_deref(),
+            Some("https://shop.test/notes"),
+            "the click rewrote nothing"
+        );
+        assert_eq!(call(&derived, 2).url_after.as_deref(), Some("https://shop.test/notes?find=mug"));
+    }
+
+    #[test]
+    fn typing_goes_back_no_further_than_the_persons_previous_action() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/notes", NavigationCause::Typed);
+        let began = rec.wait(500.0).now;
+        // A click, then a route it opened, both after the typing's stated time: a clock to distrust, since
+        // typing after a click began after it.
+        rec.wait(1_000.0).action(TAB, click("#inbox"));
+        rec.navigation(TAB, "/notes/inbox", NavigationCause::Script);
+        let typed = rec.action(TAB, typing("#q", "mug"));
+        rec.events[typed as usize].event.ts = began;
+        let derived = rec.derive();
+        assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/notes/inbox"));
+        assert_eq!(calls(&derived)[2], r#"input {"text":"mug"} #q"#);
+    }
+
+    #[test]
+    fn a_form_the_server_answers_slowly_still_leads_where_its_click_did() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/notes/2/edit", NavigationCause::Typed);
+        rec.wait(1_000.0).action(TAB, click("#save"));
+        rec.document_request(TAB, "save", "/notes/2");
+        // The server takes longer than the effect window, then redirects.
+        rec.wait(EFFECT_WINDOW_MS + 1_000.0).document_request(TAB, "save", "/notes?saved=2");
+        rec.navigation(TAB, "/notes?saved=2", NavigationCause::FormSubmit);
+        let derived = rec.derive();
+        assert_eq!(calls(&derived), [r#"navigate {"url":"https://shop.test/notes/2/edit"}"#, "click {} #save"]);
+        assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/notes?saved=2"));
+
+        // A navigation asked for as late is no call's effect: the person went there.
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/notes/2/edit", NavigationCause::Typed);
+        rec.wait(1_000.0).action(TAB, click("#save"));
+        rec.wait(EFFECT_WINDOW_MS + 1_000.0).document_request(TAB, "later", "/notes");
+        rec.navigation(TAB, "/notes", NavigationCause::Link);
+        assert_eq!(calls(&rec.derive())[2], r#"navigate {"url":"https://shop.test/notes"}"#);
     }
 
     #[test]
