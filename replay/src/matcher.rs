@@ -18,8 +18,10 @@
 //! request's ([`RequestState`]: cookies and credential headers) answer. Then time: a request recorded after
 //! a write (any method but `GET`, `HEAD` and `OPTIONS`) that the browser has not yet made shows a state the
 //! replay has not reached (a list polled after a rename lists the new name), and answers only when no
-//! request recorded before it can. Then recorded order: every one answers once before any answers twice,
-//! and when all have answered, the last of them keeps answering.
+//! request recorded before it can; one recorded before the latest write the browser has made shows a state
+//! the replay has left (the list before a note was saved), and answers only when no request recorded since
+//! can. Then recorded order: every one answers once before any answers twice, and when all have answered,
+//! the last of them keeps answering.
 //!
 //! Numbers that read as clocks of the time requests were made ([`Clocks`]) are dropped from canonical forms
 //! and fuzzy scores: the recorded requests are read with the recording's times, the browser's with the
@@ -210,23 +212,26 @@ impl Queue {
     /// later than the writes the replay has made when there are such, the first that has not answered yet,
     /// or the last of them when all have.
     fn next(&mut self, recorded: &Recorded<'_>, state: Option<&RequestState>) -> usize {
-        // The queue is in recorded order, so the requests of the replay's present come first.
+        // The queue is in recorded order: the requests of the replay's past come first, then its present
+        // (recorded since the latest write the replay has made), then its future.
+        let past = self.indices.partition_point(|&index| recorded.writes_before[index] < recorded.writes_reached);
         let present = self.indices.partition_point(|&index| recorded.writes_before[index] <= recorded.writes_reached);
+        let now = match (past, present) {
+            (past, present) if past < present => past..present,
+            (_, 0) => 0..self.indices.len(),
+            (_, present) => present - 1..present,
+        };
         if let Some(state) = state.filter(|_| !self.distinguishing.is_empty()) {
-            return self.next_in_state(recorded, state, present);
+            return self.next_in_state(recorded, state, &self.indices[now]);
         }
-        while self.cursor < self.indices.len() && recorded.answered[self.indices[self.cursor]] {
+        self.cursor = self.cursor.max(now.start);
+        while self.cursor < now.end && recorded.answered[self.indices[self.cursor]] {
             self.cursor += 1;
         }
-        match self.indices.get(self.cursor) {
-            Some(&index) if self.cursor < present || present == 0 => index,
-            Some(_) => self.indices[present - 1],
-            None => *self.indices.last().expect("a queue is created with its first index"),
-        }
+        self.indices[self.cursor.min(now.end - 1)]
     }
 
-    fn next_in_state(&self, recorded: &Recorded<'_>, state: &RequestState, present: usize) -> usize {
-        let indices = if present > 0 { &self.indices[..present] } else { &self.indices[..] };
+    fn next_in_state(&self, recorded: &Recorded<'_>, state: &RequestState, indices: &[usize]) -> usize {
         let (answered, states) = (recorded.answered, recorded.states);
         let scores: Vec<f64> = indices
             .iter()
@@ -357,6 +362,20 @@ impl Matcher {
     /// Binds the page's values to the recorded ones of a [`Proposal`] the caller has checked.
     pub fn bind_ids(&mut self, pairs: &[(String, String)]) {
         self.ids.bind(pairs);
+    }
+
+    /// Takes the recorded requests marked in `never_asked` for no writes: replay answers them without
+    /// the matcher (an ignored host's beacons), so the replay would never be seen to make them, and every
+    /// request recorded after one would stay in the future.
+    pub fn without_writes_never_asked(mut self, never_asked: &[bool]) -> Matcher {
+        let mut writes = 0;
+        for (index, rank) in self.write_rank.iter_mut().enumerate() {
+            self.writes_before[index] = writes;
+            let asked = !never_asked.get(index).copied().unwrap_or(false);
+            *rank = rank.filter(|_| asked).map(|_| writes);
+            writes += usize::from(rank.is_some());
+        }
+        self
     }
 
     /// A recorded text (a response's body or header) as the replayed page expects it: each bound recorded
@@ -646,6 +665,56 @@ mod tests {
             get("https://lab.test/api/contents/answer"),
         ]);
         assert_eq!(lookup_get(&mut matcher, "https://lab.test/api/contents/answer").unwrap().index, 1);
+    }
+
+    /// A list asked for twice before a save (the recorder reloads the page it starts on) and once after:
+    /// a replay that asked once before saving sees the saved note, not the second list of the past.
+    #[test]
+    fn a_request_recorded_before_the_latest_write_made_answers_only_when_none_since_can() {
+        let json = "application/json";
+        let mut matcher = Matcher::new(vec![
+            get("https://notes.test/api/list"),
+            get("https://notes.test/api/list"),
+            post("https://notes.test/api/draft", json, r#"{"title":"Mug care"}"#),
+            get("https://notes.test/api/list"),
+            post("https://notes.test/api/draft", json, r#"{"title":"Tea"}"#),
+        ]);
+        assert_eq!(lookup_get(&mut matcher, "https://notes.test/api/list").unwrap().index, 0);
+        assert_eq!(
+            lookup_post(&mut matcher, "https://notes.test/api/draft", json, r#"{"title":"Mug care"}"#).unwrap().index,
+            2
+        );
+        let listed: Vec<usize> =
+            (0..2).map(|_| lookup_get(&mut matcher, "https://notes.test/api/list").unwrap().index).collect();
+        assert_eq!(listed, [3, 3], "the list since the save, never the one before it");
+        // After a write with no list recorded since, the latest list before it is the closest state.
+        assert_eq!(
+            lookup_post(&mut matcher, "https://notes.test/api/draft", json, r#"{"title":"Tea"}"#).unwrap().index,
+            4
+        );
+        assert_eq!(lookup_get(&mut matcher, "https://notes.test/api/list").unwrap().index, 3);
+    }
+
+    #[test]
+    fn a_write_replay_never_asks_about_keeps_no_request_in_the_future() {
+        let json = "application/json";
+        let recorded = || {
+            vec![
+                get("https://notes.test/api/list"),
+                post("https://notes.test/api/draft", json, "{}"),
+                post("https://tracker.test/collect", json, "{}"),
+                get("https://notes.test/api/list"),
+            ]
+        };
+        let mut matcher = Matcher::new(recorded()).without_writes_never_asked(&[false, false, true, false]);
+        lookup_get(&mut matcher, "https://notes.test/api/list");
+        lookup_post(&mut matcher, "https://notes.test/api/draft", json, "{}");
+        assert_eq!(lookup_get(&mut matcher, "https://notes.test/api/list").unwrap().index, 3);
+        // Counted, the beacon the replay never sends would hold the list in the past.
+        let mut matcher = Matcher::new(recorded());
+        lookup_get(&mut matcher, "https://notes.test/api/list");
+        lookup_post(&mut matcher, "https://notes.test/api/draft", json, "{}");
+        assert_eq!(lookup_get(&mut matcher, "https://notes.test/api/list").unwrap().index, 0);
     }
 
     #[test]

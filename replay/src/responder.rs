@@ -144,7 +144,9 @@ impl Responder {
         let recorded = archive.recorded_clocks();
         let replayed = Clocks::around(archive.started_at_ms.min(now_ms), archive.ended_at_ms.max(now_ms));
         let requests = archive.exchanges.iter().map(|e| e.request.clone()).collect();
-        let matcher = Matcher::with_clocks(requests, recorded, replayed);
+        let ignored: Vec<bool> =
+            archive.exchanges.iter().map(|e| archive.ignore_pattern(&e.request.url).is_some()).collect();
+        let matcher = Matcher::with_clocks(requests, recorded, replayed).without_writes_never_asked(&ignored);
         let recorded_origins = archive.exchanges.iter().filter_map(|e| origin_of(&e.request.url)).collect();
         Responder {
             recorded_origins,
