@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use trace_analysis::fidelity::TEXT_TOLERANCE;
-use trace_e2e::browser::{Build, RecordingBrowser, click_and_wait, press_key, settle, type_into, visit, wait_for_text};
+use trace_e2e::browser::{
+    Build, RecordingBrowser, click, click_and_wait, press_key, settle, type_into, visit, wait_for_text,
+};
 use trace_e2e::demo;
 use trace_e2e::sentinel::Sentinel;
 use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, ask, chat};
@@ -732,4 +734,88 @@ async fn text_that_arrives_without_keys_is_the_persons_and_replays() {
     let (report, faithful) = build.replay_human(&bundle).unwrap();
     let text = trace_replay::run::text(&report);
     assert!(faithful && report.steps_failed == 0, "{text}");
+}
+
+/// Issue #30: each step is judged on the page it settled to. On the demo's notes, recorded at the server's
+/// pace: a list behind a 1 s loading screen, a filter that rewrites the URL as one types, a title that
+/// saves itself and opens the note's edit page, a save the server answers after more than a call's effect
+/// window, then redirects. Each URL change is the doing of the step that caused it, and the demonstration
+/// replays, answered at once, step for step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_step_is_credited_with_what_it_caused_and_judged_on_the_settled_page() {
+    let _one = ONE_BROWSER.lock().await;
+    let test = "each_step_is_credited_with_what_it_caused_and_judged_on_the_settled_page";
+    let Some(build) = Build::for_tests(test) else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Make a note on mug care", &site.url("/notes")).await.unwrap();
+    wait_for_text(&page, "#notes", WAIT, |list| list.contains("Welcome")).await.unwrap();
+    settle().await;
+    click(&page, "#find").await.unwrap();
+    settle().await;
+    page.find_element("#find-input").await.unwrap().type_str("wel").await.unwrap();
+    demo::wait_for_url(&page, "/notes?find=wel").await.unwrap();
+    settle().await;
+    click_and_wait(&page, "#new-note").await.unwrap();
+    type_into(&page, "#title", "Mug care").await.unwrap();
+    demo::wait_for_url(&page, "/notes/2/edit").await.unwrap();
+    settle().await;
+    type_into(&page, "#body", "Rinse, then dry.").await.unwrap();
+    click(&page, "#save").await.unwrap();
+    demo::wait_for_url(&page, "/notes?saved=2").await.unwrap();
+    wait_for_text(&page, "#notes", WAIT, |list| list.contains("Mug care")).await.unwrap();
+    settle().await;
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+    site.stop();
+
+    let output = std::process::Command::new(&build.trace_host)
+        .arg("--data")
+        .arg(data.path())
+        .args(["process", "--no-audit", "--json"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let trajectory: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("trajectory.json")).unwrap()).unwrap();
+    let path =
+        |url: &serde_json::Value| url.as_str().map(|url| url.splitn(4, '/').nth(3).unwrap_or_default().to_owned());
+    let calls: Vec<(String, String, String)> = trajectory["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| {
+            (
+                call["name"].as_str().unwrap().to_owned(),
+                call["target"]["selector"].as_str().unwrap_or_default().to_owned(),
+                path(&call["url_after"]).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("navigate", "", "notes"),
+        // Before: the URL the typing rewrote, which the typing's event reached the host after.
+        ("click", "#find", "notes"),
+        ("input", "#find-input", "notes?find=wel"),
+        // Before: the edit page the title's autosave opened.
+        ("click", "#new-note", "notes/new"),
+        ("input", "#title", "notes/2/edit"),
+        ("input", "#body", "notes/2/edit"),
+        // Before: still the form, and a `navigate` of its own to the list.
+        ("click", "#save", "notes?saved=2"),
+        ("done", "", "notes?saved=2"),
+    ]
+    .map(|(name, selector, path)| (name.to_owned(), selector.to_owned(), path.to_owned()));
+    assert_eq!(calls, expected, "{trajectory:#}");
+
+    let (report, faithful) = build.replay_human(&bundle).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0 && report.live_attempts == 0, "{text}");
+    // The list's step was captured on the loading screen, which the replay, answered at once, never shows;
+    // the step passed on what the page settled to.
+    let first_capture = trajectory["tool_calls"][0]["dom_snapshot"].as_str().unwrap();
+    let captured = std::fs::read_to_string(bundle.join(first_capture)).unwrap();
+    assert!(captured.contains("Loading notes…") && !captured.contains("Welcome"), "{captured}");
+    assert!(report.steps[0].passed && report.steps[0].text_shown.is_some(), "{text}");
 }

@@ -5,7 +5,8 @@
 //! link that opens a new tab, a page per product with one layout, a page under a strict
 //! Content-Security-Policy, a page that shows the time and a random number, a support chat over a
 //! WebSocket, an expert whose answer streams back as server-sent events keyed by an id the page makes, and
-//! a sign-in whose secrets travel the ways no name rule catches. Text responses are gzipped when the client accepts it. Apart from session ids, CSRF
+//! a sign-in whose secrets travel the ways no name rule catches, and notes whose pages change under the person
+//! (a loading screen, a URL rewritten while one types, a save that navigates, a slow save). Text responses are gzipped when the client accepts it. Apart from session ids, CSRF
 //! tokens and the vault's keys, every response is the same from one run to the next.
 //!
 //! This module owns the server: [`router`] builds the site (the `trace-demo-site` binary serves it) and
@@ -19,6 +20,8 @@
 //! - [`chat`]: the support chat, `/chat` and its WebSocket.
 //! - [`ask`]: "Ask an expert", `/ask`, its event stream and the page's own session id.
 //! - [`vault`]: "Partner vault", `/vault`, a sign-in carrying its secrets in script-made encodings.
+//! - `notes`: "Notes", `/notes`, pages that change under the person: a loading screen, a filter that
+//!   rewrites the URL, a title that saves itself and navigates, a save the server answers slowly.
 //! - `tracker`: the `/collect` endpoint of the analytics beacon, kept apart from the shop itself.
 //! - `download`: `/download?mb=N`, a large file that does not compress.
 //! - `assets`: the static files under `/static/`, embedded in the binary from `static/`.
@@ -31,6 +34,7 @@ mod catalog;
 pub mod chat;
 mod download;
 mod html;
+mod notes;
 mod pages;
 mod tracker;
 pub mod vault;
@@ -85,6 +89,7 @@ struct Shared {
     /// "Ask an expert": session id → the question waiting for its stream.
     questions: Mutex<std::collections::HashMap<String, String>>,
     vault: Mutex<vault::Vault>,
+    notes: Mutex<notes::Notes>,
     print_requests: bool,
 }
 
@@ -109,6 +114,10 @@ impl SiteState {
 
     fn vault(&self) -> MutexGuard<'_, vault::Vault> {
         lock(&self.shared.vault)
+    }
+
+    fn notes(&self) -> MutexGuard<'_, notes::Notes> {
+        lock(&self.shared.notes)
     }
 }
 
@@ -147,6 +156,12 @@ pub fn router(state: SiteState) -> Router {
         .route("/vault", get(vault::page))
         .route("/vault/connect", axum::routing::post(vault::connect))
         .route("/vault/check", get(vault::check))
+        .route("/notes", get(notes::list))
+        .route("/notes/api/list", get(notes::list_json))
+        .route("/notes/api/draft", axum::routing::post(notes::draft))
+        .route("/notes/new", get(notes::new))
+        .route("/notes/{id}", axum::routing::post(notes::save))
+        .route("/notes/{id}/edit", get(notes::edit))
         .route("/collect", any(tracker::collect))
         .route("/download", get(download::download))
         .route("/static/{file}", get(assets::asset))
