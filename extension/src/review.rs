@@ -2,7 +2,8 @@
 //! before anything leaves the machine. The host sends the recording's steps in words, the credentials that
 //! will be replaced (their placeholders and lengths, never their values), the checkpoints, and thumbnails
 //! of the steps in as many messages as they need. The person may correct the description and the answer
-//! (required for an information-retrieval task), then submit it to the campaign, discard it, or discard it
+//! (required for an information-retrieval task), say that a credential is no secret (a search typed into
+//! a field the page made a password field), then submit it to the campaign, discard it, or discard it
 //! and record it again. A submission's state is shown as the host's outbox has it: sent (landed and checked),
 //! or waiting, with why.
 
@@ -91,6 +92,12 @@ fn render(sheet: &ReviewSheet) {
             let _ = list.append_child(&make("li", &[("class", "muted")], Some(&more)));
         }
     }
+    render_secrets_and_checkpoints(sheet);
+}
+
+/// The credentials, each with a button for the person to say it is no secret, and the checkpoints: what
+/// changes when they do.
+fn render_secrets_and_checkpoints(sheet: &ReviewSheet) {
     if let Some(list) = dom::element("review-credentials") {
         list.set_text_content(None);
         if sheet.credentials.is_empty() {
@@ -98,10 +105,15 @@ fn render(sheet: &ReviewSheet) {
         }
         for credential in &sheet.credentials {
             let text = format!(
-                "What you typed into {} on {} ({} characters) is replaced by {}",
+                "What you typed into {} on {} ({} characters) is replaced by {} ",
                 credential.field, credential.site, credential.characters, credential.placeholder
             );
-            let _ = list.append_child(&make("li", &[], Some(&text)));
+            let item = make("li", &[("data-placeholder", &credential.placeholder)], Some(&text));
+            let button = make("button", &[("type", "button"), ("class", "review-not-secret")], Some("Not a secret"));
+            let (task_id, placeholder) = (sheet.task_id.clone(), credential.placeholder.clone());
+            dom::on_click(&button, move || spawn_local(not_a_secret(task_id.clone(), placeholder.clone())));
+            let _ = item.append_child(&button);
+            let _ = list.append_child(&item);
         }
     }
     if let Some(list) = dom::element("review-checkpoints") {
@@ -109,6 +121,21 @@ fn render(sheet: &ReviewSheet) {
         for checkpoint in &sheet.checkpoints {
             let _ = list.append_child(&make("li", &[], Some(checkpoint)));
         }
+    }
+}
+
+/// The person says what they typed behind `placeholder` is no secret (a search in a field the page made a
+/// password field): it stays as typed in the submission.
+async fn not_a_secret(task_id: TaskId, placeholder: String) {
+    set_text("review-message", "Keeping what you typed as it is…");
+    match request(&Request::NotASecret { task_id, placeholder: placeholder.clone() }).await {
+        Ok(Answer::Review(sheet)) => {
+            render_secrets_and_checkpoints(&sheet);
+            SHEET.with(|kept| *kept.borrow_mut() = Some(sheet));
+            set_text("review-message", &format!("{placeholder} is no secret now: what you typed stays as it is."));
+        }
+        Ok(_) => set_text("review-message", "trace-host answered something else"),
+        Err(error) => set_text("review-message", &format!("Nothing was changed: {error}")),
     }
 }
 

@@ -193,6 +193,10 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         answer: Option<String>,
     },
+    /// The person says a credential of a stopped recording is no secret (a word a page put into a password
+    /// field, a search typed into a field the recorder took for one): the inputs behind its placeholder
+    /// are plain typing from now on, in the trajectory and in every export. Answered with the review.
+    NotASecret { task_id: TaskId, placeholder: String },
     /// The person does not want a stopped recording: it is deleted.
     Discard { task_id: TaskId },
     /// Submits a stopped recording to a campaign (its `campaign.json` as loaded) as one of its tasks.

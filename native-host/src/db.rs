@@ -302,6 +302,17 @@ pub fn append_event(conn: &Connection, task: &TaskId, seq: u64, record: &mut Eve
     Ok(id as u64)
 }
 
+/// Rewrites a stored event in place (its id, time and type unchanged): only for a decision of the person's
+/// about what the event already holds, such as a field they say is no credential.
+pub fn rewrite_event(conn: &Connection, task: &TaskId, record: &EventRecord) -> Result<()> {
+    let changed = conn.execute(
+        "UPDATE events SET json = ?3 WHERE task_id = ?1 AND id = ?2",
+        params![task.as_str(), record.id as i64, serde_json::to_string(record)?],
+    )?;
+    anyhow::ensure!(changed == 1, "task {task} has no event {}", record.id);
+    Ok(())
+}
+
 /// The id the next event of `task` will get.
 pub fn next_event_id(conn: &Connection, task: &TaskId) -> Result<u64> {
     let count: i64 =

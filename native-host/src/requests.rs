@@ -1,6 +1,6 @@
 //! Requests of the extension's pages, each in a native message of its own ([`Request`]): the review of a
-//! stopped recording (its steps, thumbnails, credentials and checkpoints), the person's corrections,
-//! discarding it, submitting it or their journeys to a campaign, the outbox's state, and Chrome's own
+//! stopped recording (its steps, thumbnails, credentials and checkpoints), the person's corrections (a
+//! description, an answer, a credential that is no secret), discarding it, submitting it or their journeys to a campaign, the outbox's state, and Chrome's own
 //! journeys of the profile. Every answer fits in one message to the browser ([`MAX_OUTBOUND_BYTES`]): a
 //! review leaves out its last steps rather than grow past it, thumbnails come as many as fit, with where to
 //! ask on.
@@ -9,6 +9,7 @@
 //! replaced too (a person in a crowd cannot be asked about each one), and are sent at once; what cannot
 //! be sent stays queued and goes with the next request that sends.
 
+use std::collections::BTreeSet;
 use std::io::Cursor;
 use std::path::Path;
 use std::time::Duration;
@@ -16,8 +17,11 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use base64::Engine;
 use trace_analysis::judge::{predicate_in_words, step_in_words};
+use trace_analysis::trajectory;
 use trace_manifest::campaign::{Campaign, Journey};
+use trace_manifest::event::{EventKind, EventRecord};
 use trace_manifest::task::{TaskId, TaskStatus, TaskType};
+use trace_manifest::trajectory::ToolAction;
 use trace_manifest::wire::{Answer, MAX_OUTBOUND_BYTES, Request, ReviewCredential, ReviewSheet, ReviewStep, Thumbnail};
 
 use crate::db;
@@ -60,6 +64,9 @@ async fn answer_or_fail(data: DataDir, request: Request) -> Result<Answer> {
         }
         Request::Annotate { task_id, description, answer } => {
             on_blocking_pool(&data, move |data| annotate(data, &task_id, &description, answer.as_deref())).await
+        }
+        Request::NotASecret { task_id, placeholder } => {
+            on_blocking_pool(&data, move |data| not_a_secret(data, &task_id, &placeholder)).await
         }
         Request::Discard { task_id } => on_blocking_pool(&data, move |data| discard(data, &task_id)).await,
         Request::Submit { task_id, campaign, campaign_task, pseudonym } => {
@@ -120,6 +127,7 @@ fn request_name(request: &Request) -> &'static str {
         Request::Review { .. } => "review",
         Request::Thumbnails { .. } => "thumbnails",
         Request::Annotate { .. } => "annotate",
+        Request::NotASecret { .. } => "not_a_secret",
         Request::Discard { .. } => "discard",
         Request::Submit { .. } => "submit",
         Request::Outbox { .. } => "outbox",
@@ -170,7 +178,10 @@ fn open_recording(data: &DataDir, task_id: &TaskId) -> Result<Recording> {
 }
 
 fn review(data: &DataDir, task_id: &TaskId) -> Result<ReviewSheet> {
-    let recording = open_recording(data, task_id)?;
+    Ok(review_sheet(task_id, &open_recording(data, task_id)?))
+}
+
+fn review_sheet(task_id: &TaskId, recording: &Recording) -> ReviewSheet {
     let task = &recording.manifest.task;
     let mut sheet = ReviewSheet {
         task_id: task_id.clone(),
@@ -183,7 +194,7 @@ fn review(data: &DataDir, task_id: &TaskId) -> Result<ReviewSheet> {
             .map(|index| ReviewStep {
                 index,
                 text: step_in_words(&recording.steps[index]),
-                has_thumbnail: step_screenshot(&recording, index).is_some(),
+                has_thumbnail: step_screenshot(recording, index).is_some(),
             })
             .collect(),
         steps_left_out: 0,
@@ -209,7 +220,7 @@ fn review(data: &DataDir, task_id: &TaskId) -> Result<ReviewSheet> {
         sheet.steps_left_out += sheet.steps.len() - keep;
         sheet.steps.truncate(keep);
     }
-    Ok(sheet)
+    sheet
 }
 
 /// The screenshot that shows step `index`: the one taken for its result, else the page before it.
@@ -275,6 +286,43 @@ fn annotate(data: &DataDir, task_id: &TaskId, description: &str, answer: Option<
     finalize::finalize(&conn, data, task_id)?;
     process::process_locked(&conn, task_id, &dir, &process::ProcessOptions::without_audit())?;
     Ok(Answer::Done)
+}
+
+/// The person says the credential `placeholder` stands for is no secret: every input the trajectory
+/// replaced by it is recorded as plain typing from now on (its action no longer flagged a credential),
+/// then the bundle is written again and processed. Answers the review as it now is.
+fn not_a_secret(data: &DataDir, task_id: &TaskId, placeholder: &str) -> Result<Answer> {
+    let conn = db::open(&data.database())?;
+    let (task, dir, _lock) = finalize::locked_bundle(&conn, data, task_id, "change")?;
+    let mut events = Vec::new();
+    db::for_each_event(&conn, task_id, |json| Ok(events.push(serde_json::from_str::<EventRecord>(json)?)))?;
+    let derived = trajectory::derive(task_id.clone(), &events, task.answer.as_deref());
+    let replaced: BTreeSet<u64> = derived
+        .trajectory
+        .tool_calls
+        .iter()
+        .filter(|call| matches!(&call.action, ToolAction::Input { text } if text.contains(placeholder)))
+        .flat_map(|call| call.event_ids.iter().copied())
+        .collect();
+    let transaction = conn.unchecked_transaction()?;
+    let mut unflagged = 0;
+    for record in events.iter_mut().filter(|record| replaced.contains(&record.id)) {
+        if let EventKind::Action(action) = &mut record.event.kind
+            && action.credential
+        {
+            action.credential = false;
+            db::rewrite_event(&transaction, task_id, record)?;
+            unflagged += 1;
+        }
+    }
+    if unflagged == 0 {
+        bail!("{task_id} has no credential {placeholder}");
+    }
+    transaction.commit()?;
+    tracing::info!(task = %task_id, placeholder, unflagged, "a credential the person says is no secret");
+    finalize::finalize(&conn, data, task_id)?;
+    process::process_locked(&conn, task_id, &dir, &process::ProcessOptions::without_audit())?;
+    Ok(Answer::Review(review_sheet(task_id, &Recording::open(&dir)?)))
 }
 
 /// Deletes a stopped recording, leaving its row as the tombstone a discarded recording leaves.

@@ -1,5 +1,6 @@
 //! Replay fidelity on real applications, side by side with Playwright. Each flow (Django's admin site,
-//! Datasette's SQL editor, a Sphinx site's search and a PyWebIO application over its WebSocket, from
+//! Datasette's SQL editor, a Sphinx site's search, a PyWebIO application over its WebSocket, a JupyterLab
+//! notebook run over its kernel's socket, and one Node application over Socket.IO and over SockJS, from
 //! [`trace_e2e::apps`]; the demo shop's whole demonstration, its WebSocket
 //! chat and its expert answering over server-sent events) is recorded once through the extension and the
 //! host, and exported redacted, as a person sharing it would. Its application is then stopped, and its
@@ -15,7 +16,8 @@
 //! (`run --human` also fails a step whose request the fuzzy level answered though it differs in what the
 //! person typed; Playwright has no fuzzy level.)
 //!
-//! Also printed, per flow: the exported zip's size against the recording's HAR with every body inline (what
+//! Also printed, per flow: the requests `run --human` let reach for the network (`live`: none is the
+//! target; Playwright's `notFound: 'abort'` refuses them all by construction), the exported zip's size against the recording's HAR with every body inline (what
 //! Playwright's `recordHar` embeds) and that HAR gzipped (the smallest a person could share it), and what
 //! the zip's screenshots take of it (a HAR has none).
 //!
@@ -33,7 +35,13 @@ use trace_analysis::canonical::canonical_url;
 use trace_analysis::evidence::page_text;
 use trace_analysis::fidelity::{TEXT_TOLERANCE, compare_text};
 use trace_e2e::apps::{
-    self, datasette::Datasette, django_admin::DjangoAdmin, pywebio_app::PyWebIoApp, sphinx_docs::SphinxDocs,
+    self, Environment,
+    datasette::Datasette,
+    django_admin::DjangoAdmin,
+    jupyter_lab::JupyterLab,
+    lighthouse_stores::{LighthouseStores, Transport},
+    pywebio_app::PyWebIoApp,
+    sphinx_docs::SphinxDocs,
 };
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
@@ -66,6 +74,8 @@ struct Flow {
 struct Outcome {
     passed: usize,
     total: usize,
+    /// Requests let reach for the network.
+    live: u64,
     /// The first failed step and why.
     first_failure: Option<String>,
 }
@@ -87,6 +97,7 @@ async fn main() -> Result<()> {
         let trace = Outcome {
             passed: report.steps_passed,
             total: report.steps_total,
+            live: report.live_attempts,
             first_failure: report.failures.first().map(|f| format!("step {} {}: {}", f.step, f.name, f.reason)),
         };
         eprintln!("{}: Playwright routeFromHAR", flow.name);
@@ -100,9 +111,10 @@ async fn main() -> Result<()> {
         "steps passed offline, judged alike (action done, recorded URL reached, recorded text shown ≥ {TEXT_TOLERANCE})"
     );
     println!(
-        "{:<22} {:>13} {:>13} {:>10} {:>12} {:>11} {:>9} {:>12} {:>14}",
+        "{:<24} {:>13} {:>5} {:>13} {:>10} {:>12} {:>11} {:>9} {:>12} {:>14}",
         "flow",
         "trace-replay",
+        "live",
         "routeFromHAR",
         "zip (KB)",
         "HAR+bodies",
@@ -113,8 +125,9 @@ async fn main() -> Result<()> {
     );
     for (name, trace, routed, sizes) in &rows {
         println!(
-            "{name:<22} {:>13} {:>13} {:>10.0} {:>12.0} {:>11.0} {:>8.2}× {:>12.0} {:>13.2}×",
+            "{name:<24} {:>13} {:>5} {:>13} {:>10.0} {:>12.0} {:>11.0} {:>8.2}× {:>12.0} {:>13.2}×",
             format!("{}/{}", trace.passed, trace.total),
+            trace.live,
             format!("{}/{}", routed.passed, routed.total),
             sizes.zip as f64 / 1024.0,
             sizes.har as f64 / 1024.0,
@@ -126,9 +139,10 @@ async fn main() -> Result<()> {
     }
     let whole = |outcomes: &mut dyn Iterator<Item = &Outcome>| outcomes.filter(|o| o.passed == o.total).count();
     println!(
-        "whole demonstrations replayed: trace-replay {} of {}, routeFromHAR {} of {}",
+        "whole demonstrations replayed: trace-replay {} of {} ({} with no live attempt), routeFromHAR {} of {}",
         whole(&mut rows.iter().map(|row| &row.1)),
         rows.len(),
+        rows.iter().filter(|row| row.1.passed == row.1.total && row.1.live == 0).count(),
         whole(&mut rows.iter().map(|row| &row.2)),
         rows.len()
     );
@@ -182,6 +196,29 @@ async fn record_flows(build: &Build, python: &Path, out: &Path) -> Result<Vec<Fl
     let bundle = app.record(build, &data).await;
     app.server.stop();
     flows.push(export(build, "PyWebIO app (ws)", &data, &bundle?)?);
+
+    eprintln!("recording: JupyterLab");
+    let data = data_dir("jupyterlab")?;
+    let mut app = JupyterLab::start(&apps::python_of(Environment::Jupyter)?)?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    let bundle = bundle?;
+    // As the real-application test shares it: processed first (checkpoints audited and pruned).
+    let processed = Command::new(&build.trace_host).arg("--data").arg(&data).arg("process").arg(&bundle).output()?;
+    ensure!(processed.status.success(), "process failed: {}", String::from_utf8_lossy(&processed.stderr));
+    flows.push(export(build, "JupyterLab notebook (ws)", &data, &bundle)?);
+
+    for (name, dir, transport) in [
+        ("stores over Socket.IO", "socketio", Transport::SocketIo),
+        ("stores over SockJS", "sockjs", Transport::SockJs),
+    ] {
+        eprintln!("recording: {name}");
+        let data = data_dir(dir)?;
+        let mut app = LighthouseStores::start(transport)?;
+        let bundle = app.record(build, &data).await;
+        app.server.stop();
+        flows.push(export(build, name, &data, &bundle?)?);
+    }
 
     for (name, dir) in [("demo shop", "demo"), ("demo shop chat (ws)", "chat"), ("demo shop expert (sse)", "ask")] {
         eprintln!("recording: {name}");

@@ -267,11 +267,17 @@ pub async fn start_task(browser: &RecordingBrowser, description: &str, website: 
 
 /// Stops the task from the popup, closes the browser, and returns the bundle the host finished.
 pub async fn stop_task(popup: &Page, browser: RecordingBrowser, data_dir: &Path) -> Result<PathBuf> {
+    stop_recording(popup).await?;
+    browser.close().await?;
+    stopped_bundle(data_dir).await
+}
+
+/// Stops the task from the popup, leaving the browser open.
+pub async fn stop_recording(popup: &Page) -> Result<()> {
     popup.bring_to_front().await?;
     click(popup, "#stop").await?;
     wait_for_text(popup, "#status", WAIT, |t| t.starts_with("Host connected")).await?;
-    browser.close().await?;
-    stopped_bundle(data_dir).await
+    Ok(())
 }
 
 /// The tab the extension opened for the task: the one showing a page of `origin` (`http://host:port`).
@@ -305,7 +311,7 @@ pub async fn wait_for_url(page: &Page, path: &str) -> Result<()> {
 }
 
 /// Waits for the host to finish the one task of the data directory, and returns its bundle.
-async fn stopped_bundle(data_dir: &Path) -> Result<PathBuf> {
+pub async fn stopped_bundle(data_dir: &Path) -> Result<PathBuf> {
     let deadline = Instant::now() + WAIT;
     while Instant::now() < deadline {
         let captures = std::fs::read_dir(data_dir.join("captures")).context("the host stored nothing")?;

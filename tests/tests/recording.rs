@@ -736,6 +736,65 @@ async fn text_that_arrives_without_keys_is_the_persons_and_replays() {
     assert!(faithful && report.steps_failed == 0, "{text}");
 }
 
+/// Issue #30: a credential the person says is no secret, from the review page. A word typed into a password
+/// field (`text`, which every bundle's formats hold) cannot be redacted, so the export is refused; the
+/// person presses "Not a secret" beside it on the review page, and the recording exports, the word kept as
+/// typed in its trajectory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_the_person_says_is_no_secret_on_the_review_page_is_kept_as_typed() {
+    let _one = ONE_BROWSER.lock().await;
+    let test = "a_credential_the_person_says_is_no_secret_on_the_review_page_is_kept_as_typed";
+    let Some(build) = Build::for_tests(test) else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Try the sign-in form", &site.url("/login")).await.unwrap();
+    type_into(&page, "#username", DEMO_USER).await.unwrap();
+    type_into(&page, "#password", "text").await.unwrap();
+    click_and_wait(&page, "#login-submit").await.unwrap();
+    demo::stop_recording(&popup).await.unwrap();
+    let bundle = demo::stopped_bundle(data.path()).await.unwrap();
+    let task = bundle.file_name().unwrap().to_str().unwrap().to_owned();
+    let zip = data.path().join("task.zip");
+    let export = || {
+        std::process::Command::new(&build.trace_host)
+            .arg("--data")
+            .arg(data.path())
+            .args(["export", &task, "--redact", "--suspects", "redact", "--out"])
+            .arg(&zip)
+            .output()
+            .unwrap()
+    };
+    let refused = export();
+    assert!(!refused.status.success(), "a word in a password field cannot be redacted");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("common word"), "{refused:?}");
+
+    let review_url = format!("chrome-extension://{}/review.html?task={task}", trace_manifest::EXTENSION_ID);
+    let review = browser.browser().new_page(review_url).await.unwrap();
+    let listed = wait_for_text(&review, "#review-credentials", WAIT, |text| text.contains("password")).await.unwrap();
+    assert!(listed.contains("Not a secret") && !listed.contains(" text "), "{listed}");
+    click(&review, "#review-credentials li[data-placeholder*='password'] button").await.unwrap();
+    let said = wait_for_text(&review, "#review-message", WAIT, |text| !text.starts_with("Keeping")).await.unwrap();
+    assert!(said.contains("is no secret now"), "{said}");
+    let listed = wait_for_text(&review, "#review-credentials", WAIT, |_| true).await.unwrap();
+    assert_eq!(listed, "No password or other secret was typed.");
+    browser.close().await.unwrap();
+    site.stop();
+
+    let exported = export();
+    assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&zip).unwrap()).unwrap();
+    let trajectory: serde_json::Value = serde_json::from_reader(archive.by_name("trajectory.json").unwrap()).unwrap();
+    let typed: Vec<(&str, &str)> = trajectory["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|call| call["name"] == "input")
+        .map(|call| (call["target"]["selector"].as_str().unwrap(), call["params"]["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(typed, [("#username", DEMO_USER), ("#password", "text")], "{trajectory:#}");
+}
+
 /// Issue #30: each step is judged on the page it settled to. On the demo's notes, recorded at the server's
 /// pace: a list behind a 1 s loading screen, a filter that rewrites the URL as one types, a title that
 /// saves itself and opens the note's edit page, a save the server answers after more than a call's effect

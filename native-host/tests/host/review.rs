@@ -267,3 +267,65 @@ fn a_destination_the_person_cannot_write_to_is_said_plainly_and_the_submission_w
     let (answer, _) = ask(&scratch, &Request::Outbox { send: false });
     assert!(matches!(answer, Answer::Outbox { submissions } if submissions.len() == 1 && submissions[0].attempts == 1));
 }
+
+/// Records a search whose field the recorder took for a credential: the page made it a password field,
+/// and what the person typed into it, `text`, is a word every bundle's formats hold.
+fn record_search_in_a_password_field(scratch: &Scratch, id: &str) {
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id(id));
+    let page = format!("{SITE}/search");
+    let results = format!("{SITE}/search?q=text");
+    let mut messages = vec![task.start(task_start(id, TaskType::Action))];
+    messages.push(task.events(vec![
+        navigation(1.0, &page),
+        request(2.0, "1", "GET", &page, &[], None),
+        response(3.0, "1", &page, 200, "text/html", &[]),
+        finished(4.0, "1", 60),
+        page_load(5.0, &page, "Search"),
+        action(1000.0, ActionKind::Click, &page, "#q", None, false),
+        action(1100.0, ActionKind::Input, &page, "#q", Some("text"), true),
+        action(1200.0, ActionKind::KeyPress, &page, "#q", None, false),
+        request(1210.0, "2", "GET", &results, &[], None),
+        response(1220.0, "2", &results, 200, "text/html", &[]),
+        finished(1230.0, "2", 60),
+        navigation(1240.0, &results),
+    ]));
+    messages.push(task.stop(T0 + 3_000.0, None));
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+}
+
+#[test]
+fn a_credential_the_person_says_is_no_secret_becomes_plain_typing_and_the_recording_exports() {
+    let scratch = Scratch::new();
+    record_search_in_a_password_field(&scratch, "search");
+    let exported = scratch.path("search.zip");
+    let export = || scratch.cli(&["export", "search", "--redact", "--out", exported.to_str().unwrap()]);
+    let refused = export();
+    assert!(!refused.status.success() && !exported.exists());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("common word"), "{refused:?}");
+
+    let (answer, _) = ask(&scratch, &Request::Review { task_id: task_id("search") });
+    let Answer::Review(sheet) = answer else { panic!("{answer:?}") };
+    let placeholder =
+        sheet.credentials.iter().find(|c| c.field == "q").expect("the field as a credential").placeholder.clone();
+
+    // A placeholder the recording does not hold is refused, and changes nothing.
+    let (answer, _) = ask(
+        &scratch,
+        &Request::NotASecret { task_id: task_id("search"), placeholder: "{{credentials.elsewhere.q}}".into() },
+    );
+    assert!(matches!(&answer, Answer::Failed { message } if message.contains("no credential")), "{answer:?}");
+
+    let (answer, _) = ask(&scratch, &Request::NotASecret { task_id: task_id("search"), placeholder });
+    let Answer::Review(sheet) = answer else { panic!("{answer:?}") };
+    assert!(sheet.credentials.is_empty(), "{:?}", sheet.credentials);
+    assert!(export().status.success(), "the recording exports once its only credential is dropped");
+    let entries = zip_entries(&exported);
+    let trajectory = &entries.iter().find(|(name, _)| *name == "trajectory.json").unwrap().1;
+    let trajectory: serde_json::Value = serde_json::from_slice(trajectory).unwrap();
+    let typed = trajectory["tool_calls"].as_array().unwrap().iter().find(|call| call["name"] == "input").unwrap();
+    assert_eq!(typed["params"]["text"], "text", "{trajectory:#}");
+    let credentials = entries.iter().find(|(name, _)| *name == "credentials.json");
+    assert!(credentials.is_none_or(|(_, json)| !String::from_utf8_lossy(json).contains("\"q\"")), "{credentials:?}");
+}
