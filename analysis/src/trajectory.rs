@@ -13,8 +13,8 @@
 //! - **Navigations.** A main-frame navigation with cause `link`, `form_submit`, `redirect` or `other` within
 //!   [`EFFECT_WINDOW_MS`] of the latest call on the same tab (a click, a submit, a key, a choice) is that
 //!   call's effect (timed from when its document request left, if that was during the call: a slow save
-//!   and its redirect are the click's): it sets the call's `url_after`. After a `navigate`, `go_back` or `go_forward` only a
-//!   client `redirect` is an effect. A navigation that is no call's effect becomes a call: `typed` (and
+//!   and its redirect are the click's): it sets the call's `url_after`. After a `navigate`, `go_back` or
+//!   `go_forward` only a client `redirect` is an effect. A navigation that is no call's effect becomes a call: `typed` (and
 //!   unexplained `link`, `form_submit` or `other`, and the recording's first navigation whatever its cause)
 //!   becomes `navigate{url}`, with the URL that was asked for when the browser's document request was
 //!   redirected by the server (Chrome reports the URL it ended at); `reload` becomes `navigate` to the same

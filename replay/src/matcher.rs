@@ -196,7 +196,8 @@ struct ExactGroup {
 #[derive(Debug, Default)]
 struct Queue {
     indices: Vec<usize>,
-    /// Every index before this one has answered; it only moves forward, so lookups stay O(1) amortized.
+    /// Every index before this one has answered or lies in the replay's past; it only moves forward, so
+    /// lookups stay O(1) amortized.
     cursor: usize,
     /// The state keys whose values differ among the queue's requests: empty when they were all sent in the
     /// same state, and state does not choose.
@@ -208,9 +209,10 @@ impl Queue {
         Queue { indices: vec![index], cursor: 0, distinguishing: Vec::new() }
     }
 
-    /// The request that answers: among those whose recorded state is closest to `state`, and recorded no
-    /// later than the writes the replay has made when there are such, the first that has not answered yet,
-    /// or the last of them when all have.
+    /// The request that answers: among those of the replay's present (recorded between the latest write
+    /// the replay has made and the next; else the latest before it; else, when all lie ahead, all), whose
+    /// recorded state is closest to `state`, the first that has not answered yet, or the last of them when
+    /// all have.
     fn next(&mut self, recorded: &Recorded<'_>, state: Option<&RequestState>) -> usize {
         // The queue is in recorded order: the requests of the replay's past come first, then its present
         // (recorded since the latest write the replay has made), then its future.
