@@ -11,17 +11,17 @@
 //! applies:
 //!
 //! - **Navigations.** A main-frame navigation with cause `link`, `form_submit`, `redirect` or `other` within
-//!   [`EFFECT_WINDOW_MS`] of the latest call on the same tab (a click, a submit, a key, a choice) is that
-//!   call's effect (timed from when its document request left, if that was during the call: a slow save
-//!   and its redirect are the click's): it sets the call's `url_after`. After a `navigate`, `go_back` or
-//!   `go_forward` only a client `redirect` is an effect. A navigation that is no call's effect becomes a call: `typed` (and
-//!   unexplained `link`, `form_submit` or `other`, and the recording's first navigation whatever its cause)
-//!   becomes `navigate{url}`, with the URL that was asked for when the browser's document request was
-//!   redirected by the server (Chrome reports the URL it ended at); `reload` becomes `navigate` to the same
-//!   URL, since browser-use has no reload; `back_forward` becomes as many `go_back` or `go_forward` calls as
-//!   the tab's history says it moved, or `navigate` when that history does not know the URL. A `redirect`
-//!   that is no call's effect is the page's own doing and no call. `back_forward` and `reload` are a
-//!   click's effect only within [`QUICK_EFFECT_WINDOW_MS`] (a "Back" button in the page).
+//!   [`EFFECT_WINDOW_MS`] of the latest call on the same tab (a click, a submit, a key, a choice) is that call's
+//!   effect (timed from when its document request left, if that was during the call: a slow save and its redirect
+//!   are the click's): it sets the call's `url_after`. After a `navigate`, `go_back` or `go_forward` only a client
+//!   `redirect` is an effect. A navigation that is no call's effect becomes a call: `typed` (and unexplained
+//!   `link`, `form_submit` or `other`, and the recording's first navigation whatever its cause) becomes
+//!   `navigate{url}`, with the URL that was asked for when the browser's document request was redirected by the
+//!   server (Chrome reports the URL it ended at); `reload` becomes `navigate` to the same URL, since browser-use
+//!   has no reload; `back_forward` becomes as many `go_back` or `go_forward` calls as the tab's history says it
+//!   moved, or `navigate` when that history does not know the URL. A `redirect` that is no call's effect is the
+//!   page's own doing and no call. `back_forward` and `reload` are a click's effect only within
+//!   [`QUICK_EFFECT_WINDOW_MS`] (a "Back" button in the page).
 //! - **Typing.** An `input` is `input{text}` with the field's whole value; consecutive inputs to the same
 //!   field merge, and the click that focused the field just before is part of the call (browser-use's
 //!   `input` clicks the field itself).

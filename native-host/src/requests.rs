@@ -1,9 +1,9 @@
 //! Requests of the extension's pages, each in a native message of its own ([`Request`]): the review of a
 //! stopped recording (its steps, thumbnails, credentials and checkpoints), the person's corrections (a
-//! description, an answer, a credential that is no secret), discarding it, submitting it or their journeys to a campaign, the outbox's state, and Chrome's own
-//! journeys of the profile. Every answer fits in one message to the browser ([`MAX_OUTBOUND_BYTES`]): a
-//! review leaves out its last steps rather than grow past it, thumbnails come as many as fit, with where to
-//! ask on.
+//! description, an answer, a credential that is no secret), discarding it, submitting it or their
+//! journeys to a campaign, the outbox's state, and Chrome's own journeys of the profile. Every answer fits
+//! in one message to the browser ([`MAX_OUTBOUND_BYTES`]): a review leaves out its last steps rather than
+//! grow past it, thumbnails come as many as fit, with where to ask on.
 //!
 //! Submissions made here go through the same outbox as `trace-host submit`, redacted with every suspect
 //! replaced too (a person in a crowd cannot be asked about each one), and are sent at once; what cannot
