@@ -3,7 +3,8 @@
 //! checkpoint holds for it exactly as [`holds`] says it holds for the person.
 //!
 //! - **Checkpoints**: TRACE's rule (in the recorded order, each at or after the previous one, stopping at
-//!   the first missed) gives the partial credit; the share reached in any order is reported beside it.
+//!   the first missed; the checkpoints one step reached in any order among themselves, all after those of
+//!   the steps before) gives the partial credit; the share reached in any order is reported beside it.
 //!   "After" is by when events happened ([`Evidence::position`]), so that a request comes before the page
 //!   it led to however the two were stored, and two checkpoints shown by one page are both in order.
 //! - **Success**: for an action task, every state change and every final state holds (by their roles;
@@ -36,17 +37,26 @@ use crate::evidence::{Evidence, Position, holds};
 /// Scores `checkpoints` against an agent's session.
 pub fn checkpoints(checkpoints: &[Checkpoint], evidence: &Evidence) -> CheckpointScores {
     let mut items = Vec::new();
+    // Where the latest checkpoint in order was reached, and where the current step's are looked for from.
     let mut after = Position::START;
+    let mut step_from = Position::START;
     let mut in_order_so_far = true;
     let earliest = |positions: &mut dyn Iterator<Item = Position>| positions.reduce(|a, b| if b < a { b } else { a });
-    for checkpoint in checkpoints {
+    for (index, checkpoint) in checkpoints.iter().enumerate() {
+        let same_step = index > 0 && checkpoint.step.is_some() && checkpoint.step == checkpoints[index - 1].step;
+        if !same_step {
+            step_from = after;
+        }
         let ids = holds(&checkpoint.predicate, evidence);
         let positions: Vec<Position> = ids.iter().filter_map(|id| evidence.position(*id)).collect();
-        let next_in_order = earliest(&mut positions.iter().copied().filter(|at| *at >= after));
+        let next_in_order = earliest(&mut positions.iter().copied().filter(|at| *at >= step_from));
         let in_order = in_order_so_far && next_in_order.is_some();
         in_order_so_far = in_order;
         let event_id = if in_order { next_in_order } else { earliest(&mut positions.iter().copied()) }.map(|at| at.id);
-        if let Some(next) = next_in_order.filter(|_| in_order) {
+        // One step's checkpoints are its effects, set going at once (a rename's request, the address it
+        // shows, the layout it saves): they may come in any order among themselves, all after the
+        // previous step's.
+        if let Some(next) = next_in_order.filter(|next| in_order && *next > after) {
             after = next;
         }
         items.push(CheckpointOutcome {
@@ -589,6 +599,27 @@ mod tests {
         let scores = checkpoints(&expected, &reached(&["/cart", "/login", "/account", "/cart", "/done"]));
         assert_eq!(scores.reached_in_order, 4);
         assert!(action_success(&scores).0);
+    }
+
+    #[test]
+    fn one_steps_checkpoints_count_in_order_whichever_of_them_came_first() {
+        let step = |mut checkpoints: Vec<Checkpoint>, steps: &[usize]| {
+            for (checkpoint, step) in checkpoints.iter_mut().zip(steps) {
+                checkpoint.step = Some(*step);
+            }
+            checkpoints
+        };
+        // A rename's effects (its request, the address it shows) in either order after the save's.
+        let expected = step(pages(&["/saved", "/renamed", "/answer"]), &[1, 2, 2]);
+        let scores = checkpoints(&expected, &reached(&["/saved", "/answer", "/renamed"]));
+        assert_eq!(scores.reached_in_order, 3);
+        // Still all after the step before: one of them before the save is out of order.
+        let scores = checkpoints(&expected, &reached(&["/answer", "/saved", "/renamed"]));
+        assert_eq!(scores.reached_in_order, 2);
+        // Two steps' checkpoints keep the recorded order.
+        let expected = step(pages(&["/saved", "/renamed", "/answer"]), &[1, 2, 3]);
+        let scores = checkpoints(&expected, &reached(&["/saved", "/answer", "/renamed"]));
+        assert_eq!(scores.reached_in_order, 2);
     }
 
     #[test]

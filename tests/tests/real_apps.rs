@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use trace_e2e::apps::dash_app::{self, DashApp};
 use trace_e2e::apps::datasette::{self, Datasette};
-use trace_e2e::apps::jupyter_lab::JupyterLab;
+use trace_e2e::apps::jupyter_lab::{self, JupyterLab};
 use trace_e2e::apps::lighthouse_stores::{self, LighthouseStores, Transport};
 use trace_e2e::apps::pywebio_app::PyWebIoApp;
 use trace_e2e::apps::sphinx_docs::{self, SphinxDocs};
@@ -263,8 +263,8 @@ async fn a_ticket_tracker_replays_a_new_ticket_and_its_checkpoints_discriminate(
 /// session, which the redacted export replaces), and in every message (whose `msg_id` the kernel's replies
 /// echo, beside the time the page's clock wrote). The re-run's page makes other ids at another time; the
 /// recorded socket must still be played to it, its replies carrying the page's ids, so that the cell runs
-/// offline, shows the kernel's output, and is saved as the person saved it (a `PUT` whose body `fetch`
-/// sent as a stream).
+/// offline, shows the kernel's output, is saved as the person saved it (a `PUT` whose body `fetch`
+/// sent as a stream), and renamed from the File menu.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notebook_runs_its_cell_offline_over_the_kernels_socket() {
     let test = "a_notebook_runs_its_cell_offline_over_the_kernels_socket";
@@ -291,6 +291,11 @@ async fn a_notebook_runs_its_cell_offline_over_the_kernels_socket() {
     assert!(shown, "{text}");
     let saved = report.requests.exact + report.requests.canonical;
     assert!(saved > 0 && report.misses.is_empty(), "{text}");
+    // Renamed from the File menu, whose item acts on the button's release: the notebook's new address.
+    let renamed = format!("/lab/tree/{}.ipynb", jupyter_lab::RENAMED);
+    let reached =
+        report.steps.iter().any(|step| step.url_reached.as_deref().is_some_and(|url| url.ends_with(&renamed)));
+    assert!(reached, "no step reached {renamed}: {text}");
 }
 
 /// Socket.IO's default transports: long-polling first, whose handshake gives the page a session id, then

@@ -12,14 +12,16 @@ use anyhow::Result;
 use chromiumoxide::Page;
 
 use super::{Server, free_port};
-use crate::browser::{Build, RecordingBrowser, control_key, settle, shift_enter, type_into, wait_for_text};
-use crate::demo::{start_task, stop_task};
+use crate::browser::{Build, RecordingBrowser, click, control_key, settle, shift_enter, type_into, wait_for_text};
+use crate::demo::{start_task, stop_task, wait_for_url};
 
 pub const DESCRIPTION: &str = "Work out six times seven in the lantern notebook and save it";
 /// The code typed into the notebook's cell.
 pub const CODE: &str = "print(6*7)";
 /// What the kernel prints for [`CODE`], which the re-run must show.
 pub const OUTPUT: &str = "42";
+/// The notebook's name once the person renamed it (without its extension).
+pub const RENAMED: &str = "answer";
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -80,7 +82,8 @@ impl JupyterLab {
     }
 
     /// Records the demonstration: the notebook opened, [`CODE`] typed into its cell and run (Shift+Enter),
-    /// [`OUTPUT`] shown, and the notebook saved (Control+S). Returns the finished bundle.
+    /// [`OUTPUT`] shown, the notebook saved (Control+S), and renamed [`RENAMED`] from the File menu.
+    /// Returns the finished bundle.
     pub async fn record(&self, build: &Build, data_dir: &Path) -> Result<PathBuf> {
         let browser = RecordingBrowser::launch(build, data_dir, true).await?;
         let (popup, page) = start_task(&browser, DESCRIPTION, &self.server.url("/lab/tree/lantern.ipynb")).await?;
@@ -92,6 +95,19 @@ impl JupyterLab {
         settle().await;
         control_key(&page, "s").await?;
         wait_for_text(&page, ".jp-Notebook", WAIT, |text| text.contains(OUTPUT)).await?;
+        kernel_idle(&page).await?;
+        settle().await;
+        // File > Rename Notebook…: Lumino's menu acts on the button's release. The dialog selects the name
+        // but its extension, which the person types over.
+        click(&page, "li.lm-MenuBar-item").await?;
+        settle().await;
+        click(&page, ".lm-Menu-item[data-command='docmanager:rename']").await?;
+        wait_for_text(&page, ".jp-Dialog", WAIT, |text| text.contains("New Name")).await?;
+        settle().await;
+        page.find_element(".jp-Dialog input").await?.type_str(RENAMED).await?;
+        settle().await;
+        click(&page, ".jp-Dialog .jp-mod-accept").await?;
+        wait_for_url(&page, &format!("/lab/tree/{RENAMED}.ipynb")).await?;
         kernel_idle(&page).await?;
         settle().await;
         stop_task(&popup, browser, data_dir).await
