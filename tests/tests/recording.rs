@@ -736,6 +736,47 @@ async fn text_that_arrives_without_keys_is_the_persons_and_replays() {
     assert!(faithful && report.steps_failed == 0, "{text}");
 }
 
+/// Issue #30: text an input method composes and commits (`Input.imeSetComposition`, then the commit as
+/// `Input.insertText`: composition events and trusted input, no key that makes the text) is the person's:
+/// a search for マグ ("mug") typed through a Japanese IME is an input of the trajectory, and replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_an_input_method_commits_is_the_persons_and_replays() {
+    use chromiumoxide::cdp::browser_protocol::input::{ImeSetCompositionParams, InsertTextParams};
+    let _one = ONE_BROWSER.lock().await;
+    let Some(build) = Build::for_tests("text_an_input_method_commits_is_the_persons_and_replays") else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Look for mugs in Japanese", &site.url("/")).await.unwrap();
+    click(&page, "#search-input").await.unwrap();
+    for composing in ["ま", "まぐ"] {
+        let length = composing.chars().count() as i64;
+        page.execute(ImeSetCompositionParams::new(composing, length, length)).await.unwrap();
+        settle().await;
+    }
+    page.execute(InsertTextParams::new("マグ")).await.unwrap();
+    wait_for_value(&page, "#search-input", "マグ").await;
+    settle().await;
+    press_key(&page, "#search-input", "Enter").await.unwrap();
+    demo::wait_for_url(&page, "/search?q=").await.unwrap();
+    settle().await;
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+    site.stop();
+
+    let (calls, _) = trace_replay::run::human_trajectory(&bundle, Default::default()).unwrap();
+    let typed: Vec<&str> = calls
+        .iter()
+        .filter_map(|call| match &call.action {
+            trace_manifest::trajectory::ToolAction::Input { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(typed, ["マグ"], "{calls:#?}");
+    let (report, faithful) = build.replay_human(&bundle).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+}
+
 /// Issue #30: a credential the person says is no secret, from the review page. A word typed into a password
 /// field (`text`, which every bundle's formats hold) cannot be redacted, so the export is refused; the
 /// person presses "Not a secret" beside it on the review page, and the recording exports, the word kept as
