@@ -777,6 +777,67 @@ async fn text_an_input_method_commits_is_the_persons_and_replays() {
     assert!(faithful && report.steps_failed == 0, "{text}");
 }
 
+/// Issue #30: a card form filled by Chrome's own autofill (DevTools' `Autofill.trigger`, as the browser's
+/// card suggestion fills it: trusted input events, no key that makes the text, `:autofill`) is the
+/// person's: each field is an input of the trajectory (a credential, as a card's fields are), and the
+/// payment replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_chromes_autofill_filled_is_the_persons_and_replays() {
+    use chromiumoxide::cdp::browser_protocol::autofill::{CreditCard, TriggerParams};
+    let _one = ONE_BROWSER.lock().await;
+    let Some(build) = Build::for_tests("a_card_chromes_autofill_filled_is_the_persons_and_replays") else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Pay with the saved card", &site.url("/checkout")).await.unwrap();
+    click(&page, "#cc-number").await.unwrap();
+    settle().await;
+    let field = page.find_element("#cc-number").await.unwrap();
+    let card = CreditCard {
+        number: "4111111111111111".into(),
+        name: "Ada Lovelace".into(),
+        expiry_month: "04".into(),
+        expiry_year: "2031".into(),
+        cvc: "737".into(),
+    };
+    let mut fill = TriggerParams::new(field.backend_node_id);
+    fill.card = Some(card);
+    page.execute(fill).await.unwrap();
+    wait_for_value(&page, "#cc-name", "Ada Lovelace").await;
+    let autofilled: bool =
+        page.evaluate("document.querySelector('#cc-number').matches(':autofill')").await.unwrap().into_value().unwrap();
+    assert!(autofilled, "Chrome's autofill filled the card");
+    settle().await;
+    click_and_wait(&page, "#pay").await.unwrap();
+    wait_for_text(&page, "#paid", WAIT, |text| text.contains("ending 1111")).await.unwrap();
+    settle().await;
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+    site.stop();
+
+    let (calls, credentials) = trace_replay::run::human_trajectory(&bundle, Default::default()).unwrap();
+    let typed: Vec<(&str, &str)> = calls
+        .iter()
+        .filter_map(|call| match &call.action {
+            trace_manifest::trajectory::ToolAction::Input { text } => {
+                Some((call.target.as_ref().unwrap().selector.as_str(), text.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    // The field the person clicked first, then the rest as the browser filled them; every one is labelled
+    // as a card's ("Name on card" too), so each is a credential.
+    let selectors: Vec<&str> = typed.iter().map(|(selector, _)| *selector).collect();
+    assert_eq!(selectors, ["#cc-number", "#cc-name", "#cc-exp", "#cc-csc"], "{calls:#?}");
+    assert!(typed.iter().all(|(_, text)| text.starts_with("{{credentials.")), "{typed:?}");
+    let values: Vec<&str> = credentials.iter().map(|credential| credential.value.as_str()).collect();
+    for filled in ["4111111111111111", "Ada Lovelace", "737"] {
+        assert!(values.contains(&filled), "{filled} is not among the credentials");
+    }
+    let (report, faithful) = build.replay_human(&bundle).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+}
+
 /// Issue #30: a credential the person says is no secret, from the review page. A word typed into a password
 /// field (`text`, which every bundle's formats hold) cannot be redacted, so the export is refused; the
 /// person presses "Not a secret" beside it on the review page, and the recording exports, the word kept as

@@ -13,8 +13,8 @@
 //! [`DemoSite`] runs it on its own thread for synchronous tests, remembering every request it served.
 //!
 //! # Layout
-//! - `pages`: the HTML pages that hold no state (home, help, embed and widget, strict, clock, a gallery of
-//!   240 pictures for a large page, 404).
+//! - `pages`: the HTML pages that hold no state (home, help, embed and widget, strict, clock, a card
+//!   checkout, a gallery of 240 pictures for a large page, 404).
 //! - `catalog`: the fixed product list, `/api/products`, `/search` and a page per product, `/item/<id>`.
 //! - `account`: sign-in with CSRF, sessions, `/account` and the cart.
 //! - [`chat`]: the support chat, `/chat` and its WebSocket.
@@ -147,6 +147,7 @@ pub fn router(state: SiteState) -> Router {
         .route("/strict", get(pages::strict))
         .route("/clock", get(pages::clock))
         .route("/forge", get(pages::forge))
+        .route("/checkout", get(pages::checkout).post(pages::pay))
         .route("/chat", get(chat::page))
         .route("/chat/worker", get(chat::page))
         .route("/chat/socket", get(chat::socket))

@@ -1,5 +1,5 @@
 //! The shop's pages that hold no state: the home page, help, the embedded widget, the strict-CSP page, the
-//! clock, the deals redirect, the page that forges a person's actions, and the 404 page.
+//! clock, the deals redirect, the page that forges a person's actions, a card checkout, and the 404 page.
 
 use axum::Json;
 use axum::extract::Path;
@@ -162,6 +162,38 @@ pub(super) async fn forge() -> Response {
                 <p><span id=\"volume\" role=\"slider\" tabindex=\"0\" aria-valuemin=\"0\" aria-valuemax=\"10\" \
                 aria-valuenow=\"5\">5</span></p>\n<div style=\"height: 3000px\"></div>";
     respond(StatusCode::OK, Some("Forged actions"), &["/static/forge.js"], body)
+}
+
+/// `GET /checkout`: a card form whose fields say what they take (`autocomplete`), as the browser's card
+/// autofill wants; `POST /checkout` answers which card paid (its last four digits) and for whom.
+pub(super) async fn checkout() -> Response {
+    let body = "<h1>Checkout</h1>\n<form id=\"card-form\" method=\"post\" action=\"/checkout\">\
+                <p><input id=\"cc-name\" name=\"name\" autocomplete=\"cc-name\" aria-label=\"Name on card\"></p>\
+                <p><input id=\"cc-number\" name=\"number\" autocomplete=\"cc-number\" aria-label=\"Card number\"></p>\
+                <p><input id=\"cc-exp\" name=\"exp\" autocomplete=\"cc-exp\" aria-label=\"Expiry\"></p>\
+                <p><input id=\"cc-csc\" name=\"csc\" autocomplete=\"cc-csc\" aria-label=\"Security code\"></p>\
+                <p><button id=\"pay\">Pay</button></p></form>";
+    respond(StatusCode::OK, Some("Checkout"), &[], body)
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct Card {
+    name: String,
+    number: String,
+}
+
+/// `POST /checkout`.
+pub(super) async fn pay(axum::Form(card): axum::Form<Card>) -> Response {
+    let digits: String = card.number.chars().filter(char::is_ascii_digit).collect();
+    if digits.len() < 12 {
+        return respond(StatusCode::BAD_REQUEST, Some("Checkout"), &[], "<h1>That is no card number</h1>");
+    }
+    let body = format!(
+        "<h1>Paid</h1>\n<p id=\"paid\">Thank you, {}: paid with the card ending {}.</p>",
+        escape(&card.name),
+        &digits[digits.len() - 4..]
+    );
+    respond(StatusCode::OK, Some("Paid"), &[], &body)
 }
 
 /// Anything else.
