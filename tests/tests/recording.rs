@@ -777,6 +777,56 @@ async fn text_an_input_method_commits_is_the_persons_and_replays() {
     assert!(faithful && report.steps_failed == 0, "{text}");
 }
 
+/// Issue #30: text pasted without a key is the person's. Chrome's context menu copies and pastes through
+/// the browser's own editing commands; DevTools runs the same commands with no key behind them
+/// (`Input.dispatchKeyEvent` with `commands: ["copy"]`, then `["paste"]`: a trusted `paste` and an
+/// `insertFromPaste` input), which is what headless Chromium, which has no context menu, can do. A
+/// product's name copied from the page and pasted into the search field is an input of the trajectory,
+/// and the search replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_pasted_without_a_key_is_the_persons_and_replays() {
+    use chromiumoxide::cdp::browser_protocol::input::{DispatchKeyEventParams, DispatchKeyEventType};
+    let _one = ONE_BROWSER.lock().await;
+    let Some(build) = Build::for_tests("text_pasted_without_a_key_is_the_persons_and_replays") else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let (popup, page) = demo::start_task(&browser, "Look for the teapot", &site.url("/")).await.unwrap();
+    let command = |name: &str| {
+        DispatchKeyEventParams::builder().r#type(DispatchKeyEventType::RawKeyDown).command(name).build().unwrap()
+    };
+    page.evaluate(
+        "(() => { const range = document.createRange(); \
+         range.selectNodeContents(document.querySelector(\"#featured [data-product='teapot'] figcaption a\")); \
+         getSelection().removeAllRanges(); getSelection().addRange(range); })()",
+    )
+    .await
+    .unwrap();
+    page.execute(command("copy")).await.unwrap();
+    click(&page, "#search-input").await.unwrap();
+    page.execute(command("paste")).await.unwrap();
+    wait_for_value(&page, "#search-input", "Teapot").await;
+    settle().await;
+    press_key(&page, "#search-input", "Enter").await.unwrap();
+    demo::wait_for_url(&page, "/search?q=Teapot").await.unwrap();
+    settle().await;
+    let bundle = demo::stop_task(&popup, browser, data.path()).await.unwrap();
+    site.stop();
+
+    let (calls, _) = trace_replay::run::human_trajectory(&bundle, Default::default()).unwrap();
+    let typed: Vec<&str> = calls
+        .iter()
+        .filter_map(|call| match &call.action {
+            trace_manifest::trajectory::ToolAction::Input { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(typed, ["Teapot"], "{calls:#?}");
+    let (report, faithful) = build.replay_human(&bundle).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+}
+
 /// Issue #30: a card form filled by Chrome's own autofill (DevTools' `Autofill.trigger`, as the browser's
 /// card suggestion fills it: trusted input events, no key that makes the text, `:autofill`) is the
 /// person's: each field is an input of the trajectory (a credential, as a card's fields are), and the
