@@ -278,13 +278,12 @@ impl Matcher {
             write_rank: Vec::with_capacity(recorded.len()),
             writes_reached: 0,
         };
-        let mut writes = 0;
         for (index, request) in recorded.into_iter().enumerate() {
             let method = request.method.to_ascii_uppercase();
-            matcher.writes_before.push(writes);
+            // Numbered below, once every request is in.
+            matcher.writes_before.push(0);
             let is_write = !matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS");
-            matcher.write_rank.push(is_write.then_some(writes));
-            writes += usize::from(is_write);
+            matcher.write_rank.push(is_write.then_some(0));
             let body = request.body.unwrap_or_default();
             let sent =
                 Sent { method: &method, url: &request.url, body: &body, content_type: request.content_type.as_deref() };
@@ -302,6 +301,7 @@ impl Matcher {
             }
             matcher.states.push(request.state);
         }
+        matcher.rank_writes();
         let states = &matcher.states;
         for queue in matcher.canonical.values_mut() {
             queue.find_distinguishing(states);
@@ -370,14 +370,24 @@ impl Matcher {
     /// the matcher (an ignored host's beacons), so the replay would never be seen to make them, and every
     /// request recorded after one would stay in the future.
     pub fn without_writes_never_asked(mut self, never_asked: &[bool]) -> Matcher {
-        let mut writes = 0;
-        for (index, rank) in self.write_rank.iter_mut().enumerate() {
-            self.writes_before[index] = writes;
-            let asked = !never_asked.get(index).copied().unwrap_or(false);
-            *rank = rank.filter(|_| asked).map(|_| writes);
-            writes += usize::from(rank.is_some());
+        for (rank, _) in self.write_rank.iter_mut().zip(never_asked).filter(|(_, never)| **never) {
+            *rank = None;
         }
+        self.rank_writes();
         self
+    }
+
+    /// Numbers the writes (the requests whose `write_rank` is `Some`) in recorded order, and counts for
+    /// every request the writes recorded before it.
+    fn rank_writes(&mut self) {
+        let mut writes = 0;
+        for (before, rank) in self.writes_before.iter_mut().zip(&mut self.write_rank) {
+            *before = writes;
+            if let Some(rank) = rank {
+                *rank = writes;
+                writes += 1;
+            }
+        }
     }
 
     /// A recorded text (a response's body or header) as the replayed page expects it: each bound recorded
