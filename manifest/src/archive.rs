@@ -14,10 +14,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+use tempfile::SpooledTempFile;
 
 use crate::bundle::{self, BundleManifest, FileEntry};
 use crate::event::EventRecord;
@@ -43,7 +44,10 @@ pub enum ArchiveError {
     TooManyEntries { count: usize, limit: usize },
     #[error("zip entry {name:?} expands to {size} bytes, more than the limit of {limit}")]
     EntryTooLarge { name: String, size: u64, limit: u64 },
-    #[error("zip expands to {size} bytes in all, more than the limit of {limit}")]
+    #[error(
+        "the bundle unpacks to {size} bytes in all (its snapshot pack included), more than the limit of {limit}; \
+         set {MAX_UNPACKED_VARIABLE} to a number of bytes to raise it"
+    )]
     TooLarge { size: u64, limit: u64 },
     #[error("zip entry {name:?} compresses {ratio}:1, which looks like a zip bomb (limit {limit}:1)")]
     SuspiciousRatio { name: String, ratio: u64, limit: u64 },
@@ -88,6 +92,9 @@ pub struct ZipLimits {
     /// A file may be at most this large: a body is held in memory whole while it is served or redacted
     /// (a few times over: read, replaced, encoded for DevTools), so this bounds the memory one file takes.
     pub max_entry_bytes: u64,
+    /// What a zip may unpack to in all, the files of its snapshot pack included: what `import` writes to
+    /// disk, and the most a reader may unpack. The default, 2 GiB, holds recordings of hours with their
+    /// bodies; [`MAX_UNPACKED_VARIABLE`] changes it.
     pub max_total_bytes: u64,
     /// Entries larger than 1 MiB may compress at most this well.
     pub max_ratio: u64,
@@ -108,6 +115,14 @@ pub struct ZipLimits {
 /// The environment variable that sets [`ZipLimits::max_memory_bytes`], in bytes, for every command.
 pub const MAX_MEMORY_VARIABLE: &str = "TRACE_MAX_MEMORY";
 
+/// The environment variable that sets [`ZipLimits::max_total_bytes`], in bytes, for every command.
+pub const MAX_UNPACKED_VARIABLE: &str = "TRACE_MAX_UNPACKED";
+
+/// A number of bytes from the environment variable `name`, if it holds one.
+fn bytes_from_environment(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|bytes| bytes.trim().parse().ok())
+}
+
 /// Memory the events of `events.jsonl` take, held as [`EventRecord`]s, per byte of the file: measured at
 /// about 5 for a file of small events, which take the most per byte (a few fields around a struct of
 /// every event kind's room); rounded up.
@@ -123,14 +138,11 @@ impl Default for ZipLimits {
         ZipLimits {
             max_entries: 1_000_000,
             max_entry_bytes: 1 << 30,
-            max_total_bytes: 64 << 30,
+            max_total_bytes: bytes_from_environment(MAX_UNPACKED_VARIABLE).unwrap_or(2 << 30),
             max_ratio: 1000,
             max_document_bytes: 256 << 20,
             max_document_ratio: 100,
-            max_memory_bytes: std::env::var(MAX_MEMORY_VARIABLE)
-                .ok()
-                .and_then(|bytes| bytes.trim().parse().ok())
-                .unwrap_or(1 << 30),
+            max_memory_bytes: bytes_from_environment(MAX_MEMORY_VARIABLE).unwrap_or(1 << 30),
         }
     }
 }
@@ -148,11 +160,57 @@ enum Source {
     Zip { path: PathBuf, archive: zip::ZipArchive<File>, entries: BTreeMap<String, (usize, u64)> },
 }
 
-/// A snapshot pack: its index and compressed stream, and the unpacked stream once a packed file was read.
+/// A snapshot pack: its index, and the unpacked stream once a packed file was read, held in memory while it
+/// is a small share of the memory limit ([`ZipLimits::in_memory_bytes`]) and in an unnamed temporary file
+/// past it, so that a pack of any size is unpacked once and takes no more memory than that share.
 struct OpenPack {
     index: PackIndex,
-    compressed: Vec<u8>,
-    unpacked: Option<Vec<u8>>,
+    /// Where the compressed stream starts in the pack file.
+    stream_start: u64,
+    unpacked: Option<SpooledTempFile>,
+}
+
+impl ZipLimits {
+    /// The most one of a reader's buffers (a pack, an unpacked pack) holds in memory before it moves to
+    /// a temporary file: a quarter of the memory limit, so that the documents read whole beside it fit too.
+    pub fn in_memory_bytes(&self) -> usize {
+        usize::try_from(self.max_memory_bytes / 4).unwrap_or(usize::MAX)
+    }
+}
+
+impl OpenPack {
+    /// Reads the pack's header and index, and no further.
+    fn open(source: &mut Source) -> Result<OpenPack> {
+        let invalid = |message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message };
+        let io_error = |source| ArchiveError::Io { path: PathBuf::from(pack::PACK_FILE), source };
+        let mut reader = source.reader(pack::PACK_FILE)?;
+        let mut head = vec![0; pack::MAGIC.len() + 8];
+        reader.read_exact(&mut head).map_err(|_| invalid("the pack ends in its header".to_owned()))?;
+        let index_length = u64::from_le_bytes(head[pack::MAGIC.len()..].try_into().expect("eight bytes"));
+        reader.take(index_length.min(pack::MAX_INDEX_BYTES + 1)).read_to_end(&mut head).map_err(io_error)?;
+        // Its total is checked by the caller, with the bundle's other files.
+        let (index, stream_start) = pack::read_index(&head, u64::MAX).map_err(invalid)?;
+        Ok(OpenPack { index, stream_start: stream_start as u64, unpacked: None })
+    }
+
+    /// Copies the packed file `name` to `sink`, unpacking the pack first if this is its first read.
+    fn copy_to(&mut self, source: &mut Source, name: &str, sink: &mut dyn Write, limits: ZipLimits) -> Result<u64> {
+        let invalid = |message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message };
+        let io_error = |source| ArchiveError::Io { path: PathBuf::from(name), source };
+        let range = self.index.range(name).ok_or_else(|| ArchiveError::Missing(name.to_owned()))?;
+        let unpacked = match &mut self.unpacked {
+            Some(unpacked) => unpacked,
+            None => {
+                let mut unpacked = SpooledTempFile::new(limits.in_memory_bytes());
+                let mut stored = source.reader(pack::PACK_FILE)?;
+                io::copy(&mut (&mut stored).take(self.stream_start), &mut io::sink()).map_err(io_error)?;
+                pack::unpack(stored, self.index.total(), &mut unpacked).map_err(invalid)?;
+                self.unpacked.insert(unpacked)
+            }
+        };
+        unpacked.seek(SeekFrom::Start(range.start as u64)).map_err(io_error)?;
+        io::copy(&mut unpacked.take((range.end - range.start) as u64), sink).map_err(io_error)
+    }
 }
 
 impl Bundle {
@@ -163,14 +221,18 @@ impl Bundle {
 
     pub fn open_with_limits(path: &Path, limits: ZipLimits) -> Result<Bundle> {
         let mut source = Source::open(path, limits)?;
-        let pack = if source.contains(pack::PACK_FILE) {
-            let bytes = source.read(pack::PACK_FILE)?;
-            let (index, start) = pack::read_index(&bytes, limits.max_total_bytes)
-                .map_err(|message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message })?;
-            Some(OpenPack { index, compressed: bytes[start..].to_vec(), unpacked: None })
-        } else {
-            None
-        };
+        let pack = if source.contains(pack::PACK_FILE) { Some(OpenPack::open(&mut source)?) } else { None };
+        // What the pack unpacks to counts with a zip's own entries (which `Source::open` checked alone).
+        if let Some(pack) = &pack {
+            let entries: u64 = match &source {
+                Source::Zip { entries, .. } => entries.values().map(|&(_, size)| size).sum(),
+                Source::Dir(_) => 0,
+            };
+            let total = entries.saturating_add(pack.index.total());
+            if total > limits.max_total_bytes {
+                return Err(ArchiveError::TooLarge { size: total, limit: limits.max_total_bytes });
+            }
+        }
         Ok(Bundle { source, pack, limits })
     }
 
@@ -196,31 +258,25 @@ impl Bundle {
     }
 
     /// Streams one file to `sink`, returning the number of bytes copied. A packed file is read from the
-    /// pack, which is unpacked (once) on the first such read and kept, when it fits within
-    /// [`ZipLimits::max_memory_bytes`]; a larger pack is decoded up to the file for each read instead, holding
-    /// none of it (slower, but a pack that declares more than memory holds cannot exhaust it).
+    /// pack, which is unpacked once, on the first such read, and kept ([`OpenPack`]).
     pub fn copy_to(&mut self, name: &str, sink: &mut dyn Write) -> Result<u64> {
         if !bundle::is_safe_relative_path(name) {
             return Err(ArchiveError::UnsafePath(name.to_owned()));
         }
         let packed = self.pack.as_mut().filter(|pack| pack.index.contains(name));
-        let Some(pack) = packed.filter(|_| !self.source.contains(name)) else {
-            return self.source.copy_to(name, sink);
-        };
-        let invalid = |message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message };
-        let range = pack.index.range(name).expect("checked above");
-        let write_error = |source| ArchiveError::Io { path: self.source.path().join(name), source };
-        let streamed;
-        let bytes = match &mut pack.unpacked {
-            Some(unpacked) => &unpacked[range],
-            None if pack.index.total() > self.limits.max_memory_bytes => {
-                streamed = pack::read_range(&pack.compressed, range.start as u64..range.end as u64).map_err(invalid)?;
-                &streamed[..]
-            }
-            None => &pack.unpacked.insert(pack::unpack(&pack.compressed, pack.index.total()).map_err(invalid)?)[range],
-        };
-        sink.write_all(bytes).map_err(write_error)?;
-        Ok(bytes.len() as u64)
+        match packed.filter(|_| !self.source.contains(name)) {
+            Some(pack) => pack.copy_to(&mut self.source, name, sink, self.limits),
+            None => self.source.copy_to(name, sink),
+        }
+    }
+
+    /// The size of one file as the bundle holds it (its zip entry's, its pack's or on disk), or 0 when it
+    /// is not there (reading it then says so).
+    fn size(&self, name: &str) -> u64 {
+        match self.pack.as_ref().and_then(|pack| pack.index.range(name)).filter(|_| !self.source.contains(name)) {
+            Some(range) => (range.end - range.start) as u64,
+            None => self.source.size(name),
+        }
     }
 
     /// The first `len` bytes of one file (all of it when shorter), reading no further than that.
@@ -236,17 +292,28 @@ impl Bundle {
 
     /// Reads one file whole. A document larger than [`ZipLimits::max_document_bytes`], or another file
     /// larger than [`ZipLimits::max_entry_bytes`], is refused before it is read (a zip's were refused on
-    /// opening; a directory's files may have grown since).
+    /// opening; a directory's files may have grown since), and so is a file larger than the memory limit.
+    /// Never more than the size checked is read, whatever the file has become since.
     pub fn read(&mut self, name: &str) -> Result<Vec<u8>> {
         self.check_size(name)?;
-        let mut bytes = Vec::new();
-        self.copy_to(name, &mut bytes)?;
-        Ok(bytes)
+        self.check_memory(name, 1)?;
+        let size = self.size(name);
+        let mut sink = LimitedSink { bytes: Vec::with_capacity(size as usize), limit: size, refused: false };
+        match self.copy_to(name, &mut sink) {
+            Err(ArchiveError::Io { .. }) if sink.refused => match self.source {
+                Source::Zip { .. } => Err(ArchiveError::SizeMismatch(name.to_owned())),
+                Source::Dir(_) => Err(ArchiveError::Invalid {
+                    file: name.to_owned(),
+                    message: format!("it grew past {size} bytes while it was read"),
+                }),
+            },
+            result => result.map(|_| sink.bytes),
+        }
     }
 
     /// Refuses to read `name` whole when `factor` times its size would pass the memory limit.
     fn check_memory(&self, name: &str, factor: u64) -> Result<()> {
-        let size = self.source.size(name);
+        let size = self.size(name);
         let needed = size.saturating_mul(factor);
         if needed > self.limits.max_memory_bytes {
             let (name, limit) = (name.to_owned(), self.limits.max_memory_bytes);
@@ -393,12 +460,6 @@ impl Source {
         Ok(Source::Zip { path: path.to_owned(), archive, entries })
     }
 
-    fn path(&self) -> &Path {
-        match self {
-            Source::Dir(path) | Source::Zip { path, .. } => path,
-        }
-    }
-
     fn files(&self) -> Result<BTreeMap<String, u64>> {
         match self {
             Source::Dir(root) => {
@@ -420,12 +481,8 @@ impl Source {
     fn copy_to(&mut self, name: &str, sink: &mut dyn Write) -> Result<u64> {
         match self {
             Source::Dir(root) => {
-                let path = root.join(name);
-                let mut file = File::open(&path).map_err(|source| match source.kind() {
-                    io::ErrorKind::NotFound => ArchiveError::Missing(name.to_owned()),
-                    _ => ArchiveError::Io { path: path.clone(), source },
-                })?;
-                io::copy(&mut file, sink).map_err(|source| ArchiveError::Io { path, source })
+                let mut file = open_in_dir(root, name)?;
+                io::copy(&mut file, sink).map_err(|source| ArchiveError::Io { path: root.join(name), source })
             }
             Source::Zip { path, archive, entries } => {
                 let &(index, declared) = entries.get(name).ok_or_else(|| ArchiveError::Missing(name.to_owned()))?;
@@ -444,22 +501,9 @@ impl Source {
         }
     }
 
-    fn read(&mut self, name: &str) -> Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        self.copy_to(name, &mut bytes)?;
-        Ok(bytes)
-    }
-
     fn reader(&mut self, name: &str) -> Result<Box<dyn Read + '_>> {
         match self {
-            Source::Dir(root) => {
-                let path = root.join(name);
-                let file = File::open(&path).map_err(|source| match source.kind() {
-                    io::ErrorKind::NotFound => ArchiveError::Missing(name.to_owned()),
-                    _ => ArchiveError::Io { path: path.clone(), source },
-                })?;
-                Ok(Box::new(file))
-            }
+            Source::Dir(root) => Ok(Box::new(open_in_dir(root, name)?)),
             Source::Zip { archive, entries, .. } => {
                 let &(index, declared) = entries.get(name).ok_or_else(|| ArchiveError::Missing(name.to_owned()))?;
                 let entry = archive
@@ -478,6 +522,47 @@ impl Source {
             Source::Zip { entries, .. } => entries.get(name).map_or(0, |&(_, size)| size),
         }
     }
+}
+
+/// Opens the file `name` of the directory bundle at `root` as it is at this moment. The bundle was checked
+/// for links and special files when it was opened, but a file or folder may be swapped for a link (to
+/// `/etc`) or a FIFO since: the path is walked one component at a time following no link, and the file is
+/// taken only when it is a regular one.
+fn open_in_dir(root: &Path, name: &str) -> Result<File> {
+    open_beneath(root, name).map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => ArchiveError::Missing(name.to_owned()),
+        io::ErrorKind::InvalidInput => ArchiveError::NotRegular(name.to_owned()),
+        _ if source.raw_os_error() == Some(LINK_FOUND) => ArchiveError::Symlink(name.to_owned()),
+        _ => ArchiveError::Io { path: root.join(name), source },
+    })
+}
+
+/// What opening a link with `O_NOFOLLOW` fails with (`ELOOP`): a link stood where the bundle had none.
+#[cfg(unix)]
+const LINK_FOUND: i32 = rustix::io::Errno::LOOP.raw_os_error();
+#[cfg(not(unix))]
+const LINK_FOUND: i32 = -1;
+
+#[cfg(unix)]
+fn open_beneath(root: &Path, name: &str) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags, openat};
+    let folder = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = rustix::fs::open(root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    let (folders, file_name) = name.rsplit_once('/').map_or(("", name), |(folders, file)| (folders, file));
+    for part in folders.split('/').filter(|part| !part.is_empty()) {
+        dir = openat(&dir, part, folder, Mode::empty())?;
+    }
+    // Non-blocking, so that a FIFO swapped in is opened at once and refused rather than waited on.
+    let file = File::from(openat(&dir, file_name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty())?);
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    Ok(file)
+}
+
+#[cfg(not(unix))]
+fn open_beneath(root: &Path, name: &str) -> io::Result<File> {
+    File::open(root.join(name))
 }
 
 /// An event line longer than this is refused: events hold metadata (bodies are files of their own), and
@@ -718,6 +803,29 @@ fn walk_dir(root: &Path, dir: &Path, files: &mut BTreeMap<String, u64>) -> Resul
         }
     }
     Ok(())
+}
+
+/// A sink that takes at most `limit` bytes and refuses more, which stops the copy: a file read whole is
+/// never read past the size it was checked at.
+struct LimitedSink {
+    bytes: Vec<u8>,
+    limit: u64,
+    refused: bool,
+}
+
+impl Write for LimitedSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.bytes.len() as u64 + buf.len() as u64 > self.limit {
+            self.refused = true;
+            return Err(io::Error::other("the file is larger than it was"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A sink that takes the first `len` bytes written to it and refuses the rest, which stops the copy.
@@ -1126,8 +1234,8 @@ mod tests {
     }
 
     #[test]
-    fn a_pack_larger_than_memory_may_hold_is_read_a_file_at_a_time_never_whole() {
-        // 64 MiB of zeros pack into a few KB: unpacked whole, such a pack could claim any memory it liked.
+    fn a_pack_larger_than_a_share_of_memory_is_unpacked_once_to_a_temporary_file() {
+        // 64 MiB of zeros pack into a few KB: unpacked into memory, such a pack could claim any it liked.
         let files = [("dom/000001.html", vec![0u8; 64 << 20]), ("screenshots/000002.webp", b"RIFF-image".to_vec())];
         let packed = pack::tests::pack_of(&files);
         assert!(packed.len() < 64 << 10, "{} bytes", packed.len());
@@ -1137,11 +1245,16 @@ mod tests {
         let mut bundle = Bundle::open_with_limits(zip.path(), small).unwrap();
         assert_eq!(bundle.read("screenshots/000002.webp").unwrap(), b"RIFF-image");
         assert_eq!(bundle.read_start("dom/000001.html", 4).unwrap(), [0; 4]);
-        assert!(bundle.pack.as_ref().unwrap().unpacked.is_none(), "the pack was held whole");
+        assert!(bundle.pack.as_ref().unwrap().unpacked.as_ref().unwrap().is_rolled(), "the pack was held in memory");
+        // Read whole, the snapshot would pass the memory limit: refused, naming it.
+        let error = bundle.read("dom/000001.html").unwrap_err().to_string();
+        assert!(error.contains("dom/000001.html is 67108864 bytes") && error.contains("TRACE_MAX_MEMORY"), "{error}");
+        let (size, _) = bundle.hash("dom/000001.html").unwrap();
+        assert_eq!(size, 64 << 20, "streamed, it reads whole");
 
         let mut bundle = Bundle::open(zip.path()).unwrap();
         assert_eq!(bundle.read("screenshots/000002.webp").unwrap(), b"RIFF-image");
-        assert!(bundle.pack.as_ref().unwrap().unpacked.is_some(), "a pack within the limit is unpacked once");
+        assert!(!bundle.pack.as_ref().unwrap().unpacked.as_ref().unwrap().is_rolled(), "a small pack stays in memory");
 
         // Cut short, it says so on either path.
         let mut cut = packed.clone();
@@ -1152,6 +1265,42 @@ mod tests {
             let error = error.unwrap_err().to_string();
             assert!(error.contains("dom.pack is not valid"), "{error}");
         }
+        // What the pack unpacks to counts against what the bundle may unpack to.
+        let zip = zip_with(&[(pack::PACK_FILE, &packed)]);
+        let limits = ZipLimits { max_total_bytes: 32 << 20, ..ZipLimits::default() };
+        let error = Bundle::open_with_limits(zip.path(), limits).err().unwrap().to_string();
+        assert!(error.contains("more than the limit of 33554432") && error.contains("TRACE_MAX_UNPACKED"), "{error}");
+    }
+
+    #[test]
+    fn a_file_swapped_for_a_link_or_a_fifo_after_opening_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("resources")).unwrap();
+        std::fs::write(dir.path().join("resources/ab"), b"body").unwrap();
+        std::fs::write(dir.path().join("storage.json"), b"{}").unwrap();
+        let mut bundle = Bundle::open(dir.path()).unwrap();
+        assert_eq!(bundle.read("resources/ab").unwrap(), b"body");
+
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, b"outside").unwrap();
+        std::fs::remove_file(dir.path().join("storage.json")).unwrap();
+        std::os::unix::fs::symlink(&secret, dir.path().join("storage.json")).unwrap();
+        let error = bundle.read("storage.json").unwrap_err().to_string();
+        assert!(error.contains("\"storage.json\" is a symbolic link"), "{error}");
+        // A folder swapped for a link to another folder.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("ab"), b"outside").unwrap();
+        std::fs::remove_dir_all(dir.path().join("resources")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("resources")).unwrap();
+        assert!(bundle.read("resources/ab").is_err());
+        assert!(bundle.hash("resources/ab").is_err());
+        // A FIFO is refused at once, not waited on.
+        std::fs::remove_file(dir.path().join("resources")).unwrap();
+        std::fs::create_dir(dir.path().join("resources")).unwrap();
+        let fifo = dir.path().join("resources/ab");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let error = bundle.read("resources/ab").unwrap_err().to_string();
+        assert!(error.contains("neither a regular file"), "{error}");
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //! offset in the unpacked stream and its size), then the zstd stream of the files' contents, one after the
 //! other. The files keep their names: `manifest.json` indexes each (size and sha256) as it indexes any
 //! file, and lists `dom.pack` too; [`crate::archive::Bundle`] reads packed files as if they were entries
-//! of their own, and never unpacks more than the index declares: whole and once when that fits the memory
-//! limit, else up to each file asked for ([`read_range`]).
+//! of their own, and never unpacks more than the index declares, once, into memory when that is a small share
+//! of the memory limit and into a temporary file otherwise.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -150,38 +150,23 @@ pub fn read_index(pack: &[u8], max_total: u64) -> Result<(PackIndex, usize), Str
     Ok((index, MAGIC.len() + 8 + length as usize))
 }
 
-/// Unpacks the compressed stream of a pack whose index declares `total` bytes: exactly that many, or an
-/// error (never more is held).
-pub fn unpack(compressed: &[u8], total: u64) -> Result<Vec<u8>, String> {
-    let decoder = decoder(compressed)?;
-    let mut unpacked = Vec::with_capacity(total.min(1 << 30) as usize);
-    decoder
-        .take(total + 1)
-        .read_to_end(&mut unpacked)
-        .map_err(|error| format!("the pack's stream is damaged: {error}"))?;
-    if unpacked.len() as u64 != total {
-        return Err(format!("the pack unpacks to {} bytes, its index says {total}", unpacked.len()));
-    }
-    Ok(unpacked)
-}
-
-/// The bytes `range` of the unpacked stream, decoded from the stream's start and holding nothing before
-/// them: for a pack too large to unpack whole. Errors when the stream ends before `range` does.
-pub fn read_range(compressed: &[u8], range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
-    let mut decoder = decoder(compressed)?;
+/// Decodes a pack's stream (`compressed`, read from where [`read_index`] said it starts) into `out`: exactly
+/// the `total` bytes its index declares, or an error; never more is decoded, whatever the stream holds.
+pub fn unpack(compressed: impl Read, total: u64, out: &mut dyn Write) -> Result<(), String> {
     let damaged = |error: io::Error| format!("the pack's stream is damaged: {error}");
-    let skipped = io::copy(&mut (&mut decoder).take(range.start), &mut io::sink()).map_err(damaged)?;
-    let mut bytes = Vec::new();
-    decoder.take(range.end - range.start).read_to_end(&mut bytes).map_err(damaged)?;
-    let reached = skipped + bytes.len() as u64;
-    if reached != range.end {
-        return Err(format!("the pack's stream ends at {reached}, before {} where its index says", range.end));
+    let mut decoder = decoder(compressed)?;
+    let written = io::copy(&mut (&mut decoder).take(total), out).map_err(damaged)?;
+    if written != total {
+        return Err(format!("the pack unpacks to {written} bytes, its index says {total}"));
     }
-    Ok(bytes)
+    if decoder.read(&mut [0]).map_err(damaged)? != 0 {
+        return Err(format!("the pack unpacks to more than the {total} bytes its index says"));
+    }
+    Ok(())
 }
 
 /// A decoder of a pack's stream that accepts the window the pack was written with.
-fn decoder(compressed: &[u8]) -> Result<zstd::stream::read::Decoder<'static, io::BufReader<&[u8]>>, String> {
+fn decoder<R: Read>(compressed: R) -> Result<zstd::stream::read::Decoder<'static, io::BufReader<R>>, String> {
     let mut decoder =
         zstd::stream::read::Decoder::new(compressed).map_err(|e| format!("the pack cannot be read: {e}"))?;
     decoder.window_log_max(WINDOW_LOG).map_err(|e| format!("the pack cannot be read: {e}"))?;
@@ -207,7 +192,8 @@ pub(crate) mod tests {
 
     fn assert_restores_exactly(pack: &[u8], files: &[(&str, Vec<u8>)]) {
         let (index, start) = read_index(pack, u64::MAX).unwrap();
-        let unpacked = unpack(&pack[start..], index.total()).unwrap();
+        let mut unpacked = Vec::new();
+        unpack(&pack[start..], index.total(), &mut unpacked).unwrap();
         for (path, bytes) in files {
             assert_eq!(&unpacked[index.range(path).unwrap()], bytes.as_slice(), "{path}");
         }
@@ -300,7 +286,10 @@ pub(crate) mod tests {
         assert!(read_index(b"PK\x03\x04", u64::MAX).unwrap_err().contains("not a TRACE snapshot pack"));
         assert!(read_index(&pack, 4).unwrap_err().contains("limit"));
         let (index, start) = read_index(&pack, u64::MAX).unwrap();
-        assert!(unpack(&pack[start..], index.total() - 1).unwrap_err().contains("index says"));
+        let short = unpack(&pack[start..], index.total() - 1, &mut Vec::new()).unwrap_err();
+        assert!(short.contains("more than the") && short.contains("its index says"), "{short}");
+        let long = unpack(&pack[start..], index.total() + 1, &mut Vec::new()).unwrap_err();
+        assert!(long.contains("index says"), "{long}");
         let mut outside = pack.clone();
         let at = outside.windows(4).position(|w| w == b"dom/").unwrap();
         outside[at..at + 4].copy_from_slice(b"../x");
