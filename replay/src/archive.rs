@@ -20,7 +20,7 @@ use trace_manifest::event::{ActionKind, EventKind, StorageSnapshot, Viewport};
 use trace_manifest::har::Entry;
 use trace_manifest::time_fmt::millis_from_rfc3339;
 
-use crate::matcher::RecordedRequest;
+use crate::matcher::{self, RecordedRequest};
 
 /// One recorded request and what answered it.
 #[derive(Debug, Clone)]
@@ -110,6 +110,7 @@ impl ReplayArchive {
             Err(error) => return Err(flatten(error).context(format!("cannot read {}", bundle::HAR_FILE))),
         };
         let mut exchanges = Vec::with_capacity(har.log.entries.len());
+        let mut request_bodies = RequestBodies::new(bundle.files().map_err(flatten)?, limits);
         // A socket's entry holds its frames for other tools: replay plays sockets back from their
         // transcripts (`trace_analysis::websocket`), never through the request matcher.
         for entry in
@@ -117,13 +118,13 @@ impl ReplayArchive {
         {
             let mut exchange = exchange(entry)?;
             // Every body is checked now, so that a damaged bundle is refused before a browser starts
-            // rather than leaving one page short of a response. Request bodies are small and the matcher
-            // needs them, so they are read; response bodies are only looked for, and read when asked for.
+            // rather than leaving one page short of a response. The matcher needs request bodies, so they
+            // are read; response bodies are only looked for, and read when asked for.
             if let Some(file) = entry.request.post_data.as_ref().and_then(|post| post.file.as_ref()) {
                 if !bundle.contains(file) {
                     bail!("{} names the request body {file}, which the bundle does not hold", entry.request.url);
                 }
-                exchange.request.body = Some(read(&mut bundle, file)?);
+                exchange.request.body = Some(request_bodies.get(&mut bundle, file)?);
             }
             if let Some(file) = &exchange.body_file
                 && !bundle.contains(file)
@@ -249,6 +250,51 @@ impl ReplayArchive {
     /// The ignore-list entry that names `url`, if any (by [`trace_analysis::urls`]'s rule).
     pub fn ignore_pattern(&self, url: &str) -> Option<&str> {
         ignore_pattern(&self.ignored, url)
+    }
+}
+
+/// The request bodies stored as files, as the matcher holds them: each read once however many requests
+/// name it, a large one held as its digest ([`matcher::large_body_stand_in`]), and all of them counted,
+/// by their real sizes, against the memory limit.
+struct RequestBodies {
+    sizes: std::collections::BTreeMap<String, u64>,
+    read: HashMap<String, Vec<u8>>,
+    /// The bytes the matcher will hold: each request keeps its own copy of its body (and another in its
+    /// canonical form), so a body counts once per request that sent it.
+    held: u64,
+    limits: ZipLimits,
+}
+
+/// Copies of a request body replay holds: the request's own, the matcher's exact key and its canonical form.
+const REQUEST_BODY_COPIES: u64 = 3;
+
+impl RequestBodies {
+    fn new(sizes: std::collections::BTreeMap<String, u64>, limits: ZipLimits) -> RequestBodies {
+        RequestBodies { sizes, read: HashMap::new(), held: 0, limits }
+    }
+
+    fn get(&mut self, bundle: &mut Bundle, file: &str) -> Result<Vec<u8>> {
+        let size = self.sizes.get(file).copied().unwrap_or(0);
+        if !self.read.contains_key(file) {
+            let body = if size > matcher::LARGE_BODY_BYTES as u64 {
+                let (_, sha256) = bundle.hash(file).map_err(flatten).with_context(|| format!("cannot read {file}"))?;
+                matcher::large_body_stand_in(&sha256)
+            } else {
+                read(bundle, file)?
+            };
+            self.read.insert(file.to_owned(), body);
+        }
+        let body = self.read[file].clone();
+        self.held = self.held.saturating_add(body.len() as u64 * REQUEST_BODY_COPIES);
+        if self.held > self.limits.max_memory_bytes {
+            bail!(
+                "the recorded requests' bodies would take more than the limit of {} bytes of memory; set {} to a \
+                 number of bytes to raise it",
+                self.limits.max_memory_bytes,
+                trace_manifest::archive::MAX_MEMORY_VARIABLE
+            );
+        }
+        Ok(body)
     }
 }
 

@@ -48,6 +48,7 @@ use trace_analysis::canonical::{self, Clocks, Param, Place};
 use trace_analysis::canonical::{canonical_body, canonical_url};
 use trace_analysis::request_state;
 pub use trace_analysis::request_state::RequestState;
+use trace_manifest::archive::sha256_hex;
 use trace_manifest::event::header_value;
 use trace_manifest::har::HarRequest;
 
@@ -63,13 +64,25 @@ pub const FUZZY_THRESHOLD: f64 = 0.6;
 /// which costs the product of the lengths: long values are tokens and blobs, where near does not mean similar.
 pub const FUZZY_MAX_EDIT_CHARS: usize = 64;
 
+/// A request body larger than this is matched by its digest alone ([`large_body_stand_in`]): it is an upload
+/// or a blob, which only its exact twin answers, and holding its bytes for each request that sent it would let
+/// a small bundle that names one large body many times fill memory.
+pub const LARGE_BODY_BYTES: usize = 1 << 20;
+
+/// What a body larger than [`LARGE_BODY_BYTES`] is held and compared as, on both sides: the lowercase hex
+/// SHA-256 of its bytes, marked so that no body of the page reads as one by chance.
+pub fn large_body_stand_in(sha256_hex: &str) -> Vec<u8> {
+    format!("trace-large-body sha256:{sha256_hex}").into_bytes()
+}
+
 /// One recorded request, as the matcher needs it. Its position in the `Vec` given to [`Matcher::new`] is the
 /// [`Matched::index`] that designates its response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedRequest {
     pub method: String,
     pub url: String,
-    /// The request body; `None` and an empty body are the same.
+    /// The request body; `None` and an empty body are the same. A body larger than [`LARGE_BODY_BYTES`] is
+    /// held as its [`large_body_stand_in`].
     pub body: Option<Vec<u8>>,
     /// The request's `Content-Type`, which says how to canonicalize the body.
     pub content_type: Option<String>,
@@ -330,9 +343,14 @@ impl Matcher {
         self.canonical.get(&analysis.key).is_some_and(|queue| !queue.distinguishing.is_empty())
     }
 
-    /// The request's URL and body with each of the page's bound ids read as the recorded value it stands for.
+    /// The request's URL and body with each of the page's bound ids read as the recorded value it stands for,
+    /// and a large body as its [`large_body_stand_in`], as its recorded twin is held.
     fn as_recorded<'r>(&self, request: &Request<'r>) -> (Cow<'r, str>, Cow<'r, [u8]>) {
         let body = request.body.unwrap_or_default();
+        if body.len() > LARGE_BODY_BYTES {
+            let url = Cow::Borrowed(request.url);
+            return (url, Cow::Owned(large_body_stand_in(&sha256_hex(body))));
+        }
         if !self.ids.is_bound() {
             return (Cow::Borrowed(request.url), Cow::Borrowed(body));
         }
@@ -647,6 +665,33 @@ mod tests {
             Some(Matched { kind: MatchKind::Fuzzy { score }, .. }) => score,
             other => panic!("expected a fuzzy match, got {other:?}"),
         }
+    }
+
+    /// Issue #31: a large upload is held as its digest ([`large_body_stand_in`]), as the archive reads it from
+    /// the bundle; the page's same bytes still find it exactly, and a different upload of the same size does not.
+    #[test]
+    fn a_large_body_held_as_its_digest_answers_its_exact_twin_only() {
+        let upload: Vec<u8> = (0..LARGE_BODY_BYTES as u32 + 10).map(|i| (i % 251) as u8).collect();
+        let mut other = upload.clone();
+        other[5] ^= 1;
+        let recorded = |body: &[u8]| RecordedRequest {
+            body: Some(large_body_stand_in(&sha256_hex(body))),
+            ..post("https://drive.test/upload", "application/octet-stream", "")
+        };
+        let mut matcher = Matcher::new(vec![recorded(&upload), recorded(&other)]);
+        fn sent(body: &[u8]) -> Request<'_> {
+            Request {
+                method: "POST",
+                url: "https://drive.test/upload",
+                body: Some(body),
+                content_type: Some("application/octet-stream"),
+                state: None,
+            }
+        }
+        let matched = matcher.lookup(&sent(&other)).unwrap();
+        assert_eq!((matched.index, matched.kind), (1, MatchKind::Exact));
+        let matched = matcher.lookup(&sent(&upload)).unwrap();
+        assert_eq!((matched.index, matched.kind), (0, MatchKind::Exact));
     }
 
     /// A list polled before and after a rename: polled again and again before the replay renames, it keeps

@@ -602,3 +602,34 @@ fn documents_that_would_take_more_memory_than_the_limit_are_refused_before_they_
         std::fs::remove_file(&marker).unwrap();
     }
 }
+
+/// Issue #31: a HAR that names one 128 MiB request body from 16 requests (a 440 KB zip) took `inspect` and
+/// `serve` to 2.1 GB, each request holding its own copy, and aborted under a 1 GiB cap. A request body is
+/// read once however many requests name it, and one over `matcher::LARGE_BODY_BYTES` is held as its digest:
+/// both run within 512 MiB of address space.
+#[test]
+fn one_large_request_body_named_by_many_requests_is_held_once_as_its_digest() {
+    let (scratch, bundle) = minimal_bundle();
+    let upload: Vec<u8> = (0..128u32 << 20).map(|i| (i % 251) as u8).collect();
+    let file = body_path(&upload);
+    write_file(&bundle, &file, &upload);
+    drop(upload);
+    let mut har = minimal_har();
+    let entries = har["log"]["entries"].as_array_mut().unwrap();
+    for n in 0..16 {
+        let mut entry = har_entry(&format!("http://shop.test/upload/{n}"), json!({ "size": 0, "mimeType": "text/plain", "text": "" }));
+        entry["request"]["method"] = json!("POST");
+        entry["request"]["postData"] = json!({ "mimeType": "application/octet-stream", "_file": file });
+        entries.push(entry);
+    }
+    write_file(&bundle, "recording.har", har.to_string().as_bytes());
+    write_manifest(&bundle, 3, TASK_ID);
+
+    let marker = scratch.path().join("chromium-was-started");
+    let inspected = trace_replay_in_little_memory(512, 1 << 30, &["inspect", path_str(&bundle)], &marker);
+    assert_eq!(inspected.code, Some(0), "{}", inspected.stderr);
+    assert!(inspected.stdout.contains(TASK_ID), "{}", inspected.stdout);
+    let args = ["serve", path_str(&bundle), "--headless", "--chromium", path_str(&FAKE_CHROMIUM.1)];
+    let served = trace_replay_in_little_memory(512, 1 << 30, &args, &marker);
+    assert!(marker.exists(), "serve did not get as far as Chromium: {}", served.stderr);
+}
