@@ -322,14 +322,15 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Tasks { all, json } => {
             let data = data()?;
             let (conn, read_only) = db::open_to_read(&data.database())?;
-            if read_only {
-                // Listing must work when nothing else does (a full disk); what could not be set right is said.
+            // Listing must work when nothing else does (a full disk: the database may open, and then refuse to
+            // mark a recording cut off as interrupted); what could not be set right is said.
+            let cannot_write = if read_only { None } else { reconcile_interrupted(&conn, &data).err() };
+            if read_only || cannot_write.is_some() {
+                let cause = cannot_write.map(|error| format!(" ({error:#})")).unwrap_or_default();
                 eprintln!(
-                    "trace-host: the data directory cannot be written to (is the disk full?): tasks are listed as \
-                     last recorded, and a recording that was cut off may still show as recording"
+                    "trace-host: the data directory cannot be written to{cause} (is the disk full?): tasks are \
+                     listed as last recorded, and a recording that was cut off may still show as recording"
                 );
-            } else {
-                reconcile_interrupted(&conn, &data)?;
             }
             let tasks: Vec<TaskRow> =
                 db::tasks(&conn)?.into_iter().filter(|t| *all || t.status != TaskStatus::Discarded).collect();

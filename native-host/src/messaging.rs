@@ -11,8 +11,8 @@
 //! A page's request ([`Request`], in a message of its own) is answered beside them, in a task of its own
 //! ([`crate::requests`]).
 //!
-//! Memory stays bounded however fast the browser sends and however slowly it reads: queued messages hold
-//! permits of a byte budget, so the reader stops reading while the store is behind, and replies wait in a
+//! Memory stays bounded however fast the browser sends and however slowly it reads: queued messages and
+//! page requests being answered hold permits of one byte budget, so the reader stops reading while the store is behind, and replies wait in a
 //! bounded queue, so the store stops (and with it the reader) while the writer is behind. stdout carries
 //! protocol frames only.
 
@@ -200,9 +200,13 @@ fn read_frames(
         if item.is_err()
             && let Ok(request) = serde_json::from_slice::<Request>(&frame)
         {
+            drop(frame);
             let (data, replies) = (data.clone(), replies.clone());
+            // The request holds its permits until it is answered: requests count against the one budget
+            // as task messages do, so that many large ones wait for each other instead of filling memory.
             runtime.spawn(async move {
                 let answer = requests::answer(data, request).await;
+                drop(permit);
                 let _ = replies.send(HostMessage::Answer(answer)).await;
             });
             continue;
