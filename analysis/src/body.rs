@@ -9,7 +9,9 @@
 //! its type says, is [`ParsedBody::Other`].
 //!
 //! Finding secrets cannot take a page at its word: [`readings`] gives every way a body parses, whatever its
-//! type says (JSON sent as a form by jQuery, a form sent as `text/plain` by `fetch`).
+//! type says (JSON sent as a form by jQuery, a form sent as `text/plain` by `fetch`). A body the page
+//! compressed before sending it (`Content-Encoding: gzip` or `deflate`, as `CompressionStream` makes) is read
+//! decoded ([`ContentEncoding`]) and, once its secrets are replaced, encoded again the same way.
 
 use serde_json::Value;
 
@@ -272,6 +274,61 @@ fn split_once_on<'a>(haystack: &'a [u8], needle: &[u8]) -> Option<(&'a [u8], &'a
     Some((&haystack[..at], &haystack[at + needle.len()..]))
 }
 
+/// A `Content-Encoding` a page may give a request body it compressed itself, which the browser sends as it is.
+#[cfg(feature = "native")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentEncoding {
+    Gzip,
+    /// zlib's format, as HTTP's `deflate` means (and `CompressionStream("deflate")` writes).
+    Deflate,
+}
+
+#[cfg(feature = "native")]
+impl ContentEncoding {
+    /// The encoding a `Content-Encoding` header names, when it is one of these alone.
+    pub fn from_header(value: &str) -> Option<ContentEncoding> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "gzip" | "x-gzip" => Some(ContentEncoding::Gzip),
+            "deflate" => Some(ContentEncoding::Deflate),
+            _ => None,
+        }
+    }
+
+    /// The encoding of a HAR request's body, from its `Content-Encoding` header.
+    pub fn of_request(request: &trace_manifest::har::HarRequest) -> Option<ContentEncoding> {
+        trace_manifest::event::header_value(&request.headers, "content-encoding").and_then(ContentEncoding::from_header)
+    }
+
+    /// `bytes` decoded, or `None` when they do not decode to at most `limit` bytes.
+    pub fn decode(self, bytes: &[u8], limit: u64) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let mut decoded = Vec::new();
+        let reader: Box<dyn Read + '_> = match self {
+            ContentEncoding::Gzip => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
+            ContentEncoding::Deflate => Box::new(flate2::read::ZlibDecoder::new(bytes)),
+        };
+        reader.take(limit + 1).read_to_end(&mut decoded).ok()?;
+        (decoded.len() as u64 <= limit).then_some(decoded)
+    }
+
+    /// `bytes` encoded.
+    pub fn encode(self, bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let level = flate2::Compression::default();
+        let written = match self {
+            ContentEncoding::Gzip => {
+                let mut encoder = flate2::write::GzEncoder::new(Vec::new(), level);
+                encoder.write_all(bytes).and_then(|()| encoder.finish())
+            }
+            ContentEncoding::Deflate => {
+                let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), level);
+                encoder.write_all(bytes).and_then(|()| encoder.finish())
+            }
+        };
+        written.expect("writing to memory does not fail")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,3 +406,4 @@ mod tests {
         assert_eq!(parse(b"no parts here", Some("multipart/form-data; boundary=XyZ")), ParsedBody::Other);
     }
 }
+

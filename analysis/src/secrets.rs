@@ -271,7 +271,7 @@ impl Secrets {
                 for param in &post_data.params {
                     secrets.scan_field(&param.name, &param.value);
                 }
-                if let Some(text) = request_body_text(bundle, post_data) {
+                if let Some(text) = request_body_text(bundle, request) {
                     secrets.scan_body(&post_data.mime_type, &text);
                 }
             }
@@ -281,6 +281,21 @@ impl Secrets {
                 && let Some(text) = read_text(bundle, file)
             {
                 secrets.scan_body(&content.mime_type, &text);
+            }
+        }
+        // What sockets carried, read as bodies are.
+        for record in events {
+            if let trace_manifest::event::EventKind::WebSocket(frame) = &record.event.kind
+                && let Some(text) = frame_text(frame)
+            {
+                secrets.scan_frame(&text);
+            }
+        }
+        // The pages as the person saw them: what scripts put on a page is in no body.
+        let snapshots: Vec<String> = bundle.files()?.into_keys().filter(|path| is_page_snapshot(path)).collect();
+        for snapshot in snapshots {
+            if let Some(text) = read_text(bundle, &snapshot) {
+                secrets.scan_body("text/html", &text);
             }
         }
 
@@ -405,6 +420,7 @@ impl Secrets {
         }
         if readings.is_empty() {
             self.hidden_inputs(text);
+            self.labelled_values(text);
         }
         self.shapes_in(text);
     }
@@ -428,6 +444,42 @@ impl Secrets {
                 self.add_by_name(kind, key.unwrap_or(""), &number.to_string())
             }
             _ => {}
+        }
+    }
+
+    /// A WebSocket frame: a body of its own, and the framings real apps wrap JSON in, read too: Socket.IO's
+    /// packet type before it (`42["auth",{…}]`), and JSON documents sent as strings inside it (SockJS's
+    /// `a["{…}"]`, JupyterLab's messages).
+    pub fn scan_frame(&mut self, text: &str) {
+        self.scan_body("", text);
+        let unframed = text.trim_start_matches(|c: char| c.is_ascii_digit());
+        let unframed = unframed.strip_prefix('a').filter(|rest| rest.starts_with('[')).unwrap_or(unframed);
+        if unframed.len() < text.len() && unframed.starts_with(['[', '{']) {
+            self.scan_body("application/json", unframed);
+        }
+        if let Ok(json) = serde_json::from_str::<serde_json::Value>(unframed) {
+            for inner in json_strings(&json).filter(|inner| body::looks_like_json(inner.as_bytes())) {
+                self.scan_body("application/json", inner);
+            }
+        }
+    }
+
+    /// A value shown on a page under a label that names a secret (`API key: 3f9c…`, `<dt>Token</dt>
+    /// <dd>…</dd>`): the page's text, tags left out, searched for a secret-named label of at most four words
+    /// followed by `:`, `=` or a line break and a token of 16 to 256 characters that mixes letters and digits.
+    fn labelled_values(&mut self, html: &str) {
+        static TAGS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)<[^>]*>").expect("the pattern is valid"));
+        static LABELLED: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?m)([A-Za-z][A-Za-z_-]*(?:[ \t][A-Za-z][A-Za-z_-]*){0,3})[ \t]*(?:[:=]|\n)\s*([A-Za-z0-9_+/=-]{16,256})\b")
+                .expect("the pattern is valid")
+        });
+        let text = crate::html::decode_entities(&TAGS.replace_all(html, "\n"));
+        for found in LABELLED.captures_iter(&text) {
+            let (label, value) = (&found[1], &found[2]);
+            let mixes = value.chars().any(|c| c.is_ascii_digit()) && value.chars().any(|c| c.is_ascii_alphabetic());
+            if mixes && is_secret_name(label) {
+                self.add_by_name(SecretKind::BodyField, label, value);
+            }
         }
     }
 
@@ -746,14 +798,49 @@ fn is_parsed_text(mime_type: &str) -> bool {
     ["json", "html", "text/", "javascript", "xml", "x-www-form-urlencoded"].iter().any(|kind| mime_type.contains(kind))
 }
 
-/// A request body as text: inline in the HAR, or read from its file when that holds UTF-8 of at most
-/// [`MAX_PARSED_BODY_BYTES`].
+/// A request's body as text: inline in the HAR, or read from its file when that holds UTF-8 of at most
+/// [`MAX_PARSED_BODY_BYTES`], decoded first when the page compressed it ([`body::ContentEncoding`]).
 #[cfg(feature = "native")]
-pub fn request_body_text(bundle: &mut Bundle, post_data: &trace_manifest::har::PostData) -> Option<String> {
-    match (&post_data.text, &post_data.file) {
-        (Some(text), _) => Some(text.clone()),
-        (None, Some(file)) => read_text(bundle, file),
-        (None, None) => None,
+pub fn request_body_text(bundle: &mut Bundle, request: &trace_manifest::har::HarRequest) -> Option<String> {
+    let post_data = request.post_data.as_ref()?;
+    match (&post_data.text, &post_data.file, body::ContentEncoding::of_request(request)) {
+        (Some(text), _, _) => Some(text.clone()),
+        (None, Some(file), None) => read_text(bundle, file),
+        (None, Some(file), Some(encoding)) => {
+            let size = bundle.files().ok()?.get(file).copied()?;
+            let compressed = bundle.read(file).ok().filter(|_| size <= MAX_PARSED_BODY_BYTES)?;
+            String::from_utf8(encoding.decode(&compressed, MAX_PARSED_BODY_BYTES)?).ok()
+        }
+        (None, None, _) => None,
+    }
+}
+
+/// A WebSocket frame's payload as text: a text frame's as it is, a binary frame's when it is UTF-8.
+#[cfg(feature = "native")]
+pub fn frame_text(frame: &trace_manifest::event::WebSocketEvent) -> Option<std::borrow::Cow<'_, str>> {
+    use base64::Engine;
+    use trace_manifest::event::WebSocketOp;
+    let data = frame.data.as_deref().filter(|_| matches!(frame.op, WebSocketOp::Sent | WebSocketOp::Received))?;
+    if frame.opcode == Some(2) {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(data).ok()?;
+        return String::from_utf8(bytes).ok().map(std::borrow::Cow::Owned);
+    }
+    Some(std::borrow::Cow::Borrowed(data))
+}
+
+/// A DOM snapshot of a page (not its accessibility tree, nor a screenshot).
+#[cfg(feature = "native")]
+fn is_page_snapshot(path: &str) -> bool {
+    path.strip_prefix(trace_manifest::bundle::DOM_DIR).is_some_and(|rest| rest.starts_with('/') && rest.ends_with(".html"))
+}
+
+/// Every string inside a JSON document.
+fn json_strings(value: &serde_json::Value) -> Box<dyn Iterator<Item = &str> + '_> {
+    match value {
+        serde_json::Value::String(text) => Box::new(std::iter::once(text.as_str())),
+        serde_json::Value::Array(items) => Box::new(items.iter().flat_map(json_strings)),
+        serde_json::Value::Object(map) => Box::new(map.values().flat_map(json_strings)),
+        _ => Box::new(std::iter::empty()),
     }
 }
 
@@ -1437,6 +1524,34 @@ mod tests {
                 (SecretKind::Shape, "aws-access-key", "AKIAIOSFODNN7EXAMPLE"),
             ]
         );
+    }
+
+    /// Issue #31: a key a page shows under a label that names a secret is found in the page's text, tags
+    /// and entities left out; a value under any other label, a masked one and a word are not.
+    #[test]
+    fn a_value_a_page_shows_under_a_secret_label_is_found_and_others_are_not() {
+        let mut secrets = Secrets::default();
+        secrets.scan_body(
+            "text/html",
+            "<dl><dt>API key</dt><dd><code>9f86d081884c7d659a2feaa0c55ad015</code></dd>\
+             <dt>Order number</dt><dd>ORD2024A11B27C0042X</dd></dl>\
+             <p>Client secret: <b>cs_7Hq2Lm9Xz4Pw8Rt1</b></p><p>Password: ••••••••••••••••</p>\
+             <p>Token = <i>abcdefghijklmnopqrstuv</i></p><p>Access token: <span>Zt6&#43;Wq3mPo9Lk2Jh8Gf5</span></p>",
+        );
+        let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
+        assert_eq!(values, ["9f86d081884c7d659a2feaa0c55ad015", "cs_7Hq2Lm9Xz4Pw8Rt1", "Zt6+Wq3mPo9Lk2Jh8Gf5"]);
+    }
+
+    /// Issue #31: a socket's frames are read as bodies are, through the framings real apps use.
+    #[test]
+    fn socket_frames_give_their_secret_fields_through_socket_io_and_sockjs_framing() {
+        let mut secrets = Secrets::default();
+        secrets.scan_frame(r#"42["auth",{"session_token":"st-0a1b2c3d4e5f"}]"#);
+        secrets.scan_frame(r#"a["{\"msg\":\"connect\",\"api_key\":\"ak-99887766\"}"]"#);
+        secrets.scan_frame(r#"{"header":{"msg_id":"3f2504e0-4f89-41d3-9a0c-0305e82c3301"},"content":{"code":"1+1"}}"#);
+        secrets.scan_frame("2probe");
+        let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
+        assert_eq!(values, ["st-0a1b2c3d4e5f", "ak-99887766"]);
     }
 
     #[test]

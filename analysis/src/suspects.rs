@@ -185,13 +185,14 @@ impl Suspects {
         }
     }
 
-    /// A recording's requests (URLs, headers, bodies through `body_text`) and storage snapshots.
+    /// A recording's requests (URLs, headers, bodies through `body_text`, decoded as it decodes them),
+    /// the frames of its WebSockets, and its storage snapshots.
     pub fn scan_recording(
         &mut self,
         har: &trace_manifest::har::Har,
         storage: &trace_manifest::bundle::StorageFile,
         secrets: &Secrets,
-        body_text: &mut dyn FnMut(&trace_manifest::har::PostData) -> Option<String>,
+        body_text: &mut dyn FnMut(&trace_manifest::har::HarRequest) -> Option<String>,
     ) {
         for entry in &har.log.entries {
             let request = &entry.request;
@@ -201,8 +202,19 @@ impl Suspects {
             for header in &request.headers {
                 self.scan_header(&header.name, &header.value, &label, secrets);
             }
-            if let Some(text) = request.post_data.as_ref().and_then(&mut *body_text) {
+            if let Some(text) = body_text(request) {
                 self.scan(&text, &format!("the body of {label}"), secrets);
+            }
+            for frame in &entry.web_socket_messages {
+                let text = match frame.opcode {
+                    2 => {
+                        use base64::Engine;
+                        let bytes = base64::engine::general_purpose::STANDARD.decode(&frame.data).unwrap_or_default();
+                        String::from_utf8(bytes).unwrap_or_default()
+                    }
+                    _ => frame.data.clone(),
+                };
+                self.scan(&text, &format!("a WebSocket frame of {without_query}"), secrets);
             }
         }
         for snapshot in &storage.snapshots {

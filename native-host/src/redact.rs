@@ -36,6 +36,7 @@ use trace_manifest::har::Har;
 use trace_manifest::pack;
 
 use regex::bytes::{Regex, RegexBuilder};
+use trace_analysis::body::ContentEncoding;
 use trace_analysis::secrets::{Kept, Secrets, encoded_forms, encoded_pattern, request_body_text, values_to_check};
 use trace_analysis::suspects::{Suspect, Suspects};
 use trace_manifest::report::{RedactionSummary, SecretKind};
@@ -82,7 +83,7 @@ fn decide_suspects(
     decisions: &SuspectDecisions,
     summary: &mut RedactionSummary,
 ) -> Result<()> {
-    let mut body_text = |post: &trace_manifest::har::PostData| request_body_text(source, post);
+    let mut body_text = |request: &trace_manifest::har::HarRequest| request_body_text(source, request);
     let mut suspects = Suspects::default();
     suspects.scan_recording(har, storage, secrets, &mut body_text);
     let mut undecided = Vec::new();
@@ -427,8 +428,19 @@ fn each_file(path: &Path, mut visit: impl FnMut(&str, &mut dyn Read) -> Result<(
         let mut entry = zip.by_index(index)?;
         let name = entry.name().to_owned();
         has_pack |= name == pack::PACK_FILE;
-        if name != pack::PACK_FILE {
+        if name == pack::PACK_FILE {
+            continue;
+        }
+        if !name.starts_with(bundle::RESOURCES_DIR) || entry.size() > MAX_DECODED_BODY_BYTES {
             visit(&name, &mut entry)?;
+            continue;
+        }
+        // A body may be one a page compressed: searched as it is and decoded.
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).with_context(|| format!("cannot read {name} back"))?;
+        visit(&name, &mut bytes.as_slice())?;
+        if let Some(decoded) = decoded_if_compressed(&bytes) {
+            visit(&name, &mut decoded.as_slice())?;
         }
     }
     if has_pack {
@@ -440,6 +452,19 @@ fn each_file(path: &Path, mut visit: impl FnMut(&str, &mut dyn Read) -> Result<(
         }
     }
     Ok(())
+}
+
+/// `bytes` decoded when they start as a gzip stream or a zlib one does (and decode).
+fn decoded_if_compressed(bytes: &[u8]) -> Option<Vec<u8>> {
+    let encoding = match bytes {
+        [0x1f, 0x8b, ..] => ContentEncoding::Gzip,
+        // zlib's header: deflate with a window of at most 32 KiB, and a checksum of the two bytes.
+        [first, second, ..] if first & 0x0f == 8 && (u16::from(*first) << 8 | u16::from(*second)) % 31 == 0 => {
+            ContentEncoding::Deflate
+        }
+        _ => return None,
+    };
+    encoding.decode(bytes, MAX_DECODED_BODY_BYTES)
 }
 
 /// Writes `source`, redacted, into the empty directory `dest` as a complete bundle (indexed, valid).
@@ -478,8 +503,24 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path, suspects: &SuspectDecisio
     let mut index = BTreeMap::new();
     let mut moved = HashMap::new();
     let resources_prefix = format!("{}/", bundle::RESOURCES_DIR);
+    let compressed = compressed_request_bodies(&har);
     for entry in manifest.files.iter().filter(|entry| entry.path.starts_with(&resources_prefix)) {
-        let bytes = redact(source.read(&entry.path)?);
+        let bytes = source.read(&entry.path)?;
+        let bytes = match compressed.get(entry.path.as_str()) {
+            // Redacted as the page wrote it, then compressed again as it was sent.
+            Some(&encoding) => {
+                let decoded = encoding.decode(&bytes, MAX_DECODED_BODY_BYTES).with_context(|| {
+                    format!(
+                        "the request body {} is compressed ({encoding:?}) and does not decode to at most \
+                         {MAX_DECODED_BODY_BYTES} bytes: it cannot be searched for secrets; nothing was exported",
+                        entry.path
+                    )
+                })?;
+                let redacted = redact(decoded.clone());
+                if redacted == decoded { bytes } else { encoding.encode(&redacted) }
+            }
+            None => redact(bytes),
+        };
         let written = write_file(dest, &bundle::resource_path(&trace_manifest::archive::sha256_hex(&bytes)), &bytes)?;
         moved.insert(entry.sha256.clone(), (written.sha256.clone(), written.size));
         index.insert(written.path.clone(), written);
@@ -515,6 +556,21 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path, suspects: &SuspectDecisio
     redacted.counts = counts;
     write_file(dest, bundle::MANIFEST_FILE, &serde_json::to_vec_pretty(&redacted)?)?;
     Ok(Redacted { summary, secrets, replacer, check })
+}
+
+/// The most a compressed request body may decode to: it is redacted decoded, in memory.
+const MAX_DECODED_BODY_BYTES: u64 = 256 << 20;
+
+/// The request bodies a page compressed before sending them, by their file, with how.
+fn compressed_request_bodies(har: &Har) -> HashMap<&str, ContentEncoding> {
+    har.log
+        .entries
+        .iter()
+        .filter_map(|entry| {
+            let file = entry.request.post_data.as_ref()?.file.as_deref()?;
+            Some((file, ContentEncoding::of_request(&entry.request)?))
+        })
+        .collect()
 }
 
 /// `events.jsonl` with each binary WebSocket frame's secrets replaced in its decoded payload. Kept in

@@ -663,3 +663,102 @@ fn a_common_value_under_a_broad_secret_name_is_listed_and_the_export_stays_whole
     assert!(stderr.contains("#password") && stderr.contains("common word"), "{stderr}");
     assert!(!zip.exists());
 }
+
+/// Issue #31: after `--suspects redact`, 4 of 19 secrets of a realistic page survived: a password and a
+/// passphrase in a request body the page compressed (`Content-Encoding: gzip`), a session token in a
+/// WebSocket frame (Socket.IO's framing), and an API key shown on a page. Each is now found by the rules
+/// every body goes through (decoded, unframed, the page's text read) and replaced; the compressed body is
+/// compressed again and the bundle validates. The other side: a labelled value that names no secret (an
+/// order number), a frame of plain data and a compressed body holding no secret are kept as they were.
+#[test]
+fn secrets_in_compressed_bodies_socket_frames_and_page_text_are_redacted() {
+    use trace_analysis::body::ContentEncoding;
+    use trace_manifest::event::{EventKind, WebSocketEvent, WebSocketOp};
+
+    const TYPED: &str = "Tr0ub4dor&3-horse";
+    const PASSPHRASE: &str = "correct-horse-battery-staple-77";
+    const SOCKET_TOKEN: &str = "sk9Q2mZ7xLp4Rt8Vw3Yb6Nc1";
+    const API_KEY: &str = "9f86d081884c7d659a2feaa0c55ad015";
+    const ORDER: &str = "ORD2024A11B27C0042X";
+    const PING_ID: &str = "3f2504e0-4f89-41d3-9a0c-0305e82c3301";
+    let scratch = Scratch::new();
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("realistic"));
+    let login = format!("{SITE}/login");
+    let keys = format!("{SITE}/account/keys");
+    let socket = "ws://127.0.0.1:8000/socket.io/?EIO=4&transport=websocket";
+    let login_body =
+        format!(r#"{{"user":"ann","password":"{TYPED}","vault":{{"passphrase":"{PASSPHRASE}"}}}}"#).into_bytes();
+    let telemetry = br#"{"events":[{"kind":"view","page":"/account/keys"}]}"#.to_vec();
+    let page = format!(
+        "<html><body><h1>Keys</h1><dl><dt>API key</dt><dd><code>{API_KEY}</code></dd>\
+         <dt>Order number</dt><dd>{ORDER}</dd></dl></body></html>"
+    );
+    let frame = |ts: f64, op: WebSocketOp, data: String| {
+        event(ts, EventKind::WebSocket(WebSocketEvent {
+            request_id: "ws1".into(),
+            op,
+            url: None,
+            opcode: Some(1),
+            data: Some(data),
+        }))
+    };
+    let gzipped = [("Content-Type", "application/json"), ("Content-Encoding", "gzip")];
+    let mut messages = vec![
+        task.start(task_start("realistic", TaskType::Action)),
+        task.events(vec![
+            navigation(1.0, &login),
+            action(100.0, ActionKind::Click, &login, "#password", None, false),
+            action(200.0, ActionKind::Input, &login, "#password", Some(TYPED), true),
+            request(300.0, "1", "POST", &format!("{SITE}/api/login"), &gzipped, None),
+            response(310.0, "1", &format!("{SITE}/api/login"), 204, "", &[]),
+            finished(311.0, "1", 0),
+            request(320.0, "2", "POST", &format!("{SITE}/api/telemetry"), &gzipped, None),
+            response(330.0, "2", &format!("{SITE}/api/telemetry"), 204, "", &[]),
+            finished(331.0, "2", 0),
+            event(400.0, EventKind::WebSocket(WebSocketEvent {
+                request_id: "ws1".into(),
+                op: WebSocketOp::Opened,
+                url: Some(socket.into()),
+                opcode: None,
+                data: None,
+            })),
+            frame(410.0, WebSocketOp::Sent, format!(r#"42["auth",{{"session_token":"{SOCKET_TOKEN}"}}]"#)),
+            frame(420.0, WebSocketOp::Received, format!(r#"42["ping",{{"id":"{PING_ID}"}}]"#)),
+            navigation(500.0, &keys),
+            request(510.0, "3", "GET", &keys, &[], None),
+            response(520.0, "3", &keys, 200, "text/html", &[]),
+            finished(521.0, "3", page.len() as u64),
+        ]),
+    ];
+    messages.extend(task.body("1", BodyPart::Request, &ContentEncoding::Gzip.encode(&login_body), 1024));
+    let telemetry_gzipped = ContentEncoding::Gzip.encode(&telemetry);
+    messages.extend(task.body("2", BodyPart::Request, &telemetry_gzipped, 1024));
+    messages.extend(task.body("3", BodyPart::Response, page.as_bytes(), 1024));
+    messages.push(task.stop(T0 + 1000.0, None));
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+
+    let zip = scratch.path("realistic.zip");
+    let args = ["export", "realistic", "--out", zip.to_str().unwrap(), "--redact", "--suspects", "redact", "--json"];
+    let report = scratch.cli_json(&args);
+    assert!(report.get("error").is_none(), "{report}");
+    let entries = zip_entries(&zip);
+    let mut decoded_bodies = 0;
+    for (entry, bytes) in &entries {
+        let decoded = ContentEncoding::Gzip.decode(bytes, 1 << 20);
+        decoded_bodies += usize::from(decoded.is_some());
+        for view in std::iter::once(bytes).chain(decoded.as_ref()) {
+            for leaked in [TYPED, PASSPHRASE, SOCKET_TOKEN, API_KEY] {
+                assert!(!contains(view, leaked.as_bytes()), "{entry} still holds {leaked:?}");
+            }
+        }
+    }
+    assert_eq!(decoded_bodies, 2, "both compressed bodies are still compressed");
+    // What names no secret is kept: byte for byte for the body that held none.
+    assert!(entries.values().any(|bytes| *bytes == telemetry_gzipped), "the telemetry body changed");
+    assert!(entries.values().any(|bytes| contains(bytes, ORDER.as_bytes())), "the order number was redacted");
+    assert!(entries.values().any(|bytes| contains(bytes, PING_ID.as_bytes())), "the ping's id was redacted");
+    let validated = scratch.cli_json(&["validate", zip.to_str().unwrap(), "--json"]);
+    assert_eq!(validated["valid"], true, "{validated}");
+}
