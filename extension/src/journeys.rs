@@ -10,7 +10,7 @@ use std::cell::RefCell;
 
 use trace_analysis::journeys::{self, Transition, Visit};
 use trace_manifest::campaign::{
-    Feasibility, JOURNEYS_SUBMISSION, Journey, JourneyAnnotation, JourneySource, MIN_LABEL_CHARS,
+    Feasibility, JOURNEYS_SUBMISSION, Journey, JourneyAnnotation, JourneySource, MAX_LABEL_CHARS, MIN_LABEL_CHARS,
 };
 use trace_manifest::wire::{AnnotatedJourney, Answer, Request};
 use wasm_bindgen::JsCast;
@@ -208,7 +208,11 @@ fn render(found: &[Journey]) {
         let _ = automate.append_child(&choice);
         let _ = section.append_child(&automate);
         let label = make("label", &[], Some("The task, as a request to an assistant: "));
-        let _ = label.append_child(&make("input", &[("class", "label"), ("placeholder", GOOD_LABEL)], None));
+        // The browser stops typing at the limit the host checks (it counts UTF-16 units, never fewer than
+        // characters).
+        let longest = MAX_LABEL_CHARS.to_string();
+        let attributes = [("class", "label"), ("placeholder", GOOD_LABEL), ("maxlength", longest.as_str())];
+        let _ = label.append_child(&make("input", &attributes, None));
         let _ = section.append_child(&label);
         let feasibility = make("label", &[], Some("Could an assistant do it on the web as it is? "));
         let choice = make("select", &[("class", "feasibility")], None);

@@ -526,43 +526,95 @@ impl Source {
 
 /// Opens the file `name` of the directory bundle at `root` as it is at this moment. The bundle was checked
 /// for links and special files when it was opened, but a file or folder may be swapped for a link (to
-/// `/etc`) or a FIFO since: the path is walked one component at a time following no link, and the file is
-/// taken only when it is a regular one.
+/// `/etc`) or a FIFO since: [`open_beneath`] follows none.
 fn open_in_dir(root: &Path, name: &str) -> Result<File> {
     open_beneath(root, name).map_err(|source| match source.kind() {
         io::ErrorKind::NotFound => ArchiveError::Missing(name.to_owned()),
         io::ErrorKind::InvalidInput => ArchiveError::NotRegular(name.to_owned()),
-        _ if source.raw_os_error() == Some(LINK_FOUND) => ArchiveError::Symlink(name.to_owned()),
+        _ if is_link_refused(&source) => ArchiveError::Symlink(name.to_owned()),
         _ => ArchiveError::Io { path: root.join(name), source },
     })
 }
 
-/// What opening a link with `O_NOFOLLOW` fails with (`ELOOP`): a link stood where the bundle had none.
+/// Opens the regular file at `relative` (`/`-separated) under `root` for reading, as it is at this moment:
+/// each folder on the way opened from the one before without following a symbolic link, the file without
+/// following one and without waiting (a FIFO opens at once), then checked as opened, so that what is read
+/// is what was checked even if the path changes in between. A link on the way fails as
+/// [`is_link_refused`] tells; anything but a regular file fails with [`io::ErrorKind::InvalidInput`] and
+/// what it is in words.
 #[cfg(unix)]
-const LINK_FOUND: i32 = rustix::io::Errno::LOOP.raw_os_error();
-#[cfg(not(unix))]
-const LINK_FOUND: i32 = -1;
-
-#[cfg(unix)]
-fn open_beneath(root: &Path, name: &str) -> io::Result<File> {
+pub fn open_beneath(root: &Path, relative: &str) -> io::Result<File> {
     use rustix::fs::{Mode, OFlags, openat};
-    let folder = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut dir = rustix::fs::open(root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-    let (folders, file_name) = name.rsplit_once('/').map_or(("", name), |(folders, file)| (folders, file));
-    for part in folders.split('/').filter(|part| !part.is_empty()) {
-        dir = openat(&dir, part, folder, Mode::empty())?;
+    let folder = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let parts: Vec<&str> = relative.split('/').filter(|part| !part.is_empty()).collect();
+    let Some((name, folders)) = parts.split_last() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{relative:?} names no file")));
+    };
+    let mut dir = rustix::fs::open(root, folder, Mode::empty())?;
+    for part in folders {
+        dir = openat(&dir, *part, folder | OFlags::NOFOLLOW, Mode::empty())?;
     }
-    // Non-blocking, so that a FIFO swapped in is opened at once and refused rather than waited on.
-    let file = File::from(openat(&dir, file_name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty())?);
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let file = File::from(openat(&dir, *name, flags, Mode::empty())?);
+    check_regular(file)
+}
+
+/// As above, where there is no `openat`: the path is checked, then opened and the open file checked.
+#[cfg(not(unix))]
+pub fn open_beneath(root: &Path, relative: &str) -> io::Result<File> {
+    let path = root.join(relative);
+    let file_type = std::fs::symlink_metadata(&path)?.file_type();
+    if file_type.is_symlink() {
+        return Err(io::Error::other(format!("{relative:?} is a symbolic link")));
+    }
+    check_regular(File::open(&path)?)
+}
+
+fn check_regular(file: File) -> io::Result<File> {
+    let file_type = file.metadata()?.file_type();
+    if !file_type.is_file() {
+        let message = format!("it is {}, not a regular file", kind_of(file_type));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, message));
     }
     Ok(file)
 }
 
-#[cfg(not(unix))]
-fn open_beneath(root: &Path, name: &str) -> io::Result<File> {
-    File::open(root.join(name))
+/// Whether [`open_beneath`] failed because a symbolic link stood on the path: `O_NOFOLLOW` refuses one as
+/// the file (`ELOOP`, `EMLINK` on some systems) and, with `O_DIRECTORY`, as a folder (`ENOTDIR`).
+pub fn is_link_refused(error: &io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        use rustix::io::Errno;
+        [Errno::LOOP, Errno::MLINK, Errno::NOTDIR]
+            .iter()
+            .any(|errno| error.raw_os_error() == Some(errno.raw_os_error()))
+    }
+    #[cfg(not(unix))]
+    {
+        error.kind() == io::ErrorKind::Other
+    }
+}
+
+/// What a file that is not a regular one is, in words.
+fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        } else if file_type.is_socket() {
+            return "a socket";
+        } else if file_type.is_char_device() || file_type.is_block_device() {
+            return "a device";
+        }
+    }
+    if file_type.is_symlink() {
+        "a symbolic link"
+    } else if file_type.is_dir() {
+        "a folder"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// An event line longer than this is refused: events hold metadata (bodies are files of their own), and

@@ -28,8 +28,21 @@ pub const JOURNEYS_FILE: &str = "journeys.jsonl";
 pub const JOURNEYS_SUBMISSION: &str = "journeys";
 /// The shortest task label a journey may get: long enough to be a request to an assistant.
 pub const MIN_LABEL_CHARS: usize = 15;
+/// The longest task label a journey may get: a request to an assistant is a few sentences, and every
+/// label is read by the people who use the dataset.
+pub const MAX_LABEL_CHARS: usize = 1_000;
 /// The longest id (of a campaign, one of its tasks, a pseudonym): ids become object keys.
 pub const MAX_ID_CHARS: usize = 64;
+
+/// The largest submitted zip `trace-host collect` takes: submissions come from strangers, and a recording
+/// is tens of MB (its sender holds it in memory whole to send it).
+pub const MAX_SUBMISSION_BYTES: u64 = 2 << 30;
+/// The largest `<task>.annotation.json` `collect` takes: a few ids, a description and an answer.
+pub const MAX_ANNOTATION_BYTES: u64 = 1 << 20;
+/// The largest `journeys.jsonl` of one person `collect` takes: thousands of journeys of a few KB.
+pub const MAX_JOURNEYS_BYTES: u64 = 64 << 20;
+/// The longest line of a `journeys.jsonl` `collect` takes: a journey of hundreds of visits.
+pub const MAX_JOURNEY_LINE_BYTES: usize = 4 << 20;
 
 /// `campaign.json`: what a coordinator asks people to record, and where their submissions go.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -338,7 +351,7 @@ pub struct JourneyAnnotation {
     pub key_url: String,
     /// Whether they would want an assistant to do it for them.
     pub automate: bool,
-    /// The journey as a request to an assistant, at least [`MIN_LABEL_CHARS`] characters.
+    /// The journey as a request to an assistant, [`MIN_LABEL_CHARS`] to [`MAX_LABEL_CHARS`] characters.
     pub label: String,
     pub feasibility: Feasibility,
     /// Visit ids of steps the person dropped.
@@ -379,8 +392,8 @@ impl Feasibility {
 }
 
 impl JourneyAnnotation {
-    /// Checks the annotation against its journey: a key URL among the kept steps, a label long enough,
-    /// dropped steps that are the journey's, and at least one step kept.
+    /// Checks the annotation against its journey: a key URL among the kept steps, a label long enough and
+    /// not too long, dropped steps that are the journey's, and at least one step kept.
     pub fn check(&self, journey: &Journey) -> Result<(), CampaignError> {
         if self.journey_id != journey.id {
             return Err(CampaignError(format!("the annotation is of {:?}, not of {:?}", self.journey_id, journey.id)));
@@ -390,6 +403,12 @@ impl JourneyAnnotation {
             return Err(CampaignError(format!(
                 "the task label has {label} characters; write it as a request to an assistant, at least \
                  {MIN_LABEL_CHARS} (\"Find a vegetarian recipe with chickpeas and save it\", not \"recipes\")"
+            )));
+        }
+        if label > MAX_LABEL_CHARS {
+            return Err(CampaignError(format!(
+                "the task label has {label} characters, more than the {MAX_LABEL_CHARS} a request to an assistant \
+                 needs: shorten it"
             )));
         }
         if let Some(unknown) = self.dropped.iter().find(|id| !journey.steps.iter().any(|step| step.visit_id == **id)) {
@@ -486,6 +505,8 @@ mod tests {
         assert!(annotation.check(&journey).is_ok());
         let short = JourneyAnnotation { label: "mugs".into(), ..annotation.clone() };
         assert!(short.check(&journey).unwrap_err().0.contains("at least 15"));
+        let long = JourneyAnnotation { label: "mug ".repeat(MAX_LABEL_CHARS), ..annotation.clone() };
+        assert!(long.check(&journey).unwrap_err().0.contains("more than the 1000"));
         let dropped_key = JourneyAnnotation { dropped: vec![2], ..annotation.clone() };
         assert!(dropped_key.check(&journey).unwrap_err().0.contains("key URL"));
         let stranger = JourneyAnnotation { dropped: vec![9], ..annotation };

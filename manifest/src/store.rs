@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+
+use crate::archive;
 use futures::TryStreamExt;
 pub use object_store::PutPayload;
 use object_store::aws::AmazonS3Builder;
@@ -149,21 +151,78 @@ impl Location {
         Ok(())
     }
 
-    /// The bytes at `relative`, `None` when nothing is there.
-    pub async fn get(&self, relative: &str) -> Result<Option<Vec<u8>>> {
+    /// The bytes at `relative`, at most `limit` of them ([`Location::copy_bounded`]); `None` when nothing is
+    /// there.
+    pub async fn get(&self, relative: &str, limit: u64) -> Result<Option<Vec<u8>>> {
+        let mut bytes = Vec::new();
+        Ok(self.copy_bounded(relative, limit, &mut bytes).await?.map(|_| bytes))
+    }
+
+    /// Copies the file at `relative` into `sink` and returns its size; `None` when nothing is there. What
+    /// others wrote is not trusted: a file larger than `limit` is refused by its size before a byte of it
+    /// is read, and the copy stops past `limit` whatever the size said (a file that grows, a store that
+    /// sends more than it announced). In a directory only a regular file is read: a symbolic link (the
+    /// file's or a folder's on its path), a FIFO, a socket or a device is refused, as the open file is,
+    /// so that nothing swapped in after the listing is followed.
+    pub async fn copy_bounded(
+        &self,
+        relative: &str,
+        limit: u64,
+        sink: &mut (dyn std::io::Write + Send),
+    ) -> Result<Option<u64>> {
         anyhow::ensure!(crate::bundle::is_safe_relative_path(relative), "{relative} is not a key under the location");
+        let too_large = |size: u64| anyhow::anyhow!("it is {size} bytes, more than the limit of {limit}");
+        let grew = || anyhow::anyhow!("it grew past the limit of {limit} bytes while it was read");
         match &self.store {
-            Some((store, prefix)) => match store.get(&Self::key(prefix, relative)).await {
-                // Its buffer taken over, not copied: a bundle is read back whole only once in memory.
-                Ok(object) => Ok(Some(object.bytes().await?.into())),
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(error) => Err(error).with_context(|| format!("cannot get {relative} from the object store")),
-            },
-            None => match std::fs::read(self.local.join(relative)) {
-                Ok(bytes) => Ok(Some(bytes)),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(error) => Err(error).with_context(|| format!("cannot read {relative}")),
-            },
+            Some((store, prefix)) => {
+                let key = Self::key(prefix, relative);
+                let object = match store.head(&key).await {
+                    Ok(object) => object,
+                    Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                    Err(error) => {
+                        return Err(error).with_context(|| format!("cannot get {relative} from the object store"));
+                    }
+                };
+                if object.size > limit {
+                    return Err(too_large(object.size));
+                }
+                let object = match store.get(&key).await {
+                    Ok(object) => object,
+                    Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                    Err(error) => {
+                        return Err(error).with_context(|| format!("cannot get {relative} from the object store"));
+                    }
+                };
+                // Replaced since it was looked at: its new size is checked as well.
+                if object.meta.size > limit {
+                    return Err(too_large(object.meta.size));
+                }
+                let mut stream = object.into_stream();
+                let mut copied = 0u64;
+                while let Some(chunk) =
+                    stream.try_next().await.with_context(|| format!("cannot read {relative} from the object store"))?
+                {
+                    copied += chunk.len() as u64;
+                    if copied > limit {
+                        return Err(grew());
+                    }
+                    sink.write_all(&chunk).with_context(|| format!("cannot keep {relative}"))?;
+                }
+                Ok(Some(copied))
+            }
+            None => {
+                let Some(file) = open_regular(&self.local, relative)? else { return Ok(None) };
+                let size = file.metadata().with_context(|| format!("cannot read {relative}"))?.len();
+                if size > limit {
+                    return Err(too_large(size));
+                }
+                let copied = std::io::copy(&mut std::io::Read::take(file, limit + 1), sink)
+                    .with_context(|| format!("cannot read {relative}"))?;
+                if copied > limit {
+                    return Err(grew());
+                }
+                Ok(Some(copied))
+            }
         }
     }
 
@@ -230,6 +289,20 @@ async fn put_object(store: &dyn ObjectStore, prefix: &StorePath, relative: &str,
     Ok(())
 }
 
+/// The regular file at `relative` under `root`, opened for reading as [`archive::open_beneath`] opens a
+/// bundle's (following no link, waiting on no FIFO, checked as opened); `None` when nothing is there.
+fn open_regular(root: &Path, relative: &str) -> Result<Option<std::fs::File>> {
+    match archive::open_beneath(root, relative) {
+        Ok(file) => Ok(Some(file)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) if archive::is_link_refused(&error) => {
+            anyhow::bail!("it or a folder on its path is a symbolic link; only regular files are read")
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::InvalidInput => anyhow::bail!("{error}"),
+        Err(error) => Err(error).with_context(|| format!("cannot open {relative}")),
+    }
+}
+
 /// The files under `dir`, relative to the listing's root (`prefix`), partial files left out.
 fn list_dir(dir: &Path, prefix: &str, found: &mut Vec<String>) -> Result<()> {
     let entries = match std::fs::read_dir(dir) {
@@ -285,4 +358,71 @@ fn open_store(url: &url::Url, retry: RetryConfig) -> Result<(Box<dyn ObjectStore
 fn relative_to(prefix: &StorePath, key: &StorePath) -> Option<String> {
     let parts: Vec<String> = key.prefix_match(prefix)?.map(|part| part.as_ref().to_owned()).collect();
     (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `copy_bounded` of `relative` under `location` gave: its bytes, or why it refused them.
+    fn read(location: &Location, relative: &str, limit: u64) -> Result<Option<Vec<u8>>, String> {
+        futures::executor::block_on(location.get(relative, limit)).map_err(|error| format!("{error:#}"))
+    }
+
+    #[test]
+    fn a_file_larger_than_the_limit_is_refused_by_its_size_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        // 3 GiB, sparse: read whole it would take 3 GiB of memory.
+        std::fs::File::create(dir.path().join("huge.zip")).unwrap().set_len(3 << 30).unwrap();
+        std::fs::write(dir.path().join("small.json"), b"{}").unwrap();
+        let in_a_directory = Location::parse(dir.path().to_str().unwrap()).unwrap();
+        // The same files through the object store's interface (its local file system).
+        let in_a_store = Location::parse(&format!("file://{}", dir.path().display())).unwrap();
+        for location in [&in_a_directory, &in_a_store] {
+            let refused = read(location, "huge.zip", 1 << 20).unwrap_err();
+            assert_eq!(refused, "it is 3221225472 bytes, more than the limit of 1048576");
+            assert_eq!(read(location, "small.json", 2).unwrap(), Some(b"{}".to_vec()));
+            assert_eq!(read(location, "absent.json", 2).unwrap(), None);
+        }
+    }
+
+    /// A file whose size says nothing of what it holds (the kernel's files say 0 bytes) is read no further
+    /// than the limit.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_is_read_no_further_than_the_limit_whatever_its_size_says() {
+        let process = Location::parse("/proc/self").unwrap();
+        assert_eq!(std::fs::metadata("/proc/self/status").unwrap().len(), 0);
+        assert_eq!(read(&process, "status", 16).unwrap_err(), "it grew past the limit of 16 bytes while it was read");
+        assert!(read(&process, "status", 1 << 20).unwrap().is_some_and(|bytes| bytes.starts_with(b"Name:")));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn in_a_directory_only_regular_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        std::fs::create_dir_all(root.join("folder")).unwrap();
+        std::fs::write(root.join("folder/file.json"), b"{}").unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.json"), b"{\"secret\": 1}").unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.json"), root.join("folder/linked.json")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join("folder/zero.json")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("linked-folder")).unwrap();
+        let fifo = root.join("folder/fifo.json");
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, 0o600.into(), 0).unwrap();
+
+        let location = Location::parse(root.to_str().unwrap()).unwrap();
+        assert_eq!(read(&location, "folder/file.json", 1024).unwrap(), Some(b"{}".to_vec()));
+        let link = "it or a folder on its path is a symbolic link; only regular files are read";
+        assert_eq!(read(&location, "folder/linked.json", 1024).unwrap_err(), link);
+        assert_eq!(read(&location, "folder/zero.json", 1024).unwrap_err(), link);
+        assert_eq!(read(&location, "linked-folder/secret.json", 1024).unwrap_err(), link);
+        // Opened without waiting for a writer, then refused.
+        assert_eq!(read(&location, "folder/fifo.json", 1024).unwrap_err(), "it is a FIFO, not a regular file");
+        assert_eq!(read(&location, "folder", 1024).unwrap_err(), "it is a folder, not a regular file");
+        assert_eq!(read(&location, "folder/absent.json", 1024).unwrap(), None);
+        assert_eq!(read(&location, "absent/file.json", 1024).unwrap(), None);
+    }
 }

@@ -9,17 +9,31 @@
 //! checked it; and `collected.json` says which submissions were taken, per campaign task and per pseudonym,
 //! the journeys per pseudonym with their labels' lengths, feasibility and wish for automation, and which
 //! were not taken and why.
+//!
+//! Submissions come from strangers, some careless, some hostile, so nothing in the store is trusted:
+//! - every file is read with a limit ([`MAX_ANNOTATION_BYTES`], [`MAX_SUBMISSION_BYTES`],
+//!   [`MAX_JOURNEYS_BYTES`]) checked against its size before it is read and again as it is read; a zip is
+//!   streamed to a staging file as it is hashed, never held in memory;
+//! - in a directory only regular files are read: a link, a FIFO or a device is refused
+//!   ([`Location::copy_bounded`]);
+//! - an annotation must be of the key it was sent under (its campaign, pseudonym and task), and of the
+//!   recording its zip holds;
+//! - a bundle or a journey sent twice is taken once and the second reported as a duplicate, so that a
+//!   pseudonym is credited with what the dataset holds;
+//! - one bad entry is reported in `collected.json`'s `skipped`, with why, and the collection goes on.
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
-use trace_manifest::archive::sha256_hex;
+use trace_manifest::archive::{Bundle, HashingWriter};
 use trace_manifest::campaign::{
-    CollectReport, CollectSkipped, JOURNEYS_FILE, JourneySubmission, Spread, TaskAnnotation,
+    CollectReport, CollectSkipped, JOURNEYS_FILE, JourneySubmission, MAX_ANNOTATION_BYTES, MAX_JOURNEY_LINE_BYTES,
+    MAX_JOURNEYS_BYTES, MAX_SUBMISSION_BYTES, Spread, TaskAnnotation,
 };
 use trace_manifest::store::Location;
+use trace_manifest::task::TaskId;
 
 use crate::dataset::{self, DatasetOptions, Source};
 use crate::redact::{SuspectDecisions, SuspectPolicy};
@@ -53,42 +67,45 @@ impl Review {
 
 /// Collects the submissions at `store` into the dataset folder `out` (new or empty).
 pub async fn collect(store: &str, out: &Path, review: &Review) -> Result<CollectReport> {
-    let location = Location::parse(store)?;
+    // A `file://` URL is the directory it names, read as one (no link followed), as `submit` writes to it.
+    let location = Location::parse(store.strip_prefix("file://").unwrap_or(store))?;
     let keys = location.list().await?;
     let staging = tempfile::tempdir().context("cannot make a staging folder")?;
     let mut report = CollectReport::default();
-    let mut taken: Vec<(String, TaskAnnotation, std::path::PathBuf)> = Vec::new();
-    let mut seen_bundles = HashSet::new();
-    for key in keys.iter().filter(|key| key.ends_with(".annotation.json")) {
-        let name = key.trim_end_matches(".annotation.json").to_owned();
-        let skip = |reason: String| CollectSkipped { submission: name.clone(), reason };
+    let mut taken: Vec<Staged> = Vec::new();
+    // The first submission of each bundle and of each recording, by SHA-256 and by task id.
+    let mut first_of_bundle: HashMap<String, String> = HashMap::new();
+    let mut first_of_task: HashMap<TaskId, String> = HashMap::new();
+    for key in keys.iter().filter(|key| key.ends_with(ANNOTATION_SUFFIX)) {
+        let name = key.trim_end_matches(ANNOTATION_SUFFIX).to_owned();
+        let mut skip = |reason: String| report.skipped.push(CollectSkipped { submission: name.clone(), reason });
         if let Some(decision) = review.0.get(&name).filter(|decision| !decision.accept) {
-            report.skipped.push(skip(format!("rejected in review: {}", decision.reason)));
+            skip(format!("rejected in review: {}", decision.reason));
             continue;
         }
-        let annotation: TaskAnnotation = match location.get(key).await?.map(|bytes| serde_json::from_slice(&bytes)) {
-            Some(Ok(annotation)) => annotation,
-            Some(Err(error)) => {
-                report.skipped.push(skip(format!("its annotation does not parse: {error}")));
+        let zip = staging.path().join(format!("{}.zip", taken.len()));
+        let staged = match stage(&location, &name, &zip).await {
+            Ok(staged) => staged,
+            Err(reason) => {
+                let _ = std::fs::remove_file(&zip);
+                skip(reason);
                 continue;
             }
-            None => continue,
         };
-        let Some(zip) = location.get(&format!("{name}.zip")).await? else {
-            report.skipped.push(skip("its zip is missing".to_owned()));
-            continue;
+        let duplicate = match first_of_bundle.get(&staged.annotation.bundle_sha256) {
+            Some(first) => Some(format!("a duplicate: the same bundle was submitted already, as {first}")),
+            None => first_of_task.get(&staged.annotation.task_id).map(|first| {
+                format!("a duplicate: the recording {} was submitted already, as {first}", staged.annotation.task_id)
+            }),
         };
-        if zip.len() as u64 != annotation.bundle_size || sha256_hex(&zip) != annotation.bundle_sha256 {
-            report.skipped.push(skip("its zip is not the one its annotation describes".to_owned()));
+        if let Some(reason) = duplicate {
+            let _ = std::fs::remove_file(&zip);
+            skip(reason);
             continue;
         }
-        if !seen_bundles.insert(annotation.bundle_sha256.clone()) {
-            report.skipped.push(skip("the same bundle was submitted already".to_owned()));
-            continue;
-        }
-        let path = staging.path().join(format!("{}.zip", taken.len()));
-        std::fs::write(&path, &zip)?;
-        taken.push((name, annotation, path));
+        first_of_bundle.insert(staged.annotation.bundle_sha256.clone(), name.clone());
+        first_of_task.insert(staged.annotation.task_id.clone(), name.clone());
+        taken.push(staged);
     }
 
     // The dataset validates each bundle (an invalid one is skipped, with why) and redacts it again, though
@@ -100,35 +117,51 @@ pub async fn collect(store: &str, out: &Path, review: &Review) -> Result<Collect
         progress: false,
         allow_invalid: false,
     };
-    let sources: Vec<Source> = taken.iter().map(|(_, _, path)| Source::Bundle(path.clone())).collect();
+    let sources: Vec<Source> = taken.iter().map(|staged| Source::Bundle(staged.zip.clone())).collect();
     let built = dataset::build(&sources, None, out, &options)?;
-    for skipped in built.skipped {
-        let submission = taken
-            .iter()
-            .find(|(_, _, path)| path.display().to_string() == skipped.source)
-            .map_or(skipped.source.clone(), |(name, _, _)| name.clone());
-        report.skipped.push(CollectSkipped { submission, reason: skipped.reason });
-    }
-    for (name, annotation, _) in &taken {
-        if built.tasks.contains(&annotation.task_id) {
-            report.submissions.push(name.clone());
-            *report.per_task.entry(annotation.campaign_task.clone()).or_default() += 1;
-            *report.per_pseudonym.entry(annotation.pseudonym.clone()).or_default() += 1;
+    // A submission is credited only when the dataset holds its bundle: every source is either added or
+    // skipped, and the task ids of those taken are distinct, so none is counted twice.
+    for staged in &taken {
+        let source = Source::Bundle(staged.zip.clone()).to_string();
+        if let Some(skipped) = built.skipped.iter().find(|skipped| skipped.source == source) {
+            report.skipped.push(CollectSkipped { submission: staged.name.clone(), reason: skipped.reason.clone() });
+        } else if built.tasks.contains(&staged.annotation.task_id) {
+            report.submissions.push(staged.name.clone());
+            *report.per_task.entry(staged.annotation.campaign_task.clone()).or_default() += 1;
+            *report.per_pseudonym.entry(staged.annotation.pseudonym.clone()).or_default() += 1;
         }
     }
 
     // Each journey is checked as the person's extension checked it: a line that does not parse, is not
-    // of the pseudonym whose file holds it, or whose annotation does not hold for its journey is skipped.
+    // of the pseudonym and campaign whose file holds it, is longer than a journey can be, repeats a
+    // journey, or whose annotation does not hold for its journey (its label too short or too long) is
+    // skipped.
     let mut journeys = Vec::new();
     let mut labels = Vec::new();
+    let mut seen_journeys = HashSet::new();
     for key in keys.iter().filter(|key| key.ends_with(&format!("/{JOURNEYS_FILE}"))) {
-        let Some(bytes) = location.get(key).await? else { continue };
-        let pseudonym = key.rsplit('/').nth(1).unwrap_or_default();
+        let bytes = match location.get(key, MAX_JOURNEYS_BYTES).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => continue,
+            Err(error) => {
+                let reason = format!("its journeys cannot be taken: {error:#}");
+                report.skipped.push(CollectSkipped { submission: key.clone(), reason });
+                continue;
+            }
+        };
+        let mut folders = key.rsplit('/').skip(1);
+        let (pseudonym, campaign) = (folders.next().unwrap_or_default(), folders.next());
         for (number, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
             let skip = |reason: String| CollectSkipped { submission: format!("{key} line {}", number + 1), reason };
+            if line.len() > MAX_JOURNEY_LINE_BYTES {
+                let reason =
+                    format!("it is {} bytes, more than the {MAX_JOURNEY_LINE_BYTES} a journey takes", line.len());
+                report.skipped.push(skip(reason));
+                continue;
+            }
             let submission = match serde_json::from_str::<JourneySubmission>(line) {
                 Ok(submission) => submission,
                 Err(error) => {
@@ -140,8 +173,18 @@ pub async fn collect(store: &str, out: &Path, review: &Review) -> Result<Collect
                 report.skipped.push(skip(format!("it names {}, not {pseudonym}", submission.pseudonym)));
                 continue;
             }
+            if let Some(campaign) = campaign.filter(|campaign| *campaign != submission.campaign) {
+                report.skipped.push(skip(format!("it names the campaign {}, not {campaign}", submission.campaign)));
+                continue;
+            }
             if let Err(error) = submission.annotation.check(&submission.journey) {
                 report.skipped.push(skip(error.to_string()));
+                continue;
+            }
+            if !seen_journeys.insert((submission.pseudonym.clone(), submission.journey.id.clone())) {
+                report
+                    .skipped
+                    .push(skip(format!("a duplicate: the journey {} is in the file already", submission.journey.id)));
                 continue;
             }
             let annotation = &submission.annotation;
@@ -162,4 +205,73 @@ pub async fn collect(store: &str, out: &Path, review: &Review) -> Result<Collect
     }
     crate::atomic::write_json(&out.join(REPORT_FILE), &report)?;
     Ok(report)
+}
+
+/// How a submission's annotation is named beside its zip.
+const ANNOTATION_SUFFIX: &str = ".annotation.json";
+
+/// A submission checked and its zip in the staging folder, for the dataset to validate.
+struct Staged {
+    /// `<campaign>/<pseudonym>/<task>`.
+    name: String,
+    annotation: TaskAnnotation,
+    zip: PathBuf,
+}
+
+/// Fetches the submission `name` (its annotation, then its zip into `zip`) and checks it: the annotation
+/// of its own key, the zip the one it describes and of the recording it names. Else why not.
+async fn stage(location: &Location, name: &str, zip: &Path) -> Result<Staged, String> {
+    let annotation = match location.get(&format!("{name}{ANNOTATION_SUFFIX}"), MAX_ANNOTATION_BYTES).await {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Err("its annotation went away while it was collected".to_owned()),
+        Err(error) => return Err(format!("its annotation cannot be taken: {error:#}")),
+    };
+    let annotation: TaskAnnotation =
+        serde_json::from_slice(&annotation).map_err(|error| format!("its annotation does not parse: {error}"))?;
+    check_key(name, &annotation)?;
+
+    let file = std::fs::File::create(zip).map_err(|error| format!("cannot stage its zip: {error}"))?;
+    let mut hashed = HashingWriter::new(std::io::BufWriter::new(file));
+    match location.copy_bounded(&format!("{name}.zip"), MAX_SUBMISSION_BYTES, &mut hashed).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return Err("its zip is missing".to_owned()),
+        Err(error) => return Err(format!("its zip cannot be taken: {error:#}")),
+    }
+    let (file, size, sha256) = hashed.finish();
+    file.into_inner().map_err(|error| format!("cannot stage its zip: {}", error.error()))?;
+    if size != annotation.bundle_size || sha256 != annotation.bundle_sha256 {
+        return Err("its zip is not the one its annotation describes".to_owned());
+    }
+    let holds = Bundle::open(zip)
+        .and_then(|mut bundle| bundle.manifest())
+        .map_err(|error| format!("its zip is not a valid bundle: {error:#}"))?
+        .task
+        .id;
+    if holds != annotation.task_id {
+        return Err(format!("its annotation names the recording {}, but its zip holds {holds}", annotation.task_id));
+    }
+    Ok(Staged { name: name.to_owned(), annotation, zip: zip.to_owned() })
+}
+
+/// An annotation must be of the key it was sent under, `<campaign>/<pseudonym>/<task>`: whoever may write
+/// under one pseudonym must not be able to speak for another, or for another task. (A store given as a
+/// campaign's own folder has no campaign in its keys.)
+fn check_key(name: &str, annotation: &TaskAnnotation) -> Result<(), String> {
+    let mut parts = name.rsplit('/');
+    let claims = [
+        ("campaign task", &annotation.campaign_task, parts.next()),
+        ("pseudonym", &annotation.pseudonym, parts.next()),
+        ("campaign", &annotation.campaign, parts.next()),
+    ];
+    for (what, claimed, under) in claims {
+        match under {
+            Some(under) if under == claimed => {}
+            Some(under) => {
+                return Err(format!("its annotation claims the {what} {claimed:?}, but it was sent under {under:?}"));
+            }
+            None if what == "campaign" => {}
+            None => return Err("it is not under <campaign>/<pseudonym>/, where submissions are sent".to_owned()),
+        }
+    }
+    Ok(())
 }

@@ -476,9 +476,7 @@ fn zip_with_a_packed_bomb(path: &Path, mib: u64) {
     let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
     let stored = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
     let har = br#"{"log":{"version":"1.2","creator":{"name":"x","version":"0"},"pages":[],"entries":[]}}"#;
-    let file = |path: &str, bytes: &[u8]| {
-        serde_json::json!({ "path": path, "size": bytes.len(), "sha256": crate::common::sha256_hex(bytes) })
-    };
+    let file = |path: &str, bytes: &[u8]| serde_json::json!({ "path": path, "size": bytes.len(), "sha256": crate::common::sha256_hex(bytes) });
     let documents: [(&str, &[u8]); 3] =
         [("events.jsonl", b""), ("recording.har", har), ("storage.json", br#"{"snapshots":[]}"#)];
     let mut files: Vec<serde_json::Value> = documents.iter().map(|(name, bytes)| file(name, bytes)).collect();

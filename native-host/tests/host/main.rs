@@ -2,6 +2,7 @@
 //! stdin and stdout) and as people run it (the command line). Each test has its own data directory.
 
 mod cli;
+mod collect;
 mod common;
 mod dataset;
 mod durability;

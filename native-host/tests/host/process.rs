@@ -695,13 +695,16 @@ fn secrets_in_compressed_bodies_socket_frames_and_page_text_are_redacted() {
          <dt>Order number</dt><dd>{ORDER}</dd></dl></body></html>"
     );
     let frame = |ts: f64, op: WebSocketOp, data: String| {
-        event(ts, EventKind::WebSocket(WebSocketEvent {
-            request_id: "ws1".into(),
-            op,
-            url: None,
-            opcode: Some(1),
-            data: Some(data),
-        }))
+        event(
+            ts,
+            EventKind::WebSocket(WebSocketEvent {
+                request_id: "ws1".into(),
+                op,
+                url: None,
+                opcode: Some(1),
+                data: Some(data),
+            }),
+        )
     };
     let gzipped = [("Content-Type", "application/json"), ("Content-Encoding", "gzip")];
     let mut messages = vec![
@@ -716,13 +719,16 @@ fn secrets_in_compressed_bodies_socket_frames_and_page_text_are_redacted() {
             request(320.0, "2", "POST", &format!("{SITE}/api/telemetry"), &gzipped, None),
             response(330.0, "2", &format!("{SITE}/api/telemetry"), 204, "", &[]),
             finished(331.0, "2", 0),
-            event(400.0, EventKind::WebSocket(WebSocketEvent {
-                request_id: "ws1".into(),
-                op: WebSocketOp::Opened,
-                url: Some(socket.into()),
-                opcode: None,
-                data: None,
-            })),
+            event(
+                400.0,
+                EventKind::WebSocket(WebSocketEvent {
+                    request_id: "ws1".into(),
+                    op: WebSocketOp::Opened,
+                    url: Some(socket.into()),
+                    opcode: None,
+                    data: None,
+                }),
+            ),
             frame(410.0, WebSocketOp::Sent, format!(r#"42["auth",{{"session_token":"{SOCKET_TOKEN}"}}]"#)),
             frame(420.0, WebSocketOp::Received, format!(r#"42["ping",{{"id":"{PING_ID}"}}]"#)),
             navigation(500.0, &keys),

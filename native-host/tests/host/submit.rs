@@ -135,15 +135,19 @@ fn collect_makes_a_dataset_of_the_submissions_checked_deduplicated_and_reviewed(
     let pseudonym = std::fs::read_to_string(scratch.data().join("pseudonym")).unwrap();
     let mine = destination.join("shop-2026").join(&pseudonym);
     // The same bundle sent again by someone else, a zip that is not what its annotation says, and a
-    // submission the coordinator rejects.
+    // submission the coordinator rejects. Each annotation names the pseudonym it is sent under.
+    let annotation_as = |pseudonym: &str| {
+        let mut annotation = read_json(&mine.join("mug.annotation.json"));
+        annotation["pseudonym"] = pseudonym.into();
+        serde_json::to_vec(&annotation).unwrap()
+    };
     let twin = destination.join("shop-2026/p-twin");
     std::fs::create_dir_all(&twin).unwrap();
-    for file in ["mug.zip", "mug.annotation.json"] {
-        std::fs::copy(mine.join(file), twin.join(file)).unwrap();
-    }
+    std::fs::copy(mine.join("mug.zip"), twin.join("mug.zip")).unwrap();
+    std::fs::write(twin.join("mug.annotation.json"), annotation_as("p-twin")).unwrap();
     let tampered = destination.join("shop-2026/p-tampered");
     std::fs::create_dir_all(&tampered).unwrap();
-    std::fs::copy(mine.join("mug.annotation.json"), tampered.join("mug.annotation.json")).unwrap();
+    std::fs::write(tampered.join("mug.annotation.json"), annotation_as("p-tampered")).unwrap();
     std::fs::write(tampered.join("mug.zip"), b"PK\x03\x04 something else").unwrap();
     // Journeys a person sent, a line each.
     let journey = |id: &str| {
