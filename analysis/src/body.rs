@@ -406,4 +406,3 @@ mod tests {
         assert_eq!(parse(b"no parts here", Some("multipart/form-data; boundary=XyZ")), ParsedBody::Other);
     }
 }
-

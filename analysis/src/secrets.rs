@@ -831,7 +831,8 @@ pub fn frame_text(frame: &trace_manifest::event::WebSocketEvent) -> Option<std::
 /// A DOM snapshot of a page (not its accessibility tree, nor a screenshot).
 #[cfg(feature = "native")]
 fn is_page_snapshot(path: &str) -> bool {
-    path.strip_prefix(trace_manifest::bundle::DOM_DIR).is_some_and(|rest| rest.starts_with('/') && rest.ends_with(".html"))
+    path.strip_prefix(trace_manifest::bundle::DOM_DIR)
+        .is_some_and(|rest| rest.starts_with('/') && rest.ends_with(".html"))
 }
 
 /// Every string inside a JSON document.

@@ -617,7 +617,10 @@ fn one_large_request_body_named_by_many_requests_is_held_once_as_its_digest() {
     let mut har = minimal_har();
     let entries = har["log"]["entries"].as_array_mut().unwrap();
     for n in 0..16 {
-        let mut entry = har_entry(&format!("http://shop.test/upload/{n}"), json!({ "size": 0, "mimeType": "text/plain", "text": "" }));
+        let mut entry = har_entry(
+            &format!("http://shop.test/upload/{n}"),
+            json!({ "size": 0, "mimeType": "text/plain", "text": "" }),
+        );
         entry["request"]["method"] = json!("POST");
         entry["request"]["postData"] = json!({ "mimeType": "application/octet-stream", "_file": file });
         entries.push(entry);
