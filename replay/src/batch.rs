@@ -229,6 +229,9 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
         results.push(result);
     }
     bar.finish_and_clear();
+    // Every episode ended the orphans its agent left, but one that emptied its environment while another
+    // agent ran could not be told apart, nor one that took Chromium's mark: no agent or browser runs now.
+    tokio::task::spawn_blocking(crate::processes::end_all_orphans).await.context("ending the agents' orphans")?;
     let summary = score::summarize(&results);
     if options.shard.is_none() {
         write_summary(&location, &summary, &results).await?;

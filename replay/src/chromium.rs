@@ -2,7 +2,8 @@
 //! record with the extension. It owns which Chromium runs (`--chromium`, then `TRACE_CHROMIUM`, then
 //! Debian's `/usr/bin/chromium`), the flags that keep it off the network on its own account, `--no-sandbox`
 //! only as root, a fresh profile per launch (concurrent launches sharing one fail on its `SingletonLock`),
-//! and the task that drives chromiumoxide's connection.
+//! the process itself, started here so that it dies with trace-replay ([`BrowserProcess`]), and the task
+//! that drives chromiumoxide's connection.
 //!
 //! chromiumoxide cannot parse some DevTools messages of a newer Chromium (a new enum value in an event
 //! nobody here listens to). They are counted, by method, and said once when the browser is gone: at warn
@@ -18,8 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use chromiumoxide::Browser;
 use chromiumoxide::error::CdpError;
-use chromiumoxide::{Browser, BrowserConfig};
+use chromiumoxide::handler::HandlerConfig;
 use futures::StreamExt;
 use tokio::task::JoinHandle;
 
@@ -111,13 +113,15 @@ pub struct Launch {
     pub viewport: Option<trace_manifest::event::Viewport>,
 }
 
-/// A running Chromium: the browser, the task driving its connection, and its profile (removed on drop).
+/// A running Chromium: the browser, the task driving its connection, its profile (removed on drop), and
+/// its process (killed on drop, unless it exited).
 pub struct Chromium {
     pub browser: Browser,
     pub handler: JoinHandle<()>,
     pub profile: Option<tempfile::TempDir>,
     /// Set before closing the browser on purpose: the connection's end is then no news.
     pub closing: Arc<AtomicBool>,
+    pub process: BrowserProcess,
 }
 
 impl Chromium {
@@ -125,7 +129,7 @@ impl Chromium {
     pub async fn close(mut self) -> Result<()> {
         self.closing.store(true, Ordering::SeqCst);
         self.browser.close().await?;
-        let _ = self.browser.wait().await;
+        self.process.exited(Duration::from_secs(10)).await;
         let _ = tokio::time::timeout(Duration::from_secs(10), self.handler).await;
         Ok(())
     }
@@ -185,54 +189,82 @@ pub async fn launch(launch: &Launch) -> Result<Chromium> {
             .and_then(|()| std::fs::write(&preferences, PROFILE_PREFERENCES))
             .with_context(|| format!("cannot write {}", preferences.display()))?;
     }
-    let mut config = BrowserConfig::builder()
-        .chrome_executable(&chromium)
-        .user_data_dir(&user_data_dir)
-        // chromiumoxide adds the leading dashes of every flag.
-        .args(OFFLINE_FLAGS.iter().copied())
-        .launch_timeout(Duration::from_secs(30))
-        // Messages chromiumoxide cannot parse come to the handler below, to be counted, rather than being
-        // logged one by one.
-        .surface_invalid_messages();
-    config = if launch.headless { config.new_headless_mode() } else { config.with_head() };
-    if let Some(extension) = &launch.extension {
-        let extension = extension
-            .canonicalize()
-            .with_context(|| format!("no extension at {}", extension.display()))?
-            .display()
-            .to_string();
-        config = config.extension(extension.clone()).arg(("disable-extensions-except", extension.as_str()));
+    let mut flags = Flags::default();
+    for flag in CHROMIUMOXIDE_FLAGS.iter().chain(OFFLINE_FLAGS) {
+        flags.add_written(flag);
     }
-    for (name, value) in &launch.env {
-        config = config.env(name, value);
+    match &launch.extension {
+        Some(extension) => {
+            let extension = extension
+                .canonicalize()
+                .with_context(|| format!("no extension at {}", extension.display()))?
+                .display()
+                .to_string();
+            flags.add("load-extension", Some(&extension));
+            flags.add("disable-extensions-except", Some(&extension));
+        }
+        None => flags.add("disable-extensions", None),
     }
     for (flag, value) in &launch.args {
-        config = match value {
-            Some(value) => config.arg((flag.as_str(), value.as_str())),
-            None => config.arg(flag.as_str()),
-        };
+        flags.add(flag, value.as_deref());
     }
     let features: Vec<&str> =
         BACKGROUND_FEATURES.iter().copied().chain(launch.disabled_features.iter().map(String::as_str)).collect();
-    config = config.arg(("disable-features", features.join(",").as_str()));
-    if let Some(port) = launch.port {
-        config = config.port(port);
-    }
+    flags.add("disable-features", Some(&features.join(",")));
+    flags.add("remote-debugging-port", Some(&launch.port.unwrap_or(0).to_string()));
+    flags.add("user-data-dir", Some(&user_data_dir.display().to_string()));
     if let Some(viewport) = launch.viewport {
-        config =
-            config.window_size(viewport.width, viewport.height).viewport(chromiumoxide::handler::viewport::Viewport {
+        flags.add("window-size", Some(&format!("{},{}", viewport.width, viewport.height)));
+    }
+    if running_as_root() {
+        flags.add("no-sandbox", None);
+        flags.add("disable-setuid-sandbox", None);
+    }
+    if launch.headless {
+        flags.add("headless", Some("new"));
+        flags.add("hide-scrollbars", None);
+        flags.add("mute-audio", None);
+    }
+    let mut command = std::process::Command::new(&chromium);
+    command
+        .args(flags.command_line())
+        .envs(launch.env.iter().map(|(name, value)| (name.as_str(), value.as_str())))
+        // What Chromium detaches (its crash handler) is its own, not an agent's orphan.
+        .env(crate::processes::EPISODE_ENV, crate::processes::BROWSER_MARK)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let (process, devtools) =
+        BrowserProcess::start(command).with_context(|| format!("cannot start Chromium ({})", chromium.display()))?;
+    let websocket = match tokio::time::timeout(LAUNCH_TIMEOUT, devtools).await {
+        Ok(Ok(Ok(websocket))) => websocket,
+        Ok(Ok(Err(output))) => {
+            bail!("Chromium ({}) exited before it was ready; what it said:\n{}", chromium.display(), output.trim_end())
+        }
+        Ok(Err(_)) => bail!("Chromium ({}) exited before it was ready", chromium.display()),
+        Err(_) => bail!(
+            "Chromium ({}) did not open its DevTools port within {LAUNCH_TIMEOUT:?}: is it a Chromium, and does \
+             it start by hand?",
+            chromium.display()
+        ),
+    };
+    let handler_config = HandlerConfig {
+        // Messages chromiumoxide cannot parse come to the handler below, to be counted, rather than being
+        // logged one by one.
+        ignore_invalid_messages: false,
+        viewport: Some(launch.viewport.map_or_else(Default::default, |viewport| {
+            chromiumoxide::handler::viewport::Viewport {
                 width: viewport.width,
                 height: viewport.height,
                 device_scale_factor: Some(viewport.device_scale_factor),
                 ..Default::default()
-            });
-    }
-    if running_as_root() {
-        config = config.no_sandbox();
-    }
-    let config = config.build().map_err(anyhow::Error::msg)?;
-    let (browser, mut events) =
-        Browser::launch(config).await.with_context(|| format!("cannot start Chromium ({})", chromium.display()))?;
+            }
+        })),
+        ..HandlerConfig::default()
+    };
+    let (browser, mut events) = Browser::connect_with_config(websocket, handler_config)
+        .await
+        .with_context(|| format!("cannot connect to Chromium ({})", chromium.display()))?;
     let closing = Arc::new(AtomicBool::new(false));
     let closed_on_purpose = closing.clone();
     let handler = tokio::spawn(async move {
@@ -252,7 +284,235 @@ pub async fn launch(launch: &Launch) -> Result<Chromium> {
         }
         unparsed.report();
     });
-    Ok(Chromium { browser, handler, profile, closing })
+    Ok(Chromium { browser, handler, profile, closing, process })
+}
+
+/// How long Chromium may take to open its DevTools port.
+const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How much of what Chromium prints before it is ready is kept, to say why it did not start.
+const STARTUP_OUTPUT_BYTES: usize = 64 << 10;
+
+/// The flags chromiumoxide starts Chromium with (Puppeteer's), kept now that Chromium is started here so
+/// that it runs as it did: no throttling of background tabs and timers, no hang monitor, no pop-up
+/// blocking, sRGB colours, English.
+const CHROMIUMOXIDE_FLAGS: &[&str] = &[
+    "disable-background-networking",
+    "enable-features=NetworkService,NetworkServiceInProcess",
+    "disable-background-timer-throttling",
+    "disable-backgrounding-occluded-windows",
+    "disable-breakpad",
+    "disable-client-side-phishing-detection",
+    "disable-component-extensions-with-background-pages",
+    "disable-default-apps",
+    "disable-dev-shm-usage",
+    "disable-features=TranslateUI",
+    "disable-hang-monitor",
+    "disable-ipc-flooding-protection",
+    "disable-popup-blocking",
+    "disable-prompt-on-repost",
+    "disable-renderer-backgrounding",
+    "disable-sync",
+    "force-color-profile=srgb",
+    "metrics-recording-only",
+    "no-first-run",
+    "enable-automation",
+    "password-store=basic",
+    "use-mock-keychain",
+    "enable-blink-features=IdleDetection",
+    "lang=en_US",
+];
+
+/// Chromium's command line, one flag each: Chromium reads the last of a repeated flag, so a flag given
+/// twice has its values joined (two `--disable-features` lists become one).
+#[derive(Debug, Default)]
+struct Flags(Vec<(String, Vec<String>)>);
+
+impl Flags {
+    fn add(&mut self, name: &str, value: Option<&str>) {
+        let values = match self.0.iter_mut().find(|(known, _)| known == name) {
+            Some((_, values)) => values,
+            None => {
+                self.0.push((name.to_owned(), Vec::new()));
+                &mut self.0.last_mut().expect("just pushed").1
+            }
+        };
+        if let Some(value) = value
+            && !values.iter().any(|known| known == value)
+        {
+            values.push(value.to_owned());
+        }
+    }
+
+    /// A flag as written in the lists above: `name` or `name=value`.
+    fn add_written(&mut self, flag: &str) {
+        match flag.split_once('=') {
+            Some((name, value)) => self.add(name, Some(value)),
+            None => self.add(flag, None),
+        }
+    }
+
+    fn command_line(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(
+                |(name, values)| {
+                    if values.is_empty() { format!("--{name}") } else { format!("--{name}={}", values.join(",")) }
+                },
+            )
+            .collect()
+    }
+}
+
+/// The Chromium process, started here rather than by chromiumoxide so that it dies with trace-replay: on
+/// Linux it is started with `PR_SET_PDEATHSIG` (`SIGKILL`), which the kernel sends when trace-replay is
+/// killed, even by `SIGKILL`, when nothing else could close the browser.
+///
+/// The kernel sends it when the *thread* that started the process ends, not the process. Tokio's threads
+/// come and go, so each Chromium is started by a thread of its own, which waits for it and ends with it.
+/// Dropped before the process exited (an episode given up), the process is killed, as chromiumoxide's
+/// `kill_on_drop` did.
+pub struct BrowserProcess {
+    id: u32,
+    /// The process as a file descriptor (Linux 5.3 and later), so that a signal never reaches another
+    /// process given the same id once this one is gone.
+    #[cfg(target_os = "linux")]
+    handle: Option<std::os::fd::OwnedFd>,
+    exited: tokio::sync::watch::Receiver<bool>,
+}
+
+type DevtoolsUrl = tokio::sync::oneshot::Receiver<Result<String, String>>;
+
+impl BrowserProcess {
+    /// Starts `command` from a thread of its own, and returns the process with what will be its DevTools
+    /// WebSocket URL (or what it printed, when it exits before saying one).
+    fn start(mut command: std::process::Command) -> Result<(BrowserProcess, DevtoolsUrl)> {
+        die_with_this_thread(&mut command);
+        let (started_sender, started) = std::sync::mpsc::channel();
+        let (exited_sender, exited) = tokio::sync::watch::channel(false);
+        std::thread::Builder::new()
+            .name("chromium".to_owned())
+            .spawn(move || {
+                let spawned = crate::processes::spawn_known(|| command.spawn(), |child| Some(child.id()));
+                let mut child = match spawned {
+                    Ok(child) => child,
+                    Err(error) => {
+                        let _ = started_sender.send(Err(error));
+                        return;
+                    }
+                };
+                let id = child.id();
+                let stderr = child.stderr.take();
+                let _ = started_sender.send(Ok((id, stderr)));
+                let _ = child.wait();
+                crate::processes::forget(id);
+                let _ = exited_sender.send(true);
+            })
+            .context("cannot start a thread to run Chromium")?;
+        let (id, stderr) = started.recv().context("the thread starting Chromium ended")??;
+        let process = BrowserProcess {
+            id,
+            #[cfg(target_os = "linux")]
+            handle: rustix::process::Pid::from_raw(id as i32)
+                .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()),
+            exited,
+        };
+        let (url_sender, url) = tokio::sync::oneshot::channel();
+        if let Some(stderr) = stderr {
+            std::thread::Builder::new()
+                .name("chromium-output".to_owned())
+                .spawn(move || read_devtools_url(stderr, url_sender))
+                .context("cannot start a thread to read Chromium's output")?;
+        }
+        Ok((process, url))
+    }
+
+    /// The process's id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Waits, up to `within`, for the process to exit; whether it did.
+    pub async fn exited(&mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, self.exited.wait_for(|exited| *exited)).await.is_ok_and(|waited| waited.is_ok())
+    }
+
+    fn kill(&self) {
+        if *self.exited.borrow() {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(handle) = &self.handle {
+            let _ = rustix::process::pidfd_send_signal(handle, rustix::process::Signal::KILL);
+            return;
+        }
+        if let Some(pid) = rustix::process::Pid::from_raw(self.id as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for BrowserProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Reads Chromium's standard error until it names its DevTools WebSocket, sends the URL, then goes on
+/// reading (and dropping) the rest, so that Chromium never blocks on a full pipe.
+fn read_devtools_url(stderr: std::process::ChildStderr, url: tokio::sync::oneshot::Sender<Result<String, String>>) {
+    use std::io::BufRead as _;
+    let mut reader = std::io::BufReader::new(stderr);
+    let mut said = String::new();
+    let mut line = Vec::new();
+    let mut url = Some(url);
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if url.is_none() {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        if let Some((_, websocket)) = text.rsplit_once("listening on ")
+            && websocket.starts_with("ws")
+            && websocket.contains("devtools/browser")
+        {
+            let _ = url.take().expect("checked above").send(Ok(websocket.trim().to_owned()));
+        } else if said.len() < STARTUP_OUTPUT_BYTES {
+            said.push_str(&text);
+        }
+    }
+    if let Some(url) = url {
+        let _ = url.send(Err(said));
+    }
+}
+
+/// Makes `command`'s process receive `SIGKILL` when the thread that starts it ends (Linux; elsewhere
+/// nothing), and not start at all when trace-replay is already gone.
+fn die_with_this_thread(command: &mut std::process::Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt as _;
+        let parent = rustix::process::getpid();
+        // SAFETY: the closure runs in the child between `fork` and `exec`, where only async-signal-safe
+        // calls may be made: it makes two system calls and allocates nothing (its errors are OS codes).
+        #[allow(unsafe_code)]
+        unsafe {
+            command.pre_exec(move || {
+                rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+                // The parent died before the request was made: nobody would send the signal.
+                if rustix::process::getppid() != Some(parent) {
+                    return Err(std::io::Error::from_raw_os_error(rustix::io::Errno::SRCH.raw_os_error()));
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = command;
 }
 
 /// `filter` (a `tracing` directive list, as `TRACE_LOG` gives it) with chromiumoxide's own lines turned

@@ -4,10 +4,18 @@
 //! a command line run by the shell, with the task in its environment (see [`Episode::environment`]); it
 //! reaches the browser through a loopback port of the runner's that forwards to Chromium's DevTools port,
 //! so that an agent that never connected is told apart from one that did nothing. It is stopped at the
-//! time or step limit, its process group and all. The built-in `human` agent re-runs the person's
-//! demonstration ([`crate::run`]); the built-in `nothing` agent opens the start page and does nothing
-//! (the baseline every checkpoint must fail); the audit ([`crate::audit`]) runs perturbed
-//! demonstrations too.
+//! time or step limit, its process group and all.
+//!
+//! The agent is an untrusted program, and its episode must end however it behaves. Its output goes to
+//! `agent.log` through a pipe read to its end, keeping the first and last few MiB and saying how much was
+//! cut between them ([`AgentLog`]). When it ends, its process group is killed, then whatever it detached
+//! from the group ([`crate::processes`]). Its answer files are read as files only, never through a link or
+//! from a FIFO, and up to a size ([`read_agent_file`]); one that is refused is the agent's fault, said in
+//! the result's `error`.
+//!
+//! The built-in `human` agent re-runs the person's demonstration ([`crate::run`]); the built-in `nothing`
+//! agent opens the start page and does nothing (the baseline every checkpoint must fail); the audit
+//! ([`crate::audit`]) runs perturbed demonstrations too.
 //!
 //! Then the session is processed by the code that processes a person's recording (`trace_analysis`):
 //! its trajectory, its HAR (with text bodies inline, as WebArena Verified reads them), its evidence, and
@@ -510,20 +518,28 @@ async fn run_command(
     settle(replay).await;
     session.caught_up(replay.browser(), CATCH_UP).await;
     let first_event = session.next_event_id();
-    let log = std::fs::File::create(agent_out.join("agent.log")).context("cannot create the agent's log")?;
-    let mut child = tokio::process::Command::new("sh")
+    crate::processes::adopt_orphans();
+    let mark = crate::processes::AgentMark::new();
+    let (output, output_end) = std::io::pipe().context("cannot make a pipe for the agent's output")?;
+    let log = AgentLog::start(&agent_out.join(AGENT_LOG_FILE), output)?;
+    let mut shell = tokio::process::Command::new("sh");
+    shell
         .arg("-c")
         .arg(command)
         .envs(environment)
         .env("TRACE_CDP_URL", format!("http://127.0.0.1:{}", port.port))
+        .env(mark.variable().0, mark.variable().1)
         .stdin(std::process::Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
+        .stdout(output_end.try_clone().context("cannot share the agent's output pipe")?)
+        .stderr(output_end)
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
+        .kill_on_drop(true);
+    let mut child = crate::processes::spawn_known(|| shell.spawn(), tokio::process::Child::id)
         .with_context(|| format!("cannot start the agent {command:?}"))?;
-    let running = RunningGroup(process_group(&child));
+    // The command holds the pipe's writing end until dropped: the log would never see its end.
+    drop(shell);
+    let shell_id = child.id();
+    let running = RunningGroup { group: process_group(&child), shell: shell_id, mark: Some(mark) };
     let deadline = Instant::now() + options.timeout;
     let ended = loop {
         if let Some(status) = child.try_wait()? {
@@ -542,7 +558,9 @@ async fn run_command(
     if !matches!(ended, EpisodeEnd::Exited { .. }) {
         stop(&mut child).await;
     }
-    running.ended();
+    // What the agent left running (its group, and what it detached) is ended before its files are read.
+    tokio::task::spawn_blocking(move || running.ended()).await.context("ending the agent's processes")?;
+    log.finish().await;
     let connected = port.connections.load(Ordering::SeqCst) > 0;
     port.close();
 
@@ -557,25 +575,33 @@ async fn run_command(
         }
         EpisodeEnd::Replayed | EpisodeEnd::Idle => {}
     }
-    let done = match std::fs::read(agent_out.join(files::DONE_FILE)) {
-        Ok(raw) => match serde_json::from_slice::<AgentDone>(&raw) {
+    let done = match read_agent_file(agent_out, files::DONE_FILE) {
+        Ok(Some(raw)) => match serde_json::from_slice::<AgentDone>(&raw) {
             Ok(done) => Some(done),
             Err(error) => {
                 errors.push(format!("the agent's {} is malformed: {error}", files::DONE_FILE));
                 None
             }
         },
-        Err(_) => None,
+        Ok(None) => None,
+        Err(error) => {
+            errors.push(error);
+            None
+        }
     };
-    let response = match std::fs::read(agent_out.join(files::AGENT_RESPONSE_FILE)) {
-        Ok(raw) => match serde_json::from_slice::<AgentResponse>(&raw) {
+    let response = match read_agent_file(agent_out, files::AGENT_RESPONSE_FILE) {
+        Ok(Some(raw)) => match serde_json::from_slice::<AgentResponse>(&raw) {
             Ok(_) => Some(raw),
             Err(error) => {
                 errors.push(format!("the agent's {} is malformed: {error}", files::AGENT_RESPONSE_FILE));
                 None
             }
         },
-        Err(_) => None,
+        Ok(None) => None,
+        Err(error) => {
+            errors.push(error);
+            None
+        }
     };
     if done.is_none() && response.is_none() && errors.is_empty() {
         errors.push(format!(
@@ -600,22 +626,33 @@ async fn open_start(replay: &Replay, start_url: &str) -> Result<()> {
     Ok(())
 }
 
-/// The agent's process group while the episode runs. An episode dropped before its end (trace-replay
-/// asked to stop) kills the whole group, not only the shell `kill_on_drop` knows of.
-struct RunningGroup(Option<rustix::process::Pid>);
+/// The agent's processes while the episode runs: its process group, its shell, and its mark
+/// ([`crate::processes::AgentMark`]). An episode dropped before its end (trace-replay asked to stop) kills
+/// the whole group, not only the shell `kill_on_drop` knows of, then what the agent detached.
+struct RunningGroup {
+    group: Option<rustix::process::Pid>,
+    shell: Option<u32>,
+    mark: Option<crate::processes::AgentMark>,
+}
 
 impl RunningGroup {
-    /// The episode ended as it should, the agent waited for or stopped: nothing is left to kill.
-    fn ended(mut self) {
-        self.0 = None;
+    /// The episode ended as it should, the agent waited for or stopped: what it left in its group and
+    /// what it detached are ended (this blocks for as long as that takes, [`crate::processes::end_orphans`]).
+    fn ended(self) {
+        // Dropped: the same as an episode dropped before its end.
     }
 }
 
 impl Drop for RunningGroup {
     fn drop(&mut self) {
-        if let Some(group) = self.0 {
+        if let Some(group) = self.group {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }
+        if let Some(shell) = self.shell {
+            crate::processes::forget(shell);
+        }
+        // Said done last: its orphans are then ended.
+        drop(self.mark.take());
     }
 }
 
@@ -635,6 +672,172 @@ async fn stop(child: &mut tokio::process::Child) {
 /// The process group the agent leads (it was started with `process_group(0)`), while it runs.
 fn process_group(child: &tokio::process::Child) -> Option<rustix::process::Pid> {
     child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32))
+}
+
+/// The file the agent's standard output and error go to, in `TRACE_OUT`.
+pub const AGENT_LOG_FILE: &str = "agent.log";
+/// How much of the start of the agent's output its log keeps.
+pub const AGENT_LOG_HEAD_BYTES: usize = 2 << 20;
+/// How much of the end of the agent's output its log keeps, past its start.
+pub const AGENT_LOG_TAIL_BYTES: usize = 2 << 20;
+/// How large an answer file of the agent's (`done.json`, `agent_response.json`) may be: an answer and
+/// the data it retrieved, with room to spare.
+pub const AGENT_FILE_MAX_BYTES: u64 = 4 << 20;
+
+/// The agent's output, written to its log as it comes, up to [`AGENT_LOG_HEAD_BYTES`]; past that only the
+/// last [`AGENT_LOG_TAIL_BYTES`] are kept, in memory, and written after a line saying how many bytes were
+/// cut, when the episode ends. The pipe is read to its end all along, so that the agent never blocks on a
+/// full pipe, however much it writes.
+struct AgentLog {
+    state: Arc<std::sync::Mutex<LogState>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+struct LogState {
+    file: std::fs::File,
+    head: usize,
+    tail: std::collections::VecDeque<u8>,
+    cut: u64,
+    finished: bool,
+}
+
+impl AgentLog {
+    fn start(path: &Path, mut output: std::io::PipeReader) -> Result<AgentLog> {
+        let file = std::fs::File::create(path).context("cannot create the agent's log")?;
+        let state = Arc::new(std::sync::Mutex::new(LogState {
+            file,
+            head: 0,
+            tail: std::collections::VecDeque::new(),
+            cut: 0,
+            finished: false,
+        }));
+        let shared = state.clone();
+        let reader = std::thread::Builder::new()
+            .name("agent-log".to_owned())
+            .spawn(move || {
+                let mut buffer = vec![0u8; 64 << 10];
+                loop {
+                    match std::io::Read::read(&mut output, &mut buffer) {
+                        Ok(0) => break,
+                        Ok(n) => lock(&shared).take(&buffer[..n]),
+                        Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => break,
+                    }
+                }
+                lock(&shared).finish();
+            })
+            .context("cannot start a thread to read the agent's output")?;
+        Ok(AgentLog { state, reader })
+    }
+
+    /// Completes the log once the agent is gone: what its processes wrote until the pipe closed, a moment
+    /// at most (a process that escaped with the pipe would hold it open for good).
+    async fn finish(self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.reader.is_finished() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        lock(&self.state).finish();
+    }
+}
+
+impl LogState {
+    fn take(&mut self, mut bytes: &[u8]) {
+        if self.finished {
+            return;
+        }
+        let room = AGENT_LOG_HEAD_BYTES - self.head;
+        if room > 0 {
+            let head = &bytes[..room.min(bytes.len())];
+            if let Err(error) = std::io::Write::write_all(&mut self.file, head) {
+                tracing::warn!("cannot write the agent's log: {error}");
+            }
+            self.head += head.len();
+            bytes = &bytes[head.len()..];
+        }
+        self.tail.extend(bytes);
+        let over = self.tail.len().saturating_sub(AGENT_LOG_TAIL_BYTES);
+        if over > 0 {
+            self.tail.drain(..over);
+            self.cut += over as u64;
+        }
+    }
+
+    fn finish(&mut self) {
+        if std::mem::replace(&mut self.finished, true) {
+            return;
+        }
+        let mut end = Vec::with_capacity(self.tail.len() + 200);
+        if self.cut > 0 {
+            end.extend_from_slice(
+                format!(
+                    "\n[trace-replay: {} bytes of the agent's output cut here; the log keeps its first {} and its \
+                     last {} bytes]\n",
+                    self.cut, AGENT_LOG_HEAD_BYTES, AGENT_LOG_TAIL_BYTES
+                )
+                .as_bytes(),
+            );
+        }
+        end.extend(self.tail.drain(..));
+        if let Err(error) = std::io::Write::write_all(&mut self.file, &end) {
+            tracing::warn!("cannot write the agent's log: {error}");
+        }
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One of the agent's answer files in `agent_out`, `Ok(None)` when it wrote none. Read as the agent's
+/// untrusted output: only a regular file, not through a link (`O_NOFOLLOW`), opened without waiting for a
+/// writer (`O_NONBLOCK`: a FIFO would block the open) and up to [`AGENT_FILE_MAX_BYTES`]; what is refused
+/// is said as the agent's fault.
+fn read_agent_file(agent_out: &Path, name: &str) -> Result<Option<Vec<u8>>, String> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read as _;
+    let refused = |why: String| format!("the agent's {name} {why}: write it as a plain file in TRACE_OUT");
+    let path = agent_out.join(name);
+    let opened =
+        rustix::fs::open(&path, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty());
+    let file = match opened {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(rustix::io::Errno::LOOP) => return Err(refused("is a symbolic link".to_owned())),
+        Err(error) => return Err(refused(format!("cannot be opened ({error})"))),
+    };
+    let metadata = file.metadata().map_err(|error| refused(format!("cannot be read ({error})")))?;
+    if !metadata.file_type().is_file() {
+        return Err(refused(format!("is not a regular file but {}", file_kind(&metadata.file_type()))));
+    }
+    let too_large = || refused(format!("is larger than {} MiB", AGENT_FILE_MAX_BYTES >> 20));
+    if metadata.len() > AGENT_FILE_MAX_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    // Up to one byte more than allowed: a file that grows while it is read is caught too.
+    file.take(AGENT_FILE_MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| refused(format!("cannot be read ({error})")))?;
+    if bytes.len() as u64 > AGENT_FILE_MAX_BYTES {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
+}
+
+fn file_kind(file_type: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_char_device() || file_type.is_block_device() {
+        "a device"
+    } else {
+        "something else"
+    }
 }
 
 /// How long the session may take to handle what the browser sent before an episode starts or ends.

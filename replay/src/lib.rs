@@ -10,6 +10,7 @@
 //! - [`serve`]: the replayed Chromium, answering every target's requests from the bundle.
 //! - [`session`]: the session of whoever drives a replay, recorded as a person's is, into a bundle.
 //! - [`run`]: the recorded trajectory re-run in the replayed site, and its fidelity report.
+//! - [`processes`]: what trace-replay starts, and the orphans an agent leaves, ended with its episode.
 //! - [`eval`]: an agent's episode on a bundle: run, recorded, scored, written out.
 //! - [`audit`]: the proof that a bundle's checkpoints discriminate: the demonstration, an agent doing
 //!   nothing and perturbed demonstrations run, judged by `trace_analysis::audit`.
@@ -32,6 +33,7 @@ pub mod judge;
 pub mod matcher;
 pub mod page_ids;
 pub mod page_scripts;
+pub mod processes;
 pub mod proposals;
 pub mod responder;
 pub mod run;

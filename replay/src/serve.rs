@@ -79,6 +79,8 @@ pub struct Replay {
     endpoint: String,
     /// Set as the browser is closed on purpose (see [`chromium::Chromium::closing`]).
     closing: Arc<AtomicBool>,
+    /// Chromium's process: waited for on close, killed if the replay is dropped unclosed.
+    process: chromium::BrowserProcess,
     _profile: Option<tempfile::TempDir>,
 }
 
@@ -146,7 +148,7 @@ impl Replay {
             viewport: archive.viewport,
             ..Launch::default()
         };
-        let Chromium { browser, handler, profile, closing } = chromium::launch(&launch).await?;
+        let Chromium { browser, handler, profile, closing, process } = chromium::launch(&launch).await?;
         let mut tasks = Vec::new();
         let browser = Arc::new(browser);
         let endpoint = browser.websocket_address().clone();
@@ -195,6 +197,7 @@ impl Replay {
             tasks,
             endpoint,
             closing,
+            process,
             _profile: profile,
         })
     }
@@ -248,23 +251,9 @@ impl Replay {
             // Requests still being answered hold the browser too, so it is closed by command rather than
             // by `Browser::close`, which needs it alone; the handler must run until the answer comes.
             let _ = tokio::time::timeout(Duration::from_secs(10), browser.execute(CloseParams::default())).await;
-            // Then, once those answers are done with it, the process is waited for, so that it is not
-            // left for chromiumoxide to kill.
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-            let mut browser = browser;
-            loop {
-                match Arc::try_unwrap(browser) {
-                    Ok(mut alone) => {
-                        let _ = tokio::time::timeout(Duration::from_secs(10), alone.wait()).await;
-                        break;
-                    }
-                    Err(shared) if tokio::time::Instant::now() < deadline => {
-                        browser = shared;
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    Err(_) => break,
-                }
-            }
+            // Then the process is waited for, so that it is not left to be killed.
+            drop(browser);
+            self.process.exited(Duration::from_secs(10)).await;
         }
         if let Some(handler) = self.handler.take() {
             let _ = tokio::time::timeout(Duration::from_secs(10), handler).await;

@@ -106,15 +106,19 @@ async fn a_step_that_never_ends_fails_on_its_deadline_and_the_run_goes_on() {
     assert!(took < bound, "the run took {took:?}, more than {bound:?}: {text}");
 }
 
-/// The processes whose parent is `pid`, and theirs, and so on.
+/// The processes whose parent is `pid`, and theirs, and so on. A process's children are listed by the
+/// thread that started each (trace-replay starts Chromium from a thread of its own).
 fn descendants(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     let mut parents = vec![pid];
     while let Some(parent) = parents.pop() {
-        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).unwrap_or_default();
-        for child in children.split_whitespace().filter_map(|id| id.parse::<u32>().ok()) {
-            found.push(child);
-            parents.push(child);
+        let threads = std::fs::read_dir(format!("/proc/{parent}/task")).into_iter().flatten().flatten();
+        for thread in threads {
+            let children = std::fs::read_to_string(thread.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|id| id.parse::<u32>().ok()) {
+                found.push(child);
+                parents.push(child);
+            }
         }
     }
     found
