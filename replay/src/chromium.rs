@@ -585,6 +585,21 @@ mod tests {
     }
 
     #[test]
+    fn a_flag_given_twice_is_given_once_with_the_values_of_both() {
+        let mut flags = Flags::default();
+        for flag in ["disable-features=TranslateUI", "no-first-run", "password-store=basic"] {
+            flags.add_written(flag);
+        }
+        flags.add("disable-features", Some("Translate,MediaRouter"));
+        flags.add("no-first-run", None);
+        flags.add("password-store", Some("basic"));
+        assert_eq!(
+            flags.command_line(),
+            ["--disable-features=TranslateUI,Translate,MediaRouter", "--no-first-run", "--password-store=basic"]
+        );
+    }
+
+    #[test]
     fn unparsed_messages_warn_only_when_trace_relies_on_them() {
         let mut harmless = Unparsed::default();
         harmless.count(r#"{"method":"Network.requestWillBeSentExtraInfo","params":{}}"#);

@@ -924,6 +924,64 @@ mod tests {
     }
 
     #[test]
+    fn an_agents_log_keeps_its_head_and_tail_and_says_what_was_cut_between() {
+        let log_of = |output: &[u8]| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(AGENT_LOG_FILE);
+            let mut state = LogState {
+                file: std::fs::File::create(&path).unwrap(),
+                head: 0,
+                tail: std::collections::VecDeque::new(),
+                cut: 0,
+                finished: false,
+            };
+            for chunk in output.chunks(100_000) {
+                state.take(chunk);
+            }
+            state.finish();
+            state.take(b"after the end");
+            std::fs::read(&path).unwrap()
+        };
+        // Within the head and the tail: whole.
+        let short: Vec<u8> = (0..AGENT_LOG_HEAD_BYTES + 1000).map(|i| (i % 251) as u8).collect();
+        assert_eq!(log_of(&short), short);
+        // Past them: the head, the note, the tail.
+        let cut = 3000;
+        let long: Vec<u8> = (0..AGENT_LOG_HEAD_BYTES + AGENT_LOG_TAIL_BYTES + cut).map(|i| (i % 251) as u8).collect();
+        let log = log_of(&long);
+        let note = format!(
+            "\n[trace-replay: {cut} bytes of the agent's output cut here; the log keeps its first {AGENT_LOG_HEAD_BYTES} \
+             and its last {AGENT_LOG_TAIL_BYTES} bytes]\n"
+        );
+        assert_eq!(&log[..AGENT_LOG_HEAD_BYTES], &long[..AGENT_LOG_HEAD_BYTES]);
+        assert_eq!(&log[AGENT_LOG_HEAD_BYTES..AGENT_LOG_HEAD_BYTES + note.len()], note.as_bytes());
+        assert_eq!(&log[AGENT_LOG_HEAD_BYTES + note.len()..], &long[long.len() - AGENT_LOG_TAIL_BYTES..]);
+    }
+
+    #[test]
+    fn an_agents_answer_is_read_only_from_a_regular_file_of_bounded_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let read = |name: &str| read_agent_file(out, name);
+        assert_eq!(read("missing.json"), Ok(None));
+        std::fs::write(out.join("plain.json"), b"{}").unwrap();
+        assert_eq!(read("plain.json"), Ok(Some(b"{}".to_vec())));
+        let refused = |name: &str, why: &str| {
+            let error = read(name).unwrap_err();
+            assert!(error.contains(name) && error.contains(why) && error.contains("plain file"), "{error}");
+        };
+        std::os::unix::fs::symlink(out.join("plain.json"), out.join("link.json")).unwrap();
+        refused("link.json", "is a symbolic link");
+        rustix::fs::mknodat(rustix::fs::CWD, out.join("fifo.json"), rustix::fs::FileType::Fifo, 0o600.into(), 0)
+            .unwrap();
+        refused("fifo.json", "a FIFO");
+        std::fs::create_dir(out.join("dir.json")).unwrap();
+        refused("dir.json", "a directory");
+        std::fs::File::create(out.join("huge.json")).unwrap().set_len(AGENT_FILE_MAX_BYTES + 1).unwrap();
+        refused("huge.json", "is larger than 4 MiB");
+    }
+
+    #[test]
     fn a_credential_is_named_for_an_agent_as_its_placeholder_says() {
         assert_eq!(placeholder_name("{{credentials.shop.test.password}}"), "shop.test.password");
     }
