@@ -518,6 +518,9 @@ async fn run_command(
     settle(replay).await;
     session.caught_up(replay.browser(), CATCH_UP).await;
     let first_event = session.next_event_id();
+    // Held from before the agent starts: answers are read from this directory even if the agent replaces
+    // its path by a link elsewhere.
+    let answers = AnswerDir::open(agent_out)?;
     crate::processes::adopt_orphans();
     let mark = crate::processes::AgentMark::new();
     let (output, output_end) = std::io::pipe().context("cannot make a pipe for the agent's output")?;
@@ -575,7 +578,7 @@ async fn run_command(
         }
         EpisodeEnd::Replayed | EpisodeEnd::Idle => {}
     }
-    let done = match read_agent_file(agent_out, files::DONE_FILE) {
+    let done = match answers.read(files::DONE_FILE).await {
         Ok(Some(raw)) => match serde_json::from_slice::<AgentDone>(&raw) {
             Ok(done) => Some(done),
             Err(error) => {
@@ -589,7 +592,7 @@ async fn run_command(
             None
         }
     };
-    let response = match read_agent_file(agent_out, files::AGENT_RESPONSE_FILE) {
+    let response = match answers.read(files::AGENT_RESPONSE_FILE).await {
         Ok(Some(raw)) => match serde_json::from_slice::<AgentResponse>(&raw) {
             Ok(_) => Some(raw),
             Err(error) => {
@@ -789,17 +792,51 @@ fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// One of the agent's answer files in `agent_out`, `Ok(None)` when it wrote none. Read as the agent's
-/// untrusted output: only a regular file, not through a link (`O_NOFOLLOW`), opened without waiting for a
-/// writer (`O_NONBLOCK`: a FIFO would block the open) and up to [`AGENT_FILE_MAX_BYTES`]; what is refused
-/// is said as the agent's fault.
-fn read_agent_file(agent_out: &Path, name: &str) -> Result<Option<Vec<u8>>, String> {
+/// How long reading the agent's answer files may take (a regular file of at most
+/// [`AGENT_FILE_MAX_BYTES`] takes far less, but a file can be served by anything, FUSE included).
+const ANSWER_READ_TIME: Duration = Duration::from_secs(10);
+
+/// The agent's `TRACE_OUT`, where it writes its answer, opened before it starts.
+struct AnswerDir(Arc<std::os::fd::OwnedFd>);
+
+impl AnswerDir {
+    fn open(agent_out: &Path) -> Result<AnswerDir> {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let dir = rustix::fs::open(agent_out, flags, Mode::empty())
+            .with_context(|| format!("cannot open {}", agent_out.display()))?;
+        Ok(AnswerDir(Arc::new(dir)))
+    }
+
+    /// One of the agent's answer files ([`read_agent_file`]), within [`ANSWER_READ_TIME`].
+    async fn read(&self, name: &'static str) -> Result<Option<Vec<u8>>, String> {
+        let dir = self.0.clone();
+        let reading = tokio::task::spawn_blocking(move || read_agent_file(&dir, name));
+        match tokio::time::timeout(ANSWER_READ_TIME, reading).await {
+            Ok(Ok(read)) => read,
+            Ok(Err(error)) => Err(format!("the agent's {name} could not be read: {error}")),
+            Err(_) => Err(format!(
+                "the agent's {name} could not be read within {ANSWER_READ_TIME:?}: write it as a plain file in \
+                 TRACE_OUT"
+            )),
+        }
+    }
+}
+
+/// One of the agent's answer files in its directory `dir`, `Ok(None)` when it wrote none. Read as the
+/// agent's untrusted output: only a regular file, not through a link (`O_NOFOLLOW`), opened without
+/// waiting for a writer (`O_NONBLOCK`: a FIFO would block the open) and up to [`AGENT_FILE_MAX_BYTES`];
+/// what is refused is said as the agent's fault.
+fn read_agent_file(dir: &std::os::fd::OwnedFd, name: &str) -> Result<Option<Vec<u8>>, String> {
     use rustix::fs::{Mode, OFlags};
     use std::io::Read as _;
     let refused = |why: String| format!("the agent's {name} {why}: write it as a plain file in TRACE_OUT");
-    let path = agent_out.join(name);
-    let opened =
-        rustix::fs::open(&path, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty());
+    let opened = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
     let file = match opened {
         Ok(fd) => std::fs::File::from(fd),
         Err(rustix::io::Errno::NOENT) => return Ok(None),
@@ -962,7 +999,8 @@ mod tests {
     fn an_agents_answer_is_read_only_from_a_regular_file_of_bounded_size() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path();
-        let read = |name: &str| read_agent_file(out, name);
+        let answers = AnswerDir::open(out).unwrap();
+        let read = |name: &str| read_agent_file(&answers.0, name);
         assert_eq!(read("missing.json"), Ok(None));
         std::fs::write(out.join("plain.json"), b"{}").unwrap();
         assert_eq!(read("plain.json"), Ok(Some(b"{}".to_vec())));
