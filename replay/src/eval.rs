@@ -8,9 +8,9 @@
 //!
 //! The agent is an untrusted program, and its episode must end however it behaves. Its output goes to
 //! `agent.log` through a pipe read to its end, keeping the first and last few MiB and saying how much was
-//! cut between them ([`AgentLog`]). When it ends, its process group is killed, then whatever it detached
+//! cut between them (`AgentLog`). When it ends, its process group is killed, then whatever it detached
 //! from the group ([`crate::processes`]). Its answer files are read as files only, never through a link or
-//! from a FIFO, and up to a size ([`read_agent_file`]); one that is refused is the agent's fault, said in
+//! from a FIFO, and up to a size (`read_agent_file`); one that is refused is the agent's fault, said in
 //! the result's `error`.
 //!
 //! The built-in `human` agent re-runs the person's demonstration ([`crate::run`]); the built-in `nothing`

@@ -116,7 +116,7 @@ impl Drop for AgentMark {
 /// Kills and reaps trace-replay's orphaned descendants (see the module's documentation): every child it
 /// did not start on purpose, but one marked by an agent still running or by Chromium, and, while an agent
 /// runs, one without a mark. Repeats until none is left (a killed orphan's own children are orphans
-/// next), for [`ENDING_ORPHANS`] at most. Returns how many it killed.
+/// next), for `ENDING_ORPHANS` at most. Returns how many it killed.
 pub fn end_orphans() -> usize {
     end(Spare::RunningAndBrowsers)
 }
