@@ -544,19 +544,28 @@ fn open_in_dir(root: &Path, name: &str) -> Result<File> {
 /// what it is in words.
 #[cfg(unix)]
 pub fn open_beneath(root: &Path, relative: &str) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    let root = rustix::fs::open(root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    open_beneath_folder(&root, relative)
+}
+
+/// [`open_beneath`] from a folder already open: what was read from it is what was there when it was
+/// opened, whatever its path leads to since.
+#[cfg(unix)]
+pub fn open_beneath_folder(root: impl std::os::fd::AsFd, relative: &str) -> io::Result<File> {
     use rustix::fs::{Mode, OFlags, openat};
-    let folder = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let folder = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let parts: Vec<&str> = relative.split('/').filter(|part| !part.is_empty()).collect();
     let Some((name, folders)) = parts.split_last() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{relative:?} names no file")));
     };
-    let mut dir = rustix::fs::open(root, folder, Mode::empty())?;
+    // A handle of its own on `root`, which each folder on the way replaces.
+    let mut dir = openat(&root, ".", folder, Mode::empty())?;
     for part in folders {
-        dir = openat(&dir, *part, folder | OFlags::NOFOLLOW, Mode::empty())?;
+        dir = openat(&dir, *part, folder, Mode::empty())?;
     }
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let file = File::from(openat(&dir, *name, flags, Mode::empty())?);
-    check_regular(file)
+    check_regular(File::from(openat(&dir, *name, flags, Mode::empty())?))
 }
 
 /// As above, where there is no `openat`: the path is checked, then opened and the open file checked.

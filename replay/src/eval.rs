@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use trace_analysis::evidence::Evidence;
 use trace_analysis::{postprocess, score, trajectory, webarena_infinity};
-use trace_manifest::archive::{Bundle, ZipLimits};
+use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::audit::AuditSummary;
 use trace_manifest::bundle::{self, TaskInfo};
 use trace_manifest::dataset;
@@ -828,25 +828,18 @@ impl AnswerDir {
 /// waiting for a writer (`O_NONBLOCK`: a FIFO would block the open) and up to [`AGENT_FILE_MAX_BYTES`];
 /// what is refused is said as the agent's fault.
 fn read_agent_file(dir: &std::os::fd::OwnedFd, name: &str) -> Result<Option<Vec<u8>>, String> {
-    use rustix::fs::{Mode, OFlags};
-    use std::io::Read as _;
+    use std::io::{ErrorKind, Read as _};
     let refused = |why: String| format!("the agent's {name} {why}: write it as a plain file in TRACE_OUT");
-    let opened = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    );
-    let file = match opened {
-        Ok(fd) => std::fs::File::from(fd),
-        Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(rustix::io::Errno::LOOP) => return Err(refused("is a symbolic link".to_owned())),
+    let file = match archive::open_beneath_folder(dir, name) {
+        Ok(file) => file,
+        Err(error) if error.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(error) if archive::is_link_refused(&error) => return Err(refused("is a symbolic link".to_owned())),
+        Err(error) if error.kind() == ErrorKind::InvalidInput => {
+            return Err(refused(format!("cannot be taken: {error}")));
+        }
         Err(error) => return Err(refused(format!("cannot be opened ({error})"))),
     };
     let metadata = file.metadata().map_err(|error| refused(format!("cannot be read ({error})")))?;
-    if !metadata.file_type().is_file() {
-        return Err(refused(format!("is not a regular file but {}", file_kind(&metadata.file_type()))));
-    }
     let too_large = || refused(format!("is larger than {} MiB", AGENT_FILE_MAX_BYTES >> 20));
     if metadata.len() > AGENT_FILE_MAX_BYTES {
         return Err(too_large());
@@ -860,21 +853,6 @@ fn read_agent_file(dir: &std::os::fd::OwnedFd, name: &str) -> Result<Option<Vec<
         return Err(too_large());
     }
     Ok(Some(bytes))
-}
-
-fn file_kind(file_type: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_fifo() {
-        "a FIFO"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else if file_type.is_char_device() || file_type.is_block_device() {
-        "a device"
-    } else {
-        "something else"
-    }
 }
 
 /// How long the session may take to handle what the browser sent before an episode starts or ends.
@@ -1014,7 +992,7 @@ mod tests {
             .unwrap();
         refused("fifo.json", "a FIFO");
         std::fs::create_dir(out.join("dir.json")).unwrap();
-        refused("dir.json", "a directory");
+        refused("dir.json", "a folder");
         std::fs::File::create(out.join("huge.json")).unwrap().set_len(AGENT_FILE_MAX_BYTES + 1).unwrap();
         refused("huge.json", "is larger than 4 MiB");
     }
