@@ -413,12 +413,15 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             let (target, first) = crate::view::Target::resolve(what.as_deref(), &data()?)?;
             let options = crate::view::Options { port: port.unwrap_or(0) };
             let runtime = tokio::runtime::Runtime::new()?;
+            // What the browser was given to open, kept while the viewer serves.
+            let mut opened = None;
             runtime.block_on(crate::view::serve(target, first, options, |url| {
                 let _ = outln!("TRACE viewer at {url} (Ctrl+C stops it)");
                 if *open {
-                    open_in_browser(url);
+                    opened = open_in_browser(url);
                 }
             }))?;
+            drop(opened);
         }
         Command::Submit { task, campaign, campaign_task, suspects, json } => {
             let data = data()?;
@@ -554,12 +557,54 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// Opens `url` with the desktop's opener; a failure is said, never fatal (the URL is printed).
-fn open_in_browser(url: &str) {
+/// Opens the viewer's `url` with the desktop's opener; a failure is said, never fatal (the URL is printed).
+///
+/// The opener is handed a page that leads to the URL, never the URL itself: a program's arguments are
+/// visible to every user of the machine (`ps`, `/proc/<pid>/cmdline`), and the URL holds the token that opens
+/// every recording the viewer shows to whoever has it. The page is a file only its owner can read, in a
+/// fresh directory only its owner can enter; the returned directory is removed when dropped, once the viewer
+/// stops (a viewer killed leaves it behind, holding a token nothing answers any more).
+fn open_in_browser(url: &str) -> Option<tempfile::TempDir> {
     let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
-    if let Err(error) = std::process::Command::new(opener).arg(url).spawn() {
+    let page = match redirect_page(url) {
+        Ok(page) => page,
+        Err(error) => {
+            eprintln!("trace-host: cannot write the page that opens the viewer: {error:#}; open the URL above");
+            return None;
+        }
+    };
+    if let Err(error) = std::process::Command::new(opener).arg(page.path().join(REDIRECT_PAGE)).spawn() {
         eprintln!("trace-host: cannot open a browser with {opener}: {error}; open the URL above");
     }
+    Some(page)
+}
+
+/// The file [`redirect_page`] writes.
+const REDIRECT_PAGE: &str = "open-trace-viewer.html";
+
+/// A fresh private directory (mode 0700) holding [`REDIRECT_PAGE`] (mode 0600), which leads to `url`.
+fn redirect_page(url: &str) -> Result<tempfile::TempDir> {
+    use std::io::Write;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("trace-view-");
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    let dir = builder.tempdir().context("no temporary directory")?;
+    let path = dir.path().join(REDIRECT_PAGE);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    let url = maud::html! { (url) }.into_string();
+    writeln!(
+        file,
+        "<!DOCTYPE html><meta charset=\"utf-8\"><meta name=\"referrer\" content=\"no-referrer\">\
+         <meta http-equiv=\"refresh\" content=\"0; url={url}\"><title>TRACE viewer</title>\
+         <a href=\"{url}\">Open the TRACE viewer</a>"
+    )
+    .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(dir)
 }
 
 /// A task id names a task of the data directory; anything else, or an id no task has, is a bundle directory.

@@ -2,8 +2,8 @@
 //! exported redacted, looked at in headless Chromium as a person would: the steps with their screenshots and
 //! the target's box and the accessibility tree, checkpoints with their evidence, the network panel with its
 //! filters, a JSON body and how replay answers a request, a DOM snapshot with its stylesheet whose script
-//! must not run; and what it must refuse: requests without the token, paths out of the bundle, a corrupt zip. Needs
-//! `cargo xtask dist`.
+//! must not run; and what it must refuse: requests without the token in their path (the token is never a
+//! cookie), paths out of the bundle and its top-level documents, a corrupt zip. Needs `cargo xtask dist`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -46,9 +46,14 @@ impl Viewer {
         &self.url[..("http://".len() + after_scheme.find('/').unwrap())]
     }
 
-    /// The cookie its token is traded for.
-    fn cookie(&self) -> String {
-        format!("trace_view={}", self.url.rsplit("token=").next().unwrap())
+    /// The token, the first segment of every path the viewer answers.
+    fn token(&self) -> &str {
+        self.url[self.origin().len() + 1..].split('/').next().unwrap()
+    }
+
+    /// `http://127.0.0.1:PORT/TOKEN`, which every URL of the app continues.
+    fn root(&self) -> String {
+        format!("{}/{}", self.origin(), self.token())
     }
 
     /// A raw HTTP GET of `path` with `cookie`, and the status code it got.
@@ -110,9 +115,10 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     let chromium = browser(&recorded.build).await;
     let page = chromium.browser.new_page("about:blank").await.unwrap();
 
-    // The printed URL trades its token for a cookie and shows the recording: every step, in order.
+    // The printed URL, its token in its path, shows the recording: every step, in order. No cookie is set.
     goto(&page, &viewer.url).await;
-    assert!(!page.url().await.unwrap().unwrap().contains("token="), "the token leaves the address bar");
+    assert!(page.url().await.unwrap().unwrap().starts_with(&viewer.root()));
+    assert!(page.get_cookies().await.unwrap().is_empty(), "the token is never a cookie");
     let listed = number(&page, "document.querySelectorAll('.steps ol li').length").await;
     assert_eq!(listed as usize, steps.len());
     assert!(text(&page, "document.querySelector('h1').textContent").await.contains(demo::DESCRIPTION));
@@ -170,7 +176,7 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     assert_eq!(number(&page, linked).await as usize, requests);
 
     // The network panel: every request, a host filter, and the products API's JSON pretty-printed.
-    goto(&page, &format!("{}/r/bundle/network", viewer.origin())).await;
+    goto(&page, &format!("{}/r/bundle/network", viewer.root())).await;
     let rows = number(&page, "document.querySelectorAll('tbody tr').length").await as usize;
     assert_eq!(rows, har.log.entries.len().min(500));
     // What replay's ignore list fails at once is marked (the shop's analytics beacons).
@@ -191,21 +197,21 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     assert_eq!(number(&page, marked).await as usize, beacons);
     let host = url::Url::parse(&har.log.entries[0].request.url).unwrap().host_str().unwrap().to_owned();
     let of_host = har.log.entries.iter().filter(|e| e.request.url.contains(&format!("//{host}"))).count();
-    goto(&page, &format!("{}/r/bundle/network?host={host}", viewer.origin())).await;
+    goto(&page, &format!("{}/r/bundle/network?host={host}", viewer.root())).await;
     assert_eq!(number(&page, "document.querySelectorAll('tbody tr').length").await as usize, of_host.min(500));
     let api = har.log.entries.iter().position(|e| e.request.url.contains("/api/products")).unwrap();
-    goto(&page, &format!("{}/r/bundle/network/{api}", viewer.origin())).await;
+    goto(&page, &format!("{}/r/bundle/network/{api}", viewer.root())).await;
     let body = text(&page, "document.querySelector('pre').textContent").await;
     assert!(body.contains("\n  ") && body.contains("\"Blue Mug\""), "pretty-printed JSON: {body}");
     // The shop stamps its API calls with `_=<time>`: replay matches them canonically, and says so.
     let replay = text(&page, "document.querySelector('dd.replay').textContent").await;
     assert!(replay.contains("leaves out _="), "{replay}");
-    goto(&page, &format!("{}/r/bundle/network", viewer.origin())).await;
+    goto(&page, &format!("{}/r/bundle/network", viewer.root())).await;
     let api_row = format!("document.querySelectorAll('tbody tr')[{api}].lastElementChild.textContent");
     assert!(text(&page, &api_row).await.starts_with("canonical"));
     // An HTML document pretty-printed, one element a line, indented by nesting.
     let document = har.log.entries.iter().position(|e| e.response.content.mime_type.contains("html")).unwrap();
-    goto(&page, &format!("{}/r/bundle/network/{document}", viewer.origin())).await;
+    goto(&page, &format!("{}/r/bundle/network/{document}", viewer.root())).await;
     let html = text(&page, "document.querySelector('pre').textContent").await;
     assert!(
         html.contains("\n  <head>") && html.contains("\n    <title>"),
@@ -216,7 +222,7 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     // The console messages, each once, and the cookies and storage at the start and the end.
     let console = events.iter().filter(|r| matches!(r.event.kind, EventKind::Console(_))).count();
     let storage: StorageFile = serde_json::from_slice(&bundle.read(STORAGE_FILE).unwrap()).unwrap();
-    goto(&page, &format!("{}/r/bundle/state", viewer.origin())).await;
+    goto(&page, &format!("{}/r/bundle/state", viewer.root())).await;
     assert_eq!(number(&page, "document.querySelectorAll('#console tbody tr').length").await as usize, console);
     let cookies: usize = storage.snapshots.iter().map(|timed| timed.snapshot.cookies.len()).sum();
     assert!(cookies > 0, "the shop's session cookie is in the recording");
@@ -225,7 +231,7 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     // A DOM snapshot is rendered as the page looked, offline: the stylesheet with the font and the
     // background image it loads, and the logo, all from the recording.
     let snapshot = steps.iter().find_map(|step| step.dom_snapshot.clone()).unwrap();
-    goto(&page, &format!("{}/r/bundle/snapshot/{snapshot}", viewer.origin())).await;
+    goto(&page, &format!("{}/r/bundle/snapshot/{snapshot}", viewer.root())).await;
     let background = text(&page, "getComputedStyle(document.body).backgroundImage").await;
     assert!(background.starts_with("url(\"data:image/png;base64,"), "{}", &background[..background.len().min(80)]);
     let font = "document.fonts.ready.then(fonts => [...fonts].some(f => f.family.includes('TRACE Shop Display') && f.status === 'loaded'))";
@@ -234,7 +240,7 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     assert!(number(&page, images).await >= 1.0, "the logo shows");
 
     // A DOM snapshot is rendered with scripts off: one that would retitle itself does not.
-    goto(&page, &format!("{}/r/bundle/file/{snapshot}", viewer.origin())).await;
+    goto(&page, &format!("{}/r/bundle/file/{snapshot}", viewer.root())).await;
     let title = text(&page, "document.title").await;
     drop(viewer);
     let tampered = tempfile::tempdir().unwrap();
@@ -249,7 +255,7 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     let viewer = Viewer::start(recorded, Some(&dir));
     goto(&page, &viewer.url).await;
     for route in ["file", "snapshot"] {
-        goto(&page, &format!("{}/r/bundle/{route}/{snapshot}", viewer.origin())).await;
+        goto(&page, &format!("{}/r/bundle/{route}/{snapshot}", viewer.root())).await;
         assert_eq!(text(&page, "document.title").await, title, "the snapshot's script did not run ({route})");
     }
     chromium.close().await.unwrap();
@@ -269,28 +275,37 @@ async fn the_viewer_refuses_strangers_paths_out_of_the_bundle_and_explains_a_cor
     goto(&page, &viewer.url).await;
     let rows = number(&page, "document.querySelectorAll('tbody tr').length").await;
     assert_eq!(rows, 1.0, "the one recording of the data directory");
-    let cookies = page.get_cookies().await.unwrap();
-    let cookie = cookies.iter().find(|c| c.name == "trace_view").expect("the token's cookie");
-    let cookie = format!("trace_view={}", cookie.value);
+    assert!(page.get_cookies().await.unwrap().is_empty(), "the token is never a cookie");
 
-    // Without the token, nothing; with a wrong one, nothing.
-    assert_eq!(viewer.status_of("/", None), 403);
-    assert_eq!(viewer.status_of("/?token=0123", None), 403);
-    assert_eq!(viewer.status_of("/", Some("trace_view=0123")), 403);
-    assert_eq!(viewer.status_of("/", Some(&cookie)), 200);
+    // Without the token in the path, nothing: not in a query, not as the cookie it once was, not a wrong one.
+    let token = viewer.token().to_owned();
+    let root = format!("/{token}");
+    assert_eq!(viewer.status_of("/", None), 404);
+    assert_eq!(viewer.status_of(&format!("/?token={token}"), None), 404);
+    assert_eq!(viewer.status_of("/", Some(&format!("trace_view={token}"))), 404);
+    assert_eq!(viewer.status_of("/0123456789abcdef0123456789abcdef/", None), 404);
+    assert_eq!(viewer.status_of(&format!("{root}/"), None), 200);
     drop(viewer);
 
-    // Out of the bundle: refused, however it is spelled.
+    // Out of the bundle: refused, however it is spelled; and its top-level documents, which hold what was
+    // typed and sent (credentials.json the credentials' values), are never served.
     let viewer = Viewer::start(recorded, Some(&recorded.exported.bundle));
+    let root = format!("/{}", viewer.token());
     for path in [
         "/r/bundle/file/../manifest.json",
         "/r/bundle/file/..%2F..%2Fetc%2Fpasswd",
         "/r/bundle/file//etc/passwd",
         "/r/other/",
+        "/r/bundle/file/manifest.json",
+        "/r/bundle/file/credentials.json",
+        "/r/bundle/file/events.jsonl",
+        "/r/bundle/file/recording.har",
     ] {
-        assert_eq!(viewer.status_of(path, Some(&viewer.cookie())), 404, "{path}");
+        assert_eq!(viewer.status_of(&format!("{root}{path}"), None), 404, "{path}");
     }
-    assert_eq!(viewer.status_of("/r/bundle/file/manifest.json", Some(&viewer.cookie())), 200);
+    let bundle = Bundle::open(&recorded.exported.bundle).unwrap();
+    let screenshot = bundle.files().unwrap().into_keys().find(|file| file.starts_with("screenshots/")).unwrap();
+    assert_eq!(viewer.status_of(&format!("{root}/r/bundle/file/{screenshot}"), None), 200);
     drop(viewer);
 
     // A corrupt zip: a page that says so.

@@ -1,8 +1,11 @@
 //! `trace-host view`: a local, read-only web app to look at recordings and agents' runs.
 //!
 //! It listens on 127.0.0.1 only, at a random port unless `--port` says otherwise, and answers only requests
-//! that carry its token: the URL it prints has `?token=…`, which the first page trades for a cookie scoped to
-//! the app, so links need not carry it. What it shows:
+//! whose path starts with its token: every URL of the app is under `/<token>/`, and anything else is not
+//! found. The token lives in the path, never in a cookie: browsers send a cookie of 127.0.0.1 to every port
+//! of it, so any other local server a page of the viewer reached would have received the key to it.
+//! Responses say `Referrer-Policy: no-referrer`, so that a link out of a bundle's page carries no URL (nor
+//! the token in it) to where it leads. What it shows:
 //! - the data directory's tasks, or a run's tasks (`trace-replay eval`'s output), filterable;
 //! - a recording ([`recording::Recording`]): its steps with screenshots and the target's box, its network
 //!   entries with headers and bodies and how replay answers each, its DOM snapshots (rendered in a sandbox,
@@ -11,7 +14,10 @@
 //!
 //! Pages are rendered on the server ([`pages`]); there is no script. A bundle is read in place (a zip is
 //! never unpacked to disk) and never written to. Files of a bundle are served under a `sandbox` content
-//! security policy, so that nothing a stranger's bundle holds runs as the app.
+//! security policy, so that nothing a stranger's bundle holds runs as the app; only files in its folders
+//! (screenshots, snapshots, bodies) are, never its top-level documents, which hold the typed credentials
+//! ([`recording::Recording::file`]). What one request reads of a file is capped, whatever the bundle
+//! declares of its sizes.
 
 mod pages;
 mod pretty;
@@ -25,9 +31,9 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use axum::Router;
-use axum::extract::{Path as UrlPath, Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use serde::Deserialize;
@@ -41,8 +47,6 @@ use crate::paths::DataDir;
 pub use pages::NetworkFilter;
 use recording::Recording;
 
-/// The cookie the token is traded for.
-const COOKIE: &str = "trace_view";
 /// The policy of the app's own pages: nothing from elsewhere, no script.
 const APP_POLICY: &str =
     "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; frame-src 'self'; form-action 'self'";
@@ -51,6 +55,8 @@ const FILE_POLICY: &str = "sandbox; default-src 'none'; img-src data:; style-src
 /// The policy of a rendered DOM snapshot: as a file's, with the inlined stylesheets, fonts and images.
 const SNAPSHOT_POLICY: &str =
     "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline' data:; font-src data:; media-src data:";
+/// The most of a body read to show it on its request's page (which shows 200,000 characters of it).
+const MAX_SHOWN_BODY_BYTES: usize = 4 << 20;
 
 /// What is being looked at.
 #[derive(Debug, Clone)]
@@ -92,7 +98,8 @@ pub struct Options {
 
 struct App {
     target: Target,
-    token: String,
+    /// `/<token>`: the path every URL of the app starts with.
+    root: String,
     /// Recordings opened so far, by key.
     recordings: Mutex<HashMap<String, Arc<Recording>>>,
 }
@@ -100,25 +107,28 @@ struct App {
 /// Starts the viewer and serves until the process is stopped. `ready` receives the URL to open (with its
 /// token) once the app listens.
 pub async fn serve(target: Target, first: Option<String>, options: Options, ready: impl FnOnce(&str)) -> Result<()> {
-    let token = random_token()?;
-    let app = Arc::new(App { target, token: token.clone(), recordings: Mutex::new(HashMap::new()) });
+    let root = format!("/{}", random_token()?);
+    let app = Arc::new(App { target, root: root.clone(), recordings: Mutex::new(HashMap::new()) });
+    // Every route is under the token: a request without it matches none and is answered by the fallback,
+    // whatever else it carries.
     let router = Router::new()
-        .route("/", get(index))
-        .route("/r/{key}/", get(recording_page))
-        .route("/r/{key}/network", get(network_page))
-        .route("/r/{key}/compare", get(comparison_page))
-        .route("/r/{key}/state", get(state_page))
-        .route("/r/{key}/network/{index}", get(entry_page))
-        .route("/r/{key}/file/{*path}", get(bundle_file))
-        .route("/r/{key}/snapshot/{*path}", get(rendered_snapshot))
-        .layer(middleware::from_fn_with_state(app.clone(), require_token))
+        .route(&format!("{root}/"), get(index))
+        .route(&format!("{root}/r/{{key}}/"), get(recording_page))
+        .route(&format!("{root}/r/{{key}}/network"), get(network_page))
+        .route(&format!("{root}/r/{{key}}/compare"), get(comparison_page))
+        .route(&format!("{root}/r/{{key}}/state"), get(state_page))
+        .route(&format!("{root}/r/{{key}}/network/{{index}}"), get(entry_page))
+        .route(&format!("{root}/r/{{key}}/file/{{*path}}"), get(bundle_file))
+        .route(&format!("{root}/r/{{key}}/snapshot/{{*path}}"), get(rendered_snapshot))
+        .fallback(not_here)
+        .layer(middleware::map_response(no_referrer))
         .with_state(app);
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], options.port)))
         .await
         .with_context(|| format!("cannot listen on 127.0.0.1:{}", options.port))?;
     let address = listener.local_addr()?;
-    let start = first.map_or_else(|| "/".to_owned(), |key| format!("/r/{key}/"));
-    ready(&format!("http://{address}{start}?token={token}"));
+    let start = first.map_or_else(String::new, |key| format!("r/{key}/"));
+    ready(&format!("http://{address}{root}/{start}"));
     axum::serve(listener, router).await.context("the viewer stopped")
 }
 
@@ -128,50 +138,17 @@ fn random_token() -> Result<String> {
     Ok(hex::encode(bytes))
 }
 
-#[derive(Deserialize)]
-struct TokenQuery {
-    token: Option<String>,
+/// Any request no route answers; among them every one whose path does not start with the token.
+async fn not_here() -> Response {
+    let said = "Nothing here: this viewer answers only under the URL it printed, whose path starts with its token.";
+    (StatusCode::NOT_FOUND, said).into_response()
 }
 
-/// Lets through requests with the token's cookie; trades a right `?token=` for the cookie; refuses the rest.
-async fn require_token(
-    State(app): State<Arc<App>>,
-    Query(query): Query<TokenQuery>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if query.token.as_deref() == Some(app.token.as_str()) {
-        let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", app.token);
-        // The same page without the token, which then stays out of the history and the address bar.
-        let kept: Vec<(String, String)> =
-            url::form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
-                .filter(|(name, _)| name != "token")
-                .map(|(name, value)| (name.into_owned(), value.into_owned()))
-                .collect();
-        let mut target = request.uri().path().to_owned();
-        if !kept.is_empty() {
-            target.push('?');
-            target.push_str(&url::form_urlencoded::Serializer::new(String::new()).extend_pairs(kept).finish());
-        }
-        let mut response = Redirect::to(&target).into_response();
-        if let Ok(value) = HeaderValue::from_str(&cookie) {
-            response.headers_mut().insert(header::SET_COOKIE, value);
-        }
-        return response;
-    }
-    if has_token_cookie(request.headers(), &app.token) {
-        return next.run(request).await;
-    }
-    (StatusCode::FORBIDDEN, "This viewer answers only the URL it printed (with its token).").into_response()
-}
-
-fn has_token_cookie(headers: &HeaderMap, token: &str) -> bool {
-    headers.get_all(header::COOKIE).iter().filter_map(|value| value.to_str().ok()).any(|cookies| {
-        cookies
-            .split(';')
-            .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(name, value)| name == COOKIE && value == token)
-    })
+/// Keeps the URL, and so the token, out of the `Referer` of whatever a page leads to: a link in a
+/// snapshot or a body may point at another server of this machine.
+async fn no_referrer(mut response: Response) -> Response {
+    response.headers_mut().insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    response
 }
 
 /// A page of the app, or a clear page saying what went wrong.
@@ -202,6 +179,11 @@ fn app_page(status: StatusCode, markup: maud::Markup) -> Response {
 }
 
 impl App {
+    /// Where the pages of the recording `key` are.
+    fn urls(&self, key: &str) -> pages::RecordingUrls {
+        pages::RecordingUrls::new(&self.root, key)
+    }
+
     fn in_run(&self) -> bool {
         matches!(self.target, Target::Run(_))
     }
@@ -244,18 +226,18 @@ struct IndexQuery {
 
 async fn index(State(app): State<Arc<App>>, Query(query): Query<IndexQuery>) -> PageResult {
     match &app.target {
-        Target::Bundle(_) => Ok(Redirect::to(&format!("/r/{BUNDLE_KEY}/")).into_response()),
+        Target::Bundle(_) => Ok(Redirect::to(&format!("{}/r/{BUNDLE_KEY}/", app.root)).into_response()),
         Target::Tasks(root) => {
             let data = DataDir::at(root.clone())?;
             let tasks: Vec<TaskRow> = match db::open_to_read(&data.database()) {
                 Ok((conn, _)) => db::tasks(&conn)?,
                 Err(_) => Vec::new(),
             };
-            Ok(app_page(StatusCode::OK, pages::tasks(&tasks, &query.q)))
+            Ok(app_page(StatusCode::OK, pages::tasks(&app.root, &tasks, &query.q)))
         }
         Target::Run(run) => {
             let results = read_results(run)?;
-            Ok(app_page(StatusCode::OK, pages::run(run, &results, &query.q)))
+            Ok(app_page(StatusCode::OK, pages::run(&app.root, run, &results, &query.q)))
         }
     }
 }
@@ -281,7 +263,10 @@ async fn recording_page(
     let selected =
         query.step.filter(|step| *step < recording.steps.len()).or((!recording.steps.is_empty()).then_some(0));
     let accessibility = selected.map(|step| accessibility_of(&recording, step)).transpose()?.flatten();
-    Ok(app_page(StatusCode::OK, pages::recording(&key, &recording, selected, accessibility.as_ref(), app.in_run())))
+    Ok(app_page(
+        StatusCode::OK,
+        pages::recording(&app.urls(&key), &recording, selected, accessibility.as_ref(), app.in_run()),
+    ))
 }
 
 /// The accessibility tree of step `step`'s DOM snapshot, when one was captured.
@@ -301,7 +286,7 @@ async fn network_page(
     Query(filter): Query<NetworkFilter>,
 ) -> PageResult {
     let recording = app.recording(&key).await?;
-    Ok(app_page(StatusCode::OK, pages::network(&key, &recording, &filter, app.in_run())))
+    Ok(app_page(StatusCode::OK, pages::network(&app.urls(&key), &recording, &filter, app.in_run())))
 }
 
 async fn entry_page(State(app): State<Arc<App>>, UrlPath((key, index)): UrlPath<(String, usize)>) -> PageResult {
@@ -309,13 +294,13 @@ async fn entry_page(State(app): State<Arc<App>>, UrlPath((key, index)): UrlPath<
     if index >= recording.entries.len() {
         return Err(not_found(&format!("request {index}")));
     }
-    let body = recording.response_body(index)?;
-    Ok(app_page(StatusCode::OK, pages::entry(&key, &recording, index, body.as_deref(), app.in_run())))
+    let body = recording.response_body(index, MAX_SHOWN_BODY_BYTES)?;
+    Ok(app_page(StatusCode::OK, pages::entry(&app.urls(&key), &recording, index, body.as_ref(), app.in_run())))
 }
 
 async fn state_page(State(app): State<Arc<App>>, UrlPath(key): UrlPath<String>) -> PageResult {
     let recording = app.recording(&key).await?;
-    Ok(app_page(StatusCode::OK, pages::state(&key, &recording, app.in_run())))
+    Ok(app_page(StatusCode::OK, pages::state(&app.urls(&key), &recording, app.in_run())))
 }
 
 /// A task of a run: the agent's episode beside the person's demonstration.
@@ -328,7 +313,7 @@ async fn comparison_page(State(app): State<Arc<App>>, UrlPath(key): UrlPath<Stri
     let person: Option<Trajectory> = read_json(&dir.join(DEMONSTRATION_FILE))?;
     let agent = app.recording(&key).await?;
     let person = person.map(|trajectory| trajectory.tool_calls).unwrap_or_default();
-    Ok(app_page(StatusCode::OK, pages::comparison(&key, &result, &person, &agent)))
+    Ok(app_page(StatusCode::OK, pages::comparison(&app.urls(&key), &result, &person, &agent)))
 }
 
 /// A JSON file of a run, `None` when it is not there.
@@ -342,7 +327,8 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     }
 }
 
-/// A file of the bundle, as it is, under the sandbox policy.
+/// A file of the bundle, as [`Recording::file`] gives it (never a top-level document), under the sandbox
+/// policy.
 async fn bundle_file(State(app): State<Arc<App>>, UrlPath((key, path)): UrlPath<(String, String)>) -> PageResult {
     let recording = app.recording(&key).await?;
     let bytes = recording.file(&path)?.ok_or_else(|| not_found(&path))?;

@@ -1,6 +1,9 @@
 //! The viewer's pages, rendered on the server with `maud`, which escapes everything it is given: a bundle
 //! may come from a stranger, and nothing of it may become markup of the app. No page has a script; filters
 //! are forms, a step and a request are links.
+//!
+//! Every link is under the app's root, `/<token>` (see the module `view`), or relative to the page it is
+//! on (`?step=3`, a form without `action`), so that each keeps the token without a cookie.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -15,7 +18,7 @@ use trace_manifest::har::Entry;
 use trace_manifest::trajectory::ToolCall;
 
 use super::pretty;
-use super::recording::Recording;
+use super::recording::{Excerpt, Recording};
 use crate::db::TaskRow;
 
 /// Rows of the network table per page: a bundle may have thousands of requests.
@@ -56,7 +59,22 @@ form.filter { margin: 8px 0; display: flex; gap: 8px; flex-wrap: wrap; align-ite
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; } dt { color: #666; }
 ";
 
-fn layout(title: &str, nav: Markup, body: Markup) -> Markup {
+/// Where a recording's pages are: `<root>/r/<key>`, under the app's root (`/<token>`).
+pub struct RecordingUrls {
+    /// The app's first page, `<root>/`.
+    home: String,
+    /// `<root>/r/<key>`, which the path of each of the recording's pages continues.
+    base: String,
+}
+
+impl RecordingUrls {
+    pub fn new(root: &str, key: &str) -> RecordingUrls {
+        RecordingUrls { home: format!("{root}/"), base: format!("{root}/r/{key}") }
+    }
+}
+
+/// A page of the app; `home`, its first page, is linked from the header when known.
+fn layout(title: &str, home: Option<&str>, nav: Markup, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -66,7 +84,10 @@ fn layout(title: &str, nav: Markup, body: Markup) -> Markup {
                 style { (PreEscaped(STYLE)) }
             }
             body {
-                header { a href="/" { "TRACE viewer" } (nav) }
+                header {
+                    @match home { Some(home) => { a href=(home) { "TRACE viewer" } }, None => { "TRACE viewer " } }
+                    (nav)
+                }
                 main { (body) }
             }
         }
@@ -77,6 +98,7 @@ fn layout(title: &str, nav: Markup, body: Markup) -> Markup {
 pub fn failure(message: &str) -> Markup {
     layout(
         "Cannot show this",
+        None,
         html! {},
         html! {
             h1 { "Cannot show this" }
@@ -86,7 +108,7 @@ pub fn failure(message: &str) -> Markup {
 }
 
 /// The data directory's recordings, filtered by words in their id, site or description.
-pub fn tasks(tasks: &[TaskRow], filter: &str) -> Markup {
+pub fn tasks(root: &str, tasks: &[TaskRow], filter: &str) -> Markup {
     let wanted = filter.trim().to_lowercase();
     let shown: Vec<&TaskRow> = tasks
         .iter()
@@ -99,6 +121,7 @@ pub fn tasks(tasks: &[TaskRow], filter: &str) -> Markup {
         .collect();
     layout(
         "Recordings",
+        Some(&format!("{root}/")),
         html! {},
         html! {
             h1 { "Recordings" }
@@ -112,7 +135,7 @@ pub fn tasks(tasks: &[TaskRow], filter: &str) -> Markup {
                 tbody {
                     @for task in shown {
                         tr {
-                            td { a href={ "/r/" (task.id) "/" } { (task.id) } }
+                            td { a href={ (root) "/r/" (task.id) "/" } { (task.id) } }
                             td { (task.status.as_str()) }
                             td.url { (task.website) }
                             td { (task.description) }
@@ -140,7 +163,7 @@ fn bytes(count: u64) -> String {
 }
 
 /// A run of `trace-replay eval`: its tasks with their scores, each linking to the agent's session.
-pub fn run(path: &Path, results: &[EvalResult], filter: &str) -> Markup {
+pub fn run(root: &str, path: &Path, results: &[EvalResult], filter: &str) -> Markup {
     let wanted = filter.trim().to_lowercase();
     let shown: Vec<&EvalResult> = results
         .iter()
@@ -151,6 +174,7 @@ pub fn run(path: &Path, results: &[EvalResult], filter: &str) -> Markup {
         .collect();
     layout(
         "Run",
+        Some(&format!("{root}/")),
         html! {},
         html! {
             h1 { "Run " span.muted { (path.display()) } }
@@ -164,7 +188,7 @@ pub fn run(path: &Path, results: &[EvalResult], filter: &str) -> Markup {
                 tbody {
                     @for result in shown {
                         tr {
-                            td { a href={ "/r/" (result.task_id) "/compare" } { (result.task_id) } div.muted { (result.description) } }
+                            td { a href={ (root) "/r/" (result.task_id) "/compare" } { (result.task_id) } div.muted { (result.description) } }
                             td { (result.agent) }
                             td class=(if result.success > 0.0 { "ok" } else { "failed" }) { (result.success) }
                             td { (result.checkpoints.reached_in_order) "/" (result.checkpoints.total) }
@@ -182,11 +206,12 @@ pub fn run(path: &Path, results: &[EvalResult], filter: &str) -> Markup {
 /// The links of a recording's pages; an agent's session (in a run) also has its comparison.
 /// An agent's episode beside the person's demonstration: its scores with what each rests on, the checkpoints
 /// it reached, and both sets of steps (the agent's linking to its session's steps).
-pub fn comparison(key: &str, result: &EvalResult, person: &[ToolCall], agent: &Recording) -> Markup {
+pub fn comparison(urls: &RecordingUrls, result: &EvalResult, person: &[ToolCall], agent: &Recording) -> Markup {
     let percent = |value: f64| format!("{:.0}%", value * 100.0);
     layout(
         &result.description,
-        recording_nav(key, true),
+        Some(&urls.home),
+        recording_nav(urls, true),
         html! {
             h1 { (result.description) }
             dl {
@@ -228,19 +253,19 @@ pub fn comparison(key: &str, result: &EvalResult, person: &[ToolCall], agent: &R
                 }
                 div {
                     h2 { "The agent (" (agent.steps.len()) " steps)" }
-                    ol { @for (index, step) in agent.steps.iter().enumerate() { li { a href={ "/r/" (key) "/?step=" (index) } { (step_in_words(step)) } } } }
+                    ol { @for (index, step) in agent.steps.iter().enumerate() { li { a href={ (urls.base) "/?step=" (index) } { (step_in_words(step)) } } } }
                 }
             }
         },
     )
 }
 
-fn recording_nav(key: &str, in_run: bool) -> Markup {
+fn recording_nav(urls: &RecordingUrls, in_run: bool) -> Markup {
     html! {
-        @if in_run { a href={ "/r/" (key) "/compare" } { "Agent beside person" } }
-        a href={ "/r/" (key) "/" } { "Steps" }
-        a href={ "/r/" (key) "/network" } { "Network" }
-        a href={ "/r/" (key) "/state" } { "Console and storage" }
+        @if in_run { a href={ (urls.base) "/compare" } { "Agent beside person" } }
+        a href={ (urls.base) "/" } { "Steps" }
+        a href={ (urls.base) "/network" } { "Network" }
+        a href={ (urls.base) "/state" } { "Console and storage" }
     }
 }
 
@@ -257,13 +282,14 @@ fn cut(value: &str, most: usize) -> String {
 
 /// A recording's console messages, each linked to its step, and its cookies and web storage at the start
 /// and the end.
-pub fn state(key: &str, recording: &Recording, in_run: bool) -> Markup {
+pub fn state(urls: &RecordingUrls, recording: &Recording, in_run: bool) -> Markup {
     let start = recording.steps.first().map_or(0.0, |step| step.ts);
     let cut = |value: &str| cut(value, MAX_SHOWN_VALUE);
     let step_at = |ts: f64| recording.steps.iter().rposition(|step| step.ts <= ts).unwrap_or(0);
     layout(
         "Console and storage",
-        recording_nav(key, in_run),
+        Some(&urls.home),
+        recording_nav(urls, in_run),
         html! {
             h1 { "Console " span.muted { (recording.console.len()) " messages" } }
             table id="console" {
@@ -275,7 +301,7 @@ pub fn state(key: &str, recording: &Recording, in_run: bool) -> Markup {
                             td class=(if message.level == "error" { "failed" } else { "" }) { (message.level) }
                             td.url { (message.text) }
                             td.url { (message.url.as_deref().unwrap_or("")) }
-                            td { @if !recording.steps.is_empty() { a href={ "/r/" (key) "/?step=" (step_at(*ts)) } { (step_at(*ts) + 1) } } }
+                            td { @if !recording.steps.is_empty() { a href={ (urls.base) "/?step=" (step_at(*ts)) } { (step_at(*ts) + 1) } } }
                         }
                     }
                 }
@@ -334,7 +360,7 @@ pub fn state(key: &str, recording: &Recording, in_run: bool) -> Markup {
 /// box drawn on the first, its DOM snapshot and accessibility tree), the filmstrip, checkpoints with their
 /// evidence and credentials.
 pub fn recording(
-    key: &str,
+    urls: &RecordingUrls,
     recording: &Recording,
     selected: Option<usize>,
     accessibility: Option<&Outline>,
@@ -344,7 +370,8 @@ pub fn recording(
     let steps = &recording.steps;
     layout(
         &task.description,
-        recording_nav(key, in_run),
+        Some(&urls.home),
+        recording_nav(urls, in_run),
         html! {
             h1 { (task.description) }
             dl {
@@ -358,7 +385,7 @@ pub fn recording(
                 @for (index, step) in steps.iter().enumerate() {
                     @if let Some(shot) = &step.screenshot {
                         a href={ "?step=" (index) } title={ (index + 1) ". " (step_in_words(step)) } {
-                            img loading="lazy" alt={ "step " (index + 1) } src={ "/r/" (key) "/file/" (shot) };
+                            img loading="lazy" alt={ "step " (index + 1) } src={ (urls.base) "/file/" (shot) };
                         }
                     }
                 }
@@ -375,7 +402,7 @@ pub fn recording(
                     }
                 }
                 div {
-                    @if let Some(index) = selected { (step_detail(key, recording, index, accessibility)) }
+                    @if let Some(index) = selected { (step_detail(urls, recording, index, accessibility)) }
                 }
             }
             @if let Some(checkpoints) = &recording.checkpoints {
@@ -394,7 +421,7 @@ pub fn recording(
                                     @for proof in proofs {
                                         div.url {
                                             @match proof.entry {
-                                                Some(entry) => { a href={ "/r/" (key) "/network/" (entry) } { (proof.what) } },
+                                                Some(entry) => { a href={ (urls.base) "/network/" (entry) } { (proof.what) } },
                                                 None => { (proof.what) },
                                             }
                                             @if let Some(step) = proof.step { " · " a href={ "?step=" (step) } { "step " (step + 1) } }
@@ -427,7 +454,7 @@ pub fn recording(
     )
 }
 
-fn step_detail(key: &str, recording: &Recording, index: usize, accessibility: Option<&Outline>) -> Markup {
+fn step_detail(urls: &RecordingUrls, recording: &Recording, index: usize, accessibility: Option<&Outline>) -> Markup {
     let step = &recording.steps[index];
     let before = recording.screenshot_before(index);
     let box_style = before.and_then(|(shot, _)| {
@@ -449,26 +476,26 @@ fn step_detail(key: &str, recording: &Recording, index: usize, accessibility: Op
             @if let Some(url) = &step.url_before { dt { "On" } dd.url { (url) } }
             @if let Some(url) = &step.url_after { dt { "Left on" } dd.url { (url) } }
             @if let Some(target) = &step.target { dt { "Target" } dd { code { (target.selector) } } }
-            dt { "Requests" } dd { a href={ "/r/" (key) "/network?step=" (index) } { (requests.len()) " during this step" } }
+            dt { "Requests" } dd { a href={ (urls.base) "/network?step=" (index) } { (requests.len()) " during this step" } }
         }
         div.shots {
             @if let Some((shot, age)) = before {
                 div.shot {
-                    img alt="before the step" src={ "/r/" (key) "/file/" (shot.file) };
+                    img alt="before the step" src={ (urls.base) "/file/" (shot.file) };
                     @if let Some(style) = &box_style { div.box style=(style) {} }
                     div.muted { "Before, the target boxed (taken " (format!("{:.1} s", age / 1000.0)) " before the step: the page may have changed since)" }
                 }
             }
             @if let Some(shot) = &step.screenshot {
                 div.shot {
-                    img alt="after the step" src={ "/r/" (key) "/file/" (shot) };
+                    img alt="after the step" src={ (urls.base) "/file/" (shot) };
                     div.muted { "After" }
                 }
             }
         }
         @if let Some(snapshot) = &step.dom_snapshot {
-            h2 { "DOM snapshot " span.muted { "(rendered without scripts, with the recording's stylesheets and images; " a href={ "/r/" (key) "/file/" (snapshot) } { "as recorded" } ")" } }
-            iframe.dom sandbox="" src={ "/r/" (key) "/snapshot/" (snapshot) } {}
+            h2 { "DOM snapshot " span.muted { "(rendered without scripts, with the recording's stylesheets and images; " a href={ (urls.base) "/file/" (snapshot) } { "as recorded" } ")" } }
+            iframe.dom sandbox="" src={ (urls.base) "/snapshot/" (snapshot) } {}
         }
         @if let Some(outline) = accessibility {
             @let nodes = outline.walk().len();
@@ -529,7 +556,7 @@ fn host_of(url: &str) -> String {
 
 /// The network panel: every entry (a page of them at a time) with its bar in the waterfall of the whole
 /// recording, filtered by host, type, status or step.
-pub fn network(key: &str, recording: &Recording, filter: &NetworkFilter, in_run: bool) -> Markup {
+pub fn network(urls: &RecordingUrls, recording: &Recording, filter: &NetworkFilter, in_run: bool) -> Markup {
     let start = recording.entries.first().map_or(0.0, |(ts, _)| *ts);
     // The waterfall spans the whole recording's traffic, so that bars of different pages compare.
     let end = recording.entries.iter().map(|(ts, entry)| ts + entry.time.max(0.0)).fold(start, f64::max);
@@ -549,7 +576,7 @@ pub fn network(key: &str, recording: &Recording, filter: &NetworkFilter, in_run:
     let page = filter.page.min(pages - 1);
     let shown = &kept[(page * ENTRIES_PER_PAGE).min(kept.len())..((page + 1) * ENTRIES_PER_PAGE).min(kept.len())];
     html! {
-        (layout("Network", recording_nav(key, in_run), html! {
+        (layout("Network", Some(&urls.home), recording_nav(urls, in_run), html! {
             h1 { "Network " span.muted { (recording.manifest.task.description) } }
             form.filter method="get" {
                 select name="host" {
@@ -575,15 +602,15 @@ pub fn network(key: &str, recording: &Recording, filter: &NetworkFilter, in_run:
                     @for index in shown {
                         @let entry = &recording.entries[*index].1;
                         tr {
-                            td { a href={ "/r/" (key) "/network/" (index) } { (index) } }
+                            td { a href={ (urls.base) "/network/" (index) } { (index) } }
                             td { (format!("{:.2} s", (recording.entries[*index].0 - start) / 1000.0)) }
                             td { (entry.request.method) }
                             td class=(status_class(entry.response.status)) { (status_text(entry.response.status)) }
-                            td.url { a href={ "/r/" (key) "/network/" (index) } { (entry.request.url) } }
+                            td.url { a href={ (urls.base) "/network/" (index) } { (entry.request.url) } }
                             td { (entry.resource_type.as_deref().unwrap_or("")) }
                             td { (bytes(entry.response.content.size.max(0) as u64)) }
                             td { div.wf title={ (format!("{:.0} ms", entry.time)) } { div style=(bar(*index)) {} } }
-                            td { @if let Some(step) = recording.step_of_entry(*index) { a href={ "/r/" (key) "/?step=" (step) } { (step + 1) } } }
+                            td { @if let Some(step) = recording.step_of_entry(*index) { a href={ (urls.base) "/?step=" (step) } { (step + 1) } } }
                             td { (replay_in_brief(recording, *index)) }
                         }
                     }
@@ -619,12 +646,19 @@ fn status_text(status: u16) -> String {
 }
 
 /// One request: what was sent and what came back, bodies shown as what they are.
-pub fn entry(key: &str, recording: &Recording, index: usize, body: Option<&[u8]>, in_run: bool) -> Markup {
+pub fn entry(
+    urls: &RecordingUrls,
+    recording: &Recording,
+    index: usize,
+    body: Option<&Excerpt>,
+    in_run: bool,
+) -> Markup {
     let entry = &recording.entries[index].1;
     let content = &entry.response.content;
     layout(
         &entry.request.url,
-        recording_nav(key, in_run),
+        Some(&urls.home),
+        recording_nav(urls, in_run),
         html! {
             h1.url { (entry.request.method) " " (entry.request.url) }
             dl {
@@ -633,8 +667,8 @@ pub fn entry(key: &str, recording: &Recording, index: usize, body: Option<&[u8]>
                 @if !entry.response.redirect_url.is_empty() { dt { "Redirect to" } dd { (entry.response.redirect_url) } }
                 dt { "Started" } dd { (entry.started_date_time) " · " (format!("{:.0} ms", entry.time)) }
                 @if let Some(kind) = &entry.resource_type { dt { "Type" } dd { (kind) } }
-                dt { "In replay" } dd.replay { (replay_in_words(key, recording, index)) }
-                @if let Some(step) = recording.step_of_entry(index) { dt { "Step" } dd { a href={ "/r/" (key) "/?step=" (step) } { (step + 1) ". " (step_in_words(&recording.steps[step])) } } }
+                dt { "In replay" } dd.replay { (replay_in_words(urls, recording, index)) }
+                @if let Some(step) = recording.step_of_entry(index) { dt { "Step" } dd { a href={ (urls.base) "/?step=" (step) } { (step + 1) ". " (step_in_words(&recording.steps[step])) } } }
             }
             @if !entry.web_socket_messages.is_empty() {
                 h2 { "Frames " span.muted { (entry.web_socket_messages.len()) } }
@@ -654,13 +688,14 @@ pub fn entry(key: &str, recording: &Recording, index: usize, body: Option<&[u8]>
             h2 { "Request headers" } (headers(&entry.request.headers))
             @if let Some(post) = &entry.request.post_data {
                 h2 { "Request body " span.muted { (post.mime_type) } }
-                @if let Some(text) = &post.text { (body_view(key, &post.mime_type, text.as_bytes(), None)) }
-                @else if let Some(file) = &post.file { p { a href={ "/r/" (key) "/file/" (file) } { (file) } } }
+                // What was typed was sent here: each credential shown as its placeholder.
+                @if let Some(text) = &post.text { (body_view(urls, &post.mime_type, &recording.without_credentials(text.as_bytes()), true, None)) }
+                @else if let Some(file) = &post.file { p { a href={ (urls.base) "/file/" (file) } { (file) } } }
             }
             h2 { "Response headers" } (headers(&entry.response.headers))
             h2 { "Response body " span.muted { (content.mime_type) " · " (bytes(content.size.max(0) as u64)) } }
             @match body {
-                Some(body) => (body_view(key, &content.mime_type, body, content.file.as_deref())),
+                Some(body) => (body_view(urls, &content.mime_type, &body.bytes, body.whole, content.file.as_deref())),
                 None => p.muted { "No body was recorded." },
             }
         },
@@ -688,7 +723,7 @@ fn replay_in_brief(recording: &Recording, index: usize) -> Markup {
 
 /// How replay answers entry `index`, told in full: the ignore list, or the levels that find it, its twins
 /// and whether the browser's state chooses among them.
-fn replay_in_words(key: &str, recording: &Recording, index: usize) -> Markup {
+fn replay_in_words(urls: &RecordingUrls, recording: &Recording, index: usize) -> Markup {
     if let Some(pattern) = recording.ignored_by(index) {
         return html! { "Failed at once: the ignore list names it (" code { (pattern) } ")." };
     }
@@ -699,7 +734,7 @@ fn replay_in_words(key: &str, recording: &Recording, index: usize) -> Markup {
     let position = |twins: &[usize]| twins.iter().position(|&twin| twin == index).map_or(0, |p| p + 1);
     let twin_links = |twins: &[usize]| {
         html! {
-            @for (n, twin) in twins.iter().take(MAX_TWIN_LINKS).enumerate() { @if n > 0 { ", " } @if *twin == index { "this" } @else { a href={ "/r/" (key) "/network/" (twin) } { (twin) } } }
+            @for (n, twin) in twins.iter().take(MAX_TWIN_LINKS).enumerate() { @if n > 0 { ", " } @if *twin == index { "this" } @else { a href={ (urls.base) "/network/" (twin) } { (twin) } } }
             @if twins.len() > MAX_TWIN_LINKS { " and " (twins.len() - MAX_TWIN_LINKS) " more" }
         }
     };
@@ -732,20 +767,32 @@ fn headers(headers: &[Header]) -> Markup {
     }
 }
 
-/// A body as what it is: an image shown, JSON and HTML pretty-printed, other text as it is.
-fn body_view(key: &str, mime_type: &str, body: &[u8], file: Option<&str>) -> Markup {
+/// A body as what it is: an image shown, JSON and HTML pretty-printed, other text as it is. `whole` says
+/// whether `body` is all of it or its start.
+fn body_view(urls: &RecordingUrls, mime_type: &str, body: &[u8], whole: bool, file: Option<&str>) -> Markup {
     let mime = mime_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    let link = file.map(|file| html! { p { a href={ "/r/" (key) "/file/" (file) } { "the body as stored" } } });
+    let link = file.map(|file| html! { p { a href={ (urls.base) "/file/" (file) } { "the body as stored" } } });
     if mime.starts_with("image/")
         && !mime.contains("svg")
         && let Some(file) = file
     {
-        return html! { img alt="the response body" style="max-width: 100%" src={ "/r/" (key) "/file/" (file) }; (link.unwrap_or_default()) };
+        return html! { img alt="the response body" style="max-width: 100%" src={ (urls.base) "/file/" (file) }; (link.unwrap_or_default()) };
     }
-    let Ok(text) = std::str::from_utf8(body) else {
-        return html! { p.muted { (bytes(body.len() as u64)) " of binary data." } (link.unwrap_or_default()) };
+    // A body's start may end inside a character: the text is what comes before it.
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => Some(text),
+        Err(error) if !whole && body.len() - error.valid_up_to() < 4 => {
+            std::str::from_utf8(&body[..error.valid_up_to()]).ok()
+        }
+        Err(_) => None,
     };
-    let pretty = if mime.contains("html") {
+    let Some(text) = text else {
+        let more = if whole { "" } else { "more than " };
+        return html! { p.muted { (more) (bytes(body.len() as u64)) " of binary data." } (link.unwrap_or_default()) };
+    };
+    let pretty = if !whole {
+        None
+    } else if mime.contains("html") {
         pretty::html(text)
     } else {
         (mime.contains("json") || trace_analysis::body::looks_like_json(body))
@@ -757,7 +804,8 @@ fn body_view(key: &str, mime_type: &str, body: &[u8], file: Option<&str>) -> Mar
     let cut = shown.char_indices().nth(MAX_SHOWN_BODY).map(|(end, _)| end);
     html! {
         pre { (cut.map_or(shown, |end| &shown[..end])) }
-        @if cut.is_some() { p.muted { "Cut at " (MAX_SHOWN_BODY) " characters." } }
+        @if let Some(_) = cut { p.muted { "Cut at " (MAX_SHOWN_BODY) " characters." } }
+        @if !whole { p.muted { "The body is larger than the " (bytes(body.len() as u64)) " read for this page." } }
         (link.unwrap_or_default())
     }
 }

@@ -5,11 +5,18 @@
 //! satisfies each, the credentials, the console messages, the storage snapshots and the ignore list. Files
 //! (screenshots, bodies, DOM snapshots, accessibility trees) stay in the bundle, a zip read in place or a
 //! directory, and are read when a page asks for one.
+//!
+//! What the viewer hands out of a bundle goes through [`Recording::file`]: only files in its folders, never
+//! a top-level document (`credentials.json` holds the values behind the credentials' placeholders,
+//! `events.jsonl` what was typed into every field, `recording.har` the request bodies sent), and with the
+//! credentials' values replaced by their placeholders in request bodies and DOM snapshots. What one
+//! request reads is capped by the file's real size in the bundle, never by the size the HAR declares.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use anyhow::{Context, Result};
 use trace_analysis::answering::{self, HowAnswered};
 use trace_analysis::canonical::Clocks;
@@ -48,7 +55,20 @@ pub struct Recording {
     /// Network entries by URL (fragment left out), in time order: the recorded responses a DOM snapshot's
     /// stylesheets and images are taken from.
     by_url: HashMap<String, Vec<usize>>,
+    /// Every file of the bundle with its real size, as it was when opened: what a file's size is taken from,
+    /// never the HAR's `bodySize` or `content.size`, which a bundle may declare as it likes.
+    sizes: BTreeMap<String, u64>,
+    /// Files of the bundle that are a request's body: what a person typed was sent in one.
+    request_body_files: HashSet<String>,
+    /// The credentials' values, found to be replaced by their placeholders.
+    credential_values: Option<CredentialValues>,
     bundle: Mutex<Bundle>,
+}
+
+/// The start of a file or a body: at most the bytes asked for, and whether that is all of it.
+pub struct Excerpt {
+    pub bytes: Vec<u8>,
+    pub whole: bool,
 }
 
 pub struct Screenshot {
@@ -73,8 +93,8 @@ pub struct ResponsesAt<'r> {
 }
 
 impl super::snapshot::Responses for ResponsesAt<'_> {
-    fn response(&self, url: &str) -> Option<(String, Vec<u8>)> {
-        self.recording.recorded_response(url, self.at)
+    fn response(&self, url: &str, most: usize) -> Option<(String, Vec<u8>)> {
+        self.recording.recorded_response(url, self.at, most)
     }
 }
 
@@ -88,8 +108,15 @@ pub struct Proof {
     pub entry: Option<usize>,
 }
 
-/// Request bodies stored apart up to this size are read to tell how replay answers their requests.
-const MAX_READ_REQUEST_BODY: i64 = 4 << 20;
+/// Request bodies stored apart up to this size (the file's, not what the HAR declares) are read to tell how
+/// replay answers their requests...
+const MAX_READ_REQUEST_BODY: u64 = 4 << 20;
+/// ...and up to this much of them in all: a bundle may name one large file as the body of many requests.
+const MAX_READ_REQUEST_BODIES: u64 = 64 << 20;
+
+/// The most of one file the viewer reads to serve it, render it (a DOM snapshot) or outline it (an
+/// accessibility tree): a request holds what it read until it is answered.
+pub const MAX_FILE_BYTES: usize = 64 << 20;
 
 /// The most pieces of evidence listed per checkpoint.
 const MAX_PROOFS: usize = 5;
@@ -177,7 +204,12 @@ impl Recording {
             }
             None => None,
         };
-        let answering = answering_of(&mut bundle, &manifest, &entries);
+        // The sizes the files have, which a bundle cannot misstate as it can the HAR's `bodySize`.
+        let sizes = bundle.files().context("the bundle's files")?;
+        let answering = answering_of(&mut bundle, &sizes, &manifest, &entries);
+        let request_body_files =
+            entries.iter().filter_map(|(_, entry)| entry.request.post_data.as_ref()?.file.clone()).collect();
+        let credential_values = CredentialValues::of(&credentials);
         let mut by_url: HashMap<String, Vec<usize>> = HashMap::new();
         for (index, (_, entry)) in entries.iter().enumerate() {
             by_url.entry(without_fragment(&entry.request.url).to_owned()).or_default().push(index);
@@ -195,25 +227,69 @@ impl Recording {
             console,
             storage,
             ignored,
+            sizes,
+            request_body_files,
+            credential_values,
             bundle: Mutex::new(bundle),
         })
     }
 
-    /// A file of the bundle, when `name` is one of its files (never a path that leaves it).
+    /// A file of the bundle as the viewer may show it, as [`Recording::file_start`] gives it, when it is at
+    /// most [`MAX_FILE_BYTES`] (else an error saying so).
     pub fn file(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        if !is_safe_relative_path(name) {
+        let too_large = || {
+            let most = MAX_FILE_BYTES >> 20;
+            anyhow::anyhow!("{name} is larger than the {most} MiB the viewer reads of a file; it is in the bundle")
+        };
+        // Refused before any of it is read; `file_start` stops at the limit should it have grown since.
+        if self.sizes.get(name).is_some_and(|&size| size > MAX_FILE_BYTES as u64) {
+            return Err(too_large());
+        }
+        let Some(read) = self.file_start(name, MAX_FILE_BYTES)? else { return Ok(None) };
+        if !read.whole {
+            return Err(too_large());
+        }
+        Ok(Some(read.bytes))
+    }
+
+    /// A file of the bundle as the viewer may show it, its first `most` bytes at most: `None` unless `name`
+    /// is a file in one of the bundle's folders (screenshots, DOM snapshots, bodies). Never a path that
+    /// leaves the bundle, nor a top-level document: those hold the credentials' values
+    /// (`credentials.json`), what was typed (`events.jsonl`) and the request bodies (`recording.har`), and
+    /// the pages show what they say with each secret as its placeholder. A request body or a DOM snapshot
+    /// comes with the credentials' values replaced by their placeholders.
+    pub fn file_start(&self, name: &str, most: usize) -> Result<Option<Excerpt>> {
+        if !is_safe_relative_path(name) || !name.contains('/') {
             return Ok(None);
         }
         let mut bundle = self.bundle.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if !bundle.contains(name) {
             return Ok(None);
         }
-        Ok(Some(bundle.read(name)?))
+        // One byte more than asked tells whether there is more, without reading any further.
+        let mut bytes = bundle.read_start(name, most.saturating_add(1))?;
+        drop(bundle);
+        let whole = bytes.len() <= most;
+        bytes.truncate(most);
+        if self.request_body_files.contains(name) || name.starts_with("dom/") {
+            bytes = self.without_credentials(&bytes);
+        }
+        Ok(Some(Excerpt { bytes, whole }))
+    }
+
+    /// `bytes` with each credential's value (as typed, form-encoded or JSON-escaped) replaced by its
+    /// placeholder.
+    pub fn without_credentials(&self, bytes: &[u8]) -> Vec<u8> {
+        match &self.credential_values {
+            Some(values) => values.finder.replace_all_bytes(bytes, &values.placeholders),
+            None => bytes.to_vec(),
+        }
     }
 
     /// The recorded response to a GET of `url` (fragment left out) that a page loaded at `at` (epoch
-    /// milliseconds) had: the latest successful one started by then, else the first. Its MIME type and body.
-    pub fn recorded_response(&self, url: &str, at: f64) -> Option<(String, Vec<u8>)> {
+    /// milliseconds) had: the latest successful one started by then, else the first. Its MIME type and body,
+    /// when the body is at most `most` bytes.
+    pub fn recorded_response(&self, url: &str, at: f64, most: usize) -> Option<(String, Vec<u8>)> {
         let answered: Vec<usize> = self
             .by_url
             .get(without_fragment(url))?
@@ -225,21 +301,28 @@ impl Recording {
             })
             .collect();
         let chosen = *answered.iter().rev().find(|&&index| self.entries[index].0 <= at).or(answered.first())?;
-        let body = self.response_body(chosen).ok()??;
-        Some((self.entries[chosen].1.response.content.mime_type.clone(), body))
+        let body = self.response_body(chosen, most).ok()??;
+        body.whole.then(|| (self.entries[chosen].1.response.content.mime_type.clone(), body.bytes))
     }
 
-    /// The response body of network entry `index`: stored apart in the bundle, or inline in the HAR (as
-    /// text, or base64 when its `encoding` says so). `None` when none was recorded.
-    pub fn response_body(&self, index: usize) -> Result<Option<Vec<u8>>> {
+    /// The response body of network entry `index`, its first `most` bytes at most: stored apart in the
+    /// bundle, or inline in the HAR (as text, or base64 when its `encoding` says so). `None` when none was
+    /// recorded.
+    pub fn response_body(&self, index: usize, most: usize) -> Result<Option<Excerpt>> {
         let Some((_, entry)) = self.entries.get(index) else { return Ok(None) };
         let content = &entry.response.content;
+        let start =
+            |bytes: &[u8]| Excerpt { bytes: bytes[..bytes.len().min(most)].to_vec(), whole: bytes.len() <= most };
         Ok(match (&content.file, &content.text) {
-            (Some(file), _) => self.file(file)?,
+            (Some(file), _) => self.file_start(file, most)?,
             (None, Some(text)) if content.encoding.as_deref() == Some("base64") => {
-                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, text).ok()
+                // No more of the text decoded than gives `most` bytes and one more (3 bytes for 4 characters).
+                let needed = (most / 3 + 1).saturating_mul(4).min(text.len());
+                let decoded =
+                    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, &text.as_bytes()[..needed]);
+                decoded.ok().map(|bytes| start(&bytes))
             }
-            (None, Some(text)) => Some(text.as_bytes().to_vec()),
+            (None, Some(text)) => Some(start(text.as_bytes())),
             (None, None) => None,
         })
     }
@@ -309,21 +392,44 @@ fn without_fragment(url: &str) -> &str {
 }
 
 /// How replay answers each entry, read as replay reads the recording: request bodies from `postData.text`,
-/// or from the bundle when stored apart; numbers read as clocks within the recording's times.
-fn answering_of(bundle: &mut Bundle, manifest: &BundleManifest, entries: &[(f64, Entry)]) -> Vec<HowAnswered> {
-    let bodies: Vec<Vec<u8>> = entries
+/// or from the bundle when stored apart (`sizes`, the files' real sizes, saying which are small enough to
+/// read); numbers read as clocks within the recording's times.
+fn answering_of(
+    bundle: &mut Bundle,
+    sizes: &BTreeMap<String, u64>,
+    manifest: &BundleManifest,
+    entries: &[(f64, Entry)],
+) -> Vec<HowAnswered> {
+    // Each file once, however many requests name it. An upload is not read to be told about: its twins are
+    // found by the rest. The HAR's `bodySize` is not asked: a bundle may declare 0 for a body of gigabytes.
+    let mut stored_apart: HashMap<&str, Vec<u8>> = HashMap::new();
+    let mut read_in_all = 0;
+    for (_, entry) in entries {
+        let Some(post) = entry.request.post_data.as_ref().filter(|post| post.text.is_none()) else { continue };
+        let Some(file) = post.file.as_deref() else { continue };
+        let Some(&size) = sizes.get(file) else { continue };
+        if stored_apart.contains_key(file)
+            || size > MAX_READ_REQUEST_BODY
+            || read_in_all + size > MAX_READ_REQUEST_BODIES
+        {
+            continue;
+        }
+        // No further than the limit, should the file have grown since it was listed.
+        let Ok(bytes) = bundle.read_start(file, MAX_READ_REQUEST_BODY as usize + 1) else { continue };
+        if bytes.len() as u64 <= MAX_READ_REQUEST_BODY {
+            read_in_all += bytes.len() as u64;
+            stored_apart.insert(file, bytes);
+        }
+    }
+    let bodies: Vec<&[u8]> = entries
         .iter()
         .map(|(_, entry)| match &entry.request.post_data {
             Some(post) => match (&post.text, &post.file) {
-                (Some(text), _) => text.as_bytes().to_vec(),
-                // An upload is not read whole to be told about: its twins are found by the rest.
-                (None, Some(file)) if entry.request.body_size <= MAX_READ_REQUEST_BODY => {
-                    bundle.read(file).unwrap_or_default()
-                }
-                (None, Some(_)) => Vec::new(),
-                (None, None) => Vec::new(),
+                (Some(text), _) => text.as_bytes(),
+                (None, Some(file)) => stored_apart.get(file.as_str()).map_or(&[][..], Vec::as_slice),
+                (None, None) => &[],
             },
-            None => Vec::new(),
+            None => &[],
         })
         .collect();
     let recorded: Vec<answering::Recorded<'_>> = entries
@@ -383,4 +489,35 @@ fn proofs(predicate: &Predicate, evidence: &Evidence, steps: &[ToolCall], entrie
             }
         })
         .collect()
+}
+
+/// The credentials' values as a request body or a page may hold them, each with its placeholder.
+struct CredentialValues {
+    finder: AhoCorasick,
+    placeholders: Vec<String>,
+}
+
+impl CredentialValues {
+    /// `None` when there is nothing to find.
+    fn of(credentials: &[Credential]) -> Option<CredentialValues> {
+        let mut patterns: Vec<String> = Vec::new();
+        let mut placeholders = Vec::new();
+        for credential in credentials.iter().filter(|credential| !credential.value.is_empty()) {
+            let value = &credential.value;
+            let form_encoded: String = url::form_urlencoded::byte_serialize(value.as_bytes()).collect();
+            let json_escaped = serde_json::to_string(value).unwrap_or_default();
+            let json_escaped = json_escaped.trim_matches('"').to_owned();
+            for form in [value.clone(), form_encoded, json_escaped] {
+                if !patterns.contains(&form) {
+                    patterns.push(form);
+                    placeholders.push(credential.placeholder());
+                }
+            }
+        }
+        if patterns.is_empty() {
+            return None;
+        }
+        let finder = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&patterns).ok()?;
+        Some(CredentialValues { finder, placeholders })
+    }
 }

@@ -30,9 +30,10 @@ static CSS_URL: LazyLock<Regex> =
 static CSS_IMPORT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"(?i)@import\s+(?:"([^"]*)"|'([^']*)')"#).expect("a valid regex"));
 
-/// Where recorded responses come from: the MIME type and body of the response to a GET of a URL.
+/// Where recorded responses come from: the MIME type and body of the response to a GET of a URL, when its
+/// body is at most `most` bytes (a larger one is not read).
 pub trait Responses {
-    fn response(&self, url: &str) -> Option<(String, Vec<u8>)>;
+    fn response(&self, url: &str, most: usize) -> Option<(String, Vec<u8>)>;
 }
 
 /// `html` (a snapshot of the document at `page_url`) with its resources inlined from `responses`. When the
@@ -135,8 +136,8 @@ impl Inliner<'_> {
         if url.scheme() == "data" {
             return None;
         }
-        let (mime, body) = self.responses.response(url.as_str())?;
-        self.budget = self.budget.checked_sub(body.len())?;
+        let (mime, body) = self.responses.response(url.as_str(), self.budget)?;
+        self.budget -= body.len();
         Some((mime, body))
     }
 
@@ -205,8 +206,11 @@ mod tests {
     struct Recorded(HashMap<&'static str, (&'static str, &'static [u8])>);
 
     impl Responses for Recorded {
-        fn response(&self, url: &str) -> Option<(String, Vec<u8>)> {
-            self.0.get(url).map(|(mime, body)| ((*mime).to_owned(), body.to_vec()))
+        fn response(&self, url: &str, most: usize) -> Option<(String, Vec<u8>)> {
+            self.0
+                .get(url)
+                .filter(|(_, body)| body.len() <= most)
+                .map(|(mime, body)| ((*mime).to_owned(), body.to_vec()))
         }
     }
 

@@ -13,3 +13,4 @@ mod review;
 mod session;
 mod submit;
 mod transfer;
+mod view;
