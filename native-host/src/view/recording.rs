@@ -242,7 +242,7 @@ impl Recording {
             anyhow::anyhow!("{name} is larger than the {most} MiB the viewer reads of a file; it is in the bundle")
         };
         // Refused before any of it is read; `file_start` stops at the limit should it have grown since.
-        if self.sizes.get(name).is_some_and(|&size| size > MAX_FILE_BYTES as u64) {
+        if is_shown(name) && self.sizes.get(name).is_some_and(|&size| size > MAX_FILE_BYTES as u64) {
             return Err(too_large());
         }
         let Some(read) = self.file_start(name, MAX_FILE_BYTES)? else { return Ok(None) };
@@ -259,7 +259,7 @@ impl Recording {
     /// the pages show what they say with each secret as its placeholder. A request body or a DOM snapshot
     /// comes with the credentials' values replaced by their placeholders.
     pub fn file_start(&self, name: &str, most: usize) -> Result<Option<Excerpt>> {
-        if !is_safe_relative_path(name) || !name.contains('/') {
+        if !is_shown(name) {
             return Ok(None);
         }
         let mut bundle = self.bundle.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -271,7 +271,13 @@ impl Recording {
         drop(bundle);
         let whole = bytes.len() <= most;
         bytes.truncate(most);
-        if self.request_body_files.contains(name) || name.starts_with("dom/") {
+        if let Some(values) = &self.credential_values
+            && (self.request_body_files.contains(name) || name.starts_with("dom/"))
+        {
+            // A value the cut goes through would be left half shown: the start ends before any could begin.
+            if !whole {
+                bytes.truncate(bytes.len().saturating_sub(values.longest));
+            }
             bytes = self.without_credentials(&bytes);
         }
         Ok(Some(Excerpt { bytes, whole }))
@@ -377,6 +383,12 @@ impl Recording {
     pub fn step_of_entry(&self, index: usize) -> Option<usize> {
         step_at(&self.steps, self.entries.get(index)?.0)
     }
+}
+
+/// Whether the viewer hands out the bundle's file `name`: a file in one of its folders, never a path that
+/// leaves it nor a top-level document.
+fn is_shown(name: &str) -> bool {
+    is_safe_relative_path(name) && name.contains('/')
 }
 
 /// The step that was the latest at `ts` (the first, for what came before any step).
@@ -495,6 +507,8 @@ fn proofs(predicate: &Predicate, evidence: &Evidence, steps: &[ToolCall], entrie
 struct CredentialValues {
     finder: AhoCorasick,
     placeholders: Vec<String>,
+    /// The length of the longest form, in bytes.
+    longest: usize,
 }
 
 impl CredentialValues {
@@ -518,6 +532,7 @@ impl CredentialValues {
             return None;
         }
         let finder = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&patterns).ok()?;
-        Some(CredentialValues { finder, placeholders })
+        let longest = patterns.iter().map(String::len).max().unwrap_or(0);
+        Some(CredentialValues { finder, placeholders, longest })
     }
 }

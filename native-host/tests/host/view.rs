@@ -237,6 +237,29 @@ fn no_page_nor_file_of_the_viewer_holds_a_credentials_value() {
         login_shown |= reply.text().contains("username=ann&amp;password={{credentials.127.0.0.1.password}}");
     }
     assert!(login_shown, "the login POST's body is shown, the password as its placeholder");
+    drop(viewer);
+
+    // A request body stored apart, as a file of the bundle: served with the placeholder too.
+    let bundle = scratch.path("bundle");
+    copy_dir(&scratch.capture(TASK), &bundle);
+    let har_path = bundle.join("recording.har");
+    let mut har: serde_json::Value = serde_json::from_slice(&std::fs::read(&har_path).unwrap()).unwrap();
+    let login = har["log"]["entries"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|entry| entry["request"]["method"] == "POST" && entry["request"]["url"] == "http://127.0.0.1:8000/login")
+        .unwrap();
+    let body = login["request"]["postData"]["text"].as_str().unwrap().to_owned();
+    assert!(body.contains(&form_encoded), "{body}");
+    std::fs::write(bundle.join("resources/login-body"), &body).unwrap();
+    login["request"]["postData"] =
+        serde_json::json!({ "mimeType": "application/x-www-form-urlencoded", "_file": "resources/login-body" });
+    std::fs::write(&har_path, serde_json::to_vec(&har).unwrap()).unwrap();
+    let viewer = Viewer::start(&scratch, &[bundle.to_str().unwrap()], None);
+    let reply = viewer.get(&format!("{}/r/bundle/file/resources/login-body", viewer.root()), &[]);
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.text(), body.replace(&form_encoded, "{{credentials.127.0.0.1.password}}"));
 }
 
 /// Issue #31, part 3: `--open` ran `xdg-open URL`, the token on a command line every user of the machine
