@@ -62,9 +62,10 @@ impl Viewer {
         let mut stream = std::net::TcpStream::connect(address).unwrap();
         let cookie = cookie.map(|cookie| format!("Cookie: {cookie}\r\n")).unwrap_or_default();
         write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\n{cookie}Connection: close\r\n\r\n").unwrap();
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
-        response.split_whitespace().nth(1).and_then(|code| code.parse().ok()).unwrap_or(0)
+        // Bytes, not text: a screenshot's body is no UTF-8.
+        let mut response = Vec::new();
+        let _ = stream.read_to_end(&mut response);
+        String::from_utf8_lossy(&response).split_whitespace().nth(1).and_then(|code| code.parse().ok()).unwrap_or(0)
     }
 }
 
