@@ -295,7 +295,10 @@ fn not_a_secret(data: &DataDir, task_id: &TaskId, placeholder: &str) -> Result<A
     let conn = db::open(&data.database())?;
     let (task, dir, _lock) = finalize::locked_bundle(&conn, data, task_id, "change")?;
     let mut events = Vec::new();
-    db::for_each_event(&conn, task_id, |json| Ok(events.push(serde_json::from_str::<EventRecord>(json)?)))?;
+    db::for_each_event(&conn, task_id, |json| {
+        events.push(serde_json::from_str::<EventRecord>(json)?);
+        Ok(())
+    })?;
     let derived = trajectory::derive(task_id.clone(), &events, task.answer.as_deref());
     let replaced: BTreeSet<u64> = derived
         .trajectory

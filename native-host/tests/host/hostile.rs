@@ -215,6 +215,21 @@ fn a_peer_that_never_reads_its_replies_does_not_grow_the_hosts_memory() {
     assert!(peak_kib < 150 * 1024, "the host grew to {} MiB", peak_kib / 1024);
 }
 
+/// The manifest of a bundle made by hand for the task `id`, counting `events` and `dom_snapshots`, indexing
+/// `files`.
+fn hand_made_manifest(id: &str, events: u64, dom_snapshots: u64, files: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "format": "trace-bundle", "format_version": trace_manifest::FORMAT_VERSION,
+        "task": { "id": id, "source": "self", "task_type": "action", "description": "d",
+                  "website": "http://shop.test/", "status": "stopped" },
+        "recorder": { "name": "r", "version": "0" }, "producer": { "name": "p", "version": "0" },
+        "started_at": "2025-11-22T10:00:00.000Z", "duration_seconds": 1.0,
+        "counts": { "events": events, "pages": 0, "requests": 0, "actions": 0, "bodies": 0, "body_bytes": 0,
+                    "screenshots": 0, "dom_snapshots": dom_snapshots },
+        "files": files
+    })
+}
+
 /// A zip bundle whose `events.jsonl` is one line of `line_mib` MiB: blocks of one letter, each ending in
 /// `varied` bytes that differ from block to block, which set how well it compresses.
 fn zip_with_one_enormous_event_line(path: &Path, line_mib: usize, varied: usize) {
@@ -257,20 +272,16 @@ fn zip_with_one_enormous_event_line(path: &Path, line_mib: usize, varied: usize)
         zip.write_all(bytes).unwrap();
     }
     let file = |path: &str, bytes: &[u8]| serde_json::json!({ "path": path, "size": bytes.len(), "sha256": sha256_hex(bytes) });
-    let manifest = serde_json::json!({
-        "format": "trace-bundle", "format_version": 1,
-        "task": { "id": "enormous", "source": "self", "task_type": "action", "description": "d",
-                  "website": "http://shop.test/", "status": "stopped" },
-        "recorder": { "name": "r", "version": "0" }, "producer": { "name": "p", "version": "0" },
-        "started_at": "2025-11-22T10:00:00.000Z", "duration_seconds": 1.0,
-        "counts": { "events": 1, "pages": 0, "requests": 0, "actions": 0, "bodies": 0, "body_bytes": 0,
-                    "screenshots": 0, "dom_snapshots": 0 },
-        "files": [
+    let manifest = hand_made_manifest(
+        "enormous",
+        1,
+        0,
+        serde_json::json!([
             { "path": "events.jsonl", "size": events_size, "sha256": events_sha },
             file("recording.har", har),
             file("storage.json", b"{\"snapshots\":[]}"),
-        ]
-    });
+        ]),
+    );
     zip.start_file("manifest.json", deflated).unwrap();
     zip.write_all(manifest.to_string().as_bytes()).unwrap();
     zip.finish().unwrap();
@@ -388,16 +399,7 @@ fn zip_bomb(path: &Path, bomb: Bomb, mib: u64) {
         b"]}}",
     );
     let (storage, _) = document(&mut zip, "storage.json", br#"{"snapshots":[]}"#, &mut |_| String::new(), 0, b"");
-    let manifest = serde_json::json!({
-        "format": "trace-bundle", "format_version": 1,
-        "task": { "id": "bomb", "source": "self", "task_type": "action", "description": "d",
-                  "website": "http://shop.test/", "status": "stopped" },
-        "recorder": { "name": "r", "version": "0" }, "producer": { "name": "p", "version": "0" },
-        "started_at": "2025-11-22T10:00:00.000Z", "duration_seconds": 1.0,
-        "counts": { "events": event_count, "pages": 0, "requests": 0, "actions": 0, "bodies": 0, "body_bytes": 0,
-                    "screenshots": 0, "dom_snapshots": 0 },
-        "files": [events, har, storage]
-    });
+    let manifest = hand_made_manifest("bomb", event_count, 0, serde_json::json!([events, har, storage]));
     zip.start_file("manifest.json", deflated).unwrap();
     zip.write_all(manifest.to_string().as_bytes()).unwrap();
     zip.finish().unwrap();
@@ -486,16 +488,7 @@ fn zip_with_a_packed_bomb(path: &Path, mib: u64) {
         zip.start_file(name, stored).unwrap();
         zip.write_all(bytes).unwrap();
     }
-    let manifest = serde_json::json!({
-        "format": "trace-bundle", "format_version": 3,
-        "task": { "id": "packed", "source": "self", "task_type": "action", "description": "d",
-                  "website": "http://shop.test/", "status": "stopped" },
-        "recorder": { "name": "r", "version": "0" }, "producer": { "name": "p", "version": "0" },
-        "started_at": "2025-11-22T10:00:00.000Z", "duration_seconds": 1.0,
-        "counts": { "events": 0, "pages": 0, "requests": 0, "actions": 0, "bodies": 0, "body_bytes": 0,
-                    "screenshots": 0, "dom_snapshots": 1 },
-        "files": files
-    });
+    let manifest = hand_made_manifest("packed", 0, 1, serde_json::json!(files));
     zip.start_file("manifest.json", stored).unwrap();
     zip.write_all(manifest.to_string().as_bytes()).unwrap();
     zip.finish().unwrap();
@@ -503,14 +496,14 @@ fn zip_with_a_packed_bomb(path: &Path, mib: u64) {
 
 /// Issue #31: a small zip whose snapshot pack unpacks to 1000 MiB took 2.06 GB in `validate`, `import`
 /// (which unpacked it whole into memory, twice over as the buffer grew) and aborted under a 1 GiB cap. A
-/// pack is now unpacked once into a temporary file past a share of `TRACE_MAX_MEMORY`: a 640 MiB pack is
-/// validated and imported under 512 MiB of address space. What a bundle unpacks to in all, its pack
+/// pack is now unpacked once into a temporary file past a share of `TRACE_MAX_MEMORY`: a 384 MiB pack, within
+/// a limit of 512 MiB (which held it whole), is validated and imported under 512 MiB of address space. What a bundle unpacks to in all, its pack
 /// included, is bounded by `TRACE_MAX_UNPACKED`, named when an import is refused, before anything is written.
 #[test]
 fn a_snapshot_pack_that_unpacks_to_more_than_memory_holds_is_read_within_a_memory_limit() {
     let scratch = Scratch::new();
     let zip = scratch.path("packed.zip");
-    zip_with_a_packed_bomb(&zip, 640);
+    zip_with_a_packed_bomb(&zip, 384);
     let zipped = std::fs::metadata(&zip).unwrap().len();
     assert!(zipped < 1 << 20, "the zip is {zipped} bytes");
     let zip = zip.to_str().unwrap();
@@ -518,13 +511,13 @@ fn a_snapshot_pack_that_unpacks_to_more_than_memory_holds_is_read_within_a_memor
     let limited = |extra: &[(&str, &str)], args: &[&str]| {
         let mut command = std::process::Command::new("prlimit");
         command.arg(format!("--as={}", 512u64 << 20)).arg(crate::common::host_exe()).arg("--data");
-        command.arg(scratch.data()).args(args).env_remove("TRACE_DATA").env("TRACE_MAX_MEMORY", "268435456");
+        command.arg(scratch.data()).args(args).env_remove("TRACE_DATA").env("TRACE_MAX_MEMORY", "536870912");
         let output = command.envs(extra.iter().copied()).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         assert!(matches!(output.status.code(), Some(0..=2)), "{args:?}: {:?}: {stderr}", output.status);
         (output, stderr)
     };
-    let (refused, stderr) = limited(&[("TRACE_MAX_UNPACKED", "536870912")], &["import", zip]);
+    let (refused, stderr) = limited(&[("TRACE_MAX_UNPACKED", "268435456")], &["import", zip]);
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("unpacks to") && stderr.contains("TRACE_MAX_UNPACKED"), "{stderr}");
     assert!(!scratch.capture("packed").exists());
@@ -535,7 +528,7 @@ fn a_snapshot_pack_that_unpacks_to_more_than_memory_holds_is_read_within_a_memor
     let (imported, stderr) = limited(&[], &["import", zip, "--json"]);
     assert!(imported.status.success(), "{stderr}");
     let snapshot = scratch.capture("packed").join("dom/000001.html");
-    assert_eq!(std::fs::metadata(snapshot).unwrap().len(), 640 << 20);
+    assert_eq!(std::fs::metadata(snapshot).unwrap().len(), 384 << 20);
 }
 
 /// The resident memory of process `pid` in KiB, or 0 once it is gone.
