@@ -81,7 +81,8 @@ pub fn decode_entities(text: &str) -> String {
     while let Some(at) = rest.find('&') {
         out.push_str(&rest[..at]);
         rest = &rest[at..];
-        let Some(end) = rest[..rest.len().min(12)].find(';') else {
+        // Searched in bytes: the twelfth byte may fall inside a character (`&(e=0),"രാത്രി"` in a script).
+        let Some(end) = rest.as_bytes()[..rest.len().min(12)].iter().position(|byte| *byte == b';') else {
             out.push('&');
             rest = &rest[1..];
             continue;
@@ -134,5 +135,10 @@ mod tests {
     #[test]
     fn entities_are_decoded_and_a_stray_ampersand_kept() {
         assert_eq!(decode_entities("a &amp; b &#x41;&#66; &nbsp;&bogus; & c"), "a & b AB  &bogus; & c");
+        // A script's text, where a character of several bytes ends the window an entity is looked for in
+        // (Dash's bundled moment.js).
+        let script = r#"&(e=0),"രാത്രി"===t&&e>=4||"ഉച്ച"===t"#;
+        assert_eq!(decode_entities(script), script);
+        assert_eq!(decode_entities("&amp;ക&lt;"), "&ക<");
     }
 }

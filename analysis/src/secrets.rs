@@ -420,7 +420,9 @@ impl Secrets {
         }
         if readings.is_empty() {
             self.hidden_inputs(text);
-            self.labelled_values(text);
+            if mime_type.to_ascii_lowercase().contains("html") {
+                self.labelled_values(text);
+            }
         }
         self.shapes_in(text);
     }
@@ -465,15 +467,19 @@ impl Secrets {
     }
 
     /// A value shown on a page under a label that names a secret (`API key: 3f9c…`, `<dt>Token</dt>
-    /// <dd>…</dd>`): the page's text, tags left out, searched for a secret-named label of at most four words
+    /// <dd>…</dd>`): the page's text (an HTML document's, its tags, scripts and styles left out, since code
+    /// is full of `name = value` that shows nothing) searched for a secret-named label of at most four words
     /// followed by `:`, `=` or a line break and a token of 16 to 256 characters that mixes letters and digits.
     fn labelled_values(&mut self, html: &str) {
+        static CODE: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(?is)<(script|style)\b[^>]*>.*?</(?:script|style)\s*>").expect("the pattern is valid")
+        });
         static TAGS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)<[^>]*>").expect("the pattern is valid"));
         static LABELLED: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(r"(?m)([A-Za-z][A-Za-z_-]*(?:[ \t][A-Za-z][A-Za-z_-]*){0,3})[ \t]*(?:[:=]|\n)\s*([A-Za-z0-9_+/=-]{16,256})\b")
                 .expect("the pattern is valid")
         });
-        let text = crate::html::decode_entities(&TAGS.replace_all(html, "\n"));
+        let text = crate::html::decode_entities(&TAGS.replace_all(&CODE.replace_all(html, "\n"), "\n"));
         for found in LABELLED.captures_iter(&text) {
             let (label, value) = (&found[1], &found[2]);
             let mixes = value.chars().any(|c| c.is_ascii_digit()) && value.chars().any(|c| c.is_ascii_alphabetic());
@@ -1537,8 +1543,11 @@ mod tests {
             "<dl><dt>API key</dt><dd><code>9f86d081884c7d659a2feaa0c55ad015</code></dd>\
              <dt>Order number</dt><dd>ORD2024A11B27C0042X</dd></dl>\
              <p>Client secret: <b>cs_7Hq2Lm9Xz4Pw8Rt1</b></p><p>Password: ••••••••••••••••</p>\
-             <p>Token = <i>abcdefghijklmnopqrstuv</i></p><p>Access token: <span>Zt6&#43;Wq3mPo9Lk2Jh8Gf5</span></p>",
+             <p>Token = <i>abcdefghijklmnopqrstuv</i></p><p>Access token: <span>Zt6&#43;Wq3mPo9Lk2Jh8Gf5</span></p>\
+             <script>var sessionToken = readCookie2024session;</script>",
         );
+        // Not a page: a script's or a JSON text's `name = value` is code, read by the other rules.
+        secrets.scan_body("application/javascript", "var sessionToken = readCookie2024session;");
         let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
         assert_eq!(values, ["9f86d081884c7d659a2feaa0c55ad015", "cs_7Hq2Lm9Xz4Pw8Rt1", "Zt6+Wq3mPo9Lk2Jh8Gf5"]);
     }
