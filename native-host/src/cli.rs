@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use trace_chat::ChatModel;
 use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
-use trace_replay::chat::ChatModel;
 
 use trace_manifest::report::{DatasetFormat, ProcessAudit, TaskSummary, ValidateReport};
 

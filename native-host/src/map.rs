@@ -1,7 +1,7 @@
 //! `trace-host map`: environment maps of a site, written to a folder (`trace_manifest::map` lays it out),
 //! merged with more recordings, and measured by leave-one-out coverage. What a map holds is derived by
 //! `trace_analysis::map`; this module reads the bundles, asks a model for definitions when one is given
-//! (through `trace_replay::chat`, the judge's client and cache), writes the files and draws `map.html`.
+//! (through `trace_chat`, the judge's client and cache), writes the files and draws `map.html`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use trace_analysis::map::BuiltMap;
+use trace_chat::ChatModel;
 use trace_manifest::archive::Bundle;
 use trace_manifest::map::{CONTEXTS_DIR, GRAPH_FILE, MAP_FILE, MapSource, RECORDINGS_DIR, RelationKind, WORKFLOWS_DIR};
-use trace_replay::chat::ChatModel;
 
 use crate::atomic;
 

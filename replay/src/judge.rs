@@ -1,4 +1,4 @@
-//! The optional judge of `trace-replay eval --judge MODEL`: asks a chat model ([`crate::chat`], cached by
+//! The optional judge of `trace-replay eval --judge MODEL`: asks a chat model ([`trace_chat`], cached by
 //! the request) the questions that `trace_analysis::judge` derives from an episode. The same episode asks
 //! the same questions, so a re-scored run is answered from the cache, costs nothing and gives the same
 //! verdicts.
@@ -15,7 +15,7 @@ use trace_analysis::score;
 use trace_manifest::eval::{EvalResult, JudgeScores, JudgeVerdict, JudgedCheckpoint, Rubric};
 use trace_manifest::postprocess::Checkpoint;
 
-use crate::chat::ChatModel;
+use trace_chat::ChatModel;
 
 /// A judge: the chat model that verdicts are asked of.
 #[derive(Debug)]
@@ -25,7 +25,7 @@ pub struct Judge {
 
 impl Judge {
     /// A judge of `model` at `OPENAI_BASE_URL` (default OpenAI's), caching in `cache` (default
-    /// [`crate::chat::default_cache_dir`] of `judge`).
+    /// [`trace_chat::default_cache_dir`] of `judge`).
     pub fn from_env(model: &str, cache: Option<PathBuf>) -> Result<Judge> {
         Ok(Judge { chat: ChatModel::from_env("judge", model, cache, "--judge-cache")? })
     }

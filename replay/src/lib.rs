@@ -18,14 +18,11 @@
 //! - [`batch`]: a run of episodes over a bundle or a dataset: shards, parallel episodes, resuming, the
 //!   summary, and merging the runs of shards.
 //! - [`inspect`]: a bundle's summary (task, pages, hosts with request counts and bytes).
-//! - [`chat`]: an OpenAI-compatible chat model with its cache, asked by the judge and by `trace-host map
-//!   --llm`.
-//! - [`judge`]: the optional judge of an episode.
+//! - [`judge`]: the optional judge of an episode, asking `trace_chat`'s model.
 
 pub mod archive;
 pub mod audit;
 pub mod batch;
-pub mod chat;
 pub mod chromium;
 pub mod eval;
 pub mod inspect;

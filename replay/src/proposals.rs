@@ -1,4 +1,4 @@
-//! `--llm MODEL` of the audit (and so of `trace-host process`): a chat model ([`crate::chat`], cached by
+//! `--llm MODEL` of the audit (and so of `trace-host process`): a chat model ([`trace_chat`], cached by
 //! the request) asked for checkpoints with `trace_analysis::proposals`' question. Its proposals are placed
 //! among the bundle's checkpoints by the rules' own placing, marked with the model's name, and judged by
 //! the audit like every other: with `--prune`, kept only if they discriminate.
@@ -12,8 +12,8 @@ use trace_analysis::proposals::{question, read_proposals};
 use trace_manifest::postprocess::Checkpoint;
 use trace_manifest::trajectory::Trajectory;
 
-use crate::chat::ChatModel;
 use crate::eval::Reference;
+use trace_chat::ChatModel;
 
 /// The model asked for checkpoints.
 #[derive(Debug)]
@@ -23,7 +23,7 @@ pub struct Proposer {
 
 impl Proposer {
     /// `model` at `OPENAI_BASE_URL` (default OpenAI's), caching in `cache` (default
-    /// [`crate::chat::default_cache_dir`] of `checkpoints`).
+    /// [`trace_chat::default_cache_dir`] of `checkpoints`).
     pub fn from_env(model: &str, cache: Option<PathBuf>) -> Result<Proposer> {
         Ok(Proposer { chat: ChatModel::from_env("checkpoints", model, cache, "--llm-cache")? })
     }

@@ -26,6 +26,7 @@ fn main() -> Result<()> {
             dist()?;
             // The format and the derivations build for the browser too (the extension's target).
             run(cargo().args(["check", "-p", "trace-manifest", "-p", "trace-analysis", "--target", WASM_TARGET]))?;
+            host_links_no_browser_driver()?;
             // The end-to-end tests skip, saying so, when the release build is missing; here it was just
             // built, so a missing piece must fail them instead.
             run(cargo().args(["test", "--workspace"]).env("TRACE_E2E_REQUIRED", "1"))
@@ -56,6 +57,23 @@ fn run(command: &mut Command) -> Result<()> {
     let status = command.status().with_context(|| format!("cannot run {command:?}"))?;
     if !status.success() {
         bail!("{command:?} failed with {status}");
+    }
+    Ok(())
+}
+
+/// `trace-host` runs beside a person's Chrome: it must not link a browser driver (chromiumoxide, which
+/// `trace-replay` uses), however a dependency comes to pull one in.
+fn host_links_no_browser_driver() -> Result<()> {
+    let output = cargo()
+        .args(["tree", "-p", "trace-host", "-e", "normal", "--prefix", "none", "--format", "{p}"])
+        .output()
+        .context("cannot run cargo tree")?;
+    if !output.status.success() {
+        bail!("cargo tree failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let tree = String::from_utf8_lossy(&output.stdout);
+    if let Some(driver) = tree.lines().find(|line| line.starts_with("chromiumoxide")) {
+        bail!("trace-host depends on {driver}; `cargo tree -p trace-host -i chromiumoxide` says through what");
     }
     Ok(())
 }
