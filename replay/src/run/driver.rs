@@ -1,0 +1,542 @@
+//! The re-run's driver: the tabs it keeps, numbered as the trajectory numbers the recording's, and each
+//! call carried out and judged there: the URL it reached, what it sent that the person did not, the text
+//! and the screen it left. Finding a call's element is [`super::locator`]'s, pressing keys and clicking
+//! [`super::input`]'s.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use super::input::{modifier_mask, parse_keys};
+use super::locator::ElementAction;
+use super::{POLL, QUIET, RunOptions, expected_text, fill_placeholders, pixel_difference};
+use crate::responder::Divergence;
+use crate::serve::Replay;
+use anyhow::{Context, Result, bail};
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::input::{DispatchMouseEventParams, DispatchMouseEventType};
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, EventJavascriptDialogOpening, HandleJavaScriptDialogParams,
+};
+use chromiumoxide::page::ScreenshotParams;
+use futures::StreamExt;
+use serde_json::json;
+use trace_analysis::audit::alter_text;
+use trace_analysis::canonical::canonical_url;
+use trace_analysis::evidence::page_text;
+use trace_analysis::fidelity::{TextComparison, compare_text};
+use trace_manifest::archive::Bundle;
+use trace_manifest::event::Viewport;
+use trace_manifest::report::{LocatedBy, StepOutcome, WebSocketFrames};
+use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
+
+/// The `index`-th call's outcome before anything is judged: passed until something fails.
+pub(super) fn untried(index: usize, call: &ToolCall) -> StepOutcome {
+    StepOutcome {
+        step: index + 1,
+        name: call.action.name().to_owned(),
+        passed: true,
+        reason: None,
+        located_by: None,
+        url_expected: call.url_after.clone(),
+        url_reached: None,
+        screenshot_difference: None,
+        text_shown: None,
+    }
+}
+
+/// What the person typed and chose in the demonstration, and in which fields: a request answered by the
+/// fuzzy level that differs from the recording in any of it sent something the person did not. So does a
+/// form submitted (a document's request) that differs at all.
+pub(super) struct PersonsInput {
+    values: HashSet<String>,
+    fields: HashSet<String>,
+    /// Values never written into a report.
+    secrets: Vec<String>,
+}
+
+impl PersonsInput {
+    pub(super) fn of(calls: &[ToolCall], credentials: &[Credential]) -> PersonsInput {
+        let mut input = PersonsInput {
+            values: HashSet::new(),
+            fields: HashSet::new(),
+            secrets: credentials.iter().map(|c| c.value.clone()).filter(|v| !v.is_empty()).collect(),
+        };
+        for call in calls {
+            match &call.action {
+                ToolAction::Input { text } => {
+                    input.values.insert(fill_placeholders(text, credentials).unwrap_or_else(|_| text.clone()));
+                }
+                ToolAction::SelectDropdown { option } => input.values.extend(option.split(", ").map(str::to_owned)),
+                _ => {}
+            }
+            if let Some(name) = call.target.as_ref().and_then(|target| target.name.clone()) {
+                input.fields.insert(name);
+            }
+        }
+        input.values.remove("");
+        input
+    }
+
+    fn concerns(&self, divergence: &Divergence) -> bool {
+        divergence.document
+            || divergence.differences.iter().any(|difference| {
+                self.fields.contains(&difference.name)
+                    || [&difference.sent, &difference.recorded]
+                        .into_iter()
+                        .flatten()
+                        .any(|value| self.values.contains(value))
+            })
+    }
+
+    /// `POST /path: field (recorded "a", sent "b")`, secrets masked.
+    fn describe(&self, divergence: &Divergence) -> String {
+        let shown = |value: &Option<String>| match value {
+            None => "nothing".to_owned(),
+            Some(value) if self.secrets.contains(value) => "a credential".to_owned(),
+            Some(value) => format!("{value:?}"),
+        };
+        let fields: Vec<String> = divergence
+            .differences
+            .iter()
+            .map(|d| format!("{} (recorded {}, sent {})", d.name, shown(&d.recorded), shown(&d.sent)))
+            .collect();
+        format!(
+            "{} {} answered as {}: {}",
+            divergence.method,
+            divergence.url,
+            divergence.recorded_url,
+            fields.join(", ")
+        )
+    }
+}
+
+pub(super) struct Runner<'a> {
+    replay: &'a Replay,
+    bundle: Bundle,
+    /// The replay's tabs, numbered as the trajectory numbers the recording's.
+    tabs: Vec<Page>,
+    current: usize,
+    pub(super) options: RunOptions,
+    /// The viewport set on each tab since it opened at the launch's.
+    fitted: HashMap<usize, Viewport>,
+}
+
+impl<'a> Runner<'a> {
+    /// A re-run in `replay` of the recording `bundle`, with no tab open yet.
+    pub(super) fn new(replay: &'a Replay, bundle: Bundle, options: RunOptions) -> Runner<'a> {
+        Runner { replay, bundle, tabs: Vec::new(), current: 0, options, fitted: HashMap::new() }
+    }
+}
+
+impl Runner<'_> {
+    /// Carries out one call with its value altered ([`RunOptions::alter_step`]).
+    async fn step_altered(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
+        match &call.action {
+            ToolAction::Input { text } => {
+                let altered = ToolCall { action: ToolAction::Input { text: alter_text(text) }, ..call.clone() };
+                self.step(&altered, credentials).await
+            }
+            ToolAction::SelectDropdown { option } => {
+                if let Some(tab) = call.tab {
+                    self.switch_to(tab as usize).await?;
+                }
+                self.settle().await;
+                let chosen = self.in_element(call, ElementAction::SelectAnotherOption, json!(option)).await?;
+                if chosen != json!(true) {
+                    bail!("the select has no option but {option:?}");
+                }
+                Ok(Some(LocatedBy::Selector))
+            }
+            // A checkbox or radio button the person clicked is left as it was.
+            ToolAction::Click { .. } => Ok(None),
+            _ => self.step(call, credentials).await,
+        }
+    }
+
+    /// Carries out the `index`-th call and judges it: the call itself, the URL it reached, what it sent
+    /// that the person did not, the text and the screen it left.
+    pub(super) async fn judged_step(
+        &mut self,
+        index: usize,
+        call: &ToolCall,
+        settled: Option<&str>,
+        credentials: &[Credential],
+        persons: &PersonsInput,
+    ) -> StepOutcome {
+        let divergences_before = self.replay.stats().divergences.len();
+        let mut outcome = untried(index, call);
+        let stepped = if self.options.alter_step == Some(index) {
+            self.step_altered(call, credentials).await
+        } else {
+            self.step(call, credentials).await
+        };
+        match stepped {
+            Ok(located_by) => outcome.located_by = located_by,
+            Err(error) => {
+                outcome.passed = false;
+                outcome.reason = Some(format!("{error:#}"));
+            }
+        }
+        if outcome.passed
+            && let Some(expected) = &call.url_after
+        {
+            match self.wait_for_url(expected).await {
+                Ok(reached) => outcome.url_reached = Some(reached),
+                Err(reached) => {
+                    outcome.passed = false;
+                    outcome.reason = Some(format!("reached {reached}, the recording reached {expected}"));
+                    outcome.url_reached = Some(reached);
+                }
+            }
+        }
+        if outcome.passed {
+            self.settle().await;
+            let stats = self.replay.stats();
+            let diverged: Vec<String> = stats.divergences[divergences_before..]
+                .iter()
+                .filter(|divergence| persons.concerns(divergence))
+                .map(|divergence| persons.describe(divergence))
+                .collect();
+            if !diverged.is_empty() {
+                outcome.passed = false;
+                outcome.reason = Some(format!("sent what the person did not: {}", diverged.join("; ")));
+            }
+        }
+        if outcome.passed
+            && let Some(snapshot) = &call.dom_snapshot
+        {
+            match self.compare_text(snapshot, settled).await {
+                Ok(comparison) => {
+                    outcome.text_shown = Some(comparison.shown);
+                    if !comparison.passes() {
+                        outcome.passed = false;
+                        outcome.reason = Some(format!(
+                            "the page shows {:.0}% of the recorded text; missing {}",
+                            comparison.shown * 100.0,
+                            comparison.missing.iter().map(|run| format!("{run:?}")).collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                }
+                Err(error) => tracing::debug!("no text comparison for step {}: {error:#}", outcome.step),
+            }
+        }
+        if let Some(recorded) = &call.screenshot
+            && outcome.passed
+        {
+            outcome.screenshot_difference = self.screenshot_difference(recorded).await.ok();
+        }
+        outcome
+    }
+
+    /// Carries out one call; returns how its element was found, if it has one.
+    async fn step(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
+        if let Some(tab) = call.tab {
+            self.switch_to(tab as usize).await?;
+        }
+        if !self.tabs.is_empty() {
+            self.fit_viewport(call).await?;
+            self.settle().await;
+        }
+        match &call.action {
+            ToolAction::Navigate { url } => {
+                if self.tabs.is_empty() {
+                    let page = self.replay.open(url).await?;
+                    self.take_tab(page).await;
+                } else {
+                    self.page()?.goto(url).await.with_context(|| format!("cannot open {url}"))?;
+                }
+                Ok(None)
+            }
+            ToolAction::Click { count, modifiers } => {
+                let located = self.locate(call).await?;
+                let modifiers = modifier_mask(modifiers.iter().map(String::as_str))?;
+                for press in 1..=*count {
+                    self.mouse_click_with(located.x, located.y, i64::from(press), modifiers).await?;
+                }
+                Ok(Some(located.by))
+            }
+            ToolAction::Input { text: typed } => {
+                let text = fill_placeholders(typed, credentials)?;
+                let chosen_not_typed = call.target.as_ref().and_then(|t| t.input_type.as_deref()).is_some_and(|kind| {
+                    ["range", "color", "date", "time", "datetime-local", "month", "week"].contains(&kind)
+                });
+                if chosen_not_typed {
+                    // A slider or a picker takes no typing: its value is set, as its own widget sets it.
+                    self.in_element(call, ElementAction::SetValue, json!(text)).await?;
+                    return Ok(Some(LocatedBy::Selector));
+                }
+                let located = self.locate(call).await?;
+                self.mouse_click(located.x, located.y, 1).await?;
+                // Replace what the field holds, as the recorded value is the field's whole value.
+                self.key("a", 2, &["selectAll"]).await?;
+                if text.is_empty() {
+                    self.key("Backspace", 0, &[]).await?;
+                }
+                self.type_text(&text).await?;
+                let held = self.in_element(call, ElementAction::FieldValue, json!(null)).await?;
+                if held.as_str().is_some_and(|held| held != text) {
+                    // A secret's value is never written into the report.
+                    let is_secret = text != *typed;
+                    bail!(
+                        "the field holds {}, the person typed {}",
+                        if is_secret { "another value".to_owned() } else { format!("{held:?}") },
+                        if is_secret { "a credential".to_owned() } else { format!("{text:?}") }
+                    );
+                }
+                Ok(Some(located.by))
+            }
+            ToolAction::SendKeys { keys } => {
+                let located = match &call.target {
+                    Some(_) => Some(self.focus(call).await?),
+                    None => None,
+                };
+                let (modifiers, key) = parse_keys(keys)?;
+                self.key(key, modifiers, &[]).await?;
+                Ok(located)
+            }
+            ToolAction::Scroll { delta_x, delta_y, .. } => {
+                let (x, y) = match &call.target {
+                    Some(_) => {
+                        let located = self.locate(call).await?;
+                        (located.x, located.y)
+                    }
+                    None => (200.0, 200.0),
+                };
+                let wheel = DispatchMouseEventParams::builder()
+                    .r#type(DispatchMouseEventType::MouseWheel)
+                    .x(x)
+                    .y(y)
+                    .delta_x(*delta_x)
+                    .delta_y(*delta_y)
+                    .build()
+                    .map_err(anyhow::Error::msg)?;
+                self.page()?.execute(wheel).await?;
+                Ok(None)
+            }
+            ToolAction::SelectDropdown { option } => {
+                let chosen = self.in_element(call, ElementAction::SelectOptions, json!(option)).await?;
+                if chosen != json!(true) {
+                    bail!("the select has no option {option:?}");
+                }
+                Ok(Some(LocatedBy::Selector))
+            }
+            ToolAction::Submit {} => {
+                self.in_element(call, ElementAction::Submit, json!(null)).await?;
+                Ok(Some(LocatedBy::Selector))
+            }
+            ToolAction::UploadFile { .. } => bail!("the recording holds no file contents to upload"),
+            ToolAction::GoBack {} => {
+                self.page()?.evaluate("history.back()").await?;
+                Ok(None)
+            }
+            ToolAction::GoForward {} => {
+                self.page()?.evaluate("history.forward()").await?;
+                Ok(None)
+            }
+            ToolAction::Switch { tab } => {
+                self.switch_to(*tab as usize).await?;
+                Ok(None)
+            }
+            ToolAction::Close { tab } => {
+                let page = self.tabs.get(*tab as usize).context("closing a tab the re-run never saw")?.clone();
+                page.close().await?;
+                Ok(None)
+            }
+            ToolAction::Done { .. } => Ok(None),
+        }
+    }
+
+    pub(super) fn page(&self) -> Result<&Page> {
+        self.tabs.get(self.current).context("no tab is open yet")
+    }
+
+    /// Gives the current tab the viewport the step's screenshot was taken at, when the person had resized
+    /// their window since the recording started (tabs open at the first screenshot's viewport): the page
+    /// then lays out as it did for them, and the screenshots compare.
+    async fn fit_viewport(&mut self, call: &ToolCall) -> Result<()> {
+        let archive = self.replay.responder().archive();
+        let Some(wanted) = call.screenshot.as_ref().and_then(|file| archive.viewports.get(file)).copied() else {
+            return Ok(());
+        };
+        let current = self.fitted.get(&self.current).copied().or(archive.viewport);
+        if current == Some(wanted) {
+            return Ok(());
+        }
+        let metrics = SetDeviceMetricsOverrideParams::new(
+            i64::from(wanted.width),
+            i64::from(wanted.height),
+            wanted.device_scale_factor,
+            false,
+        );
+        self.page()?.execute(metrics).await.context("cannot set the recorded viewport")?;
+        self.fitted.insert(self.current, wanted);
+        Ok(())
+    }
+
+    /// Makes `tab` current; a tab the trajectory has not seen yet is the newest page the browser opened.
+    async fn switch_to(&mut self, tab: usize) -> Result<()> {
+        if tab >= self.tabs.len() {
+            self.adopt_new_tabs().await?;
+        }
+        if tab >= self.tabs.len() {
+            bail!("tab {tab} never opened");
+        }
+        self.current = tab;
+        self.tabs[tab].bring_to_front().await?;
+        Ok(())
+    }
+
+    /// Waits, at most the step timeout, until the current tab's document has loaded and replay has been
+    /// asked for nothing for [`QUIET`]; then acts whatever the page is doing, as a person would.
+    pub(super) async fn settle(&self) {
+        let deadline = Instant::now() + self.options.step_timeout;
+        loop {
+            let loaded = match self.page() {
+                Ok(page) => page
+                    .evaluate("document.readyState")
+                    .await
+                    .ok()
+                    .and_then(|result| result.into_value::<String>().ok())
+                    .is_some_and(|state| state == "complete"),
+                Err(_) => true,
+            };
+            let quiet = self.replay.responder().quiet_for();
+            if (loaded && quiet >= QUIET) || Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(if loaded { QUIET.saturating_sub(quiet).max(POLL / 2) } else { POLL }).await;
+        }
+    }
+
+    /// Makes `page` the re-run's next tab, its dialogs answered as the person answered them: they went on,
+    /// so an `alert` is closed, a `confirm` or a leave-the-page question is accepted and a `prompt` is
+    /// given its default. (A dialog left open holds the page: nothing in it runs, and every DevTools call
+    /// that needs it waits.)
+    async fn take_tab(&mut self, page: Page) {
+        match page.event_listener::<EventJavascriptDialogOpening>().await {
+            Ok(mut dialogs) => {
+                let answering = page.clone();
+                tokio::spawn(async move {
+                    while let Some(dialog) = dialogs.next().await {
+                        tracing::info!(
+                            "a {:?} dialog ({:?}) is accepted, as the person went on",
+                            dialog.r#type,
+                            dialog.message
+                        );
+                        let mut answer = HandleJavaScriptDialogParams::new(true);
+                        answer.prompt_text = dialog.default_prompt.clone();
+                        if let Err(error) = answering.execute(answer).await {
+                            tracing::debug!("the dialog was gone before it was answered: {error:#}");
+                        }
+                    }
+                });
+            }
+            Err(error) => tracing::debug!("the tab's dialogs cannot be watched: {error:#}"),
+        }
+        self.tabs.push(page);
+    }
+
+    async fn adopt_new_tabs(&mut self) -> Result<()> {
+        let deadline = Instant::now() + self.options.step_timeout;
+        loop {
+            let mut found = false;
+            // Through the replay, which prepares each page it has not yet: the browser's first tab, which
+            // a recording's first call adopts, can exist before the watch on new pages began.
+            for page in self.replay.pages().await? {
+                if !self.tabs.iter().any(|known| known.target_id() == page.target_id()) {
+                    self.take_tab(page).await;
+                    found = true;
+                }
+            }
+            if found || Instant::now() > deadline {
+                return Ok(());
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Waits until the current tab, or a tab the call opened, shows `expected`; returns the URL reached,
+    /// or the current tab's URL if none did.
+    async fn wait_for_url(&mut self, expected: &str) -> std::result::Result<String, String> {
+        let expected_canonical = canonical_url(expected);
+        let deadline = Instant::now() + self.options.step_timeout;
+        loop {
+            let pages = self.replay.browser().pages().await.unwrap_or_default();
+            for page in pages {
+                let Some(url) = page.url().await.ok().flatten() else { continue };
+                if url != expected && canonical_url(&url) != expected_canonical {
+                    continue;
+                }
+                let position = self.tabs.iter().position(|known| known.target_id() == page.target_id());
+                let is_current = position == Some(self.current);
+                if is_current || position.is_none() {
+                    if position.is_none() {
+                        self.take_tab(page).await;
+                        self.current = self.tabs.len() - 1;
+                    }
+                    return Ok(url);
+                }
+            }
+            if Instant::now() > deadline {
+                let current = self.page().ok().map(|p| p.url());
+                let reached = match current {
+                    Some(url) => url.await.ok().flatten().unwrap_or_default(),
+                    None => String::new(),
+                };
+                return Err(reached);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// enough or the step timeout has passed (the recorder, too, waited for the page to react).
+    /// Compares the current page's text with `snapshot`'s, less what `settled` (the capture of the
+    /// person's next step on the same page) no longer shows: text only on screen while the page loaded.
+    async fn compare_text(&mut self, snapshot: &str, settled: Option<&str>) -> Result<TextComparison> {
+        let recorded = expected_text(&mut self.bundle, snapshot, settled)?;
+        let deadline = Instant::now() + self.options.step_timeout;
+        loop {
+            let page = self.page()?;
+            let (_, html) = crate::session::document_html(page).await?;
+            let clocks = self.replay.responder().archive().recorded_clocks();
+            let comparison = compare_text(&recorded, &page_text(0, "", "", &html), &clocks);
+            if comparison.passes() || Instant::now() >= deadline {
+                return Ok(comparison);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The WebSocket frames the page script counted, added up over the tabs (each tab's count is kept in
+    /// its session storage; see `page/websocket.js`).
+    pub(super) async fn websocket_frames(&self) -> WebSocketFrames {
+        let mut total = WebSocketFrames::default();
+        for page in &self.tabs {
+            // A tab whose page no longer answers (a script that never yields) counts nothing.
+            let read = page.evaluate(
+                "(() => { try { return sessionStorage.getItem('__trace_replay_websocket_frames__'); } catch { return null; } })()",
+            );
+            let counted = tokio::time::timeout(self.options.step_timeout, read)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .and_then(|result| result.into_value::<Option<String>>().ok().flatten())
+                .and_then(|json| serde_json::from_str::<WebSocketFrames>(&json).ok());
+            if let Some(counted) = counted {
+                total.played += counted.played;
+                total.matched += counted.matched;
+                total.unmatched += counted.unmatched;
+            }
+        }
+        total
+    }
+
+    /// The share of pixels of the current tab that differ from the recorded screenshot.
+    async fn screenshot_difference(&mut self, recorded: &str) -> Result<f64> {
+        let recorded = self.bundle.read(recorded)?;
+        let params = ScreenshotParams::builder().format(CaptureScreenshotFormat::Png).build();
+        let now = self.page()?.screenshot(params).await?;
+        pixel_difference(&recorded, &now)
+    }
+}

@@ -1,0 +1,137 @@
+//! The mouse and the keyboard of the re-run, as DevTools' input events: clicks, typing a key at a time
+//! as a person does, and key combinations (`Control+a`) with their modifiers.
+
+use std::time::Duration;
+
+use super::driver::Runner;
+use anyhow::{Context, Result, bail};
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType, InsertTextParams,
+    MouseButton,
+};
+
+impl Runner<'_> {
+    pub(super) async fn mouse_click(&self, x: f64, y: f64, click_count: i64) -> Result<()> {
+        self.mouse_click_with(x, y, click_count, 0).await
+    }
+
+    /// A click with `modifiers` held (DevTools' bit mask, see [`modifier_mask`]).
+    pub(super) async fn mouse_click_with(&self, x: f64, y: f64, click_count: i64, modifiers: i64) -> Result<()> {
+        let page = self.page()?;
+        let event = |kind| {
+            DispatchMouseEventParams::builder()
+                .r#type(kind)
+                .x(x)
+                .y(y)
+                .button(MouseButton::Left)
+                .click_count(click_count)
+                .modifiers(modifiers)
+                .build()
+                .map_err(anyhow::Error::msg)
+        };
+        page.execute(event(DispatchMouseEventType::MouseMoved)?).await?;
+        page.execute(event(DispatchMouseEventType::MousePressed)?).await?;
+        page.execute(event(DispatchMouseEventType::MouseReleased)?).await?;
+        Ok(())
+    }
+
+    /// Types `text` as a person does, a key at a time, so that pages listening for keys (a filter that
+    /// runs on `keyup`, an editor) see the typing; a character no key makes is inserted as text.
+    pub(super) async fn type_text(&self, text: &str) -> Result<()> {
+        let page = self.page()?;
+        let mut buffer = [0u8; 4];
+        for character in text.chars() {
+            let key = if character == '\n' { "Enter" } else { character.encode_utf8(&mut buffer) };
+            match chromiumoxide::keys::get_key_definition(key) {
+                Some(definition) => {
+                    let text = if character == '\n' { "\r" } else { key };
+                    let down = DispatchKeyEventParams::builder()
+                        .r#type(DispatchKeyEventType::KeyDown)
+                        .key(definition.key)
+                        .code(definition.code)
+                        .windows_virtual_key_code(definition.key_code)
+                        .native_virtual_key_code(definition.key_code)
+                        .text(text);
+                    let up = down.clone().r#type(DispatchKeyEventType::KeyUp).build().map_err(anyhow::Error::msg)?;
+                    page.execute(down.build().map_err(anyhow::Error::msg)?).await?;
+                    page.execute(up).await?;
+                }
+                None => {
+                    page.execute(InsertTextParams::new(key)).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Presses `key` with `modifiers` (DevTools' bit mask: Alt 1, Control 2, Meta 4, Shift 8).
+    pub(super) async fn key(&self, key: &str, modifiers: i64, commands: &[&str]) -> Result<()> {
+        let definition =
+            chromiumoxide::keys::get_key_definition(key).with_context(|| format!("unknown key {key:?}"))?;
+        let mut down = DispatchKeyEventParams::builder()
+            .key(definition.key)
+            .code(definition.code)
+            .windows_virtual_key_code(definition.key_code)
+            .native_virtual_key_code(definition.key_code)
+            .modifiers(modifiers);
+        for command in commands {
+            down = down.command(*command);
+        }
+        let text = definition.text.or((definition.key.len() == 1).then_some(definition.key));
+        let kind = match text {
+            Some(text) if modifiers & 0b111 == 0 => {
+                down = down.text(text);
+                DispatchKeyEventType::KeyDown
+            }
+            _ => DispatchKeyEventType::RawKeyDown,
+        };
+        let up = down.clone().r#type(DispatchKeyEventType::KeyUp).build().map_err(anyhow::Error::msg)?;
+        let page = self.page()?;
+        page.execute(down.r#type(kind).build().map_err(anyhow::Error::msg)?).await?;
+        page.execute(up).await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(())
+    }
+}
+
+/// `Control+a` → (Control's bit, "a").
+pub(super) fn parse_keys(keys: &str) -> Result<(i64, &str)> {
+    let mut parts: Vec<&str> = keys.split('+').collect();
+    // "Control++" presses "+".
+    if keys.ends_with("++") {
+        parts.truncate(parts.len() - 2);
+        parts.push("+");
+    }
+    let key = parts.pop().filter(|k| !k.is_empty()).with_context(|| format!("no key in {keys:?}"))?;
+    let modifiers = modifier_mask(parts).with_context(|| format!("in {keys:?}"))?;
+    Ok((modifiers, key))
+}
+
+/// Modifier names as DevTools' bit mask: Alt 1, Control 2, Meta 4, Shift 8.
+pub(super) fn modifier_mask<'m>(names: impl IntoIterator<Item = &'m str>) -> Result<i64> {
+    let mut mask = 0;
+    for name in names {
+        mask |= match name {
+            "Alt" => 1,
+            "Control" => 2,
+            "Meta" => 4,
+            "Shift" => 8,
+            other => bail!("unknown modifier {other:?}"),
+        };
+    }
+    Ok(mask)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_parse_into_modifiers_and_a_key() {
+        assert_eq!(parse_keys("Enter").unwrap(), (0, "Enter"));
+        assert_eq!(parse_keys("Control+a").unwrap(), (2, "a"));
+        assert_eq!(parse_keys("Control+Shift+Tab").unwrap(), (10, "Tab"));
+        assert_eq!(parse_keys("Control++").unwrap(), (2, "+"));
+        assert!(parse_keys("Hyper+x").is_err());
+    }
+}
