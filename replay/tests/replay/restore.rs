@@ -17,8 +17,7 @@ use serde_json::{Value, json};
 use trace_replay::archive::ReplayArchive;
 use trace_replay::serve::{Options, Replay};
 
-mod common;
-use common::{STARTED_AT, har, har_entry, stored_body, write_bundle};
+use crate::common::{STARTED_AT, har, har_entry, stored_body, write_bundle};
 
 /// Generous: other tests drive Chromium on the same two cores.
 const WAIT: Duration = Duration::from_secs(30);

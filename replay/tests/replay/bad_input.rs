@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use trace_replay::archive::ReplayArchive;
 
-mod common;
-use common::{body_path, files_under, har, har_entry, write_bundle, write_file, write_manifest};
+use crate::common::{body_path, files_under, har, har_entry, write_bundle, write_file, write_manifest};
 
 /// Generous: other test binaries drive Chromium on the same two cores.
 const TIMEOUT: Duration = Duration::from_secs(60);

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-mod common;
-use common::{har, har_entry, stored_body, write_bundle};
+use crate::common::{har, har_entry, stored_body, write_bundle};
 
 use trace_replay::archive::ReplayArchive;
 use trace_replay::matcher::{MatchKind, Request};

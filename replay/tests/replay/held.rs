@@ -12,8 +12,7 @@ use trace_replay::archive::ReplayArchive;
 use trace_replay::run::{RunOptions, run_human};
 use trace_replay::serve::{Options, Replay};
 
-mod common;
-use common::{har, har_entry, stored_body, write_bundle, write_file};
+use crate::common::{har, har_entry, stored_body, write_bundle, write_file};
 
 /// A bundle of `pages` (URL, HTML) whose demonstration is `calls`, in `dir`.
 fn bundle_of(dir: &Path, pages: &[(&str, &str)], calls: Value) {

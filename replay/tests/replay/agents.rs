@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod common;
-use common::{har, har_entry, stored_body, write_bundle};
+use crate::common::{har, har_entry, stored_body, write_bundle};
 
 const TASK_ID: &str = "task_agents";
 /// What the agent's log may hold at most: its first and last 2 MiB, and the line saying what was cut.

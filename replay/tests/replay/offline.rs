@@ -18,8 +18,7 @@ use serde_json::json;
 use trace_replay::archive::ReplayArchive;
 use trace_replay::serve::{Options, Replay};
 
-mod common;
-use common::{har, har_entry, stored_body, write_bundle};
+use crate::common::{har, har_entry, stored_body, write_bundle};
 
 const PAGE: &str = "http://shop.test/live";
 

@@ -14,8 +14,7 @@ use trace_replay::archive::ReplayArchive;
 use trace_replay::run::{RunOptions, run_human};
 use trace_replay::serve::{Options, Replay};
 
-mod common;
-use common::{STARTED_AT, har, har_entry, stored_body, write_bundle};
+use crate::common::{STARTED_AT, har, har_entry, stored_body, write_bundle};
 
 const PAGE: &str = "http://shop.test/clock";
 

@@ -3,8 +3,7 @@
 
 use serde_json::json;
 
-mod common;
-use common::{har, har_entry, write_bundle, write_file, write_manifest};
+use crate::common::{har, har_entry, write_bundle, write_file, write_manifest};
 
 use trace_replay::run::human_trajectory;
 

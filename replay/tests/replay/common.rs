@@ -2,20 +2,13 @@
 //! an empty `events.jsonl`, bodies under `resources/` named by their sha256, and `manifest.json` last,
 //! indexing and counting the rest. Each test file builds the bundle it needs from these pieces.
 
-// Each test binary compiles this module for itself and uses only part of it.
-#![allow(dead_code)]
-
 use std::path::Path;
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use trace_manifest::archive::sha256_hex;
 
 /// When every bundle written here was recorded (`manifest.json`'s `started_at`).
 pub const STARTED_AT: &str = "2025-11-22T10:00:00.000Z";
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
-}
 
 /// Where the bundle stores `body`: `resources/<sha256>`.
 pub fn body_path(body: &[u8]) -> String {
