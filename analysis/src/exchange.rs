@@ -195,7 +195,8 @@ pub fn exchanges(events: &[EventRecord]) -> Vec<Exchange> {
 
 #[cfg(test)]
 mod tests {
-    use trace_manifest::event::{Event, Header};
+    use trace_manifest::event::Event;
+    use trace_manifest::testing;
 
     use super::*;
 
@@ -204,21 +205,11 @@ mod tests {
     }
 
     fn request(id: &str, url: &str) -> EventKind {
-        EventKind::Request(Request {
-            request_id: id.into(),
-            url: url.into(),
-            method: "GET".into(),
-            headers: vec![Header::new("Accept", "*/*")],
-            post_data: None,
-            resource_type: Some("Document".into()),
-        })
+        testing::request(id, "GET", url, &[("Accept", "*/*")], None)
     }
 
     fn response(id: &str, status: u16) -> EventKind {
-        let response = serde_json::json!({
-            "request_id": id, "url": "http://shop.test/", "status": status, "headers": []
-        });
-        EventKind::Response(serde_json::from_value(response).unwrap())
+        testing::response(id, "http://shop.test/", status, "text/html", &[])
     }
 
     fn body(id: &str, part: BodyPart, size: u64) -> EventKind {

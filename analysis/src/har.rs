@@ -355,38 +355,13 @@ fn http_date_to_rfc3339(value: &str) -> String {
 mod tests {
     use super::*;
     use trace_manifest::event::{
-        BodyPart, BodyStored, Event, Header, Navigation, NavigationCause, PageLoad, RequestFailed, RequestFinished,
+        BodyPart, BodyStored, Event, Navigation, NavigationCause, PageLoad, RequestFailed, RequestFinished,
         WebSocketEvent,
     };
+    use trace_manifest::testing::{request, response};
 
     fn record(id: u64, ts: f64, kind: EventKind) -> EventRecord {
         EventRecord { id, event: Event { ts, tab_id: Some(1), frame_id: None, kind } }
-    }
-
-    fn request(id: &str, method: &str, url: &str, headers: Vec<Header>, post_data: Option<&str>) -> EventKind {
-        EventKind::Request(Request {
-            request_id: id.into(),
-            url: url.into(),
-            method: method.into(),
-            headers,
-            post_data: post_data.map(str::to_owned),
-            resource_type: Some("Document".into()),
-        })
-    }
-
-    fn response(id: &str, url: &str, status: u16, headers: Vec<Header>) -> EventKind {
-        EventKind::Response(Response {
-            request_id: id.into(),
-            url: url.into(),
-            status,
-            status_text: "x".into(),
-            protocol: Some("http/1.1".into()),
-            headers,
-            mime_type: "text/html".into(),
-            remote_ip_address: Some("127.0.0.1".into()),
-            from_cache: false,
-            timing: None,
-        })
     }
 
     fn creator() -> Creator {
@@ -412,10 +387,7 @@ mod tests {
                     "r1",
                     "POST",
                     "http://127.0.0.1:8000/login",
-                    vec![
-                        Header::new("Content-Type", "application/x-www-form-urlencoded"),
-                        Header::new("Cookie", "csrf=abc; theme=dark"),
-                    ],
+                    &[("Content-Type", "application/x-www-form-urlencoded"), ("Cookie", "csrf=abc; theme=dark")],
                     Some("user=ann&pass=s%21"),
                 ),
             ),
@@ -426,14 +398,12 @@ mod tests {
                     "r1",
                     "http://127.0.0.1:8000/login",
                     302,
-                    vec![
-                        Header::new("Location", "/account?tab=1"),
-                        Header::new("Set-Cookie", "sid=42; Path=/; HttpOnly\nlang=en; Max-Age=60"),
-                    ],
+                    "text/html",
+                    &[("Location", "/account?tab=1"), ("Set-Cookie", "sid=42; Path=/; HttpOnly\nlang=en; Max-Age=60")],
                 ),
             ),
-            record(3, 1011.0, request("r1", "GET", "http://127.0.0.1:8000/account?tab=1&q=a+b", vec![], None)),
-            record(4, 1020.0, response("r1", "http://127.0.0.1:8000/account?tab=1&q=a+b", 200, vec![])),
+            record(3, 1011.0, request("r1", "GET", "http://127.0.0.1:8000/account?tab=1&q=a+b", &[], None)),
+            record(4, 1020.0, response("r1", "http://127.0.0.1:8000/account?tab=1&q=a+b", 200, "text/html", &[])),
             record(
                 5,
                 1030.0,
@@ -459,7 +429,7 @@ mod tests {
                     load_ms: None,
                 }),
             ),
-            record(8, 1050.0, request("r2", "GET", "http://127.0.0.1:9/gone", vec![], None)),
+            record(8, 1050.0, request("r2", "GET", "http://127.0.0.1:9/gone", &[], None)),
             record(
                 9,
                 1051.0,
@@ -527,9 +497,9 @@ mod tests {
                     size: 9,
                 }),
             ),
-            record(3, 120.0, request("fast", "GET", "http://h/b.css", vec![], None)),
-            record(4, 50.0, request("slow", "GET", "http://h/a.js", vec![], None)),
-            record(5, 140.0, response("slow", "http://h/a.js", 200, vec![])),
+            record(3, 120.0, request("fast", "GET", "http://h/b.css", &[], None)),
+            record(4, 50.0, request("slow", "GET", "http://h/a.js", &[], None)),
+            record(5, 140.0, response("slow", "http://h/a.js", 200, "text/html", &[])),
         ];
         let har = build(creator(), None, &events);
         let urls: Vec<&str> = har.log.entries.iter().map(|e| e.request.url.as_str()).collect();
@@ -542,8 +512,8 @@ mod tests {
     #[test]
     fn har_serializes_with_spec_field_names() {
         let events = vec![
-            record(0, 0.0, request("a", "GET", "http://h/", vec![], None)),
-            record(1, 1.0, response("a", "http://h/", 200, vec![])),
+            record(0, 0.0, request("a", "GET", "http://h/", &[], None)),
+            record(1, 1.0, response("a", "http://h/", 200, "text/html", &[])),
         ];
         let json = serde_json::to_value(build(creator(), None, &events)).unwrap();
         let entry = &json["log"]["entries"][0];
@@ -569,8 +539,8 @@ mod tests {
             })
         };
         let events = vec![
-            record(0, 1_000.0, request("a", "GET", "http://h/chat", vec![], None)),
-            record(1, 1_010.0, response("a", "http://h/chat", 200, vec![])),
+            record(0, 1_000.0, request("a", "GET", "http://h/chat", &[], None)),
+            record(1, 1_010.0, response("a", "http://h/chat", 200, "text/html", &[])),
             record(2, 1_500.0, socket(WebSocketOp::Opened, Some("ws://h/chat/socket"), None, None)),
             record(3, 1_600.0, socket(WebSocketOp::Sent, None, Some(1), Some("{\"say\":\"hi\"}"))),
             record(4, 1_700.0, socket(WebSocketOp::Received, None, Some(9), Some(""))),

@@ -31,6 +31,7 @@
 //! - [`pack`] (feature `native`): an exported bundle's DOM snapshots as one compressed pack.
 //! - [`store`] (feature `store`): a directory here or under an object store prefix (runs, datasets,
 //!   campaign submissions).
+//! - [`testing`] (feature `testing`, for tests only): recorded network events built by hand.
 
 pub mod audit;
 pub mod bundle;
@@ -56,6 +57,8 @@ pub mod archive;
 pub mod pack;
 #[cfg(feature = "store")]
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 /// The version of the bundle format and of the wire protocol that this crate writes. Readers accept any
 /// version up to this one and refuse newer ones with a clear error. Version 2 added the snapshot pack

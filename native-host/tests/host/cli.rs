@@ -5,8 +5,7 @@ use std::process::{Command, Stdio};
 
 use trace_manifest::report::{DatasetReport, ExportReport, ImportReport, ProcessReport, TaskSummary, ValidateReport};
 
-use crate::common::{Scratch, host_exe};
-use crate::process::record_login_and_cart;
+use crate::common::{Scratch, host_exe, record_login_and_cart};
 
 fn parsed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
     serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("{e}: {value:#}"))

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use trace_manifest::archive::sha256_hex;
 use trace_manifest::campaign::{MAX_LABEL_CHARS, MAX_SUBMISSION_BYTES};
 
-use crate::common::{Scratch, read_json, sha256_hex};
-use crate::process::record_login_and_cart;
+use crate::common::{Scratch, read_json, record_login_and_cart};
 
 /// The campaign every test submits to.
 const CAMPAIGN: &str = "shop-2026";

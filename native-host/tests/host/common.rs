@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use trace_host::client::{HostClient, TaskMessages};
 use trace_manifest::event::{
-    Action, ActionKind, ElementDescriptor, Event, EventKind, Header, Navigation, NavigationCause, PageLoad, Request,
-    RequestFinished, Response,
+    Action, ActionKind, BodyPart, ElementDescriptor, Event, EventKind, Navigation, NavigationCause, PageLoad,
+    RequestFinished,
 };
 use trace_manifest::task::{RecorderInfo, TaskId, TaskStart, TaskType};
+use trace_manifest::testing;
 
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 pub const T0: f64 = 1_763_805_600_000.0;
@@ -113,35 +114,11 @@ pub fn page_load(ts: f64, url: &str, title: &str) -> Event {
 }
 
 pub fn request(ts: f64, id: &str, method: &str, url: &str, headers: &[(&str, &str)], post_data: Option<&str>) -> Event {
-    event(
-        ts,
-        EventKind::Request(Request {
-            request_id: id.into(),
-            url: url.into(),
-            method: method.into(),
-            headers: headers.iter().map(|(n, v)| Header::new(*n, *v)).collect(),
-            post_data: post_data.map(str::to_owned),
-            resource_type: Some("Document".into()),
-        }),
-    )
+    event(ts, testing::request(id, method, url, headers, post_data))
 }
 
 pub fn response(ts: f64, id: &str, url: &str, status: u16, mime_type: &str, headers: &[(&str, &str)]) -> Event {
-    event(
-        ts,
-        EventKind::Response(Response {
-            request_id: id.into(),
-            url: url.into(),
-            status,
-            status_text: "OK".into(),
-            protocol: Some("http/1.1".into()),
-            headers: headers.iter().map(|(n, v)| Header::new(*n, *v)).collect(),
-            mime_type: mime_type.into(),
-            remote_ip_address: Some("127.0.0.1".into()),
-            from_cache: false,
-            timing: None,
-        }),
-    )
+    event(ts, testing::response(id, url, status, mime_type, headers))
 }
 
 pub fn finished(ts: f64, id: &str, length: u64) -> Event {
@@ -162,10 +139,6 @@ pub fn send_all(
 
 pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    trace_manifest::archive::sha256_hex(bytes)
 }
 
 /// A request of a given DevTools resource type (`Ping`, `Fetch`, `Script`, …).
@@ -243,4 +216,146 @@ impl Drop for Unmount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.0).status();
     }
+}
+
+/// The recording most tests start from: a login on a small shop, flagged credentials and session secrets,
+/// recorded through the real binary by [`record_login_and_cart`].
+pub const PASSWORD: &str = "hunter2-Blue!";
+pub const SITE: &str = "http://127.0.0.1:8000";
+/// The session secrets the recording carries besides the password.
+pub const CSRF: &str = "9f2c41d07be84a61";
+pub const SESSION: &str = "s3ss10n-0a1b2c3d4e";
+pub const API_TOKEN: &str = "api-tok-5566778899";
+
+/// Records a login (its form's CSRF token in a hidden input and a cookie, a session cookie set on success),
+/// a look at the products API (with a bearer token), adding a mug to the cart, and a tracker beacon on each
+/// page.
+pub fn record_login_and_cart(scratch: &Scratch, id: &str) {
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id(id));
+    let login = format!("{SITE}/login");
+    let account = format!("{SITE}/account");
+    let mut messages = vec![task.start(task_start(id, TaskType::Action))];
+    messages.push(task.events(vec![
+        navigation(1.0, &login),
+        request(2.0, "1", "GET", &login, &[], None),
+        response(3.0, "1", &login, 200, "text/html", &[]),
+        finished(4.0, "1", 300),
+    ]));
+    let login_form = format!(
+        "<form id=login-form method=post><input type=hidden name=csrf value=\"{CSRF}\"><input id=username>\
+         <input id=password type=password></form>"
+    );
+    messages.extend(task.body("1", BodyPart::Response, login_form.as_bytes(), 1024));
+    messages.push(task.events(vec![
+        typed_request(5.0, "2", "POST", &format!("{SITE}/collect?e=pageview&p=/login"), "Ping", None),
+        response(6.0, "2", &format!("{SITE}/collect?e=pageview&p=/login"), 204, "text/plain", &[]),
+        finished(7.0, "2", 0),
+        page_load(8.0, &login, "Sign in"),
+    ]));
+    messages.push(task.dom_snapshot(
+        T0 + 9.0,
+        1,
+        &login,
+        &format!(
+            "<html><head><title>Sign in</title></head><body><h1>Sign in</h1><form>\
+             <input type=hidden name=csrf value=\"{CSRF}\"><input id=username>\
+             <input id=password type=password></form></body></html>"
+        ),
+        None,
+    ));
+    messages.push(task.events(vec![
+        action(1000.0, ActionKind::Click, &login, "#username", None, false),
+        action(1100.0, ActionKind::Input, &login, "#username", Some("ann"), false),
+        action(1200.0, ActionKind::Click, &login, "#password", None, false),
+        action(1300.0, ActionKind::Input, &login, "#password", Some(PASSWORD), true),
+        action(1400.0, ActionKind::Click, &login, "#login-submit", None, false),
+        action(1401.0, ActionKind::Submit, &login, "#login-form", None, false),
+        request(
+            1410.0,
+            "3",
+            "POST",
+            &login,
+            &[("Content-Type", "application/x-www-form-urlencoded"), ("Cookie", &format!("csrf={CSRF}"))],
+            Some(&format!("csrf={CSRF}&username=ann&password={}", PASSWORD.replace('!', "%21"))),
+        ),
+        response(
+            1420.0,
+            "3",
+            &login,
+            303,
+            "",
+            &[("Location", "/account"), ("Set-Cookie", &format!("session={SESSION}; HttpOnly; Path=/"))],
+        ),
+        request(
+            1421.0,
+            "3",
+            "GET",
+            &account,
+            &[("Cookie", &format!("session={SESSION}")), ("Authorization", &format!("Bearer {API_TOKEN}"))],
+            None,
+        ),
+        response(1430.0, "3", &account, 200, "text/html", &[]),
+        finished(1431.0, "3", 500),
+        navigation_by(1432.0, &account, NavigationCause::FormSubmit),
+        typed_request(1440.0, "4", "POST", &format!("{SITE}/collect?e=pageview&p=/account"), "Ping", None),
+        response(1441.0, "4", &format!("{SITE}/collect?e=pageview&p=/account"), 204, "text/plain", &[]),
+        finished(1442.0, "4", 0),
+        typed_request(1450.0, "5", "GET", &format!("{SITE}/api/products?_=1763805601450"), "Fetch", None),
+        response(1460.0, "5", &format!("{SITE}/api/products?_=1763805601450"), 200, "application/json", &[]),
+        finished(1461.0, "5", 60),
+        page_load(1470.0, &account, "Your account"),
+    ]));
+    messages.extend(task.body("5", BodyPart::Response, br#"[{"id":"blue-mug","price":12}]"#, 1024));
+    messages.push(task.dom_snapshot(
+        T0 + 1480.0,
+        1,
+        &account,
+        "<html><head><title>Your account</title></head><body><h1>Your account</h1>\
+         <p>Signed in as ann</p><button id=add>Add to cart</button></body></html>",
+        None,
+    ));
+    messages.push(task.events(vec![
+        action(2000.0, ActionKind::Click, &account, "#add", None, false),
+        typed_request(2010.0, "6", "POST", &format!("{SITE}/api/cart"), "Fetch", None),
+        response(2020.0, "6", &format!("{SITE}/api/cart"), 200, "application/json", &[]),
+        finished(2021.0, "6", 20),
+    ]));
+    messages.extend(task.body("6", BodyPart::Request, br#"{"product":"blue-mug","qty":1,"token":"abc"}"#, 1024));
+    messages.extend(task.body("6", BodyPart::Response, br#"{"items":1}"#, 1024));
+    messages.push(task.dom_snapshot(
+        T0 + 2100.0,
+        1,
+        &account,
+        "<html><body><h1>Your account</h1><p>Signed in as ann</p><p id=cart>Cart: 1 item</p></body></html>",
+        None,
+    ));
+    messages.push(task.stop(T0 + 3000.0, None));
+    let others = send_all(&mut host, &task, &messages);
+    assert!(others.iter().all(|m| matches!(m, trace_manifest::wire::HostMessage::TaskStopped { .. })), "{others:?}");
+    host.close().unwrap();
+}
+
+/// Whether `needle` occurs in `haystack`.
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
+}
+
+/// Every entry of the zip, decompressed, and every file of its snapshot pack, unpacked.
+pub fn zip_entries(zip: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(zip).unwrap()).unwrap();
+    let mut entries: std::collections::BTreeMap<String, Vec<u8>> = (0..archive.len())
+        .map(|index| {
+            let mut entry = archive.by_index(index).unwrap();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+            (entry.name().to_owned(), bytes)
+        })
+        .collect();
+    let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
+    for name in bundle.files().unwrap().into_keys().filter(|name| trace_manifest::pack::is_packed(name)) {
+        let bytes = bundle.read(&name).unwrap();
+        entries.insert(name, bytes);
+    }
+    entries
 }

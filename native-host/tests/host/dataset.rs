@@ -6,7 +6,6 @@ use std::path::Path;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 
 use crate::common::*;
-use crate::process::{PASSWORD, contains, record_login_and_cart};
 
 /// Every file under `dir`, with its bytes.
 fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -71,7 +70,7 @@ fn a_trace_dataset_lists_every_valid_task_redacted_and_skips_the_broken_one() {
     for (name, bytes) in files_under(&out) {
         assert!(!contains(&bytes, PASSWORD.as_bytes()), "{name}");
         if name.ends_with(".zip") {
-            for (entry, bytes) in crate::process::zip_entries(Path::new(&name)) {
+            for (entry, bytes) in crate::common::zip_entries(Path::new(&name)) {
                 assert!(!contains(&bytes, PASSWORD.as_bytes()), "{name}: {entry}");
             }
         }

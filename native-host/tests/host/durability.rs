@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use trace_host::client::TaskMessages;
+use trace_manifest::archive::sha256_hex;
 use trace_manifest::event::BodyPart;
 use trace_manifest::task::TaskType;
 use trace_manifest::wire::{ClientBody, ClientMessage, HostMessage};
@@ -175,7 +176,7 @@ fn tasks_are_listed_when_the_disk_is_full() {
         return;
     };
 
-    crate::process::record_login_and_cart(&scratch, "before-full");
+    crate::common::record_login_and_cart(&scratch, "before-full");
     // A recording the disk filled under (issue #31): its host gone, it is still marked as recording, and
     // marking it interrupted is a write the full disk refuses.
     let mut host = scratch.host();

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-use crate::common::Scratch;
-use crate::process::record_login_and_cart;
+use trace_manifest::archive::sha256_hex;
+
+use crate::common::{Scratch, record_login_and_cart};
 
 /// A copy of a recorded, finished bundle, outside the data directory.
 fn bundle_copy(scratch: &Scratch) -> std::path::PathBuf {
@@ -235,8 +236,6 @@ fn hand_made_manifest(id: &str, events: u64, dom_snapshots: u64, files: serde_js
 fn zip_with_one_enormous_event_line(path: &Path, line_mib: usize, varied: usize) {
     use std::io::Write as _;
     use zip::write::SimpleFileOptions;
-
-    use crate::common::sha256_hex;
 
     let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
     let deflated = SimpleFileOptions::default().compression_level(Some(1)).large_file(true);
@@ -478,7 +477,7 @@ fn zip_with_a_packed_bomb(path: &Path, mib: u64) {
     let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
     let stored = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
     let har = br#"{"log":{"version":"1.2","creator":{"name":"x","version":"0"},"pages":[],"entries":[]}}"#;
-    let file = |path: &str, bytes: &[u8]| serde_json::json!({ "path": path, "size": bytes.len(), "sha256": crate::common::sha256_hex(bytes) });
+    let file = |path: &str, bytes: &[u8]| serde_json::json!({ "path": path, "size": bytes.len(), "sha256": sha256_hex(bytes) });
     let documents: [(&str, &[u8]); 3] =
         [("events.jsonl", b""), ("recording.har", har), ("storage.json", br#"{"snapshots":[]}"#)];
     let mut files: Vec<serde_json::Value> = documents.iter().map(|(name, bytes)| file(name, bytes)).collect();

@@ -9,6 +9,7 @@ mod durability;
 mod hostile;
 mod malformed;
 mod process;
+mod redaction;
 mod review;
 mod session;
 mod submit;

@@ -13,7 +13,6 @@ use trace_manifest::task::TaskType;
 use trace_manifest::wire::{AnnotatedJourney, Answer, HostMessage, MAX_OUTBOUND_BYTES, Request};
 
 use crate::common::*;
-use crate::process::{PASSWORD, contains, record_login_and_cart, zip_entries};
 
 const SITE: &str = "http://127.0.0.1:8000";
 const STEPS: usize = 40;

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use trace_host::client::{TINY_PNG, TaskMessages};
+use trace_manifest::archive::sha256_hex;
 use trace_manifest::event::{
     Action, ActionKind, BodyPart, Cookie, ElementDescriptor, EventKind, StoragePhase, StorageSnapshot,
 };

@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
-use crate::common::{Scratch, read_json, sha256_hex};
-use crate::process::{PASSWORD, contains, record_login_and_cart, zip_entries};
+use trace_manifest::archive::sha256_hex;
+
+use crate::common::{PASSWORD, Scratch, contains, read_json, record_login_and_cart, zip_entries};
 
 /// A campaign with one task, sending to `destination`.
 fn campaign(scratch: &Scratch, destination: &Path) -> std::path::PathBuf {

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 
 use crate::common::*;
-use crate::process::{PASSWORD, contains, record_login_and_cart};
 
 /// The recorded task, processed (its `credentials.json` written).
 const TASK: &str = "login-cart";
