@@ -3,6 +3,8 @@
 //! and after (answered with the dashboard) are told apart by the session cookie the second one carried.
 //! Replay's matcher and the viewer's account of how each request is answered both read state here.
 
+use crate::secrets::names::is_state_header;
+
 /// What a request carries of the browser's state: its cookies, and the headers that carry credentials
 /// (`Authorization`, and any whose name speaks of a token, session, CSRF or auth), as sorted
 /// (key, value) pairs. Keys are `cookie:<name>` and `header:<lower-case name>`.
@@ -57,12 +59,6 @@ fn cookie_pairs(header: &str) -> impl Iterator<Item = (&str, &str)> {
         let name = name.trim();
         (!name.is_empty()).then(|| (name, value.trim()))
     })
-}
-
-/// Request headers that carry the browser's credentials rather than describe the request.
-fn is_state_header(lower_case_name: &str) -> bool {
-    lower_case_name == "authorization"
-        || ["token", "session", "csrf", "xsrf", "auth"].iter().any(|word| lower_case_name.contains(word))
 }
 
 /// The state keys whose values differ among `states` (twins of one key, in recorded order): empty when

@@ -83,7 +83,8 @@ fn decide_suspects(
     decisions: &SuspectDecisions,
     summary: &mut RedactionSummary,
 ) -> Result<()> {
-    let mut body_text = |request: &trace_manifest::har::HarRequest| request_body_text(source, request);
+    let file_sizes = source.files()?;
+    let mut body_text = |request: &trace_manifest::har::HarRequest| request_body_text(source, &file_sizes, request);
     let mut suspects = Suspects::default();
     suspects.scan_recording(har, storage, secrets, &mut body_text);
     let mut undecided = Vec::new();
@@ -477,7 +478,10 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path, suspects: &SuspectDecisio
     let har: Har = serde_json::from_slice(&source.read(bundle::HAR_FILE)?).context("recording.har does not parse")?;
     let storage: StorageFile =
         serde_json::from_slice(&source.read(bundle::STORAGE_FILE)?).context("storage.json does not parse")?;
-    let mut secrets = Secrets::find(source, &events, &har, &storage)?;
+    // The credentials typed, as the trajectory finds them: `Secrets::find` takes them from here, so that
+    // the secrets module does not depend on the trajectory, which scrubs by the secrets' encodings.
+    let credentials = trace_analysis::trajectory::derive(manifest.task.id.clone(), &events, None).credentials;
+    let mut secrets = Secrets::find(source, &credentials, &events, &har, &storage)?;
     let mut summary = RedactionSummary::default();
     decide_suspects(source, &har, &storage, &mut secrets, suspects, &mut summary)?;
     // Listed where the person reads the export's outcome (stderr), by where each was found, never by value.

@@ -1,50 +1,20 @@
-//! Which values of a bundle are secrets, and the forms a secret takes in it. The one list of secret names
-//! ([`is_secret_name`]) and the one list of encoded forms ([`encoded_forms`]) live here: the trajectory
-//! scrubs with them, checkpoints leave secret fields out by them, and redaction replaces and searches by
-//! them. (The in-page capture script keeps a copy of the names for the page, which a test compares.)
-//!
-//! Two sources of secrets: what the person typed into credential fields (as [`crate::trajectory`] finds
-//! them), and the session secrets the recording carries: every cookie value but plain words,
-//! `Authorization` and other token-bearing headers, secret-named URL parameters, form fields, JSON fields,
-//! hidden inputs and storage entries, and secrets told by their shape ([`SECRET_SHAPES`]: JSON Web Tokens,
-//! keys of common services) wherever they appear in text.
-//!
-//! Finding is by structure, by name and by known shapes only, so it is predictable: a value is a secret
-//! because of where it is or what format it has, never because it "looks random". Bodies are read every
-//! way they parse (JSON, form, multipart), whatever their content type says: jQuery sends JSON as a form,
-//! `fetch` sends forms as `text/plain`. Replacing the values everywhere is the exporter's job, by
-//! [`encoded_forms`] and [`encoded_pattern`]; [`values_to_check`] chooses, by other means, what its final
-//! search of the written zip looks for.
-//!
-//! A value cannot be replaced everywhere when it is too short to tell apart from ordinary text, a word of
-//! the web's or the bundle's own formats (`text`, `name`, `json`), or a word the recording's addresses
-//! use: its placeholder would land in `text/plain`, in the HAR's field names, in `/account`. What happens
-//! then depends on who chose it ([`Kept`]):
-//! - typed into a credential field: [`Secrets::find`] refuses the export, naming the field, for the
-//!   person chose that value and can record again with another;
-//! - anything else (a cookie, a header, a parameter, field or storage entry chosen by its name): the value
-//!   is left as it is and listed, by kind and name, in [`Secrets::kept`]. A rule of names is broad
-//!   (`sort_key` says `key`), and what it chose is a secret only if it looks like one: a value chosen by
-//!   name alone that is a plain word or a small number (`sort_key=price`, `pin_length=6`) is kept and
-//!   listed too. Refusing those would refuse almost every real recording, for values nobody could misuse;
-//!   and a cookie of 1 to 3 characters or a plain word under an innocent name (`lang=en`, `theme=dark`) is
-//!   listed the same way rather than skipped silently.
+//! The search of a bundle for its secrets ([`Secrets::find`]): the credentials typed, then what the HAR's
+//! headers, cookies, URLs and bodies, the sockets' frames, the pages' DOM snapshots and the storage carry,
+//! found by structure, by name ([`super::names`]) and by known shapes ([`SECRET_SHAPES`]); each secret
+//! given its placeholder, and what cannot be replaced safely kept and listed ([`Kept`]).
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::names::{is_common_word, is_inert, is_plain_word, is_secret_name, is_small_number, is_word_like};
+use super::{MIN_SECRET_CHARS, PLACEHOLDER_PREFIX};
 use crate::body::{self, ParsedBody};
 use trace_manifest::report::SecretKind;
 #[cfg(feature = "native")]
-use trace_manifest::{archive::Bundle, bundle::StorageFile, event::EventRecord, har::Har};
+use trace_manifest::{archive::Bundle, bundle::StorageFile, event::EventRecord, har::Har, trajectory::Credential};
 
-/// Shorter values cannot be told apart from ordinary text: replacing them everywhere would damage the
-/// bundle, and searching for them would find them by chance.
-pub const MIN_SECRET_CHARS: usize = 4;
-/// How every placeholder starts.
-pub const PLACEHOLDER_PREFIX: &str = "trace-redacted-";
 /// Bodies larger than this are not parsed for secret fields (they are still searched and replaced).
 #[cfg(feature = "native")]
 const MAX_PARSED_BODY_BYTES: u64 = 4 << 20;
@@ -200,13 +170,15 @@ impl Secrets {
         self.addresses.iter().any(|address| address.contains(value))
     }
 
-    /// Finds the secrets of a bundle: the credentials typed (from `events`), then what the HAR, the storage
-    /// snapshots and the text bodies the HAR points to carry.
+    /// Finds the secrets of a bundle: the `credentials` typed (as [`crate::trajectory`] finds them in
+    /// `events`), then what the HAR, the sockets' frames in `events`, the storage snapshots, the pages and
+    /// the text bodies the HAR points to carry.
     ///
     /// Fails when a credential is too short to be redacted reliably: the export cannot promise its absence.
     #[cfg(feature = "native")]
     pub fn find(
         bundle: &mut Bundle,
+        credentials: &[Credential],
         events: &[EventRecord],
         har: &Har,
         storage: &StorageFile,
@@ -224,8 +196,7 @@ impl Secrets {
         addresses.sort();
         addresses.dedup();
         secrets.addresses = addresses;
-        let task_id = bundle.manifest()?.task.id;
-        for credential in crate::trajectory::derive(task_id, events, None).credentials {
+        for credential in credentials {
             if credential.value.trim().chars().count() < MIN_SECRET_CHARS {
                 anyhow::bail!(
                     "the credential typed into {} on {} is shorter than {MIN_SECRET_CHARS} characters: it cannot be \
@@ -258,6 +229,8 @@ impl Secrets {
             secrets.add(SecretKind::Credential, &credential.field, &credential.value);
         }
 
+        // The bundle's index is read once: every body below is looked up in it.
+        let file_sizes = bundle.files()?;
         for entry in &har.log.entries {
             let request = &entry.request;
             secrets.scan_url(&request.url);
@@ -271,14 +244,14 @@ impl Secrets {
                 for param in &post_data.params {
                     secrets.scan_field(&param.name, &param.value);
                 }
-                if let Some(text) = request_body_text(bundle, request) {
+                if let Some(text) = request_body_text(bundle, &file_sizes, request) {
                     secrets.scan_body(&post_data.mime_type, &text);
                 }
             }
             let content = &entry.response.content;
             if let Some(file) = &content.file
                 && is_parsed_text(&content.mime_type)
-                && let Some(text) = read_text(bundle, file)
+                && let Some(text) = read_text(bundle, &file_sizes, file)
             {
                 secrets.scan_body(&content.mime_type, &text);
             }
@@ -292,9 +265,8 @@ impl Secrets {
             }
         }
         // The pages as the person saw them: what scripts put on a page is in no body.
-        let snapshots: Vec<String> = bundle.files()?.into_keys().filter(|path| is_page_snapshot(path)).collect();
-        for snapshot in snapshots {
-            if let Some(text) = read_text(bundle, &snapshot) {
+        for snapshot in file_sizes.keys().filter(|path| is_page_snapshot(path)) {
+            if let Some(text) = read_text(bundle, &file_sizes, snapshot) {
                 secrets.scan_body("text/html", &text);
             }
         }
@@ -586,207 +558,6 @@ pub fn values_to_check(events: &[EventRecord], har: &Har, storage: &StorageFile)
     values
 }
 
-/// Words no secret may be: parts of every URL and page, of content types, and field names of the HAR and
-/// the bundle's other files, so that replacing them would wreck the bundle (`text/plain` turned into
-/// `trace-redacted-…/plain`, a HAR whose entries lose their `name`), and leaving them would not be
-/// redaction. Compared without regard to case.
-pub const COMMON_WORDS: &[&str] = &[
-    // The web's.
-    "http",
-    "https",
-    "www",
-    "html",
-    "json",
-    "xml",
-    "text",
-    "plain",
-    "application",
-    "javascript",
-    "image",
-    "font",
-    "audio",
-    "video",
-    "multipart",
-    "form-data",
-    "charset",
-    "utf-8",
-    "index",
-    "true",
-    "false",
-    "null",
-    // The HAR's and the bundle's field names.
-    "name",
-    "value",
-    "version",
-    "creator",
-    "entries",
-    "pages",
-    "pageref",
-    "request",
-    "response",
-    "method",
-    "url",
-    "headers",
-    "cookies",
-    "content",
-    "status",
-    "statustext",
-    "size",
-    "time",
-    "timings",
-    "mimetype",
-    "params",
-    "postdata",
-    "querystring",
-    "redirecturl",
-    "httpversion",
-    "headerssize",
-    "bodysize",
-    "starteddatetime",
-    "encoding",
-    "comment",
-    "path",
-    "domain",
-    "expires",
-    "httponly",
-    "secure",
-    "cache",
-    "send",
-    "wait",
-    "receive",
-    "title",
-    "kind",
-    "type",
-    "event",
-    "events",
-    "task",
-    "files",
-    "sha256",
-];
-
-/// Words that make a name secret wherever they appear inside one of its words (`user_password`,
-/// `csrfmiddlewaretoken`, `PHPSESSID`).
-pub const SECRET_NAME_CONTAINED: &[&str] = &[
-    "password",
-    "passwd",
-    "passphrase",
-    "token",
-    "secret",
-    "csrf",
-    "xsrf",
-    "session",
-    "sessid",
-    "apikey",
-    "jwt",
-    "bearer",
-    "credential",
-    // Per-session values a page hands to its forms: a replay or a stranger must not get them.
-    "nonce",
-    "captcha",
-];
-/// Words that make a name secret only as a whole word (`pin` but not `spinner`, `auth` but not `author`).
-pub const SECRET_NAME_WHOLE: &[&str] = &[
-    "pass",
-    "pwd",
-    "passcode",
-    "pin",
-    "sid",
-    "otp",
-    "sig",
-    "signature",
-    "auth",
-    "authorization",
-    "cvv",
-    "cvc",
-    "csc",
-    "card",
-    "ssn",
-    // `key`, `form_key`, `license_key`: a word of its own (not `keyword`, `monkey`).
-    "key",
-];
-/// Secret compounds, found in the name with `-` and `_` removed (`X-Api-Key`, `one_time_code`).
-pub const SECRET_NAME_COMPOUNDS: &[&str] = &["apikey", "accesskey", "privatekey", "clientsecret", "onetime"];
-
-/// Does a cookie, header, parameter, field or key name say that its value is a secret? The name is split
-/// into words (at punctuation and lower-to-upper case changes), each word compared with
-/// [`SECRET_NAME_CONTAINED`] and [`SECRET_NAME_WHOLE`], and the name without `-` and `_` searched for
-/// [`SECRET_NAME_COMPOUNDS`]. The in-page capture script (`trace_manifest::capture`) applies the same rule
-/// with the same lists to the fields the person types into; a test keeps the two the same.
-pub fn is_secret_name(name: &str) -> bool {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut previous_lower = false;
-    for c in name.chars() {
-        if !c.is_alphanumeric() || (c.is_uppercase() && previous_lower) {
-            words.push(std::mem::take(&mut word));
-        }
-        if c.is_alphanumeric() {
-            word.extend(c.to_lowercase());
-        }
-        previous_lower = c.is_lowercase() || c.is_ascii_digit();
-    }
-    words.push(word);
-    let joined = name.to_ascii_lowercase().replace(['-', '_'], "");
-    SECRET_NAME_COMPOUNDS.iter().any(|compound| joined.contains(compound))
-        || words.iter().any(|word| {
-            SECRET_NAME_CONTAINED.iter().any(|part| word.contains(part)) || SECRET_NAME_WHOLE.contains(&word.as_str())
-        })
-}
-
-/// A plain word: letters only, all lower case or capitalized, at most 16 of them (`dark`, `English`).
-/// Tokens mix cases and digits.
-pub fn is_plain_word(value: &str) -> bool {
-    let mut chars = value.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-    first_ok && value.len() <= 16 && chars.all(|c| c.is_ascii_lowercase())
-}
-
-/// A word of [`COMMON_WORDS`], in any case.
-fn is_common_word(value: &str) -> bool {
-    let lower = value.to_ascii_lowercase();
-    COMMON_WORDS.contains(&lower.as_str())
-}
-
-/// Words, as a name rule that is broad may find them (`sort_key=price`, `key=createdAt`,
-/// `auth_mode=Single Sign-On`): at most 24 characters of words of letters, each of two or more, lower case
-/// or capitalized, with a vowel, joined by `_`, `-`, a space or a change of case (or one all-capital word
-/// of up to 6, `POST`). Tokens mix in digits and runs of capitals, and their short runs lack vowels.
-fn is_word_like(value: &str) -> bool {
-    if value.is_empty() || value.len() > 24 || !value.chars().all(|c| c.is_ascii_alphabetic() || "_- ".contains(c)) {
-        return false;
-    }
-    if value.len() <= 6 && value.chars().all(|c| c.is_ascii_uppercase()) {
-        return true;
-    }
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    for c in value.chars() {
-        if !c.is_ascii_alphabetic() || (c.is_ascii_uppercase() && !word.is_empty()) {
-            words.push(std::mem::take(&mut word));
-        }
-        if c.is_ascii_alphabetic() {
-            word.push(c);
-        }
-    }
-    words.push(word);
-    words.iter().filter(|word| !word.is_empty()).all(|word| {
-        word.len() >= 2
-            && word.chars().skip(1).all(|c| c.is_ascii_lowercase())
-            && word.chars().any(|c| "aeiouyAEIOUY".contains(c))
-    })
-}
-
-/// A number of fewer than 8 digits (`pin_length=6`, `sort_key=2`): it turns up by chance in every
-/// timestamp and size of a bundle.
-fn is_small_number(value: &str) -> bool {
-    !value.is_empty() && value.len() < 8 && value.chars().all(|c| c.is_ascii_digit())
-}
-
-/// Values that are never secrets whatever their name: booleans, empties and the like.
-fn is_inert(value: &str) -> bool {
-    matches!(value.to_ascii_lowercase().as_str(), "true" | "false" | "null" | "undefined" | "none" | "yes" | "no")
-}
-
 fn slug(name: &str) -> String {
     let slug: String = name
         .chars()
@@ -806,14 +577,19 @@ fn is_parsed_text(mime_type: &str) -> bool {
 
 /// A request's body as text: inline in the HAR, or read from its file when that holds UTF-8 of at most
 /// [`MAX_PARSED_BODY_BYTES`], decoded first when the page compressed it ([`body::ContentEncoding`]).
+/// `file_sizes` is the bundle's index ([`Bundle::files`]), read once by the caller for every body.
 #[cfg(feature = "native")]
-pub fn request_body_text(bundle: &mut Bundle, request: &trace_manifest::har::HarRequest) -> Option<String> {
+pub fn request_body_text(
+    bundle: &mut Bundle,
+    file_sizes: &BTreeMap<String, u64>,
+    request: &trace_manifest::har::HarRequest,
+) -> Option<String> {
     let post_data = request.post_data.as_ref()?;
     match (&post_data.text, &post_data.file, body::ContentEncoding::of_request(request)) {
         (Some(text), _, _) => Some(text.clone()),
-        (None, Some(file), None) => read_text(bundle, file),
+        (None, Some(file), None) => read_text(bundle, file_sizes, file),
         (None, Some(file), Some(encoding)) => {
-            let size = bundle.files().ok()?.get(file).copied()?;
+            let size = file_sizes.get(file).copied()?;
             let compressed = bundle.read(file).ok().filter(|_| size <= MAX_PARSED_BODY_BYTES)?;
             String::from_utf8(encoding.decode(&compressed, MAX_PARSED_BODY_BYTES)?).ok()
         }
@@ -852,313 +628,12 @@ fn json_strings(value: &serde_json::Value) -> Box<dyn Iterator<Item = &str> + '_
 }
 
 #[cfg(feature = "native")]
-fn read_text(bundle: &mut Bundle, file: &str) -> Option<String> {
-    let size = bundle.files().ok()?.get(file).copied()?;
+fn read_text(bundle: &mut Bundle, file_sizes: &BTreeMap<String, u64>, file: &str) -> Option<String> {
+    let size = file_sizes.get(file).copied()?;
     if size > MAX_PARSED_BODY_BYTES {
         return None;
     }
     String::from_utf8(bundle.read(file).ok()?).ok()
-}
-
-/// One form a secret takes in a bundle, and the same form of what stands in for it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct EncodedForm {
-    pub form: String,
-    pub stand_in: String,
-}
-
-/// Base64 and hex forms shorter than this are not looked for: they would turn up by chance in the bundle's
-/// other encoded data.
-const MIN_BINARY_FORM_CHARS: usize = 8;
-
-/// The forms `value` may take in a bundle, each with the same form of `stand_in`, longest first:
-/// - as typed, JSON-escaped (as in `events.jsonl` and the HAR, with `<`, `>` and `&` as `\u` escapes, as
-///   some servers write them, and with `\/` and non-ASCII as `\u` escapes, as PHP and Python do) and
-///   HTML-escaped (as in pages and DOM snapshots: a text node's `&`, `<` and `>`, and quotes by name or
-///   number);
-/// - percent-encoded as forms write it (`+` for a space), as `encodeURIComponent` writes it (`!'()*~`
-///   bare), and strictly (only RFC 3986's unreserved characters bare), each with upper- and lower-case hex;
-///   and JSON-escaped around those;
-/// - inside base64 and base64url, at each of the three alignments a secret can have inside a longer
-///   encoded text (a `user:password` pair, a JSON document): the characters that depend on the secret
-///   alone, and those with their `+` and `/` percent-encoded or `/` JSON-escaped. Their stand-in has the
-///   same length once decoded, and the same escapes, so that the text around still decodes;
-/// - as hex, lower and upper case.
-///
-/// `stand_in` is a placeholder of letters, digits, `-`, `.`, `{` and `}`, which the textual encodings leave
-/// as it is.
-pub fn encoded_forms(value: &str, stand_in: &str) -> Vec<EncodedForm> {
-    let text = |form: String| EncodedForm { form, stand_in: stand_in.to_owned() };
-    let mut forms: Vec<EncodedForm> = Vec::new();
-    let mut textual = vec![value.to_owned()];
-    for keep in [FORM_BARE, URI_COMPONENT_BARE, UNRESERVED_BARE] {
-        for upper in [true, false] {
-            let encoded = percent_encoded(value, keep, upper);
-            if keep == FORM_BARE {
-                textual.push(encoded.replace("%20", "+"));
-            }
-            textual.push(encoded);
-        }
-    }
-    // A DOM text node escapes `&`, `<` and `>` only; attributes and escaping functions add quotes, by name
-    // (`&quot;`) or number (PHP's `&#039;`, Python's `&#x27;`, `&#34;`).
-    let text_node = value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    let html = text_node.replace('"', "&quot;");
-    let numeric = text_node.replace('"', "&#34;").replace('\'', "&#39;");
-    textual.extend([
-        html.replace('\'', "&#39;"),
-        html.replace('\'', "&#039;"),
-        html.replace('\'', "&#x27;"),
-        html,
-        numeric,
-        text_node,
-    ]);
-    let escaped: Vec<String> = textual
-        .iter()
-        .flat_map(|form| {
-            let json = json_escaped(form);
-            let unicode = json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026");
-            // PHP's `json_encode` and Python's `json.dumps` by default: `\/`, and `\u00e9` for `é`.
-            let ascii = ascii_json_escaped(&json);
-            [json, unicode, ascii]
-        })
-        .collect();
-    textual.extend(escaped);
-    forms.extend(textual.into_iter().map(text));
-
-    let (secret, filler) = (value.as_bytes(), stand_in.as_bytes().repeat(value.len() / stand_in.len().max(1) + 2));
-    for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
-        for alignment in 0..3 {
-            let form = base64_core(engine, secret, alignment);
-            if form.len() >= MIN_BINARY_FORM_CHARS {
-                let mut stand_in = base64_core(engine, &filler, alignment);
-                stand_in.truncate(form.len());
-                // Base64 put in a URL by `encodeURIComponent(btoa(…))` or a form, or in JSON by PHP: its
-                // `+` and `/` escaped, and its stand-in's the same way.
-                if form.contains(['+', '/']) {
-                    for escape in [base64_percent_upper, base64_percent_lower, base64_json] {
-                        forms.push(EncodedForm { form: escape(&form), stand_in: escape(&stand_in) });
-                    }
-                }
-                forms.push(EncodedForm { form, stand_in });
-            }
-        }
-    }
-    if secret.len() * 2 >= MIN_BINARY_FORM_CHARS {
-        let hex = |bytes: &[u8], upper: bool| -> String {
-            bytes.iter().map(|b| if upper { format!("{b:02X}") } else { format!("{b:02x}") }).collect()
-        };
-        for upper in [false, true] {
-            forms.push(EncodedForm { form: hex(secret, upper), stand_in: hex(stand_in.as_bytes(), upper) });
-        }
-    }
-    forms.sort_by(|a, b| b.form.len().cmp(&a.form.len()).then_with(|| a.cmp(b)));
-    forms.dedup_by(|a, b| a.form == b.form);
-    forms
-}
-
-/// What `application/x-www-form-urlencoded` leaves bare (besides letters and digits; a space is `+`).
-const FORM_BARE: &str = "*-._";
-/// What `encodeURIComponent` leaves bare.
-const URI_COMPONENT_BARE: &str = "!'()*-._~";
-/// RFC 3986's unreserved characters.
-const UNRESERVED_BARE: &str = "-._~";
-
-fn percent_encoded(value: &str, bare: &str, upper: bool) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b if b.is_ascii_alphanumeric() || bare.as_bytes().contains(&b) => (b as char).to_string(),
-            b if upper => format!("%{b:02X}"),
-            b => format!("%{b:02x}"),
-        })
-        .collect()
-}
-
-/// The base64 characters that encode `bytes` alone when they start `alignment` bytes into a 3-byte group:
-/// the characters shared with the bytes before and after are left out.
-fn base64_core(engine: &base64::engine::GeneralPurpose, bytes: &[u8], alignment: usize) -> String {
-    use base64::Engine as _;
-    let mut padded = vec![0u8; alignment];
-    padded.extend_from_slice(bytes);
-    let encoded = engine.encode(&padded);
-    // Characters of 6 bits: the first that holds no bit of the padding, and the last whose bits are all
-    // the secret's.
-    let start = (alignment * 8).div_ceil(6);
-    let end = (padded.len() * 8) / 6;
-    encoded.get(start..end).map_or_else(String::new, str::to_owned)
-}
-
-fn base64_percent_upper(text: &str) -> String {
-    text.replace('+', "%2B").replace('/', "%2F")
-}
-
-fn base64_percent_lower(text: &str) -> String {
-    text.replace('+', "%2b").replace('/', "%2f")
-}
-
-fn base64_json(text: &str) -> String {
-    text.replace('/', "\\/")
-}
-
-/// JSON already escaped, with `/` escaped too and every character past ASCII as `\u` escapes (in lower
-/// case, as PHP and Python write them; a surrogate pair past the BMP).
-fn ascii_json_escaped(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
-    for c in json.chars() {
-        match c {
-            '/' => out.push_str("\\/"),
-            c if c.is_ascii() => out.push(c),
-            c => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// A pattern that finds one value in a bundle however each of its characters is written: the source of a
-/// regular expression, and the most bytes one match of it can take (what a search of a stream must keep
-/// from one chunk to the next).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EncodedPattern {
-    pub source: String,
-    pub max_len: usize,
-}
-
-/// `value` with each character written any way a page, a server or a browser may write it, each
-/// independently of the others, so that what no single encoder of [`encoded_forms`] makes is found too: a
-/// DOM text node (`&` escaped, `"` bare), `encodeURI` (`@ / + : ; , ? & = $ #` bare), HTML numeric and named
-/// references, `\/` and `\u00e9` in JSON, and any mix of them. Each character may be:
-/// - as it is; a `"`, `'`, `/` or `\` after backslashes, as JSON or JavaScript escape it, in JSON inside
-///   JSON too;
-/// - for a space, `+`;
-/// - percent-encoded byte by byte, hex in either case, and again (`%2540`);
-/// - an HTML reference: decimal or hex, with leading zeros, or named (`&commat;`, `&eacute;`), its `&`
-///   itself escaped or not (`&amp;#64;`, `\u0026#64;`);
-/// - a JSON or JavaScript escape: `\u0040` (two past the BMP), `\x40`.
-///
-/// Base64 and hex, which encode bytes together, are [`encoded_forms`]'s. Built once per secret: matching
-/// is linear in the text, whatever the secret.
-pub fn encoded_pattern(value: &str) -> EncodedPattern {
-    let mut source = String::new();
-    let mut max_len = 0;
-    for c in value.chars() {
-        let alternatives = char_alternatives(c);
-        max_len += alternatives.iter().map(|(_, len)| *len).max().unwrap_or(0);
-        let patterns: Vec<&str> = alternatives.iter().map(|(pattern, _)| pattern.as_str()).collect();
-        source.push_str(&format!("(?:{})", patterns.join("|")));
-    }
-    EncodedPattern { source, max_len }
-}
-
-/// The ways one character may be written (see [`encoded_pattern`]), each a pattern with the most bytes it
-/// matches.
-fn char_alternatives(c: char) -> Vec<(String, usize)> {
-    // The `&` that starts a reference, as it is, HTML-escaped or JSON-escaped.
-    const AMPERSAND: &str = r"(?:&|&amp;|\\{1,4}u0026)";
-    const AMPERSAND_LEN: usize = 9;
-    let code = u32::from(c);
-    let mut alternatives = vec![match c {
-        '"' => (r#"\\{0,7}""#.to_owned(), 8),
-        '\'' | '/' => (format!(r"\\{{0,3}}{c}"), 4),
-        '\\' => (r"\\{1,8}".to_owned(), 8),
-        c => (regex::escape(c.encode_utf8(&mut [0; 4])), c.len_utf8()),
-    }];
-    if c == ' ' {
-        alternatives.push((r"\+".to_owned(), 1));
-    }
-    let mut utf8 = [0u8; 4];
-    let bytes = c.encode_utf8(&mut utf8).as_bytes();
-    let percent: String = bytes.iter().map(|byte| format!("%(?:25)?{}", hex_pattern(u32::from(*byte), 2))).collect();
-    alternatives.push((percent, 5 * bytes.len()));
-    let decimal = code.to_string();
-    alternatives.push((format!("{AMPERSAND}#0{{0,6}}{decimal};"), AMPERSAND_LEN + 8 + decimal.len()));
-    let hex = format!("{code:x}");
-    alternatives.push((format!("{AMPERSAND}#[xX]0{{0,6}}{};", hex_pattern(code, 1)), AMPERSAND_LEN + 9 + hex.len()));
-    for name in entity_names(c) {
-        alternatives.push((format!("{AMPERSAND}{name};"), AMPERSAND_LEN + name.len() + 1));
-    }
-    let mut units = [0u16; 2];
-    let units = c.encode_utf16(&mut units);
-    let unicode: String = units.iter().map(|unit| format!(r"\\{{1,4}}u{}", hex_pattern(u32::from(*unit), 4))).collect();
-    alternatives.push((unicode, 9 * units.len()));
-    if code < 0x100 {
-        alternatives.push((format!(r"\\{{1,4}}x{}", hex_pattern(code, 2)), 7));
-    }
-    alternatives
-}
-
-/// `n` in hex of at least `width` digits, each letter in either case.
-fn hex_pattern(n: u32, width: usize) -> String {
-    format!("{n:0width$x}")
-        .chars()
-        .map(|digit| match digit {
-            'a'..='f' => format!("[{digit}{}]", digit.to_ascii_uppercase()),
-            digit => digit.to_string(),
-        })
-        .collect()
-}
-
-/// HTML's names for a character: ASCII punctuation's (HTML5) and Latin-1's (HTML 4, which PHP's
-/// `htmlentities` writes).
-fn entity_names(c: char) -> &'static [&'static str] {
-    match c {
-        '\t' => &["Tab"],
-        '\n' => &["NewLine"],
-        '!' => &["excl"],
-        '"' => &["quot", "QUOT"],
-        '#' => &["num"],
-        '$' => &["dollar"],
-        '%' => &["percnt"],
-        '&' => &["amp", "AMP"],
-        '\'' => &["apos"],
-        '(' => &["lpar"],
-        ')' => &["rpar"],
-        '*' => &["ast", "midast"],
-        '+' => &["plus"],
-        ',' => &["comma"],
-        '.' => &["period"],
-        '/' => &["sol"],
-        ':' => &["colon"],
-        ';' => &["semi"],
-        '<' => &["lt", "LT"],
-        '=' => &["equals"],
-        '>' => &["gt", "GT"],
-        '?' => &["quest"],
-        '@' => &["commat"],
-        '[' => &["lsqb", "lbrack"],
-        '\\' => &["bsol"],
-        ']' => &["rsqb", "rbrack"],
-        '^' => &["Hat"],
-        '_' => &["lowbar", "UnderBar"],
-        '`' => &["grave", "DiacriticalGrave"],
-        '{' => &["lcub", "lbrace"],
-        '|' => &["verbar", "vert", "VerticalLine"],
-        '}' => &["rcub", "rbrace"],
-        '\u{a0}'..='\u{ff}' => std::slice::from_ref(&LATIN_1_ENTITIES[c as usize - 0xa0]),
-        _ => &[],
-    }
-}
-
-/// HTML 4's names of U+00A0 to U+00FF, in order.
-const LATIN_1_ENTITIES: [&str; 96] = [
-    "nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect", "uml", "copy", "ordf", "laquo", "not", "shy",
-    "reg", "macr", "deg", "plusmn", "sup2", "sup3", "acute", "micro", "para", "middot", "cedil", "sup1", "ordm",
-    "raquo", "frac14", "frac12", "frac34", "iquest", "Agrave", "Aacute", "Acirc", "Atilde", "Auml", "Aring", "AElig",
-    "Ccedil", "Egrave", "Eacute", "Ecirc", "Euml", "Igrave", "Iacute", "Icirc", "Iuml", "ETH", "Ntilde", "Ograve",
-    "Oacute", "Ocirc", "Otilde", "Ouml", "times", "Oslash", "Ugrave", "Uacute", "Ucirc", "Uuml", "Yacute", "THORN",
-    "szlig", "agrave", "aacute", "acirc", "atilde", "auml", "aring", "aelig", "ccedil", "egrave", "eacute", "ecirc",
-    "euml", "igrave", "iacute", "icirc", "iuml", "eth", "ntilde", "ograve", "oacute", "ocirc", "otilde", "ouml",
-    "divide", "oslash", "ugrave", "uacute", "ucirc", "uuml", "yacute", "thorn", "yuml",
-];
-
-fn json_escaped(text: &str) -> String {
-    let quoted = serde_json::to_string(text).expect("a string always serializes");
-    quoted[1..quoted.len() - 1].to_owned()
 }
 
 fn percent_decoded(text: &str) -> String {
@@ -1172,99 +647,6 @@ fn html_unescaped(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secret_names_are_told_by_their_words() {
-        for name in [
-            "password",
-            "user_password",
-            "csrf",
-            "csrfmiddlewaretoken",
-            "authenticity_token",
-            "X-CSRF-Token",
-            "sessionid",
-            "PHPSESSID",
-            "access_token",
-            "accessToken",
-            "api_key",
-            "X-Api-Key",
-            "client_secret",
-            "sid",
-            "pin",
-            "Authorization",
-            "one_time_code",
-            "passphrase",
-            "card_csc",
-            "key",
-            "form_key",
-            "licenseKey",
-        ] {
-            assert!(is_secret_name(name), "{name} names a secret");
-        }
-        for name in ["q", "author", "passenger", "compass", "page", "sort", "lang", "product", "shipping", "keyword"] {
-            assert!(!is_secret_name(name), "{name} names no secret");
-        }
-    }
-
-    /// The in-page script flags the fields a person types a secret into by the same lists and the same rule:
-    /// the lists it holds are these, and run by Node on the script's own code, it agrees with
-    /// [`is_secret_name`] name by name.
-    #[test]
-    fn the_capture_script_names_secrets_as_this_module_does() {
-        let script = include_str!("../../manifest/page/capture.js");
-        let list = |name: &str| -> Vec<String> {
-            let start = script.find(&format!("const {name} = [")).unwrap_or_else(|| panic!("capture.js has no {name}"));
-            let rest = &script[start..];
-            let array = &rest[rest.find('[').unwrap()..=rest.find(']').unwrap()];
-            serde_json::from_str(array).unwrap_or_else(|e| panic!("{name} in capture.js: {e}: {array}"))
-        };
-        assert_eq!(list("SECRET_NAME_CONTAINED"), SECRET_NAME_CONTAINED);
-        assert_eq!(list("SECRET_NAME_WHOLE"), SECRET_NAME_WHOLE);
-        assert_eq!(list("SECRET_NAME_COMPOUNDS"), SECRET_NAME_COMPOUNDS);
-
-        // The rule itself, run on the script's own function.
-        let start = script.find("const isSecretName = ").expect("capture.js has isSecretName");
-        let end = start + script[start..].find("\n  };\n").expect("isSecretName ends") + "\n  };\n".len();
-        let names = [
-            "password",
-            "user_password",
-            "csrfmiddlewaretoken",
-            "X-CSRF-Token",
-            "PHPSESSID",
-            "accessToken",
-            "api_key",
-            "X-Api-Key",
-            "one_time_code",
-            "pin",
-            "spinner",
-            "author",
-            "passenger",
-            "keyword",
-            "q",
-            "cardNumber",
-            "newPassword",
-            "otp",
-            "sig",
-            "signature_v2",
-        ];
-        let program = format!(
-            "const SECRET_NAME_CONTAINED = {};\nconst SECRET_NAME_WHOLE = {};\nconst SECRET_NAME_COMPOUNDS = {};\n{}\n\
-             console.log(JSON.stringify({}.map(isSecretName)));",
-            serde_json::to_string(SECRET_NAME_CONTAINED).unwrap(),
-            serde_json::to_string(SECRET_NAME_WHOLE).unwrap(),
-            serde_json::to_string(SECRET_NAME_COMPOUNDS).unwrap(),
-            &script[start..end],
-            serde_json::to_string(&names).unwrap(),
-        );
-        let output = std::process::Command::new("node")
-            .args(["-e", &program])
-            .output()
-            .expect("the capture script's test needs Node (.ci/install installs it)");
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        let in_page: Vec<bool> = serde_json::from_slice(&output.stdout).unwrap();
-        let here: Vec<bool> = names.iter().map(|name| is_secret_name(name)).collect();
-        assert_eq!(in_page, here, "for {names:?}");
-    }
 
     #[test]
     fn bodies_give_their_secret_fields_and_nothing_else() {
@@ -1362,126 +744,6 @@ mod tests {
         secrets.scan_cookie("session_id", "abcdefghij");
         let values: Vec<&str> = secrets.iter().map(|secret| secret.value.as_str()).collect();
         assert_eq!(values, ["Guest", "abcdefghij"]);
-    }
-
-    #[test]
-    fn words_and_small_numbers_are_told_from_tokens() {
-        for word in ["price", "name", "createdAt", "Single Sign-On", "sort_by_date", "POST", "desc", "12", "1234567"] {
-            assert!(is_word_like(word) || is_small_number(word), "{word} is a word");
-        }
-        for token in [
-            "k3y-0123456789",
-            "AbCdEfGh",
-            "aBcDeFgHiJ",
-            "xkcdqwrtz",
-            "12345678",
-            "correcthorsebatterystapleextra",
-            "tok_9f2c",
-        ] {
-            assert!(!is_word_like(token) && !is_small_number(token), "{token} is no word");
-        }
-    }
-
-    #[test]
-    fn a_secret_is_found_in_every_encoding_a_page_may_use() {
-        use base64::Engine as _;
-        let secret = "hunter2@Blue!(x)";
-        let forms = encoded_forms(secret, "trace-redacted-credential-password-1");
-        let found_in = |text: &str| forms.iter().any(|encoded| text.contains(&encoded.form));
-        let standard = base64::engine::general_purpose::STANDARD;
-        let url_safe = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        let mut texts = vec![
-            secret.to_owned(),
-            "hunter2%40Blue!(x)".to_owned(), // encodeURIComponent
-            "hunter2%40Blue%21%28x%29".to_owned(),
-            "hunter2%40blue".to_owned(), // not the secret: a prefix in another case
-            "\"hunter2@Blue!(x)\"".to_owned(),
-            "hunter2@Blue!(x)".bytes().map(|b| format!("{b:02x}")).collect(),
-        ];
-        // Inside base64 at every alignment: a `user:password` pair, and a JSON document.
-        for prefix in ["", "a", "an", "ann:", "{\"pass\":\""] {
-            texts.push(standard.encode(format!("{prefix}{secret}\"}}")));
-            texts.push(url_safe.encode(format!("{prefix}{secret}")));
-        }
-        for text in &texts {
-            let expected = !text.ends_with("%40blue");
-            assert_eq!(found_in(text), expected, "{text}");
-        }
-        // Stand-ins of base64 forms keep the length, so that the text around still decodes.
-        for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
-            for alignment in 0..3 {
-                let core = base64_core(engine, secret.as_bytes(), alignment);
-                let encoded = forms.iter().find(|encoded| encoded.form == core).expect("every alignment's form");
-                assert_eq!(encoded.stand_in.len(), core.len(), "{encoded:?}");
-            }
-        }
-        // A secret too short for a base64 form to be told from chance has none.
-        assert!(encoded_forms("abcd", "x").iter().all(|encoded| encoded.form.len() < 8 || encoded.form == "61626364"));
-    }
-
-    /// Issue #11: each character of a secret may be written its own way, as no one encoder of
-    /// [`encoded_forms`] writes it: the pattern finds every mix, and nothing else.
-    #[test]
-    fn a_secret_is_found_however_each_of_its_characters_is_written() {
-        let secret = "p&ss \"wörd\"/@+1'";
-        let pattern = encoded_pattern(secret);
-        let whole = Regex::new(&format!("^(?:{})$", pattern.source)).unwrap();
-        for written in [
-            secret,
-            // A DOM text node: `&` escaped, the quotes bare.
-            "p&amp;ss \"wörd\"/@+1'",
-            // HTML numeric references, decimal and hex, padded, in either case; and named ones, as PHP's
-            // `htmlentities` writes them.
-            "p&#38;ss&#32;&#34;w&#246;rd&#x22;&#x2F;&#64;&#43;1&#039;",
-            "p&#X26;ss &#x0022;w&#xF6;rd&quot;&sol;&commat;&plus;1&apos;",
-            "p&amp;ss &quot;w&ouml;rd&quot;/@+1&#039;",
-            // `encodeURI` (`& / @ + '` bare), `encodeURIComponent` in lower case, the form encoding, and
-            // percent-encoding twice.
-            "p&ss%20%22w%C3%B6rd%22/@+1'",
-            "p%26ss%20%22w%c3%b6rd%22%2f%40%2b1'",
-            "p%26ss+%22w%C3%B6rd%22%2F%40%2B1%27",
-            "p%2526ss%2520%2522w%25C3%25B6rd%2522%252F%2540%252B1%2527",
-            // JSON as PHP and Python write it, with `\u` escapes, and JSON inside JSON.
-            r#"p&ss \"w\u00f6rd\"\/@+1'"#,
-            r#"p\u0026ss \"w\u00F6rd\"\/\u0040\u002b1\u0027"#,
-            r#"p&ss \\\"wörd\\\"/@+1'"#,
-            // JavaScript's `\x` escapes; HTML references escaped again, by HTML and by JSON.
-            r#"p\x26ss \x22w\xf6rd\x22/@+1\x27"#,
-            "p&amp;#38;ss \\u0026#34;wörd&#34;/@+1'",
-        ] {
-            assert!(whole.is_match(written), "{written}");
-            assert!(written.len() <= pattern.max_len, "{written}: longer than {}", pattern.max_len);
-        }
-        for other in ["p&ss \"word\"/@+1'", "p&ss \"wörd\"/@+2'", "P&ss \"wörd\"/@+1'", "p&#38ss \"wörd\"/@+1'"] {
-            assert!(!whole.is_match(other), "{other}");
-        }
-        // The enumerated forms hold the commonest of these too.
-        let forms = encoded_forms(secret, "x");
-        for written in ["p&amp;ss \"wörd\"/@+1'", "p&amp;ss &#34;wörd&#34;/@+1&#39;", r#"p&ss \"w\u00f6rd\"\/@+1'"#] {
-            assert!(forms.iter().any(|encoded| encoded.form == written), "{written}");
-        }
-    }
-
-    /// Issue #11: base64 put in a URL by `encodeURIComponent(btoa(user + ":" + password))`, or in JSON by
-    /// PHP, has its `+` and `/` escaped; the secret's part is found all the same, and its stand-in escaped
-    /// the same way.
-    #[test]
-    fn base64_with_its_plus_and_slash_escaped_is_found() {
-        use base64::Engine as _;
-        let secret = "open? sesame@vault!(7)>";
-        let basic = base64::engine::general_purpose::STANDARD.encode(format!("ann:{secret}"));
-        assert!(basic[8..basic.len() - 4].contains(['+', '/']), "{basic}");
-        let forms = encoded_forms(secret, "trace-redacted-credential-passphrase-1");
-        let escaped = [
-            basic.replace('+', "%2B").replace('/', "%2F").replace('=', "%3D"),
-            basic.replace('+', "%2b").replace('/', "%2f"),
-            basic.replace('/', "\\/"),
-        ];
-        for text in &escaped {
-            let found = forms.iter().find(|encoded| text.contains(&encoded.form));
-            let found = found.unwrap_or_else(|| panic!("{text}"));
-            assert!(!found.stand_in.contains(['+', '/']) || found.stand_in.contains("\\/"), "{found:?}");
-        }
     }
 
     #[test]

@@ -1,0 +1,180 @@
+//! The credentials typed in a demonstration: each secret value given its placeholder
+//! (`{{credentials.<site>.<field>}}`) in its call, and every encoded form of it scrubbed from the whole
+//! trajectory as a second line of defence (the module's **Credentials** rule), by the forms
+//! [`crate::secrets::encoded_forms`] lists.
+
+use trace_manifest::event::{Action, ElementDescriptor};
+use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
+
+use super::builder::PendingCall;
+use crate::secrets;
+
+/// Letters, digits, `_` and `-`; anything else becomes `_`.
+pub(super) fn sanitize_field(raw: &str) -> String {
+    let field: String =
+        raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    if field.is_empty() { "field".to_owned() } else { field }
+}
+
+pub(super) fn site_of(page_url: &str) -> String {
+    url::Url::parse(page_url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// A secret typed into a field, until the derivation is over and it gets its placeholder.
+#[derive(Debug, Clone)]
+pub(super) struct Secret {
+    pub(super) site: String,
+    pub(super) field: String,
+    pub(super) target: ElementDescriptor,
+    pub(super) value: String,
+    /// Values the field held before, merged away: scrubbed too, should they have reached a URL.
+    pub(super) earlier_values: Vec<String>,
+}
+
+impl Secret {
+    pub(super) fn of(action: &Action, target: &ElementDescriptor, value: &str) -> Secret {
+        let raw_field = target.name.as_deref().or(target.id.as_deref()).unwrap_or_default();
+        Secret {
+            site: site_of(&action.url),
+            field: sanitize_field(raw_field),
+            target: target.clone(),
+            value: value.to_owned(),
+            earlier_values: Vec::new(),
+        }
+    }
+
+    pub(super) fn replaced_by(self, mut newer: Secret) -> Secret {
+        newer.earlier_values = self.earlier_values;
+        newer.earlier_values.push(self.value);
+        newer
+    }
+}
+
+/// Gives every secret its placeholder (the same one for the same value in the same field, a numbered one
+/// for a different value), puts the placeholder in its call, and returns the credentials and the strings
+/// to scrub from the whole trajectory, longest first.
+pub(super) fn register_secrets(calls: &mut [PendingCall]) -> (Vec<Credential>, Vec<(String, String)>) {
+    let mut credentials: Vec<Credential> = Vec::new();
+    let mut scrubs: Vec<(String, String)> = Vec::new();
+    for call in calls.iter_mut() {
+        let Some(secret) = call.secret.take() else { continue };
+        let existing = credentials.iter().find(|c| {
+            c.site == secret.site
+                && (c.field == secret.field || c.field.starts_with(&format!("{}_", secret.field)))
+                && c.value == secret.value
+        });
+        let placeholder = match existing {
+            Some(credential) => credential.placeholder(),
+            None => {
+                let taken = |field: &str| credentials.iter().any(|c| c.site == secret.site && c.field == field);
+                let mut field = secret.field.clone();
+                let mut n = 2;
+                while taken(&field) {
+                    field = format!("{}_{n}", secret.field);
+                    n += 1;
+                }
+                let credential = Credential {
+                    site: secret.site.clone(),
+                    field,
+                    target: secret.target.clone(),
+                    value: secret.value.clone(),
+                };
+                let placeholder = credential.placeholder();
+                credentials.push(credential);
+                placeholder
+            }
+        };
+        match &mut call.call.action {
+            ToolAction::Input { text } => *text = placeholder.clone(),
+            ToolAction::SelectDropdown { option } => *option = placeholder.clone(),
+            _ => {}
+        }
+        for value in secret.earlier_values.iter().chain([&secret.value]) {
+            if value.chars().count() >= secrets::MIN_SECRET_CHARS {
+                for encoded in secrets::encoded_forms(value, &placeholder) {
+                    scrubs.push((encoded.form, encoded.stand_in));
+                }
+            }
+        }
+    }
+    scrubs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+    scrubs.dedup();
+    (credentials, scrubs)
+}
+
+/// A secret as it may appear: raw, form-encoded (a GET form's query) and percent-encoded.
+/// Replaces every secret in every string of the call.
+pub(super) fn scrub(call: &mut ToolCall, scrubs: &[(String, String)]) {
+    fn walk(value: &mut serde_json::Value, scrubs: &[(String, String)]) -> bool {
+        match value {
+            serde_json::Value::String(text) => {
+                let mut changed = false;
+                for (secret, placeholder) in scrubs {
+                    if text.contains(secret.as_str()) {
+                        *text = text.replace(secret.as_str(), placeholder);
+                        changed = true;
+                    }
+                }
+                changed
+            }
+            serde_json::Value::Array(items) => {
+                items.iter_mut().fold(false, |changed, item| walk(item, scrubs) | changed)
+            }
+            serde_json::Value::Object(map) => {
+                map.values_mut().fold(false, |changed, item| walk(item, scrubs) | changed)
+            }
+            _ => false,
+        }
+    }
+    let Ok(mut value) = serde_json::to_value(&*call) else { return };
+    if walk(&mut value, scrubs)
+        && let Ok(scrubbed) = serde_json::from_value(value)
+    {
+        *call = scrubbed;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trajectory::test_recording::*;
+
+    #[test]
+    fn a_secret_is_a_placeholder_in_the_trajectory_and_a_credential_beside_it() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/login", NavigationCause::Typed);
+        let mut password = typing("#pw", "hunter22");
+        password.credential = true;
+        password.target.as_mut().unwrap().name = Some("user[password]".to_owned());
+        rec.action(TAB, password.clone());
+        rec.action(TAB, key("Enter", &[]));
+        // A GET form puts the secret in the URL: it is scrubbed there too.
+        rec.navigation(TAB, "/login?user%5Bpassword%5D=hunter22", NavigationCause::FormSubmit);
+        // The same field later gets another secret: a second credential, with its own placeholder.
+        rec.action(TAB, Action { value: Some("hunter23".to_owned()), ..password });
+        let derived = rec.derive();
+
+        let first = "{{credentials.shop.test.user_password_}}";
+        let second = "{{credentials.shop.test.user_password__2}}";
+        assert_eq!(call(&derived, 1).action, ToolAction::Input { text: first.to_owned() });
+        assert_eq!(
+            call(&derived, 2).url_after.as_deref(),
+            Some(&*format!("https://shop.test/login?user%5Bpassword%5D={first}"))
+        );
+        assert_eq!(call(&derived, 3).action, ToolAction::Input { text: second.to_owned() });
+        let json = serde_json::to_string(&derived.trajectory).unwrap();
+        assert!(!json.contains("hunter2"), "{json}");
+
+        let extracted: Vec<(&str, &str, &str)> =
+            derived.credentials.iter().map(|c| (c.site.as_str(), c.field.as_str(), c.value.as_str())).collect();
+        assert_eq!(
+            extracted,
+            [("shop.test", "user_password_", "hunter22"), ("shop.test", "user_password__2", "hunter23")]
+        );
+        assert_eq!(derived.credentials[0].placeholder(), first);
+        assert!(!format!("{derived:?}").contains("hunter2"));
+    }
+}
