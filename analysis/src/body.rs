@@ -25,12 +25,19 @@ pub enum ParsedBody<'a> {
     Other,
 }
 
+/// A content type's essence: its type and subtype, before any parameter, trimmed and in lower case
+/// (`text/html` for `Text/HTML; charset=UTF-8`). The one reading of it: bodies, the viewer, replay and the
+/// recorder all compare content types by it.
+pub fn mime_essence(content_type: &str) -> String {
+    content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase()
+}
+
 /// Parses `body` by its content type (see the module's rules).
 pub fn parse<'a>(body: &'a [u8], content_type: Option<&str>) -> ParsedBody<'a> {
     if body.is_empty() {
         return ParsedBody::Other;
     }
-    let essence = content_type.unwrap_or_default().split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let essence = mime_essence(content_type.unwrap_or_default());
     let parsed = match essence.as_str() {
         "application/x-www-form-urlencoded" => Some(form(body)),
         "multipart/form-data" => {

@@ -12,7 +12,7 @@ use trace_manifest::postprocess::Predicate;
 
 use crate::body::form_fields;
 use crate::exchange::Exchange;
-use crate::html::{RAW_TEXT_ELEMENTS, VOID_ELEMENTS, attribute, end_tag, split_tag, tag_name};
+use crate::html::{RAW_TEXT_ELEMENTS, Token, Tokens, VOID_ELEMENTS, attribute, tag_name};
 pub use crate::html::{collapse_whitespace, decode_entities};
 use crate::urls;
 
@@ -302,20 +302,15 @@ pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
 /// region of the page each is in ([`Region`]).
 pub fn page_text(event_id: u64, url: &str, file: &str, html: &str) -> PageText {
     let mut reader = PageReader::default();
-    let mut rest = html;
-    while !rest.is_empty() {
-        let Some(start) = rest.find('<') else {
-            reader.text(rest);
-            break;
+    let mut tokens = Tokens::new(html);
+    while let Some(token) = tokens.next() {
+        let tag = match token {
+            Token::Text(text) => {
+                reader.text(text);
+                continue;
+            }
+            Token::Tag(tag) => tag,
         };
-        reader.text(&rest[..start]);
-        rest = &rest[start..];
-        if rest.starts_with("<!--") {
-            rest = rest.find("-->").map_or("", |end| &rest[end + 3..]);
-            continue;
-        }
-        let (tag, after) = split_tag(rest);
-        rest = after;
         let name = tag_name(tag);
         if tag.starts_with('/') {
             reader.close(&name);
@@ -323,7 +318,7 @@ pub fn page_text(event_id: u64, url: &str, file: &str, html: &str) -> PageText {
             reader.open(&name, tag);
             if RAW_TEXT_ELEMENTS.contains(&name.as_str()) && !tag.ends_with('/') {
                 // Their content is not markup the page shows: on to their end tag.
-                rest = end_tag(rest, &name).map_or("", |at| &rest[at..]);
+                tokens.skip_to_end_tag(&name);
             }
         }
     }

@@ -308,11 +308,9 @@ pub fn query_string(url: &str) -> Vec<NameValue> {
 
 /// `a=1; b=2` → cookies.
 pub fn parse_cookie_header(header: &str) -> Vec<HarCookie> {
-    header
-        .split(';')
-        .filter_map(|pair| {
-            let (name, value) = pair.trim().split_once('=')?;
-            Some(HarCookie { name: name.trim().to_owned(), value: value.trim().to_owned(), ..HarCookie::default() })
+    crate::request_state::cookie_pairs(header)
+        .filter_map(|(name, value)| {
+            Some(HarCookie { name: name.to_owned(), value: value?.to_owned(), ..HarCookie::default() })
         })
         .collect()
 }

@@ -2,7 +2,8 @@
 //! own serialization (every element closed but the void ones, attributes quoted), so a tag scanner is
 //! enough and no parser is carried into wasm. It owns how a tag is split off the text, an element's name,
 //! an attribute's value, where a raw-text element ends, and the entities and white space of text.
-//! [`crate::evidence`] reads visible text and its regions with it, [`crate::map::source`] a page's skeleton.
+//! [`crate::evidence`] reads visible text and its regions with it ([`Tokens`]), [`crate::map::source`] a
+//! page's skeleton.
 
 /// Elements that never have content or an end tag.
 pub const VOID_ELEMENTS: &[&str] = &[
@@ -12,6 +13,59 @@ pub const VOID_ELEMENTS: &[&str] = &[
 
 /// Elements whose content is not markup a page shows: skipped to their end tag.
 pub const RAW_TEXT_ELEMENTS: &[&str] = &["script", "style", "noscript"];
+
+/// A piece of serialized HTML as [`Tokens`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token<'h> {
+    /// Text between tags, entities and all (never empty).
+    Text(&'h str),
+    /// A tag's text between `<` and `>` (see [`split_tag`]): `div class=x`, `/div`, `!doctype html`.
+    Tag(&'h str),
+}
+
+/// The one tag scanner: a document's text and tags in order, comments left out. A reader that meets a
+/// raw-text element (`script`, `style`) skips its content with [`Tokens::skip_to_end_tag`], since what is
+/// inside is no markup.
+#[derive(Debug, Clone)]
+pub struct Tokens<'h> {
+    rest: &'h str,
+}
+
+impl<'h> Tokens<'h> {
+    pub fn new(html: &'h str) -> Tokens<'h> {
+        Tokens { rest: html }
+    }
+
+    /// Skips to where `</name` starts (or to the end): the content of the element just opened.
+    pub fn skip_to_end_tag(&mut self, name: &str) {
+        self.rest = end_tag(self.rest, name).map_or("", |at| &self.rest[at..]);
+    }
+}
+
+impl<'h> Iterator for Tokens<'h> {
+    type Item = Token<'h>;
+
+    fn next(&mut self) -> Option<Token<'h>> {
+        loop {
+            let rest = self.rest;
+            if rest.is_empty() {
+                return None;
+            }
+            let start = rest.find('<').unwrap_or(rest.len());
+            if start > 0 {
+                self.rest = &rest[start..];
+                return Some(Token::Text(&rest[..start]));
+            }
+            if rest.starts_with("<!--") {
+                self.rest = rest.find("-->").map_or("", |end| &rest[end + 3..]);
+                continue;
+            }
+            let (tag, after) = split_tag(rest);
+            self.rest = after;
+            return Some(Token::Tag(tag));
+        }
+    }
+}
 
 /// The tag `html` starts with (at its `<`): the text between `<` and `>`, and what follows. A tag a cut-off
 /// document leaves open runs to its end.
@@ -130,6 +184,21 @@ mod tests {
         assert_eq!(attribute("div hidden class=x", "hidden"), Some(""));
         assert_eq!(attribute("div hiddenness=1", "hidden"), None);
         assert_eq!(attribute("div role=\"alert\"", "role"), Some("alert"));
+    }
+
+    #[test]
+    fn tokens_are_text_and_tags_without_comments_and_raw_text_is_skipped_on_request() {
+        let html = "a<!-- <b> --><p id=x>b<script>if (1<2) x()</script>c";
+        let mut tokens = Tokens::new(html);
+        let mut seen = Vec::new();
+        while let Some(token) = tokens.next() {
+            if token == Token::Tag("script") {
+                tokens.skip_to_end_tag("script");
+            }
+            seen.push(token);
+        }
+        use Token::{Tag, Text};
+        assert_eq!(seen, [Text("a"), Tag("p id=x"), Text("b"), Tag("script"), Tag("/script"), Text("c")]);
     }
 
     #[test]

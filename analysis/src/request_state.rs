@@ -20,7 +20,10 @@ impl RequestState {
         for (name, value) in headers {
             let name = name.to_ascii_lowercase();
             if name == "cookie" {
-                pairs.extend(cookie_pairs(value).map(|(cookie, value)| (format!("cookie:{cookie}"), value.to_owned())));
+                let cookies = cookie_pairs(value).filter(|(cookie, _)| !cookie.is_empty());
+                pairs.extend(
+                    cookies.map(|(cookie, value)| (format!("cookie:{cookie}"), value.unwrap_or("").to_owned())),
+                );
             } else if is_state_header(&name) {
                 pairs.push((format!("header:{name}"), value.to_owned()));
             }
@@ -52,12 +55,14 @@ impl RequestState {
     }
 }
 
-/// The (name, value) pairs of a `Cookie` header.
-fn cookie_pairs(header: &str) -> impl Iterator<Item = (&str, &str)> {
-    header.split(';').filter_map(|pair| {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let name = name.trim();
-        (!name.is_empty()).then(|| (name, value.trim()))
+/// The (name, value) pairs of a `Cookie` header (`a=1; b=2`), each trimmed: the one reading of it, which
+/// the HAR's cookie lists and the search for secrets use too. A piece without `=` (`flag`) has no value:
+/// state counts it as a cookie, the HAR and the search for secrets, which want a cookie-pair (RFC 6265),
+/// do not. An empty name is given as it is, for the caller to judge.
+pub fn cookie_pairs(header: &str) -> impl Iterator<Item = (&str, Option<&str>)> {
+    header.split(';').map(|piece| match piece.split_once('=') {
+        Some((name, value)) => (name.trim(), Some(value.trim())),
+        None => (piece.trim(), None),
     })
 }
 

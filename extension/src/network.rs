@@ -155,7 +155,7 @@ impl NetworkTranslator {
         let mime_type = headers
             .iter()
             .find(|h| h.name.eq_ignore_ascii_case("content-type"))
-            .map(|h| h.value.split(';').next().unwrap_or_default().trim().to_owned())
+            .map(|h| trace_analysis::body::mime_essence(&h.value))
             .unwrap_or_default();
         let response = Response {
             request_id: request_id.clone(),

@@ -636,7 +636,7 @@ impl State {
         let capture = self.data.capture(task_id);
         let staged = staged_path(&capture, path);
         std::fs::write(&staged, bytes).with_context(|| format!("cannot write {}", staged.display()))?;
-        let sha256 = hex::encode(Sha256::digest(bytes));
+        let sha256 = trace_manifest::archive::sha256_hex(bytes);
         db::record_file(conn, task_id, path, bytes.len() as u64, &sha256)?;
         Ok(AfterCommit::Move { from: staged, to: capture.join(path) })
     }
@@ -809,7 +809,7 @@ impl Write for HashSink<'_> {
 }
 
 fn body_part_path(capture: &Path, body_id: &str) -> PathBuf {
-    capture.join(PARTS_DIR).join(format!("body-{}", hex::encode(Sha256::digest(body_id.as_bytes()))))
+    capture.join(PARTS_DIR).join(format!("body-{}", trace_manifest::archive::sha256_hex(body_id.as_bytes())))
 }
 
 fn staged_path(capture: &Path, path: &str) -> PathBuf {

@@ -9,6 +9,8 @@ use anyhow::{Context, Result, bail};
 pub use trace_manifest::report::Installed;
 use trace_manifest::{EXTENSION_ID, HOST_NAME};
 
+use crate::browser_dirs::{ChromeVariant, NATIVE_MESSAGING_HOSTS_DIR};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Browser {
     Chrome,
@@ -30,23 +32,19 @@ pub fn host_manifest(executable: &Path) -> serde_json::Value {
 /// The directories where the chosen browsers look for this user's native messaging hosts.
 pub fn manifest_dirs(browser: Browser, user_data_dir: Option<&Path>) -> Result<Vec<(String, PathBuf)>> {
     if let Some(dir) = user_data_dir {
-        return Ok(vec![("custom profile".to_owned(), dir.join("NativeMessagingHosts"))]);
+        return Ok(vec![("custom profile".to_owned(), dir.join(NATIVE_MESSAGING_HOSTS_DIR))]);
     }
     if cfg!(windows) {
         bail!("installing on Windows needs a registry key, which trace-host does not write yet");
     }
-    let config = dirs::config_dir().context("cannot find this user's configuration directory")?;
-    let (chrome, chromium) = if cfg!(target_os = "macos") {
-        (config.join("Google/Chrome"), config.join("Chromium"))
-    } else {
-        (config.join("google-chrome"), config.join("chromium"))
-    };
+    let chosen = ChromeVariant::ALL.into_iter().filter(|variant| match variant {
+        ChromeVariant::Chrome => matches!(browser, Browser::Chrome | Browser::All),
+        ChromeVariant::Chromium => matches!(browser, Browser::Chromium | Browser::All),
+    });
     let mut dirs = Vec::new();
-    if matches!(browser, Browser::Chrome | Browser::All) {
-        dirs.push(("chrome".to_owned(), chrome.join("NativeMessagingHosts")));
-    }
-    if matches!(browser, Browser::Chromium | Browser::All) {
-        dirs.push(("chromium".to_owned(), chromium.join("NativeMessagingHosts")));
+    for variant in chosen {
+        let user_data = variant.user_data_dir().context("cannot find this user's configuration directory")?;
+        dirs.push((variant.name().to_owned(), user_data.join(NATIVE_MESSAGING_HOSTS_DIR)));
     }
     Ok(dirs)
 }

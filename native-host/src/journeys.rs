@@ -15,6 +15,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use trace_analysis::journeys::{self, Transition, Visit};
 use trace_manifest::campaign::{Journey, JourneySource};
 
+use crate::browser_dirs::{ChromeVariant, DEFAULT_PROFILE};
+
 /// Milliseconds from Chrome's epoch (1601-01-01 UTC) to the Unix epoch.
 const CHROME_EPOCH_OFFSET_MS: f64 = 11_644_473_600_000.0;
 
@@ -29,11 +31,11 @@ pub struct Options {
 
 /// The `History` database of Chrome's default profile, or Chromium's, when one exists.
 pub fn default_history() -> Option<PathBuf> {
-    let config = dirs::config_dir()?;
-    ["google-chrome", "chromium"]
-        .iter()
-        .map(|browser| config.join(browser).join("Default/History"))
-        .find(|p| p.exists())
+    ChromeVariant::ALL
+        .into_iter()
+        .filter_map(ChromeVariant::user_data_dir)
+        .map(|user_data| user_data.join(DEFAULT_PROFILE).join("History"))
+        .find(|path| path.exists())
 }
 
 /// The `History` database of the browser profile that started this process, as Chrome starts a native
@@ -48,7 +50,7 @@ pub fn browser_history() -> Option<PathBuf> {
             command_line.split(|byte| *byte == 0).map(|arg| String::from_utf8_lossy(arg).into_owned()).collect();
         let flag = |name: &str| arguments.iter().find_map(|arg| arg.strip_prefix(name)).map(str::to_owned);
         if let Some(user_data) = flag("--user-data-dir=") {
-            let profile = flag("--profile-directory=").unwrap_or_else(|| "Default".to_owned());
+            let profile = flag("--profile-directory=").unwrap_or_else(|| DEFAULT_PROFILE.to_owned());
             return Some(PathBuf::from(user_data).join(profile).join("History")).filter(|path| path.exists());
         }
     }

@@ -24,6 +24,7 @@
 //! - [`client`]: the extension's side of the protocol, for tests, the benchmark and the demo.
 
 pub mod atomic;
+pub mod browser_dirs;
 pub mod cli;
 pub mod client;
 pub mod collect;

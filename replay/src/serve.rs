@@ -437,9 +437,8 @@ impl<'s> Observed<'s> {
 
     fn answered(&self, status: u16, status_text: &str, headers: &[HeaderEntry], body: &[u8]) -> Result<()> {
         let headers: Vec<Header> = headers.iter().map(|h| Header::new(&h.name, &h.value)).collect();
-        let mime_type = header_value(&headers, "content-type")
-            .map(|value| value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
-            .unwrap_or_default();
+        let mime_type =
+            header_value(&headers, "content-type").map(trace_analysis::body::mime_essence).unwrap_or_default();
         let response = trace_manifest::event::Response {
             request_id: self.request_id.clone(),
             url: self.url.clone(),

@@ -15,7 +15,7 @@ use trace_manifest::trajectory::{ToolAction, ToolCall};
 use crate::accessibility::{self, AxNode};
 use crate::body::form_fields;
 use crate::evidence::Evidence;
-use crate::html::{VOID_ELEMENTS, attribute, collapse_whitespace, decode_entities, end_tag, split_tag, tag_name};
+use crate::html::{Token, Tokens, VOID_ELEMENTS, attribute, collapse_whitespace, decode_entities, tag_name};
 use crate::journeys::clean_url;
 
 /// Methods that do not change what a site holds.
@@ -128,18 +128,17 @@ fn skeleton(html: &str) -> Skeleton {
     let mut stack: Vec<String> = Vec::new();
     let (mut title, mut heading) = (None, None);
     let mut capture: Option<(&str, String)> = None;
-    let mut rest = html;
-    while let Some(start) = rest.find('<') {
-        if let Some((_, text)) = capture.as_mut() {
-            text.push_str(&rest[..start]);
-        }
-        rest = &rest[start..];
-        if rest.starts_with("<!--") {
-            rest = rest.find("-->").map_or("", |end| &rest[end + 3..]);
-            continue;
-        }
-        let (tag, after) = split_tag(rest);
-        rest = after;
+    let mut tokens = Tokens::new(html);
+    while let Some(token) = tokens.next() {
+        let tag = match token {
+            Token::Text(text) => {
+                if let Some((_, captured)) = capture.as_mut() {
+                    captured.push_str(text);
+                }
+                continue;
+            }
+            Token::Tag(tag) => tag,
+        };
         let closing = tag.starts_with('/');
         let name = tag_name(tag);
         if name.is_empty() || tag.starts_with('!') {
@@ -160,7 +159,7 @@ fn skeleton(html: &str) -> Skeleton {
         }
         if HIDDEN.contains(&name.as_str()) {
             // Their content is not structure: skip to the end tag.
-            rest = end_tag(rest, &name).map_or("", |at| &rest[at..]);
+            tokens.skip_to_end_tag(&name);
             continue;
         }
         let id = attribute(tag, "id").filter(|id| !id.is_empty());

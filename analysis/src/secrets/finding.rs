@@ -315,11 +315,11 @@ impl Secrets {
         } else if lower == "cookie" || lower == "set-cookie" {
             // The HAR's cookie lists hold the same pairs; these lines may hold more (several Set-Cookie).
             for line in value.split('\n') {
-                let pairs: Vec<&str> = if lower == "cookie" { line.split(';').collect() } else { vec![line] };
-                for pair in pairs {
-                    let pair = pair.split(';').next().unwrap_or("");
-                    if let Some((cookie, value)) = pair.split_once('=') {
-                        self.scan_cookie(cookie.trim(), value.trim());
+                // A `Set-Cookie` line holds one pair, and its attributes (`Path=/`) after it.
+                let pairs = if lower == "cookie" { line } else { line.split(';').next().unwrap_or("") };
+                for (cookie, value) in crate::request_state::cookie_pairs(pairs) {
+                    if let Some(value) = value {
+                        self.scan_cookie(cookie, value);
                     }
                 }
             }
@@ -482,7 +482,7 @@ impl Secrets {
             if let (Some(name), Some(value)) = (name, value)
                 && is_secret_name(name)
             {
-                self.add_by_name(SecretKind::BodyField, name, &html_unescaped(value));
+                self.add_by_name(SecretKind::BodyField, name, &crate::html::decode_entities(value));
             }
         }
     }
@@ -638,10 +638,6 @@ fn read_text(bundle: &mut Bundle, file_sizes: &BTreeMap<String, u64>, file: &str
 
 fn percent_decoded(text: &str) -> String {
     url::form_urlencoded::parse(format!("x={text}").as_bytes()).next().map_or_else(String::new, |(_, v)| v.into_owned())
-}
-
-fn html_unescaped(text: &str) -> String {
-    text.replace("&quot;", "\"").replace("&#39;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 }
 
 #[cfg(test)]

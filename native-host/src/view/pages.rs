@@ -770,7 +770,7 @@ fn headers(headers: &[Header]) -> Markup {
 /// A body as what it is: an image shown, JSON and HTML pretty-printed, other text as it is. `whole` says
 /// whether `body` is all of it or its start.
 fn body_view(urls: &RecordingUrls, mime_type: &str, body: &[u8], whole: bool, file: Option<&str>) -> Markup {
-    let mime = mime_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let mime = trace_analysis::body::mime_essence(mime_type);
     let link = file.map(|file| html! { p { a href={ (urls.base) "/file/" (file) } { "the body as stored" } } });
     if mime.starts_with("image/")
         && !mime.contains("svg")

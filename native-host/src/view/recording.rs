@@ -503,7 +503,8 @@ fn proofs(predicate: &Predicate, evidence: &Evidence, steps: &[ToolCall], entrie
         .collect()
 }
 
-/// The credentials' values as a request body or a page may hold them, each with its placeholder.
+/// The credentials' values in every form a request body or a page may hold them
+/// ([`trace_analysis::secrets::encoded_forms`], the forms the exporter redacts), each with its placeholder.
 struct CredentialValues {
     finder: AhoCorasick,
     placeholders: Vec<String>,
@@ -517,14 +518,13 @@ impl CredentialValues {
         let mut patterns: Vec<String> = Vec::new();
         let mut placeholders = Vec::new();
         for credential in credentials.iter().filter(|credential| !credential.value.is_empty()) {
-            let value = &credential.value;
-            let form_encoded: String = url::form_urlencoded::byte_serialize(value.as_bytes()).collect();
-            let json_escaped = serde_json::to_string(value).unwrap_or_default();
-            let json_escaped = json_escaped.trim_matches('"').to_owned();
-            for form in [value.clone(), form_encoded, json_escaped] {
-                if !patterns.contains(&form) {
-                    patterns.push(form);
-                    placeholders.push(credential.placeholder());
+            let placeholder = credential.placeholder();
+            // The viewer names the credential by its placeholder whatever form it was found in: each form's
+            // own stand-in is for rewriting a bundle, not for showing it.
+            for encoded in trace_analysis::secrets::encoded_forms(&credential.value, &placeholder) {
+                if !patterns.contains(&encoded.form) {
+                    patterns.push(encoded.form);
+                    placeholders.push(placeholder.clone());
                 }
             }
         }

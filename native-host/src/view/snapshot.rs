@@ -191,7 +191,7 @@ fn is_stylesheet_url(caps: &Captures, css: &str) -> bool {
 
 /// A MIME type fit for a `data:` URL: its essence, of the characters a type may have; else bytes.
 fn plain_mime(mime: &str) -> String {
-    let essence = mime.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let essence = trace_analysis::body::mime_essence(mime);
     let valid = essence.contains('/')
         && essence.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'+' | b'.' | b'-'));
     if valid { essence } else { "application/octet-stream".to_owned() }
