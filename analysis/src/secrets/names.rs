@@ -1,7 +1,7 @@
 //! Which names say that a value is a secret, and which words cannot be one: the one list of secret names
 //! (for cookies, headers, URL parameters, form, JSON and storage fields, and the fields a person types
 //! into), the names of headers that carry the browser's state, and the words a rule chose by name that are
-//! kept rather than replaced. Rule tables are data here; [`super::finding`] applies them.
+//! kept rather than replaced. Rule tables are data here; the search (`finding`) applies them.
 
 /// Words no secret may be: parts of every URL and page, of content types, and field names of the HAR and
 /// the bundle's other files, so that replacing them would wreck the bundle (`text/plain` turned into
