@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use trace_analysis::judge::Message;
 use trace_manifest::archive::sha256_hex;
+use trace_store::atomic;
 
 /// OpenAI's, when `OPENAI_BASE_URL` is not set.
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -217,11 +218,8 @@ fn read_cached(path: &Path, role: &str) -> Option<String> {
     }
 }
 
-/// Written whole or not at all: episodes running in parallel may ask the same question.
+/// Written whole or not at all, under a partial name of its own ([`atomic::write_shared`]): episodes running
+/// in parallel may ask the same question.
 fn write_cached(path: &Path, entry: &CachedReply) -> Result<()> {
-    let dir = path.parent().context("a cache entry is inside the cache")?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    serde_json::to_writer_pretty(&mut file, entry)?;
-    file.persist(path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    atomic::write_shared(path, |out| Ok(serde_json::to_writer_pretty(out, entry)?)).map(drop)
 }

@@ -13,7 +13,7 @@
 //!
 //! The JavaScript in `static/` only bootstraps: it loads this module, and registers the listeners Chrome
 //! needs at startup, forwarding them here. The in-page script that reports actions runs inside recorded pages,
-//! where wasm may be forbidden; it is `trace_manifest::capture`'s, shared with `trace-replay eval`.
+//! where wasm may be forbidden; it is `trace_capture`'s, shared with `trace-replay eval`.
 
 pub mod bodies;
 pub mod campaign;

@@ -27,8 +27,8 @@ use crate::load_gate::{self, LoadGate};
 use crate::network::NetworkTranslator;
 use crate::outbox::{DEFAULT_LIMIT_BYTES, Outbox};
 use crate::{host_link, snapshots};
-use trace_manifest::capture::{self as actions, PageReport, TypingCoalescer};
-use trace_manifest::site_storage;
+use trace_capture::actions::{self, PageReport, TypingCoalescer};
+use trace_capture::storage as site_storage;
 
 mod body_reading;
 
@@ -708,7 +708,7 @@ async fn set_up_target(target: &Target, kind: &str) -> Result<(), String> {
             ("Runtime.enable", json!({})),
             (
                 "Page.addScriptToEvaluateOnNewDocument",
-                json!({"source": actions::CAPTURE_SCRIPT, "worldName": actions::WORLD, "runImmediately": true}),
+                json!({"source": actions::capture_script(), "worldName": actions::WORLD, "runImmediately": true}),
             ),
             (
                 "Page.addScriptToEvaluateOnNewDocument",

@@ -13,8 +13,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
+use trace_capture::storage::{self as site_storage, OriginStorage};
 use trace_manifest::event::{Cookie, EventKind, ImageFormat, PageLoad, StoragePhase, StorageSnapshot, Viewport};
-use trace_manifest::site_storage::{self, OriginStorage};
 use trace_manifest::wire::ClientBody;
 
 use crate::chrome;

@@ -10,6 +10,11 @@
 //! and post-processing must, is refused before it starts when the file's size times what its parsed form
 //! takes per byte ([`EVENTS_MEMORY_FACTOR`], [`HAR_MEMORY_FACTOR`]) passes [`ZipLimits::max_memory_bytes`].
 //!
+//! The bound on reading what others wrote is here too, written once: a file read whole is never read past
+//! the size it was checked at ([`BoundedWriter`]), and [`copy_file_bounded`] refuses a file larger than a
+//! limit before reading it and stops one that grows past it, for a bundle's files, a store's
+//! (`trace_store::Location`) and an agent's answers (`trace-replay eval`).
+//!
 //! Used by `trace-host validate` and `import`, and by `trace-replay` to open what it serves.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -298,16 +303,16 @@ impl Bundle {
         self.check_size(name)?;
         self.check_memory(name, 1)?;
         let size = self.size(name);
-        let mut sink = LimitedSink { bytes: Vec::with_capacity(size as usize), limit: size, refused: false };
+        let mut sink = BoundedWriter::new(Vec::with_capacity(size as usize), size);
         match self.copy_to(name, &mut sink) {
-            Err(ArchiveError::Io { .. }) if sink.refused => match self.source {
+            Err(ArchiveError::Io { .. }) if sink.refused() => match self.source {
                 Source::Zip { .. } => Err(ArchiveError::SizeMismatch(name.to_owned())),
                 Source::Dir(_) => Err(ArchiveError::Invalid {
                     file: name.to_owned(),
                     message: format!("it grew past {size} bytes while it was read"),
                 }),
             },
-            result => result.map(|_| sink.bytes),
+            result => result.map(|_| sink.into_inner()),
         }
     }
 
@@ -866,26 +871,87 @@ fn walk_dir(root: &Path, dir: &Path, files: &mut BTreeMap<String, u64>) -> Resul
     Ok(())
 }
 
-/// A sink that takes at most `limit` bytes and refuses more, which stops the copy: a file read whole is
-/// never read past the size it was checked at.
-struct LimitedSink {
-    bytes: Vec<u8>,
+/// A writer that passes on at most `limit` bytes and refuses a write that would pass them, which stops the
+/// copy writing into it: the one bound on everything TRACE reads of what others wrote (a bundle's file read
+/// whole, a file in a store, an agent's answer). A write refused whole leaves [`BoundedWriter::refused`]
+/// set, so that the copy's error is told from the sink's own.
+pub struct BoundedWriter<W> {
+    inner: W,
+    written: u64,
     limit: u64,
     refused: bool,
 }
 
-impl Write for LimitedSink {
+impl<W: Write> BoundedWriter<W> {
+    pub fn new(inner: W, limit: u64) -> BoundedWriter<W> {
+        BoundedWriter { inner, written: 0, limit, refused: false }
+    }
+
+    /// Whether a write was refused for passing the limit.
+    pub fn refused(&self) -> bool {
+        self.refused
+    }
+
+    pub fn into_inner(self) -> W {
+        self.inner
+    }
+}
+
+impl<W: Write> Write for BoundedWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.bytes.len() as u64 + buf.len() as u64 > self.limit {
+        if self.written + buf.len() as u64 > self.limit {
             self.refused = true;
-            return Err(io::Error::other("the file is larger than it was"));
+            return Err(io::Error::other(format!("more than the limit of {} bytes", self.limit)));
         }
-        self.bytes.extend_from_slice(buf);
+        self.inner.write_all(buf)?;
+        self.written += buf.len() as u64;
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        self.inner.flush()
+    }
+}
+
+/// Why [`copy_file_bounded`] stopped.
+#[derive(Debug)]
+pub enum BoundedCopyError {
+    /// The file's size passed the limit: refused before a byte of it was read.
+    TooLarge { size: u64, limit: u64 },
+    /// The file gave more than the limit while it was read, whatever its size said (it grew, or it is one of
+    /// the kernel's files that say 0 bytes).
+    Grew { limit: u64 },
+    /// Reading it or writing to the sink failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for BoundedCopyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BoundedCopyError::TooLarge { size, limit } => {
+                write!(f, "it is {size} bytes, more than the limit of {limit}")
+            }
+            BoundedCopyError::Grew { limit } => write!(f, "it grew past the limit of {limit} bytes while it was read"),
+            BoundedCopyError::Io(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for BoundedCopyError {}
+
+/// Copies an open file into `sink`, at most `limit` bytes, and returns how many: a file whose size passes
+/// the limit is refused before a byte of it is read, and the copy stops past the limit whatever the size
+/// said. What was read of others' files is never more than the reader allowed.
+pub fn copy_file_bounded(file: &mut File, limit: u64, sink: &mut dyn Write) -> Result<u64, BoundedCopyError> {
+    let size = file.metadata().map_err(BoundedCopyError::Io)?.len();
+    if size > limit {
+        return Err(BoundedCopyError::TooLarge { size, limit });
+    }
+    let mut bounded = BoundedWriter::new(sink, limit);
+    match io::copy(file, &mut bounded) {
+        Ok(copied) => Ok(copied),
+        Err(_) if bounded.refused() => Err(BoundedCopyError::Grew { limit }),
+        Err(error) => Err(BoundedCopyError::Io(error)),
     }
 }
 

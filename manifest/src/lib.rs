@@ -4,16 +4,17 @@
 //! adds, datasets, and every `--json` report. Types, constants and schemas only: what is derived from a
 //! bundle is derived by `trace-analysis`.
 //!
-//! It knows nothing of Chrome, tokio, SQLite or the file system, and builds for `wasm32-unknown-unknown` so
-//! that the extension speaks exactly the types the host stores. Reading bundles from disk or zip files and
-//! validating them needs the `native` feature.
+//! It knows nothing of Chrome, tokio, SQLite or object stores, and builds for `wasm32-unknown-unknown` so
+//! that the extension speaks exactly the types the host stores. Its one contact with the file system is
+//! reading bundles (and reading what others wrote, a bounded number of bytes at most), from disk or zip
+//! files, and validating them, which needs the `native` feature. How files are written and where they are
+//! shared is `trace-store`'s; the in-page scripts that record a page are `trace-capture`'s.
 //!
 //! # Layout
 //! - [`event`]: the recorded events (network, actions, navigation, tabs, snapshots, storage).
 //! - [`wire`]: extension ↔ host messages and their limits.
-//! - [`capture`]: the in-page capture script, its reports, and the one rule that turns them into actions.
-//! - [`site_storage`]: local and session storage and IndexedDB as recorded, and the in-page script that
-//!   reads them in a recording and puts them back in a replay.
+//! - [`site_storage`]: local and session storage and IndexedDB as a bundle keeps them, and the encoding of
+//!   stored values.
 //! - [`task`]: task identity and metadata (id, type, status, recorder).
 //! - [`bundle`]: the bundle's file layout and `manifest.json`.
 //! - [`har`]: the HAR 1.2 model.
@@ -27,16 +28,14 @@
 //! - [`eval`]: the files of an evaluation: a task's rubric, the agent's answer, results and summary.
 //! - [`report`]: what the command-line tools print with `--json`.
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
-//! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate.
+//! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate, read
+//!   what others wrote up to a bound.
 //! - [`pack`] (feature `native`): an exported bundle's DOM snapshots as one compressed pack.
-//! - [`store`] (feature `store`): a directory here or under an object store prefix (runs, datasets,
-//!   campaign submissions).
 //! - [`testing`] (feature `testing`, for tests only): recorded network events built by hand.
 
 pub mod audit;
 pub mod bundle;
 pub mod campaign;
-pub mod capture;
 pub mod dataset;
 pub mod eval;
 pub mod event;
@@ -55,8 +54,6 @@ pub mod wire;
 pub mod archive;
 #[cfg(feature = "native")]
 pub mod pack;
-#[cfg(feature = "store")]
-pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 

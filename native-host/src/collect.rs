@@ -32,8 +32,8 @@ use trace_manifest::campaign::{
     CollectReport, CollectSkipped, JOURNEYS_FILE, JourneySubmission, MAX_ANNOTATION_BYTES, MAX_JOURNEY_LINE_BYTES,
     MAX_JOURNEYS_BYTES, MAX_SUBMISSION_BYTES, Spread, TaskAnnotation,
 };
-use trace_manifest::store::Location;
 use trace_manifest::task::TaskId;
+use trace_store::Location;
 
 use crate::dataset::{self, DatasetOptions, Source};
 use crate::redact::{SuspectDecisions, SuspectPolicy};
@@ -201,9 +201,12 @@ pub async fn collect(store: &str, out: &Path, review: &Review) -> Result<Collect
     report.journeys = journeys.len();
     report.label_chars = Spread::of(labels);
     if !journeys.is_empty() {
-        std::fs::write(out.join(JOURNEYS_FILE), journeys.join("\n") + "\n")?;
+        let journeys = journeys.join("\n") + "\n";
+        trace_store::atomic::write(&out.join(JOURNEYS_FILE), |file| {
+            Ok(std::io::Write::write_all(file, journeys.as_bytes())?)
+        })?;
     }
-    crate::atomic::write_json(&out.join(REPORT_FILE), &report)?;
+    trace_store::atomic::write_json(&out.join(REPORT_FILE), &report)?;
     Ok(report)
 }
 

@@ -315,7 +315,7 @@ fn write_index(out: &Path, name: &str, write: impl FnOnce(&mut dyn std::io::Writ
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    crate::atomic::write(&path, write).map(drop)
+    trace_store::atomic::write(&path, write).map(drop)
 }
 
 fn progress_bar(total: u64, visible: bool) -> ProgressBar {

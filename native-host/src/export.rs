@@ -2,7 +2,7 @@
 //! `trace-host validate`, `trace-replay` and Playwright's `routeFromHAR` (which reads the zip's `.har` and
 //! the files its `_file` fields name) all read it.
 //!
-//! The zip is written as [`crate::atomic`] writes every file (a partial name beside the target, renamed
+//! The zip is written as [`trace_store::atomic`] writes every file (a partial name beside the target, renamed
 //! when complete): an interrupted export never leaves a zip that looks whole. A task not yet post-processed is processed first, so that an
 //! export carries its trajectory, credentials, checkpoints and ignore list. With `--redact`, the bundle is
 //! first redacted into a staging directory beside the target (see [`crate::redact`]), and the written zip
@@ -27,12 +27,12 @@ use trace_manifest::task::TaskId;
 use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
 
-use crate::atomic::AtomicFile;
 use crate::db::TaskRow;
 use crate::paths::DataDir;
 use crate::redact;
 use crate::task_lock::TaskLock;
 use crate::{db, finalize, process};
+use trace_store::atomic::AtomicFile;
 
 #[derive(Debug, Clone, Default)]
 pub struct ExportOptions {

@@ -25,11 +25,11 @@ use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
 use trace_manifest::wire::{TASK_BEING_WRITTEN, TASK_NOT_YET_STOPPED};
 
-use crate::atomic;
 use crate::db::{self, TaskRow};
 use crate::ingest::{reconcile_interrupted, recover_staged_files};
 use crate::paths::{DataDir, PARTS_DIR};
 use crate::task_lock::TaskLock;
+use trace_store::atomic;
 
 /// Writes the bundle of `task_id` into its capture directory and returns the directory.
 pub fn finalize(conn: &Connection, data: &DataDir, task_id: &TaskId) -> Result<PathBuf> {

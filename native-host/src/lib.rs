@@ -20,10 +20,8 @@
 //! - [`requests`]: what the extension's pages ask in messages of their own: review, submit, journeys.
 //! - [`view`]: the local, read-only viewer of recordings and runs.
 //! - [`cli`]: the commands people run; [`paths`]: where the data lives.
-//! - [`atomic`]: the one way a file others read is written (partial name, synced, renamed).
 //! - [`client`]: the extension's side of the protocol, for tests, the benchmark and the demo.
 
-pub mod atomic;
 pub mod browser_dirs;
 pub mod cli;
 pub mod client;

@@ -13,7 +13,7 @@ use trace_chat::ChatModel;
 use trace_manifest::archive::Bundle;
 use trace_manifest::map::{CONTEXTS_DIR, GRAPH_FILE, MAP_FILE, MapSource, RECORDINGS_DIR, RelationKind, WORKFLOWS_DIR};
 
-use crate::atomic;
+use trace_store::atomic;
 
 /// Reads what each bundle gives a map. A dataset folder (`tasks.jsonl` beside `bundles/`) stands for its
 /// bundles.

@@ -256,6 +256,6 @@ fn remove_if_there(path: &Path) -> Result<()> {
 }
 
 fn write_json(dir: &Path, name: &str, value: &impl serde::Serialize) -> Result<FileEntry> {
-    let (size, sha256) = crate::atomic::write_json(&dir.join(name), value)?;
+    let (size, sha256) = trace_store::atomic::write_json(&dir.join(name), value)?;
     Ok(FileEntry { path: name.to_owned(), size, sha256 })
 }

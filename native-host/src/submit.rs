@@ -22,17 +22,17 @@ use trace_manifest::campaign::{
     Campaign, JOURNEYS_FILE, JOURNEYS_SUBMISSION, JourneyAnnotation, JourneySubmission, OutboxEntry, OutboxFile,
     TaskAnnotation, check_id,
 };
-use trace_manifest::store::{Location, PutPayload};
 use trace_manifest::task::TaskId;
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_manifest::wire::AnnotatedJourney;
+use trace_store::{Location, PutPayload};
 
-use crate::atomic;
 use crate::db;
 use crate::export::{self, ExportOptions};
 use crate::paths::DataDir;
 use crate::redact::SuspectDecisions;
 use crate::task_lock::TaskLock;
+use trace_store::atomic;
 
 const OUTBOX_DIR: &str = "outbox";
 const SENT_DIR: &str = "sent";

@@ -25,7 +25,7 @@ use trace_manifest::task::{TaskId, TaskType};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 
 use crate::eval::{Episode, EvalOptions};
-use trace_manifest::store::Location;
+use trace_store::{Location, atomic};
 
 /// How task directories are named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -343,7 +343,7 @@ pub async fn merge(runs: &[String], out: Option<&str>) -> Result<EvalSummary> {
         lines.push(b'\n');
     }
     let path = out.local().join(files::RESULTS_FILE);
-    std::fs::write(&path, lines).with_context(|| format!("cannot write {}", path.display()))?;
+    atomic::write(&path, |out| Ok(out.write_all(&lines)?))?;
     out.put(files::RESULTS_FILE).await?;
     let summary = score::summarize(&results);
     write_summary(&out, &summary, &results).await?;
@@ -385,8 +385,7 @@ fn write_webarena_manifest(run: &Path) -> Result<bool> {
         return Ok(false);
     }
     let path = run.join(files::WEBARENA_INFINITY_DIR).join(dataset::WEBARENA_MANIFEST_FILE);
-    std::fs::write(&path, serde_json::to_vec_pretty(&entries)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    atomic::write(&path, |out| Ok(serde_json::to_writer_pretty(out, &entries)?))?;
     Ok(true)
 }
 
@@ -403,11 +402,9 @@ async fn write_summary(location: &Location, summary: &EvalSummary, results: &[Ev
         location.put(&format!("{}/{}", files::WEBARENA_INFINITY_DIR, dataset::WEBARENA_MANIFEST_FILE)).await?;
     }
     let path = run.join(files::SUMMARY_FILE);
-    std::fs::write(&path, serde_json::to_vec_pretty(summary)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    atomic::write(&path, |out| Ok(serde_json::to_writer_pretty(out, summary)?))?;
     let path = run.join(files::SUMMARY_TEXT_FILE);
-    std::fs::write(&path, score::summary_text(summary, results))
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    atomic::write(&path, |out| Ok(out.write_all(score::summary_text(summary, results).as_bytes())?))?;
     location.put(files::SUMMARY_FILE).await?;
     location.put(files::SUMMARY_TEXT_FILE).await
 }

@@ -42,6 +42,7 @@ use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint, Predicate, TRAJE
 use trace_manifest::task::{TaskStatus, TaskType};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
+use trace_store::atomic;
 
 use crate::archive::ReplayArchive;
 use crate::batch::TaskSource;
@@ -336,8 +337,7 @@ impl Episode<'_> {
         write_json(&self.out.join(files::NETWORK_HAR_FILE), &har)?;
         let response_file = self.out.join(files::AGENT_RESPONSE_FILE);
         match &outcome.response {
-            Some(raw) => std::fs::write(&response_file, raw)
-                .with_context(|| format!("cannot write {}", response_file.display()))?,
+            Some(raw) => atomic::write(&response_file, |out| Ok(out.write_all(raw)?)).map(drop)?,
             None => write_json(&response_file, &outcome.runner_response(&reference, &result))?,
         }
         write_json(&self.out.join(files::RESULT_FILE), &result)?;
@@ -378,8 +378,7 @@ impl Episode<'_> {
         let ended_at_ms = calls.last().map_or(0.0, |call| call.ts);
         let task = webarena_infinity::task(calls, evidence, &start_url, ended_at_ms, outcome);
         for (name, file) in &task.screenshots {
-            let mut target = std::fs::File::create(dir.join(name))?;
-            session.copy_to(file, &mut target)?;
+            atomic::write(&dir.join(name), |out| Ok(session.copy_to(file, out).map(drop)?))?;
         }
         write_json(&dir.join(dataset::HISTORY_FILE), &task.history)?;
         write_json(&dir.join(dataset::RESULT_FILE), &task.result)
@@ -424,9 +423,9 @@ fn absolute(path: &Path) -> Result<PathBuf> {
     std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
 }
 
+/// `value` as pretty JSON at `path`, written whole or not at all ([`atomic::write`]).
 fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(value)?;
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    atomic::write(path, |out| Ok(serde_json::to_writer_pretty(out, value)?)).map(drop)
 }
 
 /// What the agent left: how it ended, what went wrong, what it said.
@@ -828,9 +827,9 @@ impl AnswerDir {
 /// waiting for a writer (`O_NONBLOCK`: a FIFO would block the open) and up to [`AGENT_FILE_MAX_BYTES`];
 /// what is refused is said as the agent's fault.
 fn read_agent_file(dir: &std::os::fd::OwnedFd, name: &str) -> Result<Option<Vec<u8>>, String> {
-    use std::io::{ErrorKind, Read as _};
+    use std::io::ErrorKind;
     let refused = |why: String| format!("the agent's {name} {why}: write it as a plain file in TRACE_OUT");
-    let file = match archive::open_beneath_folder(dir, name) {
+    let mut file = match archive::open_beneath_folder(dir, name) {
         Ok(file) => file,
         Err(error) if error.kind() == ErrorKind::NotFound => return Ok(None),
         Err(error) if archive::is_link_refused(&error) => return Err(refused("is a symbolic link".to_owned())),
@@ -839,20 +838,13 @@ fn read_agent_file(dir: &std::os::fd::OwnedFd, name: &str) -> Result<Option<Vec<
         }
         Err(error) => return Err(refused(format!("cannot be opened ({error})"))),
     };
-    let metadata = file.metadata().map_err(|error| refused(format!("cannot be read ({error})")))?;
-    let too_large = || refused(format!("is larger than {} MiB", AGENT_FILE_MAX_BYTES >> 20));
-    if metadata.len() > AGENT_FILE_MAX_BYTES {
-        return Err(too_large());
+    let mut bytes = Vec::new();
+    match archive::copy_file_bounded(&mut file, AGENT_FILE_MAX_BYTES, &mut bytes) {
+        Ok(_) => Ok(Some(bytes)),
+        Err(archive::BoundedCopyError::Io(error)) => Err(refused(format!("cannot be read ({error})"))),
+        // Too large by its size, or grown past the limit while it was read.
+        Err(_) => Err(refused(format!("is larger than {} MiB", AGENT_FILE_MAX_BYTES >> 20))),
     }
-    let mut bytes = Vec::with_capacity(metadata.len() as usize);
-    // Up to one byte more than allowed: a file that grows while it is read is caught too.
-    file.take(AGENT_FILE_MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|error| refused(format!("cannot be read ({error})")))?;
-    if bytes.len() as u64 > AGENT_FILE_MAX_BYTES {
-        return Err(too_large());
-    }
-    Ok(Some(bytes))
 }
 
 /// How long the session may take to handle what the browser sent before an episode starts or ends.

@@ -32,8 +32,8 @@ use chromiumoxide::cdp::js_protocol::runtime::{AddBindingParams, EventBindingCal
 use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
 use tokio::task::JoinHandle;
+use trace_capture::storage as site_storage;
 use trace_manifest::event::StorageSnapshot;
-use trace_manifest::site_storage;
 
 use crate::archive::ReplayArchive;
 use crate::chromium::{self, Chromium, Launch};

@@ -2,7 +2,7 @@
 //! way the extension records a person, so that the code that processes a person's recording processes it
 //! too: every request the browser made and how replay answered it (from [`crate::serve`]'s answers, which
 //! see every request of every target), navigations with their cause, page loads, the actions the in-page
-//! capture script (`trace_manifest::capture`, the extension's own) reports, and a screenshot and a DOM
+//! capture script (`trace_capture::actions`, the extension's own) reports, and a screenshot and a DOM
 //! snapshot when a page loads, after actions, and at the end. [`SessionRecorder::finish`] writes it out
 //! as a bundle directory: `events.jsonl`, `recording.har`, `manifest.json`, with the bodies, screenshots
 //! and snapshots written as they came.
@@ -25,9 +25,9 @@ use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use trace_analysis::har;
+use trace_capture::actions::{self as capture, PageReport, TypingCoalescer};
 use trace_manifest::archive::sha256_hex;
 use trace_manifest::bundle::{self, BundleManifest, Counts, FileEntry, ProducerInfo, TaskInfo};
-use trace_manifest::capture::{self, PageReport, TypingCoalescer};
 use trace_manifest::event::{
     BodyPart, BodyStored, DomSnapshotStored, Event, EventKind, EventRecord, ImageFormat, Navigation, NavigationCause,
     PageLoad, Request, RequestFailed, RequestFinished, Response, ScreenshotStored, TabEvent, TabOp, Viewport,

@@ -27,7 +27,7 @@ use trace_e2e::median;
 use trace_e2e::s3::S3Server;
 use trace_host::paths::DataDir;
 use trace_manifest::campaign::{OutboxEntry, OutboxFile};
-use trace_manifest::store::Location;
+use trace_store::Location;
 
 const ROUNDS: usize = 7;
 const BUNDLE_BYTES: usize = 100 << 20;

@@ -4,8 +4,8 @@
 //!   `wasm-bindgen --target web`, plus the static files of `extension/static/`).
 //! - `demo`: `dist`, then the README's main job: record a demonstration of the demo shop in Chromium with
 //!   the extension and the host, export the bundle, validate and inspect it.
-//! - `test`: `dist` (the end-to-end tests drive the release build), a check that `trace-manifest` and
-//!   `trace-analysis` build for wasm32, then `cargo test --workspace`.
+//! - `test`: `dist` (the end-to-end tests drive the release build), a check that `trace-manifest`,
+//!   `trace-analysis` and `trace-capture` build for wasm32, then `cargo test --workspace`.
 //!
 //! Kept cheap to compile: no dependency beyond anyhow.
 
@@ -24,8 +24,10 @@ fn main() -> Result<()> {
         }
         Some("test") => {
             dist()?;
-            // The format and the derivations build for the browser too (the extension's target).
-            run(cargo().args(["check", "-p", "trace-manifest", "-p", "trace-analysis", "--target", WASM_TARGET]))?;
+            // The format, the derivations and the page scripts build for the browser too (the extension's
+            // target).
+            let wasm = ["-p", "trace-manifest", "-p", "trace-analysis", "-p", "trace-capture"];
+            run(cargo().arg("check").args(wasm).args(["--target", WASM_TARGET]))?;
             host_links_no_browser_driver()?;
             // The end-to-end tests skip, saying so, when the release build is missing; here it was just
             // built, so a missing piece must fail them instead.

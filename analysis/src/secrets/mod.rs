@@ -1,7 +1,7 @@
 //! Which values of a bundle are secrets, and the forms a secret takes in it. The one list of secret names
 //! ([`is_secret_name`]) and the one list of encoded forms ([`encoded_forms`]) live here: the trajectory
 //! scrubs with them, checkpoints leave secret fields out by them, and redaction replaces and searches by
-//! them. (The in-page capture script keeps a copy of the names for the page, which a test compares.)
+//! them. (The in-page capture script is given the names when its text is built, `trace_capture::actions`.)
 //!
 //! Two sources of secrets: what the person typed into credential fields (as [`crate::trajectory`] finds
 //! them), and the session secrets the recording carries: every cookie value but plain words,

@@ -10,7 +10,7 @@ use trace_manifest::archive::Bundle;
 use trace_manifest::dataset::{self as format, WebArenaEntry};
 
 use super::Added;
-use crate::atomic;
+use trace_store::atomic;
 
 pub(super) fn write_task(added: &Added, out: &Path) -> Result<WebArenaEntry> {
     let mut bundle = Bundle::open(&added.zip)?;

@@ -1,20 +1,41 @@
-//! The in-page half of every TRACE recorder, and what its reports mean: the script (`page/capture.js`)
-//! that describes the actions done in a page, and its helper in the page's own world that marks what the
-//! page's scripts do (`page/scripted.js`), the isolated world it runs in, the DevTools binding it
-//! reports through, the report format, and typing coalesced into one `input` action per field and run of
-//! typing. Both recorders use it, so that an action means the same wherever it was recorded: the extension
-//! in a person's browser, and `trace-replay eval` in the replayed browser an agent drives. Reports are
-//! checked here, never trusted: they come from inside web pages.
+//! What a page is asked to report of the actions done in it, and what its reports mean: the script
+//! (`page/capture.js`) that describes the actions done in a page, and its helper in the page's own world
+//! that marks what the page's scripts do (`page/scripted.js`), the isolated world it runs in, the DevTools
+//! binding it reports through, the report format, and typing coalesced into one `input` action per field
+//! and run of typing. Both recorders use it, so that an action means the same wherever it was recorded.
+//! Reports are checked here, never trusted: they come from inside web pages.
+//!
+//! The script flags the fields a person types a secret into by the secret names of
+//! `trace_analysis::secrets`, their one list: [`capture_script`] puts them in place of its placeholder.
 
-use crate::event::{Action, ActionKind, Event, EventKind, MutationSummary};
+use std::sync::LazyLock;
+
 use serde::Deserialize;
+use trace_analysis::secrets::{SECRET_NAME_COMPOUNDS, SECRET_NAME_CONTAINED, SECRET_NAME_WHOLE};
+use trace_manifest::event::{Action, ActionKind, Event, EventKind, MutationSummary};
 
 /// The isolated world the script runs in: the page's scripts cannot reach it, nor does the page's CSP.
 pub const WORLD: &str = "trace";
 /// The DevTools binding (`Runtime.addBinding`) through which the script reports.
 pub const BINDING: &str = "__traceEmit";
-/// The in-page script, injected through the DevTools protocol.
-pub const CAPTURE_SCRIPT: &str = include_str!("../page/capture.js");
+/// The in-page script as written, with [`SECRET_NAMES_PLACEHOLDER`] where the secret names go.
+const CAPTURE_SOURCE: &str = include_str!("../page/capture.js");
+/// What `page/capture.js` holds in place of the secret names.
+const SECRET_NAMES_PLACEHOLDER: &str = "__TRACE_SECRET_NAMES__";
+
+/// The in-page script, injected through the DevTools protocol: `page/capture.js` with the secret names of
+/// `trace_analysis::secrets` put in place of its placeholder, once.
+pub fn capture_script() -> &'static str {
+    static SCRIPT: LazyLock<String> = LazyLock::new(|| {
+        let names = serde_json::json!({
+            "contained": SECRET_NAME_CONTAINED,
+            "whole": SECRET_NAME_WHOLE,
+            "compounds": SECRET_NAME_COMPOUNDS,
+        });
+        CAPTURE_SOURCE.replacen(SECRET_NAMES_PLACEHOLDER, &names.to_string(), 1)
+    });
+    &SCRIPT
+}
 /// The script that marks, in the page's own world, the calls of its scripts that the browser reports as
 /// trusted (`execCommand`, `requestSubmit`), so that the capture script takes what they fire for the
 /// page's (`page/scripted.js`). Injected at document start in every frame a person's recording attaches to.
@@ -24,7 +45,7 @@ pub const SCRIPTED_SCRIPT: &str = include_str!("../page/scripted.js");
 /// event is the agent's (a person's recording tells the page's own input from theirs by the page script
 /// that made it, `page/scripted.js`).
 pub fn agent_capture_script() -> String {
-    format!("globalThis.__traceEveryTrustedEventIsTheActors = true;\n{CAPTURE_SCRIPT}")
+    format!("globalThis.__traceEveryTrustedEventIsTheActors = true;\n{}", capture_script())
 }
 
 /// Reports are small; anything larger is not from our script.
@@ -204,9 +225,9 @@ mod tests {
             ts: 1_763_805_600_500.0,
             tab_id: Some(tab_id),
             frame_id: None,
-            kind: EventKind::Navigation(crate::event::Navigation {
+            kind: EventKind::Navigation(trace_manifest::event::Navigation {
                 url: "http://127.0.0.1:8000/notes?find=m".into(),
-                cause: crate::event::NavigationCause::Script,
+                cause: trace_manifest::event::NavigationCause::Script,
                 main_frame: true,
             }),
         };
@@ -248,12 +269,70 @@ mod tests {
 
     #[test]
     fn the_script_reports_through_the_binding_the_recorder_adds() {
-        assert!(CAPTURE_SCRIPT.contains(&format!("globalThis.{BINDING}(")));
+        let script = capture_script();
+        assert!(script.contains(&format!("globalThis.{BINDING}(")));
         // Every action name the script sends is one the format knows.
         for name in ["click", "double_click", "input", "change", "submit", "key_press", "scroll"] {
-            assert!(CAPTURE_SCRIPT.contains(&format!("\"{name}\"")), "{name}");
+            assert!(script.contains(&format!("\"{name}\"")), "{name}");
             let kind: ActionKind = serde_json::from_value(serde_json::json!(name)).unwrap();
             assert_eq!(serde_json::to_value(kind).unwrap(), name);
         }
+    }
+
+    #[test]
+    fn the_script_holds_the_secret_names_of_their_one_list_and_no_placeholder() {
+        let script = capture_script();
+        assert_eq!(CAPTURE_SOURCE.matches(SECRET_NAMES_PLACEHOLDER).count(), 1, "capture.js has one placeholder");
+        assert!(!script.contains(SECRET_NAMES_PLACEHOLDER));
+        for list in [SECRET_NAME_CONTAINED, SECRET_NAME_WHOLE, SECRET_NAME_COMPOUNDS] {
+            assert!(script.contains(&serde_json::to_string(list).unwrap()), "{list:?}");
+        }
+    }
+
+    /// The in-page script flags the fields a person types a secret into by the same lists and the same rule
+    /// as `trace_analysis::secrets`: run by Node on the script's own code, it agrees with
+    /// [`trace_analysis::secrets::is_secret_name`] name by name.
+    #[test]
+    fn the_capture_script_names_secrets_as_the_host_does() {
+        let script = capture_script();
+        let lists = script.find("const { contained: SECRET_NAME_CONTAINED").expect("capture.js takes the lists");
+        let start = script.find("const isSecretName = ").expect("capture.js has isSecretName");
+        let end = start + script[start..].find("\n  };\n").expect("isSecretName ends") + "\n  };\n".len();
+        let names = [
+            "password",
+            "user_password",
+            "csrfmiddlewaretoken",
+            "X-CSRF-Token",
+            "PHPSESSID",
+            "accessToken",
+            "api_key",
+            "X-Api-Key",
+            "one_time_code",
+            "pin",
+            "spinner",
+            "author",
+            "passenger",
+            "keyword",
+            "q",
+            "cardNumber",
+            "newPassword",
+            "otp",
+            "sig",
+            "signature_v2",
+        ];
+        // The lists as the script received them, and the rule, from the script itself.
+        let program = format!(
+            "{}\nconsole.log(JSON.stringify({}.map(isSecretName)));",
+            &script[lists..end],
+            serde_json::to_string(&names).unwrap(),
+        );
+        let output = std::process::Command::new("node")
+            .args(["-e", &program])
+            .output()
+            .expect("the capture script's test needs Node (.ci/install installs it)");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let in_page: Vec<bool> = serde_json::from_slice(&output.stdout).unwrap();
+        let here: Vec<bool> = names.iter().map(|name| trace_analysis::secrets::is_secret_name(name)).collect();
+        assert_eq!(in_page, here, "for {names:?}");
     }
 }

@@ -1,7 +1,11 @@
-//! The one way `trace-host` writes a file that others may read: into `.<name>.partial` beside it, synced to
-//! disk, then renamed over the name. A reader sees the old file or the whole new one, never half of one; a
-//! crash leaves at most a dot-named partial file, which bundle validation passes over and the next write
-//! replaces. (Bodies and files streamed from the extension have their own staging, `ingest`'s `.parts/`.)
+//! The one way TRACE writes a file that others may read (the host's bundle files, datasets and submissions,
+//! `trace-replay`'s results and summaries, a store's local directory, the chat model's reply cache): into
+//! `.<name>.partial` beside it, synced to disk, then renamed over the name. A reader sees the old file or
+//! the whole new one, never half of one; a crash leaves at most a dot-named partial file, which bundle
+//! validation and a store's listing pass over and the next write replaces. A file that several processes
+//! may write at once (a cache shared by parallel episodes) is staged under a partial name of its own
+//! instead ([`write_shared`]). (Bodies and files streamed from the extension have their own staging,
+//! `trace-host`'s `ingest` and its `.parts/`.)
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -19,6 +23,7 @@ pub struct AtomicFile {
 }
 
 impl AtomicFile {
+    /// A file to be put at `path`, written under `.<name>.partial` beside it.
     pub fn create(path: &Path) -> Result<AtomicFile> {
         let partial = partial_path(path);
         // Never through what is there already: a partial file a crash left, or a link planted in a bundle to
@@ -35,6 +40,24 @@ impl AtomicFile {
             .create_new(true)
             .open(&partial)
             .with_context(|| format!("cannot create {}", partial.display()))?;
+        Ok(AtomicFile { file: Some(file), partial, path: path.to_owned() })
+    }
+
+    /// A file to be put at `path`, written under a partial name no other writer has (`.<name>.<random>.partial`
+    /// beside it): for a file that more than one process may write at once, where the one partial name of
+    /// [`AtomicFile::create`] would have one writer rename another's half-written file.
+    pub fn create_unique(path: &Path) -> Result<AtomicFile> {
+        let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let mut prefix = std::ffi::OsString::from(".");
+        prefix.push(path.file_name().unwrap_or_default());
+        prefix.push(".");
+        let (file, partial) = tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(".partial")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create a partial file for {}", path.display()))?
+            .keep()
+            .with_context(|| format!("cannot create a partial file for {}", path.display()))?;
         Ok(AtomicFile { file: Some(file), partial, path: path.to_owned() })
     }
 
@@ -66,7 +89,20 @@ impl Drop for AtomicFile {
 
 /// Writes `path` atomically with what `write` writes, and returns its size and lowercase hex sha256.
 pub fn write(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<(u64, String)> {
-    let mut atomic = AtomicFile::create(path)?;
+    write_through(AtomicFile::create(path)?, path, write)
+}
+
+/// As [`write`], for a file other processes may be writing at the same moment ([`AtomicFile::create_unique`]):
+/// the last one renamed is the file, whole.
+pub fn write_shared(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<(u64, String)> {
+    write_through(AtomicFile::create_unique(path)?, path, write)
+}
+
+fn write_through(
+    mut atomic: AtomicFile,
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<(u64, String)> {
     let mut out = HashingWriter::new(BufWriter::new(atomic.file()));
     write(&mut out).with_context(|| format!("cannot write {}", path.display()))?;
     let (buffered, size, sha256) = out.finish();
@@ -114,6 +150,23 @@ mod tests {
         assert_eq!(partial_path(&path), dir.path().join(".index.json.partial"));
     }
 
+    #[test]
+    fn writers_of_one_shared_file_never_rename_each_others_partial_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("reply.json");
+        let first = AtomicFile::create_unique(&path).unwrap();
+        let second = AtomicFile::create_unique(&path).unwrap();
+        assert_ne!(first.partial_path(), second.partial_path());
+        let name = first.partial_path().file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with(".reply.json.") && name.ends_with(".partial"), "{name}");
+        drop(second);
+        first.commit().unwrap();
+        write_shared(&path, |out| Ok(out.write_all(b"whole")?)).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"whole");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no partial file is left");
+    }
+
+    #[cfg(unix)]
     #[test]
     fn a_link_planted_where_the_partial_file_goes_is_not_written_through() {
         let dir = tempfile::tempdir().unwrap();

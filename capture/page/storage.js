@@ -289,7 +289,7 @@
   };
 
   // The origin's storage: its web storage as the document found it when `atStart` (copied by
-  // `copyWebStorage` at the document's start, see `site_storage.rs`) or as it is now, and its databases.
+  // `copyWebStorage` at the document's start, see `storage.rs`) or as it is now, and its databases.
   const read = async (limitBytes, atStart) => {
     const web = (atStart && globalThis.__traceStorageAtStart) || copyWebStorage() || {};
     const { databases, records_left_out } = await readDatabases(limitBytes).catch(() => ({

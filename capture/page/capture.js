@@ -6,7 +6,7 @@
 // DevTools protocol into an isolated world named "trace" (`Page.addScriptToEvaluateOnNewDocument`), where the
 // page's CSP does not apply and the page's own scripts can neither see nor alter it. It reports through the
 // DevTools binding `__traceEmit` (`Runtime.addBinding`). It decides as little as it can: coalescing of typing,
-// and every check of what it reports, happen in Rust (`extension/src/actions.rs`).
+// and every check of what it reports, happen in Rust (trace-capture's `actions`).
 (() => {
   if (globalThis.__traceCaptureInstalled) return; // injected both into new documents and into the current one
   globalThis.__traceCaptureInstalled = true;
@@ -159,12 +159,12 @@
 
   // Secrets: password fields, fields whose autocomplete hint names a secret, and fields named like one.
   // Flagging too much costs a redacted value; flagging too little leaks a secret, so the names are broad.
-  // The names are the host's own (trace-analysis `secrets::is_secret_name`): the same three lists and the
-  // same rule, which a test of that crate compares with this copy.
+  // The names are the host's own (trace-analysis `secrets::is_secret_name`), put in place of the placeholder
+  // below from their one list when trace-capture builds this script; the rule is the same, which a test of
+  // trace-capture runs against the host's.
   const SECRET_AUTOCOMPLETE = /\b(current-password|new-password|one-time-code|cc-number|cc-csc|cc-exp(-month|-year)?)\b/;
-  const SECRET_NAME_CONTAINED = ["password", "passwd", "passphrase", "token", "secret", "csrf", "xsrf", "session", "sessid", "apikey", "jwt", "bearer", "credential", "nonce", "captcha"];
-  const SECRET_NAME_WHOLE = ["pass", "pwd", "passcode", "pin", "sid", "otp", "sig", "signature", "auth", "authorization", "cvv", "cvc", "csc", "card", "ssn", "key"];
-  const SECRET_NAME_COMPOUNDS = ["apikey", "accesskey", "privatekey", "clientsecret", "onetime"];
+  const { contained: SECRET_NAME_CONTAINED, whole: SECRET_NAME_WHOLE, compounds: SECRET_NAME_COMPOUNDS } =
+    __TRACE_SECRET_NAMES__;
   // Words split at punctuation and at lower-to-upper case changes; a word containing a CONTAINED entry, or
   // equal to a WHOLE one, or the name without "-" and "_" containing a compound, makes the name secret.
   const isSecretName = (name) => {

@@ -11,13 +11,13 @@
 //! outputs when its episode ends, the results file after every result, the summary last), so that shards
 //! on many machines share one run and a stopped shard loses nothing it finished.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::archive;
 use futures::TryStreamExt;
 pub use object_store::PutPayload;
 use object_store::aws::AmazonS3Builder;
@@ -25,6 +25,10 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::path::Path as StorePath;
 use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, ObjectStoreScheme, RetryConfig};
+use trace_manifest::archive::{self, BoundedCopyError, BoundedWriter};
+use trace_manifest::bundle::is_safe_relative_path;
+
+use crate::atomic;
 
 /// A directory: on this machine, or under a prefix of an object store.
 pub struct Location {
@@ -93,7 +97,7 @@ impl Location {
         let mut fetched = 0;
         for object in listed {
             let Some(relative) = relative_to(prefix, &object.location) else { continue };
-            if !wanted(&relative) || !crate::bundle::is_safe_relative_path(&relative) {
+            if !wanted(&relative) || !is_safe_relative_path(&relative) {
                 continue;
             }
             let bytes = store.get(&object.location).await?.bytes().await?;
@@ -101,7 +105,7 @@ impl Location {
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            std::fs::write(&target, &bytes).with_context(|| format!("cannot write {}", target.display()))?;
+            atomic::write(&target, |out| Ok(out.write_all(&bytes)?))?;
             fetched += 1;
         }
         Ok(fetched)
@@ -126,11 +130,11 @@ impl Location {
 }
 
 impl Location {
-    /// Puts `bytes` at `relative`: under the store's prefix, or into the local directory (under a partial
-    /// name, renamed when whole, so that a reader never sees half a file). A [`PutPayload`] is shared, not
-    /// copied, when cloned: a retry costs no second copy of a large file.
+    /// Puts `bytes` at `relative`: under the store's prefix, or into the local directory ([`atomic::write`]:
+    /// under a partial name, renamed when whole, so that a reader never sees half a file). A [`PutPayload`]
+    /// is shared, not copied, when cloned: a retry costs no second copy of a large file.
     pub async fn put_bytes(&self, relative: &str, bytes: impl Into<PutPayload>) -> Result<()> {
-        anyhow::ensure!(crate::bundle::is_safe_relative_path(relative), "{relative} is not a key under the location");
+        anyhow::ensure!(is_safe_relative_path(relative), "{relative} is not a key under the location");
         let payload = bytes.into();
         match &self.store {
             Some((store, prefix)) => put_object(store.as_ref(), prefix, relative, payload).await?,
@@ -139,13 +143,7 @@ impl Location {
                 if let Some(parent) = target.parent() {
                     std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
                 }
-                let partial = target.with_extension("partial");
-                let write = || -> std::io::Result<()> {
-                    let mut file = std::fs::File::create(&partial)?;
-                    payload.iter().try_for_each(|chunk| std::io::Write::write_all(&mut file, chunk))
-                };
-                write().with_context(|| format!("cannot write {}", partial.display()))?;
-                std::fs::rename(&partial, &target).with_context(|| format!("cannot write {}", target.display()))?;
+                atomic::write(&target, |out| Ok(payload.iter().try_for_each(|chunk| out.write_all(chunk))?))?;
             }
         }
         Ok(())
@@ -170,9 +168,8 @@ impl Location {
         limit: u64,
         sink: &mut (dyn std::io::Write + Send),
     ) -> Result<Option<u64>> {
-        anyhow::ensure!(crate::bundle::is_safe_relative_path(relative), "{relative} is not a key under the location");
-        let too_large = |size: u64| anyhow::anyhow!("it is {size} bytes, more than the limit of {limit}");
-        let grew = || anyhow::anyhow!("it grew past the limit of {limit} bytes while it was read");
+        anyhow::ensure!(is_safe_relative_path(relative), "{relative} is not a key under the location");
+        let too_large = |size: u64| anyhow::anyhow!("{}", BoundedCopyError::TooLarge { size, limit });
         match &self.store {
             Some((store, prefix)) => {
                 let key = Self::key(prefix, relative);
@@ -198,30 +195,26 @@ impl Location {
                     return Err(too_large(object.meta.size));
                 }
                 let mut stream = object.into_stream();
+                let mut bounded = BoundedWriter::new(sink, limit);
                 let mut copied = 0u64;
                 while let Some(chunk) =
                     stream.try_next().await.with_context(|| format!("cannot read {relative} from the object store"))?
                 {
-                    copied += chunk.len() as u64;
-                    if copied > limit {
-                        return Err(grew());
+                    match bounded.write_all(&chunk) {
+                        Ok(()) => copied += chunk.len() as u64,
+                        Err(_) if bounded.refused() => anyhow::bail!("{}", BoundedCopyError::Grew { limit }),
+                        Err(error) => return Err(error).with_context(|| format!("cannot keep {relative}")),
                     }
-                    sink.write_all(&chunk).with_context(|| format!("cannot keep {relative}"))?;
                 }
                 Ok(Some(copied))
             }
             None => {
-                let Some(file) = open_regular(&self.local, relative)? else { return Ok(None) };
-                let size = file.metadata().with_context(|| format!("cannot read {relative}"))?.len();
-                if size > limit {
-                    return Err(too_large(size));
+                let Some(mut file) = open_regular(&self.local, relative)? else { return Ok(None) };
+                match archive::copy_file_bounded(&mut file, limit, sink) {
+                    Ok(copied) => Ok(Some(copied)),
+                    Err(BoundedCopyError::Io(error)) => Err(error).with_context(|| format!("cannot read {relative}")),
+                    Err(refused) => anyhow::bail!("{refused}"),
                 }
-                let copied = std::io::copy(&mut std::io::Read::take(file, limit + 1), sink)
-                    .with_context(|| format!("cannot read {relative}"))?;
-                if copied > limit {
-                    return Err(grew());
-                }
-                Ok(Some(copied))
             }
         }
     }
@@ -229,8 +222,8 @@ impl Location {
     /// What landed at `relative`, read back: its size and SHA-256 (hex); `None` when nothing did.
     /// Hashed as it streams in, never held whole: a 100 MB bundle read back costs no more memory than a chunk.
     pub async fn read_back(&self, relative: &str) -> Result<Option<(u64, String)>> {
-        anyhow::ensure!(crate::bundle::is_safe_relative_path(relative), "{relative} is not a key under the location");
-        let mut hashed = crate::archive::HashingWriter::new(std::io::sink());
+        anyhow::ensure!(is_safe_relative_path(relative), "{relative} is not a key under the location");
+        let mut hashed = archive::HashingWriter::new(std::io::sink());
         match &self.store {
             Some((store, prefix)) => {
                 let mut stream = match store.get(&Self::key(prefix, relative)).await {
@@ -245,7 +238,7 @@ impl Location {
                     .await
                     .with_context(|| format!("cannot read {relative} back from the object store"))?
                 {
-                    std::io::Write::write_all(&mut hashed, &chunk)?;
+                    hashed.write_all(&chunk)?;
                 }
             }
             None => {
