@@ -188,11 +188,7 @@ fn journey(visits: &[&Visit], source: JourneySource) -> Option<Journey> {
 /// A journey's id, the same whenever the same first visit starts it.
 pub fn journey_id(first: &Visit) -> String {
     let digest = Sha256::digest(format!("{} {}", first.id, first.time_ms).as_bytes());
-    format!("j-{}", hex_prefix(&digest, 6))
-}
-
-fn hex_prefix(bytes: &[u8], count: usize) -> String {
-    bytes.iter().take(count).map(|byte| format!("{byte:02x}")).collect()
+    format!("j-{}", hex::encode(&digest[..6]))
 }
 
 /// `url` safe to keep: secret-looking parameter values (query and fragment) replaced by [`REDACTED`],

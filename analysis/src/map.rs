@@ -848,6 +848,5 @@ fn short_hash(prefix: &str, parts: &[&str]) -> String {
         hasher.update([0]);
     }
     let digest = hasher.finalize();
-    let hex: String = digest.iter().take(6).map(|byte| format!("{byte:02x}")).collect();
-    format!("{prefix}-{hex}")
+    format!("{prefix}-{}", hex::encode(&digest[..6]))
 }

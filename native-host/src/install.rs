@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 pub use trace_manifest::report::Installed;
 use trace_manifest::{EXTENSION_ID, HOST_NAME};
+use trace_store::atomic;
 
 use crate::browser_dirs::{ChromeVariant, NATIVE_MESSAGING_HOSTS_DIR};
 
@@ -58,7 +59,7 @@ pub fn install(browser: Browser, user_data_dir: Option<&Path>) -> Result<Vec<Ins
     for (browser, dir) in manifest_dirs(browser, user_data_dir)? {
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let path = dir.join(format!("{HOST_NAME}.json"));
-        std::fs::write(&path, &manifest).with_context(|| format!("cannot write {}", path.display()))?;
+        atomic::write(&path, |out| Ok(out.write_all(manifest.as_bytes())?))?;
         written.push(Installed { browser, manifest: path });
     }
     Ok(written)

@@ -25,6 +25,7 @@ use trace_manifest::audit::{AUDIT_FILE, Audit, AuditRunKind};
 use trace_manifest::eval::{EvalResult, SESSION_DIR};
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
+use trace_store::atomic;
 
 use crate::batch::TaskSource;
 use crate::eval::{Agent, Episode, EvalOptions, Perturbation, Reference};
@@ -103,11 +104,7 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
         .collect();
     let (audit, checkpoints) =
         audit::judge(&reference.task, &candidates, &runs, options.prune, rfc3339_from_millis(now_ms()));
-    write_json(&dir.join(AUDIT_FILE), &audit)?;
-    write_json(&dir.join(CHECKPOINTS_FILE), &checkpoints)?;
+    atomic::write_json(&dir.join(AUDIT_FILE), &audit)?;
+    atomic::write_json(&dir.join(CHECKPOINTS_FILE), &checkpoints)?;
     Ok(TaskAudit { audit, checkpoints, dir })
-}
-
-fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    std::fs::write(path, serde_json::to_vec_pretty(value)?).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -183,7 +183,7 @@ fn skeleton(html: &str) -> Skeleton {
         hasher.update(path.as_bytes());
         hasher.update(b"\n");
     }
-    let hash = hasher.finalize().iter().take(8).map(|byte| format!("{byte:02x}")).collect();
+    let hash = hex::encode(&hasher.finalize()[..8]);
     Skeleton { hash, title, heading }
 }
 

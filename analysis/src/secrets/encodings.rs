@@ -87,12 +87,8 @@ pub fn encoded_forms(value: &str, stand_in: &str) -> Vec<EncodedForm> {
         }
     }
     if secret.len() * 2 >= MIN_BINARY_FORM_CHARS {
-        let hex = |bytes: &[u8], upper: bool| -> String {
-            bytes.iter().map(|b| if upper { format!("{b:02X}") } else { format!("{b:02x}") }).collect()
-        };
-        for upper in [false, true] {
-            forms.push(EncodedForm { form: hex(secret, upper), stand_in: hex(stand_in.as_bytes(), upper) });
-        }
+        forms.push(EncodedForm { form: hex::encode(secret), stand_in: hex::encode(stand_in) });
+        forms.push(EncodedForm { form: hex::encode_upper(secret), stand_in: hex::encode_upper(stand_in) });
     }
     forms.sort_by(|a, b| b.form.len().cmp(&a.form.len()).then_with(|| a.cmp(b)));
     forms.dedup_by(|a, b| a.form == b.form);

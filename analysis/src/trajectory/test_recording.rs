@@ -7,6 +7,7 @@ pub(crate) use trace_manifest::event::{
     Action, ActionKind, DomSnapshotStored, ElementDescriptor, Event, EventKind, EventRecord, ImageFormat, Navigation,
     NavigationCause, Request, ScreenshotStored, TabEvent, TabOp,
 };
+use trace_manifest::testing;
 pub(crate) use trace_manifest::trajectory::{ToolAction, ToolCall};
 
 pub(crate) const TAB: i64 = 1;
@@ -115,31 +116,11 @@ impl Recording {
 }
 
 pub(crate) fn element(selector: &str, tag: &str, input_type: Option<&str>) -> ElementDescriptor {
-    ElementDescriptor {
-        selector: selector.to_owned(),
-        xpath: format!("//*[@id='{}']", selector.trim_start_matches('#')),
-        tag: tag.to_owned(),
-        id: Some(selector.trim_start_matches('#').to_owned()),
-        input_type: input_type.map(str::to_owned),
-        ..ElementDescriptor::default()
-    }
+    ElementDescriptor { input_type: input_type.map(str::to_owned), ..testing::element(selector, tag) }
 }
 
 pub(crate) fn action(kind: ActionKind, target: Option<ElementDescriptor>) -> Action {
-    Action {
-        action: kind,
-        target,
-        url: format!("{SITE}/"),
-        value: None,
-        key: None,
-        modifiers: Vec::new(),
-        x: None,
-        y: None,
-        delta_x: None,
-        delta_y: None,
-        credential: false,
-        page_made: false,
-    }
+    testing::action(kind, &format!("{SITE}/"), target)
 }
 
 pub(crate) fn click(selector: &str) -> Action {

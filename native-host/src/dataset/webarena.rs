@@ -41,8 +41,7 @@ pub(super) fn write_task(added: &Added, out: &Path) -> Result<WebArenaEntry> {
     let ended_at_ms = started_at_ms + manifest.duration_seconds * 1000.0;
     let task = webarena_infinity::task(calls, &added.evidence, &manifest.task.website, ended_at_ms, outcome);
     for (name, file) in &task.screenshots {
-        let mut target = std::fs::File::create(dir.join(name))?;
-        bundle.copy_to(file, &mut target)?;
+        atomic::write(&dir.join(name), |out| Ok(bundle.copy_to(file, out).map(drop)?))?;
     }
     atomic::write_json(&dir.join(format::HISTORY_FILE), &task.history)?;
     atomic::write_json(&dir.join(format::RESULT_FILE), &task.result)?;

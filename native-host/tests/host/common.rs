@@ -125,6 +125,16 @@ pub fn finished(ts: f64, id: &str, length: u64) -> Event {
     event(ts, EventKind::RequestFinished(RequestFinished { request_id: id.into(), encoded_data_length: length }))
 }
 
+/// Records an action task `id` made of `events` through a host of its own, stopped, and closes the host.
+pub fn record_action_task(scratch: &Scratch, id: &str, events: Vec<Event>) {
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id(id));
+    let messages =
+        vec![task.start(task_start(id, TaskType::Action)), task.events(events), task.stop(T0 + 1000.0, None)];
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+}
+
 /// Sends every message and waits until the last is acknowledged; returns the other replies.
 pub fn send_all(
     host: &mut HostClient,
@@ -159,31 +169,21 @@ pub fn typed_request(
 
 /// Something the person did to the element `selector` (an `<input>` when there is a value, else a button).
 pub fn action(ts: f64, kind: ActionKind, url: &str, selector: &str, value: Option<&str>, credential: bool) -> Event {
-    let name = selector.trim_start_matches('#');
     let tag = if value.is_some() { "input" } else { "button" };
+    let element = testing::element(selector, tag);
+    let target = ElementDescriptor {
+        name: element.id.clone(),
+        input_type: credential.then(|| "password".to_owned()),
+        ..element
+    };
     event(
         ts,
         EventKind::Action(Action {
-            action: kind,
-            target: Some(ElementDescriptor {
-                selector: selector.into(),
-                xpath: format!("//{tag}[@id='{name}']"),
-                tag: tag.into(),
-                id: Some(name.into()),
-                name: Some(name.into()),
-                input_type: credential.then(|| "password".to_owned()),
-                ..Default::default()
-            }),
-            url: url.into(),
             value: value.map(str::to_owned),
-            key: None,
-            modifiers: vec![],
             x: Some(10.0),
             y: Some(20.0),
-            delta_x: None,
-            delta_y: None,
             credential,
-            page_made: false,
+            ..testing::action(kind, url, Some(target))
         }),
     )
 }

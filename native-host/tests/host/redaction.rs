@@ -92,16 +92,12 @@ fn a_redacted_export_holds_no_secret_and_replaces_each_one_consistently() {
 #[test]
 fn a_credential_too_short_to_redact_reliably_refuses_the_export_and_writes_nothing() {
     let scratch = Scratch::new();
-    let mut host = scratch.host();
-    let mut task = TaskMessages::new(task_id("short"));
     let login = format!("{SITE}/login");
-    let messages = vec![
-        task.start(task_start("short", TaskType::Action)),
-        task.events(vec![navigation(1.0, &login), action(100.0, ActionKind::Input, &login, "#pin", Some("123"), true)]),
-        task.stop(T0 + 1000.0, None),
-    ];
-    send_all(&mut host, &task, &messages);
-    host.close().unwrap();
+    record_action_task(
+        &scratch,
+        "short",
+        vec![navigation(1.0, &login), action(100.0, ActionKind::Input, &login, "#pin", Some("123"), true)],
+    );
 
     let zip = scratch.path("short.zip");
     let output = scratch.cli(&["export", "short", "--out", zip.to_str().unwrap(), "--redact"]);
@@ -122,15 +118,14 @@ fn a_password_sent_through_script_is_redacted_in_every_encoding() {
     use base64::Engine as _;
     const TYPED: &str = "s3cret@Pass!(1)";
     let scratch = Scratch::new();
-    let mut host = scratch.host();
-    let mut task = TaskMessages::new(task_id("scripted"));
     let login = format!("{SITE}/login");
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("ann:{TYPED}"));
     let uri_component = TYPED.replace('@', "%40");
     let check = format!("{SITE}/api/check?p={uri_component}");
-    let messages = vec![
-        task.start(task_start("scripted", TaskType::Action)),
-        task.events(vec![
+    record_action_task(
+        &scratch,
+        "scripted",
+        vec![
             navigation(1.0, &login),
             action(100.0, ActionKind::Click, &login, "#password", None, false),
             action(200.0, ActionKind::Input, &login, "#password", Some(TYPED), true),
@@ -147,11 +142,8 @@ fn a_password_sent_through_script_is_redacted_in_every_encoding() {
             typed_request(400.0, "2", "GET", &check, "Fetch", None),
             response(410.0, "2", &check, 200, "application/json", &[]),
             finished(411.0, "2", 2),
-        ]),
-        task.stop(T0 + 1000.0, None),
-    ];
-    send_all(&mut host, &task, &messages);
-    host.close().unwrap();
+        ],
+    );
 
     export_redacted_holding_none(&scratch, "scripted", &[TYPED, &uri_component, &basic, &basic[8..basic.len() - 4]]);
 }
@@ -175,23 +167,19 @@ fn export_redacted_holding_none(scratch: &Scratch, task: &str, leaks: &[&str]) {
 #[test]
 fn a_credential_the_sites_addresses_use_refuses_the_redacted_export() {
     let scratch = Scratch::new();
-    let mut host = scratch.host();
-    let mut task = TaskMessages::new(task_id("common"));
     let login = format!("{SITE}/login");
     let account = format!("{SITE}/account");
-    let messages = vec![
-        task.start(task_start("common", TaskType::Action)),
-        task.events(vec![
+    record_action_task(
+        &scratch,
+        "common",
+        vec![
             navigation(1.0, &login),
             action(200.0, ActionKind::Input, &login, "#password", Some("account"), true),
             request(300.0, "1", "GET", &account, &[], None),
             response(310.0, "1", &account, 200, "text/html", &[]),
             finished(311.0, "1", 10),
-        ]),
-        task.stop(T0 + 1000.0, None),
-    ];
-    send_all(&mut host, &task, &messages);
-    host.close().unwrap();
+        ],
+    );
     let zip = scratch.path("common.zip");
     let output = scratch.cli(&["export", "common", "--out", zip.to_str().unwrap(), "--redact"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -210,21 +198,17 @@ fn a_credential_the_sites_addresses_use_refuses_the_redacted_export() {
 fn a_value_that_looks_like_a_secret_is_listed_for_the_person_to_redact_or_allow() {
     const KEY: &str = "q8Zr2LmX0vTnB4sYwKd7PfJ1";
     let scratch = Scratch::new();
-    let mut host = scratch.host();
-    let mut task = TaskMessages::new(task_id("suspect"));
     let search = format!("{SITE}/api/search?k={KEY}&q=mug");
-    let messages = vec![
-        task.start(task_start("suspect", TaskType::Action)),
-        task.events(vec![
+    record_action_task(
+        &scratch,
+        "suspect",
+        vec![
             navigation(1.0, &format!("{SITE}/")),
             request(300.0, "1", "GET", &search, &[("X-Client", KEY)], None),
             response(310.0, "1", &search, 200, "application/json", &[]),
             finished(311.0, "1", 2),
-        ]),
-        task.stop(T0 + 1000.0, None),
-    ];
-    send_all(&mut host, &task, &messages);
-    host.close().unwrap();
+        ],
+    );
 
     let zip = scratch.path("suspect.zip");
     let export = |extra: &[&str]| {
@@ -336,13 +320,12 @@ fn secrets_in_encodings_no_one_encoder_writes_leave_no_trace_in_the_redacted_exp
 #[test]
 fn a_common_value_under_a_broad_secret_name_is_listed_and_the_export_stays_whole() {
     let scratch = Scratch::new();
-    let mut host = scratch.host();
-    let mut task = TaskMessages::new(task_id("sorted"));
     let by_text = format!("{SITE}/search?q=mug&sort_key=text");
     let by_name = format!("{SITE}/search?q=mug&sort_key=name");
-    let messages = vec![
-        task.start(task_start("sorted", TaskType::Action)),
-        task.events(vec![
+    record_action_task(
+        &scratch,
+        "sorted",
+        vec![
             navigation(1.0, &by_text),
             request(2.0, "1", "GET", &by_text, &[], None),
             response(3.0, "1", &by_text, 200, "text/plain", &[("Content-Type", "text/plain")]),
@@ -350,11 +333,8 @@ fn a_common_value_under_a_broad_secret_name_is_listed_and_the_export_stays_whole
             request(5.0, "2", "GET", &by_name, &[], None),
             response(6.0, "2", &by_name, 200, "text/plain", &[("Content-Type", "text/plain")]),
             finished(7.0, "2", 0),
-        ]),
-        task.stop(T0 + 1000.0, None),
-    ];
-    send_all(&mut host, &task, &messages);
-    host.close().unwrap();
+        ],
+    );
 
     let zip = scratch.path("sorted.zip");
     let output = scratch.cli(&["export", "sorted", "--out", zip.to_str().unwrap(), "--redact"]);
@@ -370,19 +350,12 @@ fn a_common_value_under_a_broad_secret_name_is_listed_and_the_export_stays_whole
     assert_eq!(validated["valid"], true, "{validated}");
 
     // Typed into a credential field, the same word refuses the export.
-    let mut host = scratch.host();
-    let mut task = TaskMessages::new(task_id("typed-text"));
     let login = format!("{SITE}/login");
-    let messages = vec![
-        task.start(task_start("typed-text", TaskType::Action)),
-        task.events(vec![
-            navigation(1.0, &login),
-            action(200.0, ActionKind::Input, &login, "#password", Some("Text"), true),
-        ]),
-        task.stop(T0 + 1000.0, None),
-    ];
-    send_all(&mut host, &task, &messages);
-    host.close().unwrap();
+    record_action_task(
+        &scratch,
+        "typed-text",
+        vec![navigation(1.0, &login), action(200.0, ActionKind::Input, &login, "#password", Some("Text"), true)],
+    );
     let zip = scratch.path("typed-text.zip");
     let output = scratch.cli(&["export", "typed-text", "--out", zip.to_str().unwrap(), "--redact"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
