@@ -276,7 +276,8 @@ async fn a_notebook_runs_its_cell_offline_over_the_kernels_socket() {
     // As a person shares it: processed (its checkpoints audited and pruned), then exported redacted.
     let output =
         run(&build.trace_host, &["--data", data.path().to_str().unwrap(), "process", bundle.to_str().unwrap()]);
-    assert!(output.status.success(), "process failed");
+    // Its report (the audit's table) is on stdout; `run` printed stderr.
+    assert!(output.status.success(), "process failed:\n{}", String::from_utf8_lossy(&output.stdout));
     let offline = replayed_offline(&build, &mut app.server, data.path(), &bundle);
     let Offline { report, text, trajectory, .. } = &offline;
     let frames = &report.websocket_frames;
