@@ -36,6 +36,7 @@ pub fn capture_script() -> &'static str {
     });
     &SCRIPT
 }
+
 /// The script that marks, in the page's own world, the calls of its scripts that the browser reports as
 /// trusted (`execCommand`, `requestSubmit`), so that the capture script takes what they fire for the
 /// page's (`page/scripted.js`). Injected at document start in every frame a person's recording attaches to.

@@ -1,10 +1,11 @@
 //! An OpenAI-compatible chat model, asked where TRACE wants a model's words: the judge of `trace-replay eval
 //! --judge`, the checkpoints proposed by `--llm`, and the definitions of `trace-host map --llm`. A crate of
-//! its own, so that `trace-host` asks it without linking `trace-replay`'s browser driver. The endpoint is `OPENAI_BASE_URL` (default
-//! OpenAI's) with `OPENAI_API_KEY` when it needs one; requests are made at temperature 0, and every reply is
-//! kept in a cache keyed by the SHA-256 of the request it answers (model, messages, temperature). The same
-//! question is therefore answered once, costs nothing the next time and gives the same answer; the endpoint
-//! is not part of the key, so a cache can be shared by machines reaching one model by different addresses.
+//! its own, so that `trace-host` asks it without linking `trace-replay`'s browser driver. The endpoint is
+//! `OPENAI_BASE_URL` (default OpenAI's) with `OPENAI_API_KEY` when it needs one; requests are made at
+//! temperature 0, and every reply is kept in a cache keyed by the SHA-256 of the request it answers (model,
+//! messages, temperature). The same question is therefore answered once, costs nothing the next time and
+//! gives the same answer; the endpoint is not part of the key, so a cache can be shared by machines reaching
+//! one model by different addresses.
 //!
 //! Transient failures (a refused connection, 429, 5xx) are retried twice, after 1 s and 4 s. A reply the
 //! caller cannot read is not cached.

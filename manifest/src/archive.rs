@@ -892,6 +892,11 @@ impl<W: Write> BoundedWriter<W> {
         self.refused
     }
 
+    /// The bytes passed on so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
     pub fn into_inner(self) -> W {
         self.inner
     }
@@ -914,30 +919,19 @@ impl<W: Write> Write for BoundedWriter<W> {
 }
 
 /// Why [`copy_file_bounded`] stopped.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum BoundedCopyError {
     /// The file's size passed the limit: refused before a byte of it was read.
+    #[error("it is {size} bytes, more than the limit of {limit}")]
     TooLarge { size: u64, limit: u64 },
     /// The file gave more than the limit while it was read, whatever its size said (it grew, or it is one of
     /// the kernel's files that say 0 bytes).
+    #[error("it grew past the limit of {limit} bytes while it was read")]
     Grew { limit: u64 },
     /// Reading it or writing to the sink failed.
+    #[error("{0}")]
     Io(io::Error),
 }
-
-impl std::fmt::Display for BoundedCopyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BoundedCopyError::TooLarge { size, limit } => {
-                write!(f, "it is {size} bytes, more than the limit of {limit}")
-            }
-            BoundedCopyError::Grew { limit } => write!(f, "it grew past the limit of {limit} bytes while it was read"),
-            BoundedCopyError::Io(error) => write!(f, "{error}"),
-        }
-    }
-}
-
-impl std::error::Error for BoundedCopyError {}
 
 /// Copies an open file into `sink`, at most `limit` bytes, and returns how many: a file whose size passes
 /// the limit is refused before a byte of it is read, and the copy stops past the limit whatever the size

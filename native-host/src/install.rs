@@ -38,10 +38,11 @@ pub fn manifest_dirs(browser: Browser, user_data_dir: Option<&Path>) -> Result<V
     if cfg!(windows) {
         bail!("installing on Windows needs a registry key, which trace-host does not write yet");
     }
-    let chosen = ChromeVariant::ALL.into_iter().filter(|variant| match variant {
-        ChromeVariant::Chrome => matches!(browser, Browser::Chrome | Browser::All),
-        ChromeVariant::Chromium => matches!(browser, Browser::Chromium | Browser::All),
-    });
+    let chosen: &[ChromeVariant] = match browser {
+        Browser::Chrome => &[ChromeVariant::Chrome],
+        Browser::Chromium => &[ChromeVariant::Chromium],
+        Browser::All => &ChromeVariant::ALL,
+    };
     let mut dirs = Vec::new();
     for variant in chosen {
         let user_data = variant.user_data_dir().context("cannot find this user's configuration directory")?;

@@ -196,17 +196,16 @@ impl Location {
                 }
                 let mut stream = object.into_stream();
                 let mut bounded = BoundedWriter::new(sink, limit);
-                let mut copied = 0u64;
                 while let Some(chunk) =
                     stream.try_next().await.with_context(|| format!("cannot read {relative} from the object store"))?
                 {
                     match bounded.write_all(&chunk) {
-                        Ok(()) => copied += chunk.len() as u64,
+                        Ok(()) => {}
                         Err(_) if bounded.refused() => anyhow::bail!("{}", BoundedCopyError::Grew { limit }),
                         Err(error) => return Err(error).with_context(|| format!("cannot keep {relative}")),
                     }
                 }
-                Ok(Some(copied))
+                Ok(Some(bounded.written()))
             }
             None => {
                 let Some(mut file) = open_regular(&self.local, relative)? else { return Ok(None) };
