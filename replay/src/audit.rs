@@ -31,6 +31,9 @@ use crate::batch::TaskSource;
 use crate::eval::{Agent, Episode, EvalOptions, Perturbation, Reference};
 use crate::proposals::Proposer;
 
+/// How many times the demonstration is run before its failed steps are believed.
+const DEMONSTRATION_ATTEMPTS: usize = 3;
+
 /// How an audit runs.
 pub struct AuditOptions {
     /// The episodes' options; the agent is set per run.
@@ -66,7 +69,7 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
     let mut kinds = vec![AuditRunKind::Demonstration, AuditRunKind::Nothing];
     kinds.extend(audit::perturbations(reference.task.task_type, &reference.calls, &candidates));
 
-    let episodes = futures::stream::iter(kinds.into_iter().map(|kind| {
+    let run = |kind: AuditRunKind| {
         let dir = &dir;
         async move {
             let agent = match &kind {
@@ -80,10 +83,27 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
             let result = Episode { task, out: &run_dir, options: &options }.run().await;
             (kind, run_dir, result)
         }
-    }))
-    .buffered(options.parallel.max(1))
-    .collect::<Vec<_>>()
-    .await;
+    };
+    let mut episodes =
+        futures::stream::iter(kinds.into_iter().map(run)).buffered(options.parallel.max(1)).collect::<Vec<_>>().await;
+    // Pruning keeps only what the demonstration reaches, so a demonstration that lost a step to a loaded
+    // machine (a click before the page answered) would cost the bundle the checkpoints after that step.
+    // It is re-run alone, with the machine no longer shared with the other runs, before it is believed.
+    for attempt in 2..=DEMONSTRATION_ATTEMPTS {
+        let Some(index) = episodes.iter().position(|(kind, _, result)| {
+            *kind == AuditRunKind::Demonstration && result.as_ref().is_ok_and(|result| result.error.is_some())
+        }) else {
+            break;
+        };
+        if let (_, _, Ok(result)) = &episodes[index] {
+            tracing::warn!(
+                task = %task.task_id,
+                "the demonstration's replay went wrong ({}); running it again, attempt {attempt} of {DEMONSTRATION_ATTEMPTS}",
+                result.error.as_deref().unwrap_or_default()
+            );
+        }
+        episodes[index] = run(AuditRunKind::Demonstration).await;
+    }
 
     let mut sessions: Vec<(AuditRunKind, Evidence, EvalResult)> = Vec::new();
     for (kind, run_dir, result) in episodes {
