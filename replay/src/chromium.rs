@@ -228,6 +228,9 @@ pub async fn launch(launch: &Launch) -> Result<Chromium> {
     let mut command = std::process::Command::new(&chromium);
     command
         .args(flags.command_line())
+        // The first tab opens blank, as Playwright's does: the new tab page would load the default search
+        // engine's start page (Debian's: DuckDuckGo's), which is no page of the task's.
+        .arg("about:blank")
         .envs(launch.env.iter().map(|(name, value)| (name.as_str(), value.as_str())))
         // What Chromium detaches (its crash handler) is its own, not an agent's orphan.
         .env(crate::processes::EPISODE_ENV, crate::processes::BROWSER_MARK)

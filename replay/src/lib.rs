@@ -32,6 +32,7 @@ pub mod page_ids;
 pub mod page_scripts;
 pub mod processes;
 pub mod proposals;
+pub mod proxy;
 pub mod responder;
 pub mod run;
 pub mod serve;

@@ -1,19 +1,23 @@
 //! The `trace-replay` binary: command line and exit codes; the work is in the library.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use trace_analysis::ignore::parse_ignore_list;
 use trace_manifest::archive::ZipLimits;
+use trace_manifest::bundle::TaskInfo;
+use trace_manifest::task::TaskStatus;
 use trace_replay::archive::ReplayArchive;
 use trace_replay::audit::AuditOptions;
 use trace_replay::batch::{BatchOptions, Layout, Shard};
-use trace_replay::eval::{Agent, EvalOptions};
+use trace_replay::eval::{Agent, EvalOptions, Reference};
 use trace_replay::judge::Judge;
+use trace_replay::proxy::{Proxy, ProxyOptions};
 use trace_replay::run::{RunOptions, human_trajectory, note_late_misses, run_human};
 use trace_replay::serve::{Options, Replay};
+use trace_replay::session::SessionRecorder;
 
 /// A re-run that differed from the recording: the report says how; exit code 1.
 #[derive(Debug)]
@@ -99,8 +103,20 @@ enum Command {
         #[arg(long)]
         no_determinism: bool,
         /// The DevTools port agents connect to (default: a free one).
-        #[arg(long, value_name = "PORT")]
+        #[arg(long, value_name = "PORT", conflicts_with = "proxy_port")]
         cdp_port: Option<u16>,
+        /// Launch no browser: serve the bundle as an HTTP proxy on this loopback port (0: a free one,
+        /// printed) to a browser the agent launches itself.
+        #[arg(long, value_name = "PORT")]
+        proxy_port: Option<u16>,
+        /// With --proxy-port: keep the proxy's certificate authority in this folder (made there on first
+        /// use), so that a browser told to trust it once trusts every run's.
+        #[arg(long, value_name = "DIR", requires = "proxy_port")]
+        ca_dir: Option<PathBuf>,
+        /// With --proxy-port: record every request that crossed the proxy, and its answer, into a session
+        /// bundle in this folder when stopped (as `eval` records an agent's session).
+        #[arg(long, value_name = "DIR", requires = "proxy_port")]
+        session: Option<PathBuf>,
     },
     /// Re-run the recorded human trajectory in the replayed site and report its fidelity (exit 1 when a
     /// step fails or anything tried to reach the network).
@@ -301,12 +317,32 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Serve { bundle, browser, limits, allow_network_fallback, ignore_list, no_determinism, cdp_port } => {
+        Command::Serve {
+            bundle,
+            browser,
+            limits,
+            allow_network_fallback,
+            ignore_list,
+            no_determinism,
+            cdp_port,
+            proxy_port,
+            ca_dir,
+            session,
+        } => {
             let mut archive = ReplayArchive::open_with_limits(&bundle, limits.limits())?;
             if let Some(file) = ignore_list {
                 let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
                 let list = parse_ignore_list(&bytes).context("an ignore list is a JSON array of strings");
                 archive.set_ignore_list(list.with_context(|| file.display().to_string())?);
+            }
+            if let Some(port) = proxy_port {
+                anyhow::ensure!(
+                    !allow_network_fallback,
+                    "--allow-network-fallback needs the browser replay launches; the proxy answers from the bundle alone"
+                );
+                let options = ProxyOptions { port, ca_dir, determinism: !no_determinism };
+                return tokio::runtime::Runtime::new()?
+                    .block_on(serve_proxy(&bundle, archive, &options, session, limits));
             }
             let options = Options {
                 chromium: browser.chromium,
@@ -503,6 +539,36 @@ fn until_stopped<T>(work: impl std::future::Future<Output = anyhow::Result<T>>) 
 
 /// Waits until the process is asked to stop: Ctrl+C (`SIGINT`), `SIGTERM` (a job runner, `kill`) or
 /// `SIGHUP` (the terminal closed).
+/// `serve --proxy-port`: serves until asked to stop, then writes the session when one was asked for.
+async fn serve_proxy(
+    bundle: &Path,
+    archive: ReplayArchive,
+    options: &ProxyOptions,
+    session_dir: Option<PathBuf>,
+    limits: LimitArgs,
+) -> anyhow::Result<()> {
+    let start_url = archive.start_url().to_owned();
+    let session = session_dir.as_deref().map(SessionRecorder::create).transpose()?;
+    let proxy = Proxy::start(archive, options, session.clone()).await?;
+    println!("serving {} at {start_url}", bundle.display());
+    println!("proxy: {}", proxy.url());
+    println!("certificate authority: {}", proxy.authority().certificate_path().display());
+    println!("certificate key fingerprint (SPKI, SHA-256): {}", proxy.authority().spki_fingerprint());
+    println!("press Ctrl+C to stop");
+    // Whoever waits for the port reads the lines above whole.
+    std::io::Write::flush(&mut std::io::stdout())?;
+    asked_to_stop().await?;
+    let stats = proxy.close();
+    if let Some(session) = session {
+        let reference = Reference::read(bundle, limits.limits())?;
+        let task = TaskInfo { status: TaskStatus::Stopped, ..reference.task };
+        session.finish(task, None)?;
+        println!("session: {}", session.dir().display());
+    }
+    print!("{stats}");
+    Ok(())
+}
+
 async fn asked_to_stop() -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;

@@ -612,7 +612,7 @@ async fn browser_state(
 /// Whether the browser sends `cookie` with a request to `url`: its domain (the host itself, or a parent
 /// domain for a cookie set with one), its path, and `Secure` (which loopback hosts satisfy over http, as
 /// Chromium treats them as secure).
-fn cookie_is_sent(domain: &str, cookie_path: &str, secure: bool, url: &url::Url) -> bool {
+pub(crate) fn cookie_is_sent(domain: &str, cookie_path: &str, secure: bool, url: &url::Url) -> bool {
     let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
     let domain_matches = match domain.strip_prefix('.') {
         Some(parent) => host == parent || host.ends_with(&format!(".{parent}")),

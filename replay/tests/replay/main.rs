@@ -8,6 +8,7 @@ mod common;
 mod held;
 mod offline;
 mod processed;
+mod proxy;
 mod responder;
 mod restore;
 mod tabs;

@@ -1,0 +1,756 @@
+//! `trace-replay serve --proxy-port`: the bundle served to a browser that replay does not drive, through
+//! an HTTP proxy on loopback. It is for agents that launch their own browser (BrowserGym's Playwright
+//! launch with `proxy`, a `--proxy-server` flag): every request that reaches the proxy is answered by the
+//! same [`Responder`] the DevTools path uses (the same matcher, state-aware answers, ids, ignore list,
+//! live attempts refused and counted), and every page gets the same page scripts (determinism, storage,
+//! the recorded WebSockets), put at the head of its document since no DevTools adds them.
+//!
+//! HTTPS: a `CONNECT` to an origin the recording reached over `https` is answered with a TLS server whose
+//! certificate, made for that host, a certificate authority of the proxy's signs ([`Authority`]); the
+//! browser trusts it through `--ignore-certificate-errors-spki-list` (its key's fingerprint is printed),
+//! Playwright's `ignore_https_errors`, or the authority's certificate installed. A `CONNECT` to an origin
+//! the recording reached over plain `http` (a `ws://` socket) is a plain tunnel answered the same way; one
+//! to anywhere else is a live attempt, refused.
+//!
+//! State: one proxy is one episode. The browser's cookies travel in its requests, so each request's
+//! state is its own; the recording's start cookies, which the browser does not have, count as sent until
+//! the first response from their host hands them to the browser (`Set-Cookie`), after which the browser's
+//! own word is the state (a page that logs out loses them as it should). Two browsers sharing one proxy
+//! would share its matcher and the one-time handing of the cookies: run one proxy per episode.
+//!
+//! What the DevTools path has and this one cannot: IndexedDB restored before the page runs, WebRTC
+//! connections counted (they never reach a proxy), and the recorded answer's status text.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+
+use anyhow::{Context, Result};
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Method, StatusCode};
+use hyper_util::rt::TokioIo;
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+use trace_manifest::event::{Cookie, Header, header_value};
+
+use crate::archive::ReplayArchive;
+use crate::matcher::{Request, RequestState};
+use crate::page_scripts;
+use crate::responder::{Decision, Responder, Stats};
+use crate::session::{Origin, SessionRecorder};
+
+/// The largest request body the proxy reads; a larger one fails its request.
+const MAX_REQUEST_BODY: usize = 64 << 20;
+
+/// How a proxy serves.
+#[derive(Debug, Clone, Default)]
+pub struct ProxyOptions {
+    /// The loopback port to listen on; 0 for a free one.
+    pub port: u16,
+    /// Where the certificate authority is kept, to be trusted once and reused; a new one per run (in a
+    /// temporary folder) when `None`.
+    pub ca_dir: Option<PathBuf>,
+    /// Start the clock at the recording's time and seed random numbers.
+    pub determinism: bool,
+}
+
+/// A proxy serving one bundle until closed.
+pub struct Proxy {
+    address: SocketAddr,
+    shared: Arc<Shared>,
+    accepting: JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Listens on `127.0.0.1:port` and answers from `archive`; `session`, when given, records every
+    /// request that crosses and its answer.
+    pub async fn start(
+        archive: ReplayArchive,
+        options: &ProxyOptions,
+        session: Option<Arc<SessionRecorder>>,
+    ) -> Result<Proxy> {
+        let authority = Authority::load_or_create(options.ca_dir.as_deref())?;
+        let listener = TcpListener::bind(("127.0.0.1", options.port))
+            .await
+            .with_context(|| format!("cannot listen on 127.0.0.1:{}; choose another --proxy-port", options.port))?;
+        let address = listener.local_addr()?;
+        let archive = Arc::new(archive);
+        let responder = Responder::new(archive.clone(), trace_manifest::time_fmt::now_ms());
+        let shared = Arc::new(Shared {
+            scripts: PageScripts::for_archive(&archive, options.determinism),
+            start_cookies: StartCookies::new(&archive),
+            responder,
+            authority,
+            session,
+            exchanges: AtomicU64::new(0),
+        });
+        let accepting = tokio::spawn(accept(listener, shared.clone()));
+        Ok(Proxy { address, shared, accepting })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The proxy's URL, as a browser's proxy setting takes it.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    pub fn authority(&self) -> &Authority {
+        &self.shared.authority
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.shared.responder.stats()
+    }
+
+    /// Stops accepting and returns what was served. Connections still open are dropped with the runtime.
+    pub fn close(self) -> Stats {
+        self.accepting.abort();
+        self.shared.responder.stats()
+    }
+}
+
+struct Shared {
+    responder: Responder,
+    scripts: PageScripts,
+    start_cookies: StartCookies,
+    authority: Authority,
+    session: Option<Arc<SessionRecorder>>,
+    /// Numbers the exchanges the session records.
+    exchanges: AtomicU64,
+}
+
+async fn accept(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                tracing::warn!("the proxy cannot accept a connection: {error}");
+                continue;
+            }
+        };
+        tokio::spawn(serve_connection(TokioIo::new(stream), shared.clone(), None));
+    }
+}
+
+/// Where a tunnel's requests go: they name only their path.
+#[derive(Debug, Clone)]
+struct Tunnel {
+    scheme: &'static str,
+    authority: String,
+}
+
+async fn serve_connection<S>(io: TokioIo<S>, shared: Arc<Shared>, tunnel: Option<Tunnel>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |request| {
+        let shared = shared.clone();
+        let tunnel = tunnel.clone();
+        async move { handle(request, shared, tunnel).await }
+    });
+    let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, service).with_upgrades();
+    if let Err(error) = connection.await {
+        // A request refused by closing its connection ends here too, as do browsers hanging up.
+        tracing::debug!("proxy connection ended: {error}");
+    }
+}
+
+type Answer = hyper::Response<Full<Bytes>>;
+
+/// Why a request is answered by closing its connection: the browser then fails it as a network error, as
+/// the DevTools path fails what it refuses.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Refused(String);
+
+async fn handle(
+    request: hyper::Request<Incoming>,
+    shared: Arc<Shared>,
+    tunnel: Option<Tunnel>,
+) -> Result<Answer, Refused> {
+    if request.method() == Method::CONNECT {
+        return Ok(connect(request, shared));
+    }
+    let asked = match (&tunnel, request.uri().scheme_str()) {
+        (_, Some(_)) => request.uri().to_string(),
+        (Some(tunnel), None) => format!(
+            "{}://{}{}",
+            tunnel.scheme,
+            tunnel.authority,
+            request.uri().path_and_query().map_or("/", |p| p.as_str())
+        ),
+        (None, None) => {
+            return Ok(plain(StatusCode::BAD_REQUEST, "this is trace-replay's proxy: set it as the browser's proxy"));
+        }
+    };
+    // As the browser writes it, and the recording has it: without the scheme's default port.
+    let url = url::Url::parse(&asked).map_or(asked, String::from);
+    let method = request.method().as_str().to_owned();
+    let headers: Vec<(String, String)> = request
+        .headers()
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+        .collect();
+    let is_upgrade = request.headers().contains_key(hyper::header::UPGRADE);
+    let body = match Limited::new(request.into_body(), MAX_REQUEST_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) => return Err(Refused(format!("cannot read the body of {method} {url}: {error}"))),
+    };
+    if !shared.responder.recording_reached_origin_of(&url) && !made_by_page(&headers) {
+        // The browser's own traffic (its updater, its account check), which no flag stops entirely: no
+        // page asked for it, so it is neither a live attempt of the agent's nor part of its session.
+        tracing::debug!("refused the browser's own {method} {url}");
+        return Err(Refused(format!("the browser's own request {method} {url}")));
+    }
+    let exchange = Exchange::start(&shared, &method, &url, &headers, &body);
+    if is_upgrade {
+        // The recorded sockets are played inside the page (`page/websocket.js`): one that reaches the
+        // network is the page's own, as a socket the DevTools path sees opened is.
+        shared.responder.count_live_attempt(&method, &url);
+        exchange.failed(&shared, "net::ERR_INTERNET_DISCONNECTED");
+        return Err(Refused(format!("a WebSocket the recording does not hold: {url}")));
+    }
+    answer(&shared, &exchange, &method, &url, &headers, &body)
+}
+
+/// Answers a request from the bundle, as `serve::answer` does for a paused one.
+fn answer(
+    shared: &Shared,
+    exchange: &Exchange,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Result<Answer, Refused> {
+    let content_type = header_of(headers, "content-type");
+    let mut asked = Request {
+        method,
+        url,
+        body: (!body.is_empty()).then_some(body),
+        content_type: content_type.as_deref(),
+        state: None,
+    };
+    let state;
+    if shared.responder.depends_on_state(&asked) {
+        state = shared.start_cookies.state(url, headers);
+        asked.state = Some(&state);
+    }
+    let responder = &shared.responder;
+    match responder.decide(&asked) {
+        Decision::Answer { index, kind } => {
+            let destination = Destination::of(headers);
+            if matches!(kind, crate::matcher::MatchKind::Fuzzy { .. }) {
+                responder.note_fuzzy_answer(&asked, index, destination == Destination::Document);
+            }
+            let response = responder.response(index).map_err(|error| Refused(format!("{error:#}")))?;
+            let mut response_headers = response.headers;
+            let is_html = header_of(&response_headers, "content-type")
+                .is_some_and(|value| trace_analysis::body::mime_essence(&value) == "text/html");
+            let is_javascript = header_of(&response_headers, "content-type")
+                .is_some_and(|value| value.to_ascii_lowercase().contains("javascript"));
+            let body = match destination {
+                Destination::Document if is_html && response.status == 200 => {
+                    // The scripts are inline: a policy that forbids inline scripts would refuse them.
+                    response_headers.retain(|(name, _)| {
+                        !name.eq_ignore_ascii_case("content-security-policy")
+                            && !name.eq_ignore_ascii_case("content-security-policy-report-only")
+                    });
+                    shared.scripts.document_with_scripts(&response.body)
+                }
+                Destination::Worker if is_javascript && response.status == 200 => match &shared.scripts.worker {
+                    Some(prelude) => [prelude.as_bytes(), b"\n", response.body.as_slice()].concat(),
+                    None => response.body.to_vec(),
+                },
+                _ => response.body.to_vec(),
+            };
+            response_headers.extend(shared.start_cookies.hand_over(url));
+            exchange.answered(shared, response.status, &response.status_text, &response_headers, &body);
+            Ok(respond(response.status, &response_headers, body))
+        }
+        Decision::StreamOver { .. } => {
+            exchange.answered(shared, 204, "", &[], &[]);
+            Ok(respond(204, &[], Vec::new()))
+        }
+        Decision::RecordedFailure { error, .. } => {
+            exchange.failed(shared, "net::ERR_FAILED");
+            Err(Refused(format!("{method} {url} failed in the recording ({error})")))
+        }
+        Decision::Ignored { pattern } => {
+            exchange.failed(shared, "net::ERR_BLOCKED_BY_CLIENT");
+            Err(Refused(format!("{method} {url} is ignored ({pattern})")))
+        }
+        Decision::Miss => {
+            if !responder.recording_reached_origin_of(url) {
+                responder.count_live_attempt(method, url);
+            }
+            exchange.failed(shared, "net::ERR_INTERNET_DISCONNECTED");
+            Err(Refused(format!("nothing recorded answers {method} {url}")))
+        }
+    }
+}
+
+/// Opens a tunnel to an origin the recording reached: TLS with a certificate for its host when it was
+/// reached over `https`, plain otherwise. Anywhere else is a live attempt, refused.
+fn connect(request: hyper::Request<Incoming>, shared: Arc<Shared>) -> Answer {
+    let Some(authority) = request.uri().authority().map(|a| a.as_str().to_owned()) else {
+        return plain(StatusCode::BAD_REQUEST, "CONNECT needs a host and port");
+    };
+    let host = request.uri().host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
+    // Plain only where the recording went over plain HTTP (a `ws://` socket's tunnel). A host it never
+    // reached gets TLS too: who is asking is told by the request inside (see `made_by_page`).
+    let reached = |scheme: &str| shared.responder.recording_reached_origin_of(&format!("{scheme}://{authority}/"));
+    let plain_http = !reached("https") && !reached("wss") && (reached("http") || reached("ws"));
+    let scheme = if plain_http { "http" } else { "https" };
+    let acceptor = if scheme == "https" {
+        match shared.authority.acceptor_for(&host) {
+            Ok(acceptor) => Some(acceptor),
+            Err(error) => {
+                tracing::warn!("no certificate for {host}: {error:#}");
+                return plain(StatusCode::BAD_GATEWAY, "no certificate could be made for this host");
+            }
+        }
+    } else {
+        None
+    };
+    let tunnel = Tunnel { scheme, authority };
+    tokio::spawn(async move {
+        let upgraded = match hyper::upgrade::on(request).await {
+            Ok(upgraded) => TokioIo::new(upgraded),
+            Err(error) => return tracing::debug!("CONNECT not upgraded: {error}"),
+        };
+        match acceptor {
+            Some(acceptor) => match acceptor.accept(upgraded).await {
+                Ok(tls) => serve_connection(TokioIo::new(tls), shared, Some(tunnel)).await,
+                Err(error) => tracing::debug!("TLS with the browser failed for {}: {error}", tunnel.authority),
+            },
+            None => serve_connection(TokioIo::new(upgraded), shared, Some(tunnel)).await,
+        }
+    });
+    respond(200, &[], Vec::new())
+}
+
+/// Whether a page made the request (or a navigation asked for it), rather than the browser for itself: a
+/// page's requests say where they come from or what they are for (`Sec-Fetch-Site` other than `none`,
+/// `Origin`, `Referer`), and a navigation asks to be upgraded (`Upgrade-Insecure-Requests`) or says it is
+/// one (`Sec-Fetch-Mode: navigate`); the browser's services (its updater, its account check) send from
+/// no site in no mode a page has, or no such header at all.
+fn made_by_page(headers: &[(String, String)]) -> bool {
+    // What the browser's services send to secure origins: from no site, for no page's use.
+    let from_nowhere = header_of(headers, "sec-fetch-site").as_deref() == Some("none")
+        && header_of(headers, "sec-fetch-mode").as_deref() != Some("navigate");
+    !from_nowhere
+        && ["sec-fetch-mode", "origin", "referer", "upgrade-insecure-requests"]
+            .iter()
+            .any(|name| header_of(headers, name).is_some())
+}
+
+/// What a request is for, as the browser says in `Sec-Fetch-Dest` (sent to secure and loopback origins),
+/// else as its `Accept` header shows: a navigation asks for HTML first, a script's `fetch` for anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Destination {
+    Document,
+    Worker,
+    Other,
+}
+
+impl Destination {
+    fn of(headers: &[(String, String)]) -> Destination {
+        match header_of(headers, "sec-fetch-dest").as_deref() {
+            Some("document" | "iframe" | "frame") => Destination::Document,
+            Some("worker" | "sharedworker" | "serviceworker") => Destination::Worker,
+            Some(_) => Destination::Other,
+            None if header_of(headers, "accept").is_some_and(|accept| accept.starts_with("text/html")) => {
+                Destination::Document
+            }
+            None => Destination::Other,
+        }
+    }
+}
+
+/// The page scripts, as a document's head and a worker's prelude take them.
+struct PageScripts {
+    /// A `<script>` element holding every page script.
+    document: String,
+    /// What workers run before their own script (determinism and the sockets).
+    worker: Option<String>,
+}
+
+impl PageScripts {
+    fn for_archive(archive: &ReplayArchive, determinism: bool) -> PageScripts {
+        let mut page = Vec::new();
+        let mut worker = Vec::new();
+        if determinism {
+            let script = page_scripts::determinism(archive.started_at_ms, archive.seed);
+            worker.push(script.clone());
+            page.push(script);
+        }
+        if let Some(script) = archive.start_storage.as_ref().and_then(page_scripts::storage) {
+            page.push(script);
+        }
+        if let Some(script) = page_scripts::websockets(&archive.websockets) {
+            worker.push(script.clone());
+            page.push(script);
+        }
+        // Inside an HTML `<script>`, only `</script` ends the element early; the scripts' own text (their
+        // JSON strings included) reads the same with the slash escaped.
+        let inline = page.join("\n").replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT");
+        PageScripts {
+            document: format!("<script>{inline}</script>"),
+            worker: (!worker.is_empty()).then(|| worker.join("\n")),
+        }
+    }
+
+    /// `html` with the scripts first: after its doctype (before it, the page would render in quirks mode),
+    /// before anything else, so that they run before the page's own.
+    fn document_with_scripts(&self, html: &[u8]) -> Vec<u8> {
+        let at = doctype_end(html).unwrap_or(0);
+        [&html[..at], self.document.as_bytes(), &html[at..]].concat()
+    }
+}
+
+/// Where a leading `<!doctype …>` (after a byte order mark, white space and comments) ends.
+fn doctype_end(html: &[u8]) -> Option<usize> {
+    let mut at = if html.starts_with(b"\xef\xbb\xbf") { 3 } else { 0 };
+    loop {
+        while html.get(at).is_some_and(u8::is_ascii_whitespace) {
+            at += 1;
+        }
+        let rest = &html[at..];
+        if rest.starts_with(b"<!--") {
+            let close = rest.windows(3).position(|w| w == b"-->")?;
+            at += close + 3;
+        } else if rest.len() >= 9 && rest[..9].eq_ignore_ascii_case(b"<!doctype") {
+            return Some(at + rest.iter().position(|&b| b == b'>')? + 1);
+        } else {
+            return None;
+        }
+    }
+}
+
+/// The recording's start cookies, handed to the browser with the first response from their host.
+struct StartCookies {
+    cookies: Vec<Cookie>,
+    /// How far the clock has moved since the recording: a cookie keeps the lifetime it had left then.
+    shift_seconds: f64,
+    /// Indices of the cookies handed over.
+    handed: Mutex<HashSet<usize>>,
+}
+
+impl StartCookies {
+    fn new(archive: &ReplayArchive) -> StartCookies {
+        let cookies = archive.start_storage.as_ref().map(|storage| storage.cookies.clone()).unwrap_or_default();
+        let shift_seconds = ((trace_manifest::time_fmt::now_ms() - archive.started_at_ms) / 1000.0).max(0.0);
+        StartCookies { cookies, shift_seconds, handed: Mutex::default() }
+    }
+
+    /// The cookies not yet handed over that a request to `url` would carry.
+    fn pending_for<'c>(&'c self, url: &url::Url, handed: &HashSet<usize>) -> impl Iterator<Item = (usize, &'c Cookie)> {
+        let url = url.clone();
+        self.cookies.iter().enumerate().filter(move |(index, cookie)| {
+            !handed.contains(index) && crate::serve::cookie_is_sent(&cookie.domain, &cookie.path, cookie.secure, &url)
+        })
+    }
+
+    /// The state a request carries: its own headers, and the start cookies it would carry had the browser
+    /// been given them already (but where it sends a cookie of that name itself).
+    fn state(&self, url: &str, headers: &[(String, String)]) -> RequestState {
+        let own_cookies = header_of(headers, "cookie").unwrap_or_default();
+        let sent: HashSet<&str> =
+            trace_analysis::request_state::cookie_pairs(&own_cookies).map(|(name, _)| name).collect();
+        let mut cookies = vec![own_cookies.clone()];
+        if let Ok(parsed) = url::Url::parse(url) {
+            let handed = self.handed.lock().expect("no panics while locked");
+            let pending = self.pending_for(&parsed, &handed).filter(|(_, cookie)| !sent.contains(cookie.name.as_str()));
+            cookies.extend(pending.map(|(_, cookie)| format!("{}={}", cookie.name, cookie.value)));
+        }
+        let cookies = cookies.iter().filter(|part| !part.is_empty()).cloned().collect::<Vec<_>>().join("; ");
+        let others = headers.iter().filter(|(name, _)| !name.eq_ignore_ascii_case("cookie"));
+        let all = others.map(|(name, value)| (name.as_str(), value.as_str())).chain([("cookie", cookies.as_str())]);
+        RequestState::from_headers(all)
+    }
+
+    /// `Set-Cookie` headers for the start cookies of `url`'s host not handed over yet; they count as
+    /// handed from now on.
+    fn hand_over(&self, url: &str) -> Vec<(String, String)> {
+        let Ok(parsed) = url::Url::parse(url) else { return Vec::new() };
+        let mut handed = self.handed.lock().expect("no panics while locked");
+        let now: Vec<(usize, String)> =
+            self.pending_for(&parsed, &handed).map(|(index, cookie)| (index, self.set_cookie(cookie))).collect();
+        now.into_iter()
+            .map(|(index, header)| {
+                handed.insert(index);
+                ("set-cookie".to_owned(), header)
+            })
+            .collect()
+    }
+
+    fn set_cookie(&self, cookie: &Cookie) -> String {
+        let mut header = format!("{}={}; Path={}", cookie.name, cookie.value, cookie.path);
+        if cookie.domain.starts_with('.') {
+            header.push_str(&format!("; Domain={}", cookie.domain.trim_start_matches('.')));
+        }
+        if let Some(expires) = cookie.expires {
+            let seconds = (expires + self.shift_seconds - trace_manifest::time_fmt::now_ms() / 1000.0).max(0.0);
+            header.push_str(&format!("; Max-Age={}", seconds.round() as u64));
+        }
+        if cookie.secure {
+            header.push_str("; Secure");
+        }
+        if cookie.http_only {
+            header.push_str("; HttpOnly");
+        }
+        if let Some(same_site) = &cookie.same_site {
+            header.push_str(&format!("; SameSite={same_site}"));
+        }
+        header
+    }
+}
+
+/// One request as the session records it.
+struct Exchange {
+    request_id: String,
+    url: String,
+}
+
+impl Exchange {
+    fn start(shared: &Shared, method: &str, url: &str, headers: &[(String, String)], body: &[u8]) -> Exchange {
+        let number = shared.exchanges.fetch_add(1, Ordering::Relaxed) + 1;
+        let exchange = Exchange { request_id: format!("proxy-{number}"), url: url.to_owned() };
+        if let Some(session) = &shared.session {
+            let request = trace_manifest::event::Request {
+                request_id: exchange.request_id.clone(),
+                url: url.to_owned(),
+                method: method.to_owned(),
+                headers: headers.iter().map(|(name, value)| Header::new(name, value)).collect(),
+                post_data: None,
+                resource_type: Some(
+                    match Destination::of(headers) {
+                        Destination::Document => "Document",
+                        Destination::Worker => "Other",
+                        Destination::Other => "Fetch",
+                    }
+                    .to_owned(),
+                ),
+            };
+            let body = (!body.is_empty()).then_some(body);
+            if let Err(error) = session.request(&Origin::default(), request, body) {
+                tracing::warn!("the session cannot keep {url}: {error:#}");
+            }
+        }
+        exchange
+    }
+
+    fn answered(&self, shared: &Shared, status: u16, status_text: &str, headers: &[(String, String)], body: &[u8]) {
+        let Some(session) = &shared.session else { return };
+        let headers: Vec<Header> = headers.iter().map(|(name, value)| Header::new(name, value)).collect();
+        let mime_type =
+            header_value(&headers, "content-type").map(trace_analysis::body::mime_essence).unwrap_or_default();
+        let response = trace_manifest::event::Response {
+            request_id: self.request_id.clone(),
+            url: self.url.clone(),
+            status,
+            status_text: status_text.to_owned(),
+            protocol: Some("http/1.1".to_owned()),
+            headers,
+            mime_type,
+            remote_ip_address: None,
+            from_cache: false,
+            timing: None,
+        };
+        if let Err(error) = session.response(&Origin::default(), response, body) {
+            tracing::warn!("the session cannot keep the answer to {}: {error:#}", self.url);
+        }
+    }
+
+    fn failed(&self, shared: &Shared, error_text: &str) {
+        if let Some(session) = &shared.session {
+            session.failed(&Origin::default(), &self.request_id, error_text);
+        }
+    }
+}
+
+fn respond(status: u16, headers: &[(String, String)], body: Vec<u8>) -> Answer {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    for (name, value) in headers {
+        // A recorded header the HTTP crate will not carry (a name with a space) is left out.
+        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name.as_str()), HeaderValue::try_from(value.as_str())) {
+            response.headers_mut().append(name, value);
+        }
+    }
+    response
+}
+
+fn plain(status: StatusCode, text: &str) -> Answer {
+    let mut response = respond(status.as_u16(), &[("content-type".into(), "text/plain".into())], text.into());
+    *response.status_mut() = status;
+    response
+}
+
+fn header_of(headers: &[(String, String)], name: &str) -> Option<String> {
+    headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.clone())
+}
+
+/// The proxy's certificate authority: a key and a self-signed certificate, kept in a folder (made on first
+/// use with `--ca-dir`, else for the run), and the certificates it made for each host asked for. Every
+/// host's certificate has the same key, so that one fingerprint ([`Authority::spki_fingerprint`]) lets a
+/// browser take them all.
+pub struct Authority {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    certificate_path: PathBuf,
+    certificate_der: rustls::pki_types::CertificateDer<'static>,
+    host_key: rcgen::KeyPair,
+    acceptors: Mutex<HashMap<String, TlsAcceptor>>,
+    /// The run's own folder, removed with the proxy.
+    _temporary: Option<tempfile::TempDir>,
+}
+
+const CA_CERTIFICATE_FILE: &str = "trace-replay-ca.pem";
+const CA_KEY_FILE: &str = "trace-replay-ca.key.pem";
+
+impl Authority {
+    /// The authority kept in `dir` (made there if it holds none), or a new one for this run.
+    pub fn load_or_create(dir: Option<&Path>) -> Result<Authority> {
+        let (dir, temporary) = match dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+                (dir.to_owned(), None)
+            }
+            None => {
+                let temporary = tempfile::Builder::new().prefix("trace-replay-ca-").tempdir()?;
+                (temporary.path().to_owned(), Some(temporary))
+            }
+        };
+        let certificate_path = dir.join(CA_CERTIFICATE_FILE);
+        let key_path = dir.join(CA_KEY_FILE);
+        let (key, certificate_pem) = if key_path.exists() {
+            let read =
+                |path: &Path| std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()));
+            let key = rcgen::KeyPair::from_pem(&read(&key_path)?)
+                .with_context(|| format!("{} is not a private key in PEM", key_path.display()))?;
+            (key, read(&certificate_path)?)
+        } else {
+            let key = rcgen::KeyPair::generate()?;
+            let certificate = authority_params().self_signed(&key)?;
+            // The key is written readable by its owner alone, before it holds anything.
+            let mut file = trace_store::atomic::AtomicFile::create(&key_path)?;
+            std::fs::set_permissions(file.partial_path(), std::fs::Permissions::from_mode(0o600))?;
+            file.file().write_all(key.serialize_pem().as_bytes())?;
+            file.commit()?;
+            trace_store::atomic::write(&certificate_path, |out| Ok(out.write_all(certificate.pem().as_bytes())?))?;
+            (key, certificate.pem())
+        };
+        let certificate_der = rustls::pki_types::CertificateDer::from_pem_slice(certificate_pem.as_bytes())
+            .with_context(|| format!("{} holds no certificate in PEM", certificate_path.display()))?;
+        Ok(Authority {
+            issuer: rcgen::Issuer::new(authority_params(), key),
+            certificate_path,
+            certificate_der,
+            host_key: rcgen::KeyPair::generate()?,
+            acceptors: Mutex::default(),
+            _temporary: temporary,
+        })
+    }
+
+    /// The authority's certificate (PEM), to install where a browser should trust it.
+    pub fn certificate_path(&self) -> &Path {
+        &self.certificate_path
+    }
+
+    /// The base64 SHA-256 of the hosts' certificates' public key, as Chromium's
+    /// `--ignore-certificate-errors-spki-list` takes it.
+    pub fn spki_fingerprint(&self) -> String {
+        use rcgen::PublicKeyData as _;
+        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(self.host_key.subject_public_key_info()))
+    }
+
+    fn acceptor_for(&self, host: &str) -> Result<TlsAcceptor> {
+        let mut acceptors = self.acceptors.lock().expect("no panics while locked");
+        if let Some(acceptor) = acceptors.get(host) {
+            return Ok(acceptor.clone());
+        }
+        let mut params = rcgen::CertificateParams::new(vec![host.to_owned()])?;
+        params.distinguished_name.push(rcgen::DnType::CommonName, host);
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2099, 12, 31);
+        let certificate = params.signed_by(&self.host_key, &self.issuer)?;
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(self.host_key.serialize_der().into());
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(vec![certificate.der().clone(), self.certificate_der.clone()], key)?;
+        // One HTTP/1.1 server answers every tunnel.
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let acceptor = TlsAcceptor::from(Arc::new(config));
+        acceptors.insert(host.to_owned(), acceptor.clone());
+        Ok(acceptor)
+    }
+}
+
+/// The authority's certificate, the same each time, so that its key (kept) and these make the
+/// certificate a browser was told to trust.
+fn authority_params() -> rcgen::CertificateParams {
+    let mut params = rcgen::CertificateParams::default();
+    params.distinguished_name.push(rcgen::DnType::CommonName, "trace-replay certificate authority");
+    params.distinguished_name.push(rcgen::DnType::OrganizationName, "TRACE");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::CrlSign];
+    params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2099, 12, 31);
+    params
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scripts_go_after_the_doctype_and_before_everything_else() {
+        let scripts = PageScripts { document: "<script>S</script>".to_owned(), worker: None };
+        let cases: [(&str, &str); 4] = [
+            ("<!DOCTYPE html><html><head>", "<!DOCTYPE html><script>S</script><html><head>"),
+            (
+                "\u{feff}  <!-- c --> <!doctype html>\n<p>",
+                "\u{feff}  <!-- c --> <!doctype html><script>S</script>\n<p>",
+            ),
+            ("<html><body>x", "<script>S</script><html><body>x"),
+            ("<!-- unclosed", "<script>S</script><!-- unclosed"),
+        ];
+        for (html, expected) in cases {
+            let written = String::from_utf8(scripts.document_with_scripts(html.as_bytes())).unwrap();
+            assert_eq!(written, expected, "{html:?}");
+        }
+    }
+
+    #[test]
+    fn a_navigation_is_told_from_a_fetch_of_html() {
+        let headers = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect()
+        };
+        assert_eq!(Destination::of(&headers(&[("Sec-Fetch-Dest", "document")])), Destination::Document);
+        assert_eq!(
+            Destination::of(&headers(&[("sec-fetch-dest", "empty"), ("accept", "text/html")])),
+            Destination::Other
+        );
+        assert_eq!(Destination::of(&headers(&[("Accept", "text/html,application/xhtml+xml")])), Destination::Document);
+        assert_eq!(Destination::of(&headers(&[("Accept", "*/*")])), Destination::Other);
+        assert_eq!(Destination::of(&headers(&[("Sec-Fetch-Dest", "worker")])), Destination::Worker);
+    }
+}
