@@ -39,6 +39,8 @@ pub const NETWORK_HAR_FILE: &str = "network.har";
 pub const DEMONSTRATION_FILE: &str = "demonstration.json";
 /// The agent's session, a bundle directory inside the task's output.
 pub const SESSION_DIR: &str = "session";
+/// In an episode served by `trace-replay serve --proxy-port --episode DIR`: what the proxy answered ([`Served`]).
+pub const SERVED_FILE: &str = "served.json";
 /// In a run: every episode in WebArena-Infinity's trajectory layout (`data/<agent>/<environment>/<task>/`).
 pub const WEBARENA_INFINITY_DIR: &str = "webarena-infinity";
 
@@ -130,6 +132,19 @@ pub enum EpisodeEnd {
     Replayed,
     /// The built-in `nothing` agent opened the start page and did nothing.
     Idle,
+    /// A browser the agent launched went through `trace-replay serve --proxy-port`, until the proxy stopped.
+    Proxied,
+}
+
+/// `served.json`: how a proxy answered an episode's browser, kept for `trace-replay score` to give in the
+/// episode's result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Served {
+    pub requests: RequestCounts,
+    pub live_attempts: u64,
+    /// RFC 3339: when the proxy started and stopped.
+    pub started_at: String,
+    pub duration_seconds: f64,
 }
 
 /// `result.json`: one task's scores, each with what it rests on.

@@ -35,8 +35,10 @@ use trace_manifest::audit::AuditSummary;
 use trace_manifest::bundle::{self, TaskInfo};
 use trace_manifest::dataset;
 use trace_manifest::eval::{
-    self as files, AgentDone, AgentResponse, EpisodeEnd, EvalResult, ResponseStatus, ResponseTaskType, Rubric,
+    self as files, AgentDone, AgentResponse, CheckpointScores, EpisodeEnd, EvalResult, ResponseStatus,
+    ResponseTaskType, Rubric, RubricScores, Served, Spl,
 };
+use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint, Predicate, TRAJECTORY_FILE};
 use trace_manifest::task::{TaskStatus, TaskType};
@@ -168,6 +170,29 @@ impl Reference {
         Ok(Reference { task, calls, credentials, checkpoints, rubric, audit })
     }
 
+    /// What a session earned, from what it holds (`evidence`), the agent's answer, and how many steps it
+    /// took: the scores of `result.json`.
+    pub fn score(&self, evidence: &Evidence, answer: Option<&str>, steps: usize) -> Scores {
+        let checkpoints = score::checkpoints(&self.checkpoints, evidence);
+        let (success, success_basis) = match (self.task.task_type, &self.task.answer) {
+            (TaskType::InformationRetrieval, Some(expected)) => {
+                let given = answer.unwrap_or_default();
+                let matched = score::answers_match(expected, given);
+                (
+                    matched,
+                    format!("the answer {given:?} {} the person's", if matched { "equals" } else { "differs from" }),
+                )
+            }
+            (TaskType::InformationRetrieval, None) => {
+                (false, "the recording holds no answer to compare the agent's with".to_owned())
+            }
+            (TaskType::Action, _) => score::action_success(&checkpoints),
+        };
+        let rubric = score::rubric(self.rubric.as_ref(), &self.checkpoints, evidence);
+        let spl = score::spl(&rubric, steps);
+        Scores { checkpoints, success, success_basis, rubric, spl }
+    }
+
     /// The task's start: the URL the demonstration first navigated to.
     pub fn start_url(&self) -> Option<&str> {
         self.calls.iter().find_map(|call| match &call.action {
@@ -175,6 +200,65 @@ impl Reference {
             _ => None,
         })
     }
+}
+
+/// Scores an episode that `serve --proxy-port --episode DIR` recorded (`DIR/session/`, `DIR/served.json`),
+/// as `eval` scores its own, with the agent's `answer`; writes and returns `DIR/result.json`. The session
+/// holds what crossed the proxy: requests, the documents the browser was sent, and the pages its tabs
+/// reached; no actions, so the agent's steps are its pages after the first.
+pub fn score_proxied(bundle: &Path, episode: &Path, answer: Option<String>, limits: ZipLimits) -> Result<EvalResult> {
+    let reference = Reference::read(bundle, limits)?;
+    let served_file = episode.join(files::SERVED_FILE);
+    let served: Served = serde_json::from_slice(
+        &std::fs::read(&served_file).with_context(|| format!("cannot read {}", served_file.display()))?,
+    )
+    .with_context(|| format!("{} does not parse", served_file.display()))?;
+    let session = episode.join(files::SESSION_DIR);
+    let mut bundle = Bundle::open_with_limits(&session, limits)
+        .with_context(|| format!("cannot open the session {}", session.display()))?;
+    let evidence = Evidence::load(&mut bundle)?;
+    let pages = evidence
+        .events
+        .iter()
+        .filter(|record| matches!(&record.event.kind, EventKind::Navigation(navigation) if navigation.main_frame))
+        .count();
+    let steps = pages.saturating_sub(1);
+    let Scores { checkpoints, success, success_basis, rubric, spl } =
+        reference.score(&evidence, answer.as_deref(), steps);
+    let result = EvalResult {
+        task_id: reference.task.id.clone(),
+        website: reference.task.website.clone(),
+        task_type: reference.task.task_type,
+        description: reference.task.description.clone(),
+        agent: "proxied".to_owned(),
+        started_at: served.started_at,
+        duration_seconds: served.duration_seconds,
+        ended: EpisodeEnd::Proxied,
+        error: None,
+        steps,
+        said_done: answer.is_some(),
+        answer,
+        success: if success { 1.0 } else { 0.0 },
+        success_basis,
+        checkpoints,
+        rubric,
+        spl,
+        requests: served.requests,
+        live_attempts: served.live_attempts,
+        judge: None,
+        audit: reference.audit.clone(),
+    };
+    write_json(&episode.join(files::RESULT_FILE), &result)?;
+    Ok(result)
+}
+
+/// The scores of one session ([`Reference::score`]).
+pub struct Scores {
+    pub checkpoints: CheckpointScores,
+    pub success: bool,
+    pub success_basis: String,
+    pub rubric: RubricScores,
+    pub spl: Spl,
 }
 
 /// One episode: the task (as its dataset names it), where its outputs go, and how it is run.
@@ -274,23 +358,8 @@ impl Episode<'_> {
         let answer = outcome.answer();
         let derived = trajectory::derive(self.task.task_id.clone(), &evidence.events, answer.as_deref());
         let steps = outcome.steps(&derived.trajectory.tool_calls);
-        let checkpoints = score::checkpoints(&reference.checkpoints, &evidence);
-        let (success, success_basis) = match (reference.task.task_type, &reference.task.answer) {
-            (TaskType::InformationRetrieval, Some(expected)) => {
-                let given = answer.as_deref().unwrap_or_default();
-                let matched = score::answers_match(expected, given);
-                (
-                    matched,
-                    format!("the answer {given:?} {} the person's", if matched { "equals" } else { "differs from" }),
-                )
-            }
-            (TaskType::InformationRetrieval, None) => {
-                (false, "the recording holds no answer to compare the agent's with".to_owned())
-            }
-            (TaskType::Action, _) => score::action_success(&checkpoints),
-        };
-        let rubric = score::rubric(reference.rubric.as_ref(), &reference.checkpoints, &evidence);
-        let spl = score::spl(&rubric, steps);
+        let Scores { checkpoints, success, success_basis, rubric, spl } =
+            reference.score(&evidence, answer.as_deref(), steps);
         let mut error = outcome.error.clone();
         if !outcome.connected && error.is_none() {
             error = Some("the agent never connected to the browser (TRACE_CDP_URL)".to_owned());
@@ -575,7 +644,7 @@ async fn run_command(
         EpisodeEnd::MaxSteps { steps } => {
             errors.push(format!("the agent was stopped past {steps} steps (--max-steps)"))
         }
-        EpisodeEnd::Replayed | EpisodeEnd::Idle => {}
+        EpisodeEnd::Replayed | EpisodeEnd::Idle | EpisodeEnd::Proxied => {}
     }
     let done = match answers.read(files::DONE_FILE).await {
         Ok(Some(raw)) => match serde_json::from_slice::<AgentDone>(&raw) {

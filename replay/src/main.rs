@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use trace_analysis::ignore::parse_ignore_list;
 use trace_manifest::archive::ZipLimits;
 use trace_manifest::bundle::TaskInfo;
+use trace_manifest::eval::{SERVED_FILE, SESSION_DIR, Served};
 use trace_manifest::task::TaskStatus;
 use trace_replay::archive::ReplayArchive;
 use trace_replay::audit::AuditOptions;
@@ -113,10 +114,26 @@ enum Command {
         /// use), so that a browser told to trust it once trusts every run's.
         #[arg(long, value_name = "DIR", requires = "proxy_port")]
         ca_dir: Option<PathBuf>,
-        /// With --proxy-port: record every request that crossed the proxy, and its answer, into a session
-        /// bundle in this folder when stopped (as `eval` records an agent's session).
+        /// With --proxy-port: record the episode into this folder, written when the proxy stops: every
+        /// request that crossed and its answer (DIR/session/, a bundle, as `eval` records an agent's) and
+        /// what was served (DIR/served.json). `trace-replay score` scores it.
         #[arg(long, value_name = "DIR", requires = "proxy_port")]
-        session: Option<PathBuf>,
+        episode: Option<PathBuf>,
+    },
+    /// Score an episode that `serve --proxy-port --episode DIR` recorded, as `eval` scores its own: writes
+    /// DIR/result.json and prints its summary.
+    Score {
+        bundle: PathBuf,
+        #[arg(long, value_name = "DIR")]
+        episode: PathBuf,
+        /// The agent's answer (an information-retrieval task's is compared with the person's).
+        #[arg(long, value_name = "TEXT")]
+        answer: Option<String>,
+        /// Print result.json instead of the summary.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Re-run the recorded human trajectory in the replayed site and report its fidelity (exit 1 when a
     /// step fails or anything tried to reach the network).
@@ -327,7 +344,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             cdp_port,
             proxy_port,
             ca_dir,
-            session,
+            episode,
         } => {
             let mut archive = ReplayArchive::open_with_limits(&bundle, limits.limits())?;
             if let Some(file) = ignore_list {
@@ -342,7 +359,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 );
                 let options = ProxyOptions { port, ca_dir, determinism: !no_determinism };
                 return tokio::runtime::Runtime::new()?
-                    .block_on(serve_proxy(&bundle, archive, &options, session, limits));
+                    .block_on(serve_proxy(&bundle, archive, &options, episode, limits));
             }
             let options = Options {
                 chromium: browser.chromium,
@@ -363,6 +380,24 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{stats}");
                 anyhow::Ok(())
             })
+        }
+        Command::Score { bundle, episode, answer, json, limits } => {
+            let result = trace_replay::eval::score_proxied(&bundle, &episode, answer, limits.limits())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&result)?);
+            } else {
+                println!(
+                    "{}: success {} ({}); checkpoints {} of {} in order; live attempts {}",
+                    result.task_id,
+                    result.success,
+                    result.success_basis,
+                    result.checkpoints.reached_in_order,
+                    result.checkpoints.items.len(),
+                    result.live_attempts
+                );
+                println!("result: {}", episode.join(trace_manifest::eval::RESULT_FILE).display());
+            }
+            Ok(())
         }
         Command::Eval { source, eval, browser, limits } => {
             anyhow::ensure!(
@@ -544,11 +579,12 @@ async fn serve_proxy(
     bundle: &Path,
     archive: ReplayArchive,
     options: &ProxyOptions,
-    session_dir: Option<PathBuf>,
+    episode: Option<PathBuf>,
     limits: LimitArgs,
 ) -> anyhow::Result<()> {
     let start_url = archive.start_url().to_owned();
-    let session = session_dir.as_deref().map(SessionRecorder::create).transpose()?;
+    let session = episode.as_deref().map(|dir| SessionRecorder::create(&dir.join(SESSION_DIR))).transpose()?;
+    let (started, started_at_ms) = (std::time::Instant::now(), trace_manifest::time_fmt::now_ms());
     let proxy = Proxy::start(archive, options, session.clone()).await?;
     println!("serving {} at {start_url}", bundle.display());
     println!("proxy: {}", proxy.url());
@@ -559,11 +595,23 @@ async fn serve_proxy(
     std::io::Write::flush(&mut std::io::stdout())?;
     asked_to_stop().await?;
     let stats = proxy.close();
-    if let Some(session) = session {
+    if let (Some(session), Some(episode)) = (session, episode) {
         let reference = Reference::read(bundle, limits.limits())?;
         let task = TaskInfo { status: TaskStatus::Stopped, ..reference.task };
         session.finish(task, None)?;
-        println!("session: {}", session.dir().display());
+        let served = Served {
+            requests: stats.request_counts(),
+            live_attempts: stats.live_attempts,
+            started_at: trace_manifest::time_fmt::rfc3339_from_millis(started_at_ms),
+            duration_seconds: started.elapsed().as_secs_f64(),
+        };
+        trace_store::atomic::write_json(&episode.join(SERVED_FILE), &served)?;
+        println!(
+            "episode: {} (score it with `trace-replay score {} --episode {}`)",
+            episode.display(),
+            bundle.display(),
+            episode.display()
+        );
     }
     print!("{stats}");
     Ok(())

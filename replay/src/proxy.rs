@@ -44,7 +44,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject as _;
-use trace_manifest::event::{Cookie, Header, header_value};
+use trace_manifest::event::{Cookie, EventKind, Header, Navigation, NavigationCause, header_value};
 
 use crate::archive::ReplayArchive;
 use crate::matcher::{Request, RequestState};
@@ -360,6 +360,27 @@ fn made_by_page(headers: &[(String, String)]) -> bool {
             .any(|name| header_of(headers, name).is_some())
 }
 
+/// Why a tab's document is asked for, when the request is one: typed (or `goto`: from no site), a form
+/// sent, a link followed. A frame's document is the frame's, not the tab's.
+fn tab_navigation(method: &str, headers: &[(String, String)]) -> Option<NavigationCause> {
+    let tab_document = match header_of(headers, "sec-fetch-dest").as_deref() {
+        Some(destination) => destination == "document",
+        None => Destination::of(headers) == Destination::Document,
+    };
+    if !tab_document {
+        return None;
+    }
+    Some(if !method.eq_ignore_ascii_case("GET") {
+        NavigationCause::FormSubmit
+    } else if header_of(headers, "sec-fetch-site").as_deref() == Some("none") {
+        NavigationCause::Typed
+    } else if header_of(headers, "referer").is_some() {
+        NavigationCause::Link
+    } else {
+        NavigationCause::Other
+    })
+}
+
 /// What a request is for, as the browser says in `Sec-Fetch-Dest` (sent to secure and loopback origins),
 /// else as its `Accept` header shows: a navigation asks for HTML first, a script's `fetch` for anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -526,12 +547,18 @@ impl StartCookies {
 struct Exchange {
     request_id: String,
     url: String,
+    /// Why the tab's page is changing, when this is a tab's document (not a frame's).
+    navigation: Option<NavigationCause>,
 }
 
 impl Exchange {
     fn start(shared: &Shared, method: &str, url: &str, headers: &[(String, String)], body: &[u8]) -> Exchange {
         let number = shared.exchanges.fetch_add(1, Ordering::Relaxed) + 1;
-        let exchange = Exchange { request_id: format!("proxy-{number}"), url: url.to_owned() };
+        let exchange = Exchange {
+            request_id: format!("proxy-{number}"),
+            url: url.to_owned(),
+            navigation: tab_navigation(method, headers),
+        };
         if let Some(session) = &shared.session {
             let request = trace_manifest::event::Request {
                 request_id: exchange.request_id.clone(),
@@ -575,6 +602,12 @@ impl Exchange {
         };
         if let Err(error) = session.response(&Origin::default(), response, body) {
             tracing::warn!("the session cannot keep the answer to {}: {error:#}", self.url);
+        }
+        // A document that is no redirect is the page the tab shows next: its navigation, as a person's
+        // recording has one for each page reached (what a checkpoint's URL is looked for in).
+        if let Some(cause) = self.navigation.filter(|_| !(300..400).contains(&status)) {
+            let navigation = Navigation { url: self.url.clone(), cause, main_frame: true };
+            session.record(&Origin::default(), EventKind::Navigation(navigation));
         }
     }
 

@@ -4,6 +4,7 @@
 //
 // The configuration is the script's first argument, JSON: {nodeModules, chromium, args, proxy, steps},
 // each step one of {goto: URL}, {fill: [selector, text]}, {click: selector}, {press: [selector, key]},
+// {select: [selector, value]}, {check: selector},
 // {text: [selector, substring]} (waits until the element's text holds it), {url: substring} (waits for
 // the page's URL). Prints one JSON line: {"ok": true} or {"error": what, "step": index}.
 
@@ -30,6 +31,8 @@ for (const [index, step] of config.steps.entries()) {
     else if (step.fill) await page.fill(step.fill[0], step.fill[1], { timeout });
     else if (step.click) await page.click(step.click, { timeout });
     else if (step.press) await page.press(step.press[0], step.press[1], { timeout });
+    else if (step.select) await page.selectOption(step.select[0], step.select[1], { timeout });
+    else if (step.check) await page.check(step.check, { timeout });
     else if (step.text) {
       const [selector, wanted] = step.text;
       await page.waitForFunction(

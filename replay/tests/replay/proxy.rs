@@ -126,14 +126,14 @@ fn serve_with_a_proxy_port_says_where_it_listens_and_writes_the_session_when_sto
     let bundle = scratch.path().join("bundle");
     shop_bundle(&bundle);
     let ca_dir = scratch.path().join("ca");
-    let session = scratch.path().join("session");
+    let episode = scratch.path().join("episode");
     let mut serve = Command::new(env!("CARGO_BIN_EXE_trace-replay"))
         .arg("serve")
         .arg(&bundle)
         .args(["--proxy-port", "0", "--ca-dir"])
         .arg(&ca_dir)
-        .arg("--session")
-        .arg(&session)
+        .arg("--episode")
+        .arg(&episode)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -185,9 +185,26 @@ fn serve_with_a_proxy_port_says_where_it_listens_and_writes_the_session_when_sto
     assert!(serve.wait().unwrap().success());
     let summary = rest.join("\n");
     assert!(summary.contains("missed: 2; live: 1"), "{summary}");
-    let events = std::fs::read_to_string(session.join("events.jsonl")).unwrap();
+    let events = std::fs::read_to_string(episode.join("session/events.jsonl")).unwrap();
     assert!(events.contains("https://shop.test/api/me") && events.contains("never-recorded"), "{events}");
-    assert!(session.join("manifest.json").is_file());
+    assert!(!events.contains("updates.browser.test"), "the browser's own request is no part of the session");
+
+    // Scored as `eval` scores an episode, with what the proxy served.
+    let score = Command::new(env!("CARGO_BIN_EXE_trace-replay"))
+        .arg("score")
+        .arg(&bundle)
+        .arg("--episode")
+        .arg(&episode)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(score.status.success(), "{}", String::from_utf8_lossy(&score.stderr));
+    let result: Value = serde_json::from_slice(&score.stdout).unwrap();
+    assert_eq!(result["ended"]["kind"], "proxied", "{result:#}");
+    assert_eq!(result["live_attempts"], 1, "{result:#}");
+    assert_eq!(result["requests"]["missed"], 2, "{result:#}");
+    let written: Value = serde_json::from_slice(&std::fs::read(episode.join("result.json")).unwrap()).unwrap();
+    assert_eq!(written, result);
 
     // The authority is kept: a second run takes the same one, which a browser was told to trust once.
     let certificate = std::fs::read(ca_dir.join("trace-replay-ca.pem")).unwrap();
