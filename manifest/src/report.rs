@@ -85,14 +85,41 @@ pub enum ProcessAudit {
 pub struct ExportReport {
     pub task_id: TaskId,
     pub status: TaskStatus,
+    /// The file written (a bundle zip or a WACZ, as `format` says).
     pub zip: PathBuf,
+    /// What was written; absent in reports older than `--format`, which wrote only zips.
+    #[serde(default)]
+    pub format: ExportFormat,
     pub files: usize,
     pub bytes: u64,
+    /// For `wacz`: the HTTP exchanges archived, each a response and a request record of its WARC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchanges: Option<usize>,
     /// Whether the task was post-processed on the way (it had not been).
     pub processed: bool,
     /// Present for `--redact`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redaction: Option<RedactionSummary>,
+}
+
+/// What `trace-host export` writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    /// The bundle as a zip, in the layout of a bundle directory.
+    #[default]
+    Zip,
+    /// A WACZ 1.1.1 web archive (WARC records, a CDXJ index, the pages), for the webrecorder tools.
+    Wacz,
+}
+
+impl ExportFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportFormat::Zip => "zip",
+            ExportFormat::Wacz => "wacz",
+        }
+    }
 }
 
 /// What redaction did to a bundle.

@@ -12,7 +12,7 @@ use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
 
-use trace_manifest::report::{DatasetFormat, ProcessAudit, TaskSummary, ValidateReport};
+use trace_manifest::report::{DatasetFormat, ExportFormat, ProcessAudit, TaskSummary, ValidateReport};
 
 use crate::dataset::{self, DatasetOptions};
 use crate::db::{self, TaskRow};
@@ -59,11 +59,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Write a task's bundle as one zip file.
+    /// Write a task's bundle as one zip file, or as a WACZ web archive.
     Export {
         task: TaskId,
         #[arg(long, value_name = "FILE.zip")]
         out: PathBuf,
+        #[arg(long, value_enum, default_value_t = ExportFormatArg::Zip)]
+        format: ExportFormatArg,
         /// Put every body inline in recording.har, for tools that read a single HAR file.
         #[arg(long)]
         embed_bodies: bool,
@@ -336,10 +338,11 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 db::tasks(&conn)?.into_iter().filter(|t| *all || t.status != TaskStatus::Discarded).collect();
             print_tasks(&tasks, *json)?;
         }
-        Command::Export { task, out, embed_bodies, redact, suspects, json } => {
+        Command::Export { task, out, format, embed_bodies, redact, suspects, json } => {
             let data = data()?;
             let conn = db::open(&data.database())?;
             let options = ExportOptions {
+                format: (*format).into(),
                 embed_bodies: *embed_bodies,
                 progress: !json && std::io::stderr().is_terminal(),
                 redact: *redact,
@@ -350,20 +353,25 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
                 outln!(
-                    "exported {} task {} to {} ({} files, {})",
+                    "exported {} task {} to {} ({}: {} files, {})",
                     report.status.as_str(),
                     report.task_id,
                     report.zip.display(),
+                    report.format.as_str(),
                     report.files,
                     human_bytes(report.bytes)
                 )?;
+                if let Some(exchanges) = report.exchanges {
+                    outln!("archived {exchanges} HTTP exchanges, each a response and a request record")?;
+                }
                 if report.processed {
                     outln!("processed it first: trajectory, credentials, checkpoints and ignore list are included")?;
                 }
                 if let Some(redaction) = &report.redaction {
                     outln!(
-                        "redacted: {}; the zip was searched and holds none of them",
-                        crate::redact::describe(redaction)
+                        "redacted: {}; the {} was searched and holds none of them",
+                        crate::redact::describe(redaction),
+                        report.format.as_str()
                     )?;
                 }
             }
@@ -627,6 +635,25 @@ fn process(
     let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
     let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
     crate::process::process_path(path, conn.as_ref().zip(data.as_ref()), options)
+}
+
+/// `export --format`, as clap reads it; the format crate's [`ExportFormat`] is what reports say.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormatArg {
+    /// The bundle, in a bundle directory's layout, for `trace-replay`, `validate` and Playwright.
+    Zip,
+    /// A WACZ 1.1.1 web archive (a WARC of the recorded exchanges, its CDXJ index, the pages visited) for
+    /// ReplayWeb.page and the webrecorder tools.
+    Wacz,
+}
+
+impl From<ExportFormatArg> for ExportFormat {
+    fn from(format: ExportFormatArg) -> ExportFormat {
+        match format {
+            ExportFormatArg::Zip => ExportFormat::Zip,
+            ExportFormatArg::Wacz => ExportFormat::Wacz,
+        }
+    }
 }
 
 /// `--format`, as clap reads it; the format crate's [`DatasetFormat`] is what reports say.

@@ -231,6 +231,7 @@ fn add(
 
     let zip = out.join(format::bundle_path(&task_id));
     let export_options = ExportOptions {
+        format: trace_manifest::report::ExportFormat::Zip,
         embed_bodies: false,
         progress: false,
         redact: options.redact,

@@ -7,6 +7,12 @@
 //! export carries its trajectory, credentials, checkpoints and ignore list. With `--redact`, the bundle is
 //! first redacted into a staging directory beside the target (see [`crate::redact`]), and the written zip
 //! is searched for every original secret before it gets its name.
+//!
+//! `--format wacz` writes the same bundle, redacted the same way, as a WACZ web archive instead (see
+//! [`wacz`]); this module chooses the format, and the redacted WACZ is searched with its WARC records
+//! decompressed.
+
+pub mod wacz;
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -22,7 +28,7 @@ use trace_manifest::archive::{Bundle, HashingWriter};
 use trace_manifest::bundle::{self, BundleManifest, FileEntry};
 use trace_manifest::har::{Entry, Har, Log};
 use trace_manifest::pack;
-use trace_manifest::report::{ExportReport, RedactionSummary};
+use trace_manifest::report::{ExportFormat, ExportReport, RedactionSummary};
 use trace_manifest::task::TaskId;
 use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
@@ -36,6 +42,8 @@ use trace_store::atomic::AtomicFile;
 
 #[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
+    /// A bundle zip, or a WACZ.
+    pub format: ExportFormat,
     /// Write the HAR with every body inline, for tools that read a single file.
     pub embed_bodies: bool,
     /// Show a progress bar on a terminal.
@@ -52,6 +60,8 @@ pub struct Written {
     pub files: usize,
     pub bytes: u64,
     pub redaction: Option<RedactionSummary>,
+    /// For a WACZ: the HTTP exchanges its WARC holds.
+    pub exchanges: Option<usize>,
 }
 
 pub fn export(
@@ -68,8 +78,10 @@ pub fn export(
         task_id: task_id.clone(),
         status: task.status,
         zip: out.to_owned(),
+        format: options.format,
         files: written.files,
         bytes: written.bytes,
+        exchanges: written.exchanges,
         processed,
         redaction: written.redaction,
     })
@@ -92,29 +104,48 @@ pub fn processed_task_bundle(
     Ok((task, dir, lock, processed))
 }
 
-/// Writes a bundle (directory or zip) as a zip at `out`, redacted when asked. Nothing appears at `out`
-/// unless the whole zip was written (and, redacted, searched).
+/// Writes a bundle (directory or zip) at `out` in the format asked, redacted when asked. Nothing appears
+/// at `out` unless the whole file was written (and, redacted, searched).
 pub fn export_bundle(source: &mut Bundle, out: &Path, options: &ExportOptions) -> Result<Written> {
-    let mut zip = AtomicFile::create(out)?;
-    let (manifest, redaction) = if options.redact {
-        write_redacted_zip(source, &mut zip, options)?
+    let mut file = AtomicFile::create(out)?;
+    let written = if options.redact {
+        write_redacted(source, &mut file, options)?
     } else {
-        let mut manifest = source.manifest()?;
-        write_zip(source, &mut manifest, zip.file(), options)?;
-        (manifest, None)
+        write_format(source, file.file(), options)?
     };
-    zip.commit()?;
-    Ok(Written { files: manifest.files.len() + 1, bytes: manifest.files.iter().map(|f| f.size).sum(), redaction })
+    file.commit()?;
+    Ok(written)
 }
 
-/// Redacts `source` into a staging directory beside `path` (removed afterwards), zips that, and searches
-/// the zip for the originals.
-fn write_redacted_zip(
-    source: &mut Bundle,
-    zip: &mut AtomicFile,
-    options: &ExportOptions,
-) -> Result<(BundleManifest, Option<RedactionSummary>)> {
-    let path = zip.partial_path().to_owned();
+/// Writes `source` into `file` as `options.format` says.
+fn write_format(source: &mut Bundle, file: &mut File, options: &ExportOptions) -> Result<Written> {
+    match options.format {
+        ExportFormat::Zip => {
+            let mut manifest = source.manifest()?;
+            write_zip(source, &mut manifest, file, options)?;
+            Ok(Written {
+                files: manifest.files.len() + 1,
+                bytes: manifest.files.iter().map(|f| f.size).sum(),
+                redaction: None,
+                exchanges: None,
+            })
+        }
+        ExportFormat::Wacz => {
+            let written = wacz::write_wacz(source, file)?;
+            Ok(Written {
+                files: written.files,
+                bytes: written.bytes,
+                redaction: None,
+                exchanges: Some(written.exchanges),
+            })
+        }
+    }
+}
+
+/// Redacts `source` into a staging directory beside `path` (removed afterwards), writes that in the
+/// format asked, and searches what was written for the originals.
+fn write_redacted(source: &mut Bundle, out: &mut AtomicFile, options: &ExportOptions) -> Result<Written> {
+    let path = out.partial_path().to_owned();
     let beside = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let staging = tempfile::Builder::new()
         .prefix(".trace-redacting-")
@@ -122,10 +153,13 @@ fn write_redacted_zip(
         .with_context(|| format!("cannot create a staging directory in {}", beside.display()))?;
     let redacted = redact::redact_bundle(source, staging.path(), &options.suspects)?;
     let mut bundle = Bundle::open(staging.path())?;
-    let mut manifest = bundle.manifest()?;
-    write_zip(&mut bundle, &mut manifest, zip.file(), options)?;
-    redacted.verify_zip(&path)?;
-    Ok((manifest, Some(redacted.summary)))
+    let mut written = write_format(&mut bundle, out.file(), options)?;
+    match options.format {
+        ExportFormat::Zip => redacted.verify_zip(&path)?,
+        ExportFormat::Wacz => redacted.verify_wacz(&path)?,
+    }
+    written.redaction = Some(redacted.summary);
+    Ok(written)
 }
 
 fn write_zip(

@@ -385,8 +385,19 @@ impl Redacted {
     /// every entry's name, for every form of every original secret. Names the first one found (by kind and
     /// name, never by value).
     pub fn verify_zip(&self, path: &Path) -> Result<()> {
+        self.verify(path, each_file)
+    }
+
+    /// [`Redacted::verify_zip`] for a WACZ (see [`crate::export::wacz`]): its WARC's records are gzip
+    /// members the zip stores as they are, so each is searched decompressed (and its HTTP payload decoded
+    /// too when that is itself a gzip or zlib stream); the index, the pages and the package as stored.
+    pub fn verify_wacz(&self, path: &Path) -> Result<()> {
+        self.verify(path, each_wacz_file)
+    }
+
+    fn verify(&self, path: &Path, each: EachFile) -> Result<()> {
         // Two passes, each streaming every file: a body may be larger than memory.
-        each_file(path, |name, contents| {
+        each(path, &mut |name, contents| {
             let found = match self.replacer.find_in(name.as_bytes())? {
                 Some(secret) => Some(secret),
                 None => self.replacer.find_in(contents).with_context(|| format!("cannot read {name} back"))?,
@@ -402,7 +413,7 @@ impl Redacted {
             Ok(())
         })?;
         // Again, for the values chosen apart from the rules.
-        each_file(path, |name, contents| {
+        each(path, &mut |name, contents| {
             let found = match self.check.find_in(name.as_bytes())? {
                 Some(what) => Some(what),
                 None => self.check.find_in(contents).with_context(|| format!("cannot read {name} back"))?,
@@ -418,9 +429,62 @@ impl Redacted {
     }
 }
 
+/// A walk over the files of a written export, each given to a visitor with a reader of its contents.
+type EachFile = fn(&Path, &mut dyn FnMut(&str, &mut dyn Read) -> Result<()>) -> Result<()>;
+
+/// Calls `visit` with each record of each WARC (`*.warc.gz`) of the WACZ at `path`, decompressed, named
+/// by its WARC and its place in it, and with each other file as [`each_file`] does (a WACZ has no
+/// snapshot pack). A WARC is read one gzip member at a time: each record is one.
+fn each_wacz_file(path: &Path, visit: &mut dyn FnMut(&str, &mut dyn Read) -> Result<()>) -> Result<()> {
+    use std::io::BufRead;
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .with_context(|| format!("{} is not a readable zip", path.display()))?;
+    for index in 0..zip.len() {
+        let entry = zip.by_index(index)?;
+        let name = entry.name().to_owned();
+        let mut entry = std::io::BufReader::new(entry);
+        if !name.ends_with(".warc.gz") {
+            visit(&name, &mut entry)?;
+            continue;
+        }
+        let mut number = 0;
+        while !entry.fill_buf().with_context(|| format!("cannot read {name} back"))?.is_empty() {
+            number += 1;
+            let what = format!("{name} (record {number})");
+            let mut member = flate2::bufread::GzDecoder::new(&mut entry);
+            let mut record = Vec::new();
+            (&mut member)
+                .take(MAX_DECODED_BODY_BYTES)
+                .read_to_end(&mut record)
+                .with_context(|| format!("{what} does not decompress"))?;
+            if record.len() as u64 == MAX_DECODED_BODY_BYTES {
+                // Too large to hold: searched as it streams, its payload not decoded.
+                visit(&what, &mut record.as_slice().chain(&mut member))?;
+                std::io::copy(&mut member, &mut std::io::sink()).with_context(|| format!("cannot read {what}"))?;
+                continue;
+            }
+            visit(&what, &mut record.as_slice())?;
+            if let Some(decoded) = http_payload(&record).and_then(decoded_if_compressed) {
+                visit(&what, &mut decoded.as_slice())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The payload of a WARC record holding an HTTP message: what follows the record's header block and the
+/// message's head, less the record's closing line breaks.
+fn http_payload(record: &[u8]) -> Option<&[u8]> {
+    let split = |bytes: &[u8]| bytes.windows(4).position(|window| window == b"\r\n\r\n").map(|at| at + 4);
+    let block = &record[split(record)?..];
+    let payload = &block[split(block)?..];
+    Some(payload.strip_suffix(b"\r\n\r\n").unwrap_or(payload))
+}
+
 /// Calls `visit` with each file of the zip at `path` and a reader of its contents: each entry streamed as
 /// it decompresses, except the snapshot pack, whose files are visited one by one, unpacked.
-fn each_file(path: &Path, mut visit: impl FnMut(&str, &mut dyn Read) -> Result<()>) -> Result<()> {
+fn each_file(path: &Path, visit: &mut dyn FnMut(&str, &mut dyn Read) -> Result<()>) -> Result<()> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
         .with_context(|| format!("{} is not a readable zip", path.display()))?;
@@ -807,6 +871,47 @@ mod tests {
         zip.finish().unwrap();
         let error = redacted.verify_zip(file.path()).unwrap_err().to_string();
         assert!(error.contains("dom/000001.html") && error.contains("cookie value"), "{error}");
+    }
+
+    /// A WACZ of two WARC records (a warcinfo, a response with `payload`), each a gzip member, the WARC
+    /// stored in the zip as the WACZ's writer stores it.
+    fn wacz_with_payload(payload: &[u8]) -> tempfile::NamedTempFile {
+        use flate2::{Compression, write::GzEncoder};
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
+        let stored = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        zip.start_file("archive/data.warc.gz", stored).unwrap();
+        for block in [b"software: test\r\n".to_vec(), [&b"HTTP/1.1 200 OK\r\n\r\n"[..], payload].concat()] {
+            let head = format!("WARC/1.1\r\nContent-Length: {}\r\n\r\n", block.len());
+            let mut gzip = GzEncoder::new(Vec::new(), Compression::default());
+            gzip.write_all(&[head.as_bytes(), &block, b"\r\n\r\n"].concat()).unwrap();
+            zip.write_all(&gzip.finish().unwrap()).unwrap();
+        }
+        zip.start_file("pages/pages.jsonl", zip::write::SimpleFileOptions::default()).unwrap();
+        zip.write_all(b"{}\n").unwrap();
+        zip.finish().unwrap();
+        file
+    }
+
+    /// A WACZ's records are gzip members the zip stores as they are: the zip's search sees only compressed
+    /// bytes and passes a secret by; the WACZ's decompresses each record, and decodes a payload that is
+    /// itself gzip.
+    #[test]
+    fn the_final_search_of_a_wacz_looks_inside_its_compressed_records() {
+        let redacted = checking_a_cookie_no_rule_chose();
+        // Text long enough that deflate codes it (a few bytes it would store as they are).
+        let page = format!("<p>{}</p><p>session q7Zx9-sid</p>", "lorem ipsum dolor ".repeat(40));
+        let holding = wacz_with_payload(page.as_bytes());
+        redacted.verify_zip(holding.path()).expect("blind to what is compressed: why the WACZ has its own search");
+        let error = redacted.verify_wacz(holding.path()).unwrap_err().to_string();
+        assert!(error.contains("archive/data.warc.gz (record 2)") && error.contains("cookie value"), "{error}");
+        assert!(!error.contains("q7Zx9-sid"), "{error}");
+
+        let compressed = ContentEncoding::Gzip.encode(page.as_bytes());
+        let error = redacted.verify_wacz(wacz_with_payload(&compressed).path()).unwrap_err().to_string();
+        assert!(error.contains("archive/data.warc.gz (record 2)"), "{error}");
+
+        redacted.verify_wacz(wacz_with_payload(b"<p>nothing to see</p>").path()).unwrap();
     }
 
     #[test]

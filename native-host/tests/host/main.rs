@@ -15,3 +15,4 @@ mod session;
 mod submit;
 mod transfer;
 mod view;
+mod wacz;
