@@ -339,6 +339,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             print_tasks(&tasks, *json)?;
         }
         Command::Export { task, out, format, embed_bodies, redact, suspects, json } => {
+            if *embed_bodies && matches!(format, ExportFormatArg::Wacz) {
+                anyhow::bail!("--embed-bodies is for zips: a WACZ's WARC holds every body already");
+            }
             let data = data()?;
             let conn = db::open(&data.database())?;
             let options = ExportOptions {

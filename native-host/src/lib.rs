@@ -10,7 +10,7 @@
 //! - [`db`]: `tasks.db`, the SQLite record of tasks, events, bodies and files.
 //! - [`finalize`]: writes a bundle directory (events, HAR, storage, manifest) from the database.
 //! - [`process`]: derives the trajectory, credentials, checkpoints and ignore list into a bundle.
-//! - [`export`], [`import`]: bundles as zip files, out and in.
+//! - [`export`], [`import`]: bundles as zip files, out and in; out as a WACZ web archive too.
 //! - [`redact`]: a bundle's secrets found and replaced for sharing, and the exported zip searched for them.
 //! - [`dataset`]: many bundles made into a dataset folder (TRACE's or WebArena-Infinity's layout).
 //! - [`install`]: registers the host with Chrome and Chromium.

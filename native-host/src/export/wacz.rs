@@ -215,7 +215,8 @@ fn is_archived(entry: &Entry) -> bool {
 fn response_body(source: &mut Bundle, entry: &Entry) -> Result<Vec<u8>> {
     let content = &entry.response.content;
     if let Some(file) = &content.file {
-        return Ok(source.read(file)?);
+        let url = &entry.request.url;
+        return source.read(file).with_context(|| format!("the response body of {url} cannot be read"));
     }
     inline_text(content.text.as_deref(), content.encoding.as_deref())
 }

@@ -467,4 +467,19 @@ fn secrets_in_compressed_bodies_socket_frames_and_page_text_are_redacted() {
     assert!(entries.values().any(|bytes| contains(bytes, PING_ID.as_bytes())), "the ping's id was redacted");
     let validated = scratch.cli_json(&["validate", zip.to_str().unwrap(), "--json"]);
     assert_eq!(validated["valid"], true, "{validated}");
+
+    // The same as a WACZ: its search decodes each WARC record and the compressed request bodies in them,
+    // finds nothing left, and lets the export through; decoded, the records hold none of the secrets.
+    let wacz = scratch.path("realistic.wacz");
+    let args = ["export", "realistic", "--format", "wacz", "--out", wacz.to_str().unwrap(), "--redact", "--suspects"];
+    let report = scratch.cli_json(&[&args[..], &["redact", "--json"]].concat());
+    assert_eq!(report["format"], "wacz", "{report}");
+    let mut warc = Vec::new();
+    let warc_gz = zip_entries(&wacz).remove("archive/data.warc.gz").unwrap();
+    std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&warc_gz[..]), &mut warc).unwrap();
+    for leaked in [TYPED, PASSPHRASE, API_KEY] {
+        assert!(!contains(&warc, leaked.as_bytes()), "the WACZ still holds {leaked:?}");
+    }
+    assert!(contains(&warc, ORDER.as_bytes()), "the order number was redacted");
+    assert!(contains(&warc, &telemetry_gzipped), "the telemetry body changed");
 }

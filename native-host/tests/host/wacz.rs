@@ -10,6 +10,7 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 use trace_manifest::archive::Bundle;
+use trace_manifest::event::ActionKind;
 
 use crate::common::*;
 
@@ -427,4 +428,37 @@ fn py_wacz_validate_refuses_a_wacz_whose_file_does_not_match_its_hash() {
     let (valid, said) = wacz_validate(&venv, &tampered);
     assert!(!valid, "a changed index passed: {said}");
     assert!(said.contains("index.cdxj") && said.contains("expected hash"), "{said}");
+}
+
+/// A redacted WACZ export refused (a credential too short to replace reliably) leaves nothing at `--out`,
+/// not even its partial file, as the zip's does; `--embed-bodies`, which is for zips, is refused with a WACZ.
+#[test]
+fn a_refused_wacz_export_writes_nothing() {
+    let scratch = Scratch::new();
+    let login = format!("{SITE}/login");
+    record_action_task(
+        &scratch,
+        "short",
+        vec![navigation(1.0, &login), action(100.0, ActionKind::Input, &login, "#pin", Some("123"), true)],
+    );
+    let wacz = scratch.path("short.wacz");
+    let output = scratch.cli(&["export", "short", "--format", "wacz", "--out", wacz.to_str().unwrap(), "--redact"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("shorter than 4 characters"), "{stderr}");
+    assert!(!wacz.exists() && !scratch.path(".short.wacz.partial").exists());
+    assert_eq!(std::fs::read_dir(scratch.dir.path()).unwrap().count(), 1, "only the data directory is left");
+
+    let output =
+        scratch.cli(&["export", "short", "--format", "wacz", "--out", wacz.to_str().unwrap(), "--embed-bodies"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--embed-bodies"));
+    assert!(!wacz.exists());
+
+    // Unredacted, the same task exports: its one page, and no exchange.
+    let report = scratch.cli_json(&["export", "short", "--format", "wacz", "--out", wacz.to_str().unwrap(), "--json"]);
+    assert_eq!(report["exchanges"], 0, "{report}");
+    let pages = String::from_utf8(wacz_entries(&wacz)["pages/pages.jsonl"].0.clone()).unwrap();
+    assert_eq!(pages.lines().count(), 2, "{pages}");
+    assert!(pages.contains(&login), "{pages}");
 }
