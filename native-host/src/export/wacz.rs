@@ -30,7 +30,7 @@ use flate2::write::GzEncoder;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use trace_manifest::archive::{Bundle, HashingWriter};
-use trace_manifest::event::{EventKind, NavigationCause};
+use trace_manifest::event::{EventKind, NavigationCause, header_value};
 use trace_manifest::har::Entry;
 use trace_manifest::time_fmt::{millis_from_rfc3339, now_ms, rfc3339_from_millis};
 use zip::CompressionMethod;
@@ -244,7 +244,8 @@ fn inline_text(text: Option<&str>, encoding: Option<&str>) -> Result<Vec<u8>> {
 const TRANSFER_HEADERS: [&str; 3] = ["content-encoding", "transfer-encoding", "content-length"];
 
 /// The HTTP response as the record's block: status line, headers (a value Chrome joined with line breaks,
-/// as it joins `Set-Cookie`s, split back into one header each), and the body.
+/// as it joins `Set-Cookie`s, split back into one header each; `Content-Type` from the HAR's MIME type when
+/// no header gave it), and the body.
 fn response_block(entry: &Entry, body: &[u8]) -> Vec<u8> {
     let response = &entry.response;
     let mut block = format!("HTTP/1.1 {}", response.status);
@@ -258,6 +259,11 @@ fn response_block(entry: &Entry, body: &[u8]) -> Vec<u8> {
             continue;
         }
         push_header(&mut block, &header.name, &header.value);
+    }
+    // The type the browser gave the body, when no header says it (a replay would have to guess).
+    let mime_type = &response.content.mime_type;
+    if header_value(&response.headers, "content-type").is_none() && !mime_type.is_empty() {
+        push_header(&mut block, "Content-Type", mime_type);
     }
     block.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
     let mut block = block.into_bytes();
@@ -338,7 +344,7 @@ fn cdxj_line(entry: &Entry, date: &str, digest: &str, offset: u64, length: u64) 
 }
 
 fn mime(entry: &Entry) -> String {
-    let header = trace_manifest::event::header_value(&entry.response.headers, "content-type");
+    let header = header_value(&entry.response.headers, "content-type");
     let essence = trace_analysis::body::mime_essence(header.unwrap_or(&entry.response.content.mime_type));
     if essence.is_empty() { "unk".to_owned() } else { essence }
 }

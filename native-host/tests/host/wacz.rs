@@ -212,6 +212,14 @@ fn a_wacz_export_archives_every_recorded_exchange_and_indexes_each_record() {
         assert!(found, "no response record for {url} ({status}) with its {} byte body", body.len());
     }
     assert!(exchanges.iter().any(|(_, _, body)| contains(body, b"blue-mug")), "a body is checked");
+    // The recorder gave the products' type but no header did: the record says it, so that replay need not guess.
+    let products = records
+        .iter()
+        .find(|record| {
+            record.header("WARC-Type") == "response" && record.header("WARC-Target-URI").contains("/api/products")
+        })
+        .unwrap();
+    assert!(contains(&products.block, b"\r\nContent-Type: application/json\r\n"), "{products:?}");
     // The cart's request body, as posted.
     let cart = records
         .iter()
