@@ -60,6 +60,9 @@ pub enum Environment {
     /// `target/jupyter-venv` (`tests/apps/jupyter-requirements.txt`): JupyterLab's server pins its own
     /// Tornado and friends.
     Jupyter,
+    /// `target/browsergym-venv` (`tests/browsergym/requirements.txt`): BrowserGym and this repository's
+    /// `browsergym-trace`, for the harnesses that drive replayed tasks rather than applications.
+    BrowserGym,
 }
 
 /// The interpreter with the applications of `environment` installed.
@@ -72,10 +75,11 @@ pub fn python_of(environment: Environment) -> Result<PathBuf> {
         },
         Environment::Trac => venv("trac-venv"),
         Environment::Jupyter => venv("jupyter-venv"),
+        Environment::BrowserGym => venv("browsergym-venv"),
     };
     ensure!(
         python.exists(),
-        "the real applications' Python is not at {} (`bash .ci/install` makes it, or set {PYTHON_ENV})",
+        "the tests' Python environment is not at {} (`bash .ci/install` makes it, or set {PYTHON_ENV})",
         python.display()
     );
     Ok(python)

@@ -1,0 +1,84 @@
+//! End to end, issue #33: a TRACE recording as a BrowserGym task. The demonstration of [`trace_e2e::demo`]
+//! is recorded and exported redacted, as a dataset builder shares it; `browsergym-trace` (installed from
+//! `integrations/browsergym` into `target/browsergym-venv`) registers it, and `tests/browsergym/episode.py`
+//! runs an episode inside BrowserGym's own loop (`gym.make`, `reset`, `step`) with a scripted agent and
+//! no model: BrowserGym's Playwright launches Chromium with its proxy set to `trace-replay serve
+//! --proxy-port`, and `trace-replay score` rewards it. Doing the person's task again earns reward 1; saying
+//! it is done without doing anything earns 0. Needs `cargo xtask dist` and `bash .ci/install`.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use trace_e2e::apps::{Environment, python_of_for_tests};
+use trace_e2e::demo;
+use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER};
+
+/// Runs one episode of the recorded task with `actions` (Playwright code, then the answer); its report.
+fn episode(python: &Path, recorded: &demo::Recorded, actions: &[String]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("browsergym/episode.py");
+    let config = json!({
+        "bundle": recorded.exported.bundle,
+        "trace_replay": recorded.build.trace_replay,
+        "chromium": recorded.build.chromium,
+        "actions": actions,
+    });
+    let episodes = tempfile::tempdir().unwrap();
+    let output = Command::new(python)
+        .arg(script)
+        .arg(config.to_string())
+        .env("TRACE_EPISODES", episodes.path())
+        // Where `.ci/install` put Debian's Chromium for BrowserGym's chat window (Playwright's own build).
+        .env("PLAYWRIGHT_BROWSERS_PATH", Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ms-playwright"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the episode failed: {stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    eprintln!("{stderr}");
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0() {
+    let test = "a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0";
+    let Some(recorded) = demo::recorded_once(test).await else { return };
+    let Some(python) = python_of_for_tests(test, Environment::BrowserGym) else { return };
+    let origin = &recorded.exported.origin;
+    let task_id = recorded.exported.bundle.file_stem().unwrap().to_str().unwrap().to_owned();
+
+    let demonstration: Vec<String> = [
+        format!("page.goto('{origin}/login')"),
+        format!("page.fill('#username', '{DEMO_USER}')"),
+        format!("page.fill('#password', '{DEMO_PASSWORD}')"),
+        "page.click('#login-submit')".to_owned(),
+        "page.wait_for_url('**/account')".to_owned(),
+        "page.select_option('#shipping', 'express')".to_owned(),
+        "page.check('#gift-wrap')".to_owned(),
+        "page.click('#add-to-cart')".to_owned(),
+        "page.wait_for_url('**/cart')".to_owned(),
+        format!("page.goto('{origin}/')"),
+        "page.fill('#search-input', 'mug')".to_owned(),
+        "page.press('#search-input', 'Enter')".to_owned(),
+        "page.wait_for_url('**/search?q=mug')".to_owned(),
+        "send_message_to_user('The blue mug is in the cart.')".to_owned(),
+    ]
+    .into();
+    let report = episode(&python, recorded, &demonstration);
+    assert_eq!(report["env_id"], format!("browsergym/trace.{task_id}"), "{report:#}");
+    assert_eq!(report["goal"], demo::DESCRIPTION, "{report:#}");
+    assert_eq!(report["terminated"], true, "{report:#}");
+    let rewards = report["rewards"].as_array().unwrap();
+    assert_eq!(rewards.len(), demonstration.len(), "the reward comes with the answer: {report:#}");
+    assert!(rewards[..rewards.len() - 1].iter().all(|reward| reward == 0.0), "{report:#}");
+    assert_eq!(rewards.last().unwrap(), 1.0, "{report:#}");
+    let result = &report["result"];
+    assert_eq!(result["live_attempts"], 0, "{report:#}");
+    assert_eq!(result["checkpoints"]["reached_in_order"], result["checkpoints"]["items"].as_array().unwrap().len());
+
+    let nothing = ["send_message_to_user('Done.')".to_owned()];
+    let report = episode(&python, recorded, &nothing);
+    assert_eq!(report["terminated"], true, "{report:#}");
+    assert_eq!(report["rewards"], json!([0.0]), "{report:#}");
+    assert_eq!(report["result"]["checkpoints"]["reached_any_order"], 0, "{report:#}");
+}
