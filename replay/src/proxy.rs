@@ -44,13 +44,13 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject as _;
-use trace_manifest::event::{Cookie, EventKind, Header, Navigation, NavigationCause, header_value};
+use trace_manifest::event::{Cookie, EventKind, Header, Navigation, NavigationCause};
 
 use crate::archive::ReplayArchive;
 use crate::matcher::{Request, RequestState};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
-use crate::session::{Origin, SessionRecorder};
+use crate::session::{self, Origin, SessionRecorder};
 
 /// The largest request body the proxy reads; a larger one fails its request.
 const MAX_REQUEST_BODY: usize = 64 << 20;
@@ -585,22 +585,9 @@ impl Exchange {
 
     fn answered(&self, shared: &Shared, status: u16, status_text: &str, headers: &[(String, String)], body: &[u8]) {
         let Some(session) = &shared.session else { return };
-        let headers: Vec<Header> = headers.iter().map(|(name, value)| Header::new(name, value)).collect();
-        let mime_type =
-            header_value(&headers, "content-type").map(trace_analysis::body::mime_essence).unwrap_or_default();
-        let response = trace_manifest::event::Response {
-            request_id: self.request_id.clone(),
-            url: self.url.clone(),
-            status,
-            status_text: status_text.to_owned(),
-            protocol: Some("http/1.1".to_owned()),
-            headers,
-            mime_type,
-            remote_ip_address: None,
-            from_cache: false,
-            timing: None,
-        };
-        if let Err(error) = session.response(&Origin::default(), response, body) {
+        let headers = headers.iter().map(|(name, value)| Header::new(name, value)).collect();
+        let answer = session::Answer { request_id: &self.request_id, url: &self.url, status, status_text, headers };
+        if let Err(error) = session.answered(&Origin::default(), answer, body) {
             tracing::warn!("the session cannot keep the answer to {}: {error:#}", self.url);
         }
         // A document that is no redirect is the page the tab shows next: its navigation, as a person's

@@ -40,8 +40,8 @@ use crate::chromium::{self, Chromium, Launch};
 use crate::matcher::{MatchKind, Request, RequestState};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
-use crate::session::{self, Origin, SessionRecorder};
-use trace_manifest::event::{Header, header_value};
+use crate::session::{self, Answer, Origin, SessionRecorder};
+use trace_manifest::event::Header;
 
 /// Where connections go when the network is off: a proxy whose name never resolves (see below).
 const NOWHERE_PROXY: &str = "http://trace-offline.invalid:9";
@@ -436,22 +436,9 @@ impl<'s> Observed<'s> {
     }
 
     fn answered(&self, status: u16, status_text: &str, headers: &[HeaderEntry], body: &[u8]) -> Result<()> {
-        let headers: Vec<Header> = headers.iter().map(|h| Header::new(&h.name, &h.value)).collect();
-        let mime_type =
-            header_value(&headers, "content-type").map(trace_analysis::body::mime_essence).unwrap_or_default();
-        let response = trace_manifest::event::Response {
-            request_id: self.request_id.clone(),
-            url: self.url.clone(),
-            status,
-            status_text: status_text.to_owned(),
-            protocol: Some("http/1.1".to_owned()),
-            headers,
-            mime_type,
-            remote_ip_address: None,
-            from_cache: false,
-            timing: None,
-        };
-        self.session.response(&self.origin, response, body)
+        let headers = headers.iter().map(|h| Header::new(&h.name, &h.value)).collect();
+        let answer = Answer { request_id: &self.request_id, url: &self.url, status, status_text, headers };
+        self.session.answered(&self.origin, answer, body)
     }
 
     fn failed(&self, reason: &ErrorReason) {

@@ -29,9 +29,9 @@ use trace_capture::actions::{self as capture, PageReport, TypingCoalescer};
 use trace_manifest::archive::sha256_hex;
 use trace_manifest::bundle::{self, BundleManifest, Counts, FileEntry, ProducerInfo, TaskInfo};
 use trace_manifest::event::{
-    BodyPart, BodyStored, DomSnapshotStored, Event, EventKind, EventRecord, ImageFormat, Navigation, NavigationCause,
-    PageLoad, Request, RequestFailed, RequestFinished, Response, ScreenshotStored, TabEvent, TabOp, Viewport,
-    header_value,
+    BodyPart, BodyStored, DomSnapshotStored, Event, EventKind, EventRecord, Header, ImageFormat, Navigation,
+    NavigationCause, PageLoad, Request, RequestFailed, RequestFinished, Response, ScreenshotStored, TabEvent, TabOp,
+    Viewport, header_value,
 };
 use trace_manifest::har::Creator;
 use trace_manifest::task::RecorderInfo;
@@ -46,6 +46,15 @@ const SETTLE: Duration = Duration::from_millis(500);
 pub struct Origin {
     pub tab_id: Option<i64>,
     pub frame_id: Option<String>,
+}
+
+/// An answer replay gave to one request ([`SessionRecorder::answered`]).
+pub struct Answer<'a> {
+    pub request_id: &'a str,
+    pub url: &'a str,
+    pub status: u16,
+    pub status_text: &'a str,
+    pub headers: Vec<Header>,
 }
 
 /// One session being recorded into a bundle directory.
@@ -209,6 +218,26 @@ impl SessionRecorder {
             self.record(origin, EventKind::RequestFinished(finished));
         }
         Ok(())
+    }
+
+    /// The answer replay gave, as the browser was handed it (over HTTP/1.1, its MIME type from its
+    /// `Content-Type`).
+    pub fn answered(&self, origin: &Origin, answer: Answer<'_>, body: &[u8]) -> Result<()> {
+        let mime_type =
+            header_value(&answer.headers, "content-type").map(trace_analysis::body::mime_essence).unwrap_or_default();
+        let response = Response {
+            request_id: answer.request_id.to_owned(),
+            url: answer.url.to_owned(),
+            status: answer.status,
+            status_text: answer.status_text.to_owned(),
+            protocol: Some("http/1.1".to_owned()),
+            headers: answer.headers,
+            mime_type,
+            remote_ip_address: None,
+            from_cache: false,
+            timing: None,
+        };
+        self.response(origin, response, body)
     }
 
     /// A request replay failed (ignored, missed, failed as recorded), with the browser's error text.
