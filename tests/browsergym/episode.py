@@ -3,11 +3,12 @@ BrowserGym's own loop (`gym.make`, `reset`, `step`): a scripted agent, no model,
 code (the environment made with `action_mapping=None`) and whose last action is its answer.
 
 Usage: python episode.py CONFIG_JSON, with {bundle, trace_replay, chromium, actions}. Prints one JSON line:
-{env_id, goal, rewards, terminated, result}.
+{env_id, goal, rewards, terminated, result, reset_seconds} (`env.reset()` to the first observation).
 """
 
 import json
 import sys
+import time
 
 import gymnasium as gym
 
@@ -16,7 +17,9 @@ import browsergym_trace
 config = json.loads(sys.argv[1])
 env_ids = browsergym_trace.register(config["bundle"], trace_replay=config["trace_replay"], chromium=config["chromium"])
 env = gym.make(env_ids[0], action_mapping=None, headless=True)
+started = time.monotonic()
 obs, info = env.reset()
+reset_seconds = time.monotonic() - started
 rewards, terminated, result = [], False, None
 for action in config["actions"]:
     obs, reward, terminated, truncated, info = env.step(action)
@@ -27,4 +30,12 @@ for action in config["actions"]:
         result = info.get("task_info", {}).get("trace_result")
         break
 env.close()
-print(json.dumps({"env_id": env_ids[0], "goal": obs["goal"], "rewards": rewards, "terminated": terminated, "result": result}))
+report = {
+    "env_id": env_ids[0],
+    "goal": obs["goal"],
+    "rewards": rewards,
+    "terminated": terminated,
+    "result": result,
+    "reset_seconds": reset_seconds,
+}
+print(json.dumps(report))

@@ -36,6 +36,8 @@ fn episode(python: &Path, recorded: &demo::Recorded, actions: &[String]) -> Valu
     assert!(output.status.success(), "the episode failed: {stderr}");
     let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
     eprintln!("{stderr}");
+    // A figure for the note, not a target: from `env.reset()` to the first observation.
+    eprintln!("BrowserGym reset to first observation: {:.2} s", report["reset_seconds"].as_f64().unwrap_or(f64::NAN));
     report
 }
 
