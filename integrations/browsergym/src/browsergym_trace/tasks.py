@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import zipfile
 from dataclasses import dataclass
@@ -222,12 +224,25 @@ class TraceTask(AbstractBrowserTask):
             text=True,
         )
         log.close()
+        # Its lines are read on a thread of their own, so that a server that says nothing is given up on.
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def read(stdout) -> None:
+            for line in stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=read, args=(self.server.stdout,), daemon=True).start()
         deadline = time.monotonic() + SERVE_START_SECONDS
-        for line in self.server.stdout:
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                break
             if line.startswith("press Ctrl+C"):
                 return
-            if time.monotonic() > deadline:
-                break
         self._stop()
         raise RuntimeError(
             f"trace-replay serve did not start: {(self.episode / 'serve.log').read_text(errors='replace')[-2000:]}"
@@ -239,11 +254,12 @@ class TraceTask(AbstractBrowserTask):
         if server is None or server.poll() is not None:
             return
         server.send_signal(signal.SIGINT)
+        # Its output is drained by the thread `_serve` started.
         try:
-            server.communicate(timeout=SERVE_STOP_SECONDS)
+            server.wait(timeout=SERVE_STOP_SECONDS)
         except subprocess.TimeoutExpired:
             server.kill()
-            server.communicate()
+            server.wait()
 
     def _score(self, answer: str | None) -> dict:
         self._stop()
