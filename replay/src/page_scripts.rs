@@ -8,10 +8,41 @@ use std::collections::BTreeMap;
 use trace_analysis::websocket::Transcript;
 use trace_manifest::event::StorageSnapshot;
 
+use crate::archive::ReplayArchive;
+
 const DETERMINISM: &str = include_str!("../page/determinism.js");
 const STORAGE: &str = include_str!("../page/storage.js");
 const WEBSOCKET: &str = include_str!("../page/websocket.js");
 const LIVE: &str = include_str!("../page/live.js");
+
+/// The scripts a replay runs before a page's own and before a worker's, whichever way it reaches the
+/// browser (DevTools in `serve`, the documents' heads in `proxy`).
+pub struct ReplayScripts {
+    /// Determinism, the recorded storage, the recorded WebSockets.
+    pub page: Vec<String>,
+    /// Determinism and the recorded WebSockets (a worker may open one as a page does); storage is a page's
+    /// only.
+    pub worker: Vec<String>,
+}
+
+/// The scripts of a replay of `archive`; `deterministic` starts the clock at the recording's time and seeds
+/// random numbers.
+pub fn for_archive(archive: &ReplayArchive, deterministic: bool) -> ReplayScripts {
+    let mut scripts = ReplayScripts { page: Vec::new(), worker: Vec::new() };
+    if deterministic {
+        let script = determinism(archive.started_at_ms, archive.seed);
+        scripts.worker.push(script.clone());
+        scripts.page.push(script);
+    }
+    if let Some(script) = archive.start_storage.as_ref().and_then(storage) {
+        scripts.page.push(script);
+    }
+    if let Some(script) = websockets(&archive.websockets) {
+        scripts.worker.push(script.clone());
+        scripts.page.push(script);
+    }
+    scripts
+}
 
 /// The DevTools binding (`Runtime.addBinding`) through which pages report their WebRTC connections.
 pub const LIVE_BINDING: &str = "__trace_replay_live__";

@@ -414,20 +414,7 @@ struct PageScripts {
 
 impl PageScripts {
     fn for_archive(archive: &ReplayArchive, determinism: bool) -> PageScripts {
-        let mut page = Vec::new();
-        let mut worker = Vec::new();
-        if determinism {
-            let script = page_scripts::determinism(archive.started_at_ms, archive.seed);
-            worker.push(script.clone());
-            page.push(script);
-        }
-        if let Some(script) = archive.start_storage.as_ref().and_then(page_scripts::storage) {
-            page.push(script);
-        }
-        if let Some(script) = page_scripts::websockets(&archive.websockets) {
-            worker.push(script.clone());
-            page.push(script);
-        }
+        let page_scripts::ReplayScripts { page, worker } = page_scripts::for_archive(archive, determinism);
         // Inside an HTML `<script>`, only `</script` ends the element early; the scripts' own text (their
         // JSON strings included) reads the same with the slash escaped.
         let inline = page.join("\n").replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT");
@@ -618,9 +605,7 @@ fn respond(status: u16, headers: &[(String, String)], body: Vec<u8>) -> Answer {
 }
 
 fn plain(status: StatusCode, text: &str) -> Answer {
-    let mut response = respond(status.as_u16(), &[("content-type".into(), "text/plain".into())], text.into());
-    *response.status_mut() = status;
-    response
+    respond(status.as_u16(), &[("content-type".into(), "text/plain".into())], text.into())
 }
 
 fn header_of(headers: &[(String, String)], name: &str) -> Option<String> {

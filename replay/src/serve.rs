@@ -106,21 +106,9 @@ impl Replay {
         }
         let archive = Arc::new(archive);
         let responder = Arc::new(Responder::new(archive.clone(), trace_manifest::time_fmt::now_ms()));
-        let mut init_scripts = Vec::new();
-        // What workers run before their own script: determinism and the recorded sockets (a worker may open
-        // one as a page does); storage is a page's only.
-        let mut worker_scripts = Vec::new();
-        if options.determinism {
-            init_scripts.push(page_scripts::determinism(archive.started_at_ms, archive.seed));
-            worker_scripts.push(init_scripts[0].clone());
-        }
-        if let Some(script) = archive.start_storage.as_ref().and_then(page_scripts::storage) {
-            init_scripts.push(script);
-        }
-        if let Some(script) = page_scripts::websockets(&archive.websockets) {
-            worker_scripts.push(script.clone());
-            init_scripts.push(script);
-        }
+        let page_scripts::ReplayScripts { page: mut init_scripts, worker: worker_scripts } =
+            page_scripts::for_archive(&archive, options.determinism);
+        // WebRTC connections are reported through a DevTools binding, which only this path has.
         init_scripts.push(page_scripts::live_connections());
 
         let flag = |name: &str, value: Option<&str>| (name.to_owned(), value.map(str::to_owned));

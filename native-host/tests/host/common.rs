@@ -125,6 +125,17 @@ pub fn finished(ts: f64, id: &str, length: u64) -> Event {
     event(ts, EventKind::RequestFinished(RequestFinished { request_id: id.into(), encoded_data_length: length }))
 }
 
+/// Records the task "short": a PIN of three characters typed on the login page, a credential too short to
+/// redact reliably, which a redacted export must refuse.
+pub fn record_too_short_credential(scratch: &Scratch) {
+    let login = format!("{SITE}/login");
+    record_action_task(
+        scratch,
+        "short",
+        vec![navigation(1.0, &login), action(100.0, ActionKind::Input, &login, "#pin", Some("123"), true)],
+    );
+}
+
 /// Records an action task `id` made of `events` through a host of its own, stopped, and closes the host.
 pub fn record_action_task(scratch: &Scratch, id: &str, events: Vec<Event>) {
     let mut host = scratch.host();

@@ -92,12 +92,7 @@ fn a_redacted_export_holds_no_secret_and_replaces_each_one_consistently() {
 #[test]
 fn a_credential_too_short_to_redact_reliably_refuses_the_export_and_writes_nothing() {
     let scratch = Scratch::new();
-    let login = format!("{SITE}/login");
-    record_action_task(
-        &scratch,
-        "short",
-        vec![navigation(1.0, &login), action(100.0, ActionKind::Input, &login, "#pin", Some("123"), true)],
-    );
+    record_too_short_credential(&scratch);
 
     let zip = scratch.path("short.zip");
     let output = scratch.cli(&["export", "short", "--out", zip.to_str().unwrap(), "--redact"]);

@@ -10,7 +10,6 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 use trace_manifest::archive::Bundle;
-use trace_manifest::event::ActionKind;
 
 use crate::common::*;
 
@@ -443,12 +442,7 @@ fn py_wacz_validate_refuses_a_wacz_whose_file_does_not_match_its_hash() {
 #[test]
 fn a_refused_wacz_export_writes_nothing() {
     let scratch = Scratch::new();
-    let login = format!("{SITE}/login");
-    record_action_task(
-        &scratch,
-        "short",
-        vec![navigation(1.0, &login), action(100.0, ActionKind::Input, &login, "#pin", Some("123"), true)],
-    );
+    record_too_short_credential(&scratch);
     let wacz = scratch.path("short.wacz");
     let output = scratch.cli(&["export", "short", "--format", "wacz", "--out", wacz.to_str().unwrap(), "--redact"]);
     assert_eq!(output.status.code(), Some(2));
@@ -468,5 +462,5 @@ fn a_refused_wacz_export_writes_nothing() {
     assert_eq!(report["exchanges"], 0, "{report}");
     let pages = String::from_utf8(wacz_entries(&wacz)["pages/pages.jsonl"].0.clone()).unwrap();
     assert_eq!(pages.lines().count(), 2, "{pages}");
-    assert!(pages.contains(&login), "{pages}");
+    assert!(pages.contains(&format!("{SITE}/login")), "{pages}");
 }
