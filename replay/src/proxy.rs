@@ -415,9 +415,7 @@ struct PageScripts {
 impl PageScripts {
     fn for_archive(archive: &ReplayArchive, determinism: bool) -> PageScripts {
         let page_scripts::ReplayScripts { page, worker } = page_scripts::for_archive(archive, determinism);
-        // Inside an HTML `<script>`, only `</script` ends the element early; the scripts' own text (their
-        // JSON strings included) reads the same with the slash escaped.
-        let inline = page.join("\n").replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT");
+        let inline = escape_script_ends(&page.join("\n"));
         PageScripts {
             document: format!("<script>{inline}</script>"),
             worker: (!worker.is_empty()).then(|| worker.join("\n")),
@@ -430,6 +428,22 @@ impl PageScripts {
         let at = doctype_end(html).unwrap_or(0);
         [&html[..at], self.document.as_bytes(), &html[at..]].concat()
     }
+}
+
+/// `script` as the text of an inline `<script>`: inside one, `</script` in any case ends the element
+/// early (a recorded storage value or socket frame may hold it); the scripts' own text, their JSON strings
+/// included, reads the same with the slash escaped.
+fn escape_script_ends(script: &str) -> String {
+    let lower = script.to_ascii_lowercase();
+    let mut escaped = String::with_capacity(script.len());
+    let mut from = 0;
+    for (at, _) in lower.match_indices("</script") {
+        escaped.push_str(&script[from..at]);
+        escaped.push_str("<\\/");
+        from = at + 2;
+    }
+    escaped.push_str(&script[from..]);
+    escaped
 }
 
 /// Where a leading `<!doctype …>` (after a byte order mark, white space and comments) ends.
@@ -742,6 +756,15 @@ mod tests {
             let written = String::from_utf8(scripts.document_with_scripts(html.as_bytes())).unwrap();
             assert_eq!(written, expected, "{html:?}");
         }
+    }
+
+    #[test]
+    fn an_inline_script_ends_only_where_it_should_whatever_the_case() {
+        let script = r#"const saved = {"note": "</ScRiPt><b>x</b>", "other": "</script >"};"#;
+        let escaped = escape_script_ends(script);
+        assert_eq!(escaped, r#"const saved = {"note": "<\/ScRiPt><b>x</b>", "other": "<\/script >"};"#);
+        assert!(!escaped.to_ascii_lowercase().contains("</script"));
+        assert_eq!(escape_script_ends("no end here: </scrip"), "no end here: </scrip");
     }
 
     #[test]
