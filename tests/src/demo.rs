@@ -70,6 +70,28 @@ pub async fn recorded_once(test: &str) -> Option<&'static Recorded> {
         .as_ref()
 }
 
+/// The demonstration's task, as Playwright code (Python) an agent of a harness (BrowserGym, AgentLab) runs
+/// on the replayed shop at `origin`: sign in, express shipping and gift wrap, the mug put in the cart,
+/// then a search for it. The answer is the harness's own to add.
+pub fn in_playwright(origin: &str) -> Vec<String> {
+    [
+        format!("page.goto('{origin}/login')"),
+        format!("page.fill('#username', '{DEMO_USER}')"),
+        format!("page.fill('#password', '{DEMO_PASSWORD}')"),
+        "page.click('#login-submit')".to_owned(),
+        "page.wait_for_url('**/account')".to_owned(),
+        "page.select_option('#shipping', 'express')".to_owned(),
+        "page.check('#gift-wrap')".to_owned(),
+        "page.click('#add-to-cart')".to_owned(),
+        "page.wait_for_url('**/cart')".to_owned(),
+        format!("page.goto('{origin}/')"),
+        "page.fill('#search-input', 'mug')".to_owned(),
+        "page.press('#search-input', 'Enter')".to_owned(),
+        "page.wait_for_url('**/search?q=mug')".to_owned(),
+    ]
+    .into()
+}
+
 /// Records the demonstration on a shop of its own, stopped afterwards, and exports it redacted.
 pub async fn record_and_export(build: &Build) -> Result<Exported> {
     let site = DemoSite::start(0)?;

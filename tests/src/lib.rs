@@ -1,6 +1,7 @@
 //! End-to-end tests of TRACE and the demo the README runs.
 //!
 //! # Layout
+//! - [`agentlab`]: AgentLab studies of a dataset of TRACE tasks, sequential or on Ray.
 //! - [`apps`]: real web applications from the package registries, and the demonstrations recorded on them.
 //! - [`audit`]: `trace-replay audit` as the tests ask for it, and what a passing audit is.
 //! - [`demo`]: the demonstration of the demo shop that the README's main job records and the end-to-end
@@ -17,6 +18,7 @@
 //! - [`median`]: the middle of the benchmarks' samples.
 //! - `src/bin/trace-demo.rs`: the README's main job (`cargo xtask demo`): record, export, validate, inspect.
 
+pub mod agentlab;
 pub mod apps;
 pub mod audit;
 pub mod bench;

@@ -12,7 +12,6 @@ use std::process::Command;
 use serde_json::{Value, json};
 use trace_e2e::apps::{Environment, python_of_for_tests};
 use trace_e2e::demo;
-use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER};
 
 /// Runs one episode of the recorded task with `actions` (Playwright code, then the answer); its report.
 fn episode(python: &Path, recorded: &demo::Recorded, actions: &[String]) -> Value {
@@ -49,23 +48,8 @@ async fn a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0() 
     let origin = &recorded.exported.origin;
     let task_id = recorded.exported.bundle.file_stem().unwrap().to_str().unwrap().to_owned();
 
-    let demonstration: Vec<String> = [
-        format!("page.goto('{origin}/login')"),
-        format!("page.fill('#username', '{DEMO_USER}')"),
-        format!("page.fill('#password', '{DEMO_PASSWORD}')"),
-        "page.click('#login-submit')".to_owned(),
-        "page.wait_for_url('**/account')".to_owned(),
-        "page.select_option('#shipping', 'express')".to_owned(),
-        "page.check('#gift-wrap')".to_owned(),
-        "page.click('#add-to-cart')".to_owned(),
-        "page.wait_for_url('**/cart')".to_owned(),
-        format!("page.goto('{origin}/')"),
-        "page.fill('#search-input', 'mug')".to_owned(),
-        "page.press('#search-input', 'Enter')".to_owned(),
-        "page.wait_for_url('**/search?q=mug')".to_owned(),
-        "send_message_to_user('The blue mug is in the cart.')".to_owned(),
-    ]
-    .into();
+    let mut demonstration = demo::in_playwright(origin);
+    demonstration.push("send_message_to_user('The blue mug is in the cart.')".to_owned());
     let report = episode(&python, recorded, &demonstration);
     assert_eq!(report["env_id"], format!("browsergym/trace.{task_id}"), "{report:#}");
     assert_eq!(report["goal"], demo::DESCRIPTION, "{report:#}");

@@ -63,6 +63,8 @@ pub enum Environment {
     /// `target/browsergym-venv` (`tests/browsergym/requirements.txt`): BrowserGym and this repository's
     /// `browsergym-trace`, for the harnesses that drive replayed tasks rather than applications.
     BrowserGym,
+    /// `target/agentlab-venv` (`tests/agentlab/requirements.txt`): AgentLab, Ray and `browsergym-trace`.
+    AgentLab,
 }
 
 /// The interpreter with the applications of `environment` installed.
@@ -76,6 +78,7 @@ pub fn python_of(environment: Environment) -> Result<PathBuf> {
         Environment::Trac => venv("trac-venv"),
         Environment::Jupyter => venv("jupyter-venv"),
         Environment::BrowserGym => venv("browsergym-venv"),
+        Environment::AgentLab => venv("agentlab-venv"),
     };
     ensure!(
         python.exists(),

@@ -46,8 +46,8 @@ impl CartLine {
     }
 }
 
-/// 128 random bits as hex: session ids and CSRF tokens.
-fn random_token() -> String {
+/// 128 random bits as hex: session ids and CSRF tokens (and the tests' other secrets).
+pub(crate) fn random_token() -> String {
     let mut bytes = [0u8; 16];
     // Without the operating system's randomness, nothing on the machine could be trusted anyway.
     getrandom::fill(&mut bytes).expect("the operating system's random source failed");

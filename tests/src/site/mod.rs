@@ -37,6 +37,8 @@ mod html;
 mod notes;
 mod pages;
 mod tracker;
+
+pub(crate) use account::random_token;
 pub mod vault;
 
 use std::future::IntoFuture;

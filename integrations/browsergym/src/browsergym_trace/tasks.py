@@ -249,11 +249,12 @@ class TraceTask(AbstractBrowserTask):
         )
 
     def _stop(self) -> None:
-        """Stops the proxy as Ctrl+C does, which writes the episode."""
+        """Stops the proxy, which then writes the episode. SIGTERM, not SIGINT: a Ray worker blocks SIGINT,
+        and the proxy it starts inherits the blocked mask."""
         server, self.server = self.server, None
         if server is None or server.poll() is not None:
             return
-        server.send_signal(signal.SIGINT)
+        server.send_signal(signal.SIGTERM)
         # Its output is drained by the thread `_serve` started.
         try:
             server.wait(timeout=SERVE_STOP_SECONDS)
