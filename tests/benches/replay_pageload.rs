@@ -1,47 +1,66 @@
 //! Replay page-load benchmark: how fast the demo shop's pages load when `trace-replay` serves a recorded
-//! bundle, against Playwright's `routeFromHAR` serving the same capture (the bundle's `recording.har`, or
-//! the exported zip), in the same Chromium (`TRACE_CHROMIUM`, else Debian's), both offline.
+//! bundle, in both of its ways (over the DevTools protocol to the browser it launches, and as an HTTP proxy
+//! to a browser of someone else's), against Playwright's `routeFromHAR` serving the same capture (the
+//! bundle's `recording.har`, or the exported zip), in the same Chromium (`TRACE_CHROMIUM`, else Debian's),
+//! all offline.
 //!
 //! The demonstration of [`trace_e2e::demo`] is recorded first (as `cargo xtask demo` does; the bundle is
 //! left in `target/bench-replay-pageload/`), or an existing bundle is taken from `TRACE_BENCH_BUNDLE`. The
 //! demo shop is then stopped, and a sentinel listens on its old port and keeps what each connection to it
 //! sent first, attributed to the side that was loading: nothing is live, and any connection is one side
-//! reaching for the live site (a request, or a connection Chromium opens ahead of one). Two browsers
-//! start, both headless with the same extra flags ([`trace_replay::chromium::command_line_flags`]: the
-//! offline flags, plus `--no-sandbox` as root): `trace-replay`'s ([`Replay::launch`], with its defaults: the determinism
-//! script and the recorded storage included, since that is what its users get), driven from here through
-//! chromiumoxide; and Playwright's (npm `playwright-core` with `executablePath`, a context with
-//! `routeFromHAR(har, {notFound: 'abort'})`), driven by `replay_pageload/routefromhar.mjs`, which this
-//! benchmark starts and commands over JSON lines. `playwright-core` (pinned) is installed into
-//! `target/bench-node/` on first use; no browser is ever downloaded.
+//! reaching for the live site (a request, or a connection Chromium opens ahead of one). Three browsers
+//! start, all headless with the same extra flags ([`trace_replay::chromium::command_line_flags`]: the
+//! offline flags, plus `--no-sandbox` as root), one for each side:
+//! - **CDP**: `trace-replay`'s own ([`Replay::launch`], with its defaults: the determinism script and the
+//!   recorded storage included, since that is what its users get), every request answered over DevTools;
+//!   driven from here through chromiumoxide.
+//! - **proxy**: `trace-replay serve BUNDLE --proxy-port 0` (the binary `TRACE_REPLAY` names, else the one
+//!   `cargo xtask dist` built; with its defaults, determinism included, but its log of each request's
+//!   decision off, as the CDP side's is here), stopped with `SIGTERM` at the end, and a Chromium launched
+//!   as an agent launches its own: the same flags, `--proxy-server` set to the proxy and
+//!   `--proxy-bypass-list=<-loopback>`, without which Chromium would go around the proxy to the shop on
+//!   127.0.0.1. It is driven through chromiumoxide as the CDP side is, so that the two ways of serving
+//!   differ in nothing the driver adds, and its viewport is the recorded one, as on the CDP side. Site
+//!   isolation stays on, as in any agent's browser (replay's own browser turns it off so that its page
+//!   scripts reach cross-site frames, which the proxy writes into every document instead): it shows on
+//!   `/embed`, whose partner widget is another site's frame.
+//! - **Playwright**: npm `playwright-core` with `executablePath`, a context with `routeFromHAR(har,
+//!   {notFound: 'abort'})`, driven by `replay_pageload/routefromhar.mjs`, which this benchmark starts and
+//!   commands over JSON lines. `playwright-core` (pinned) is installed into `target/bench-node/` on first
+//!   use; no browser is ever downloaded.
 //!
 //! What is measured is a page load from navigation start to the end of the load event, as the page's own
-//! Navigation Timing entry tells it (`loadEventEnd`), read from outside the page the same way on both
-//! sides, for pages the demonstration visited, at their recorded URLs. Each side keeps one tab and
-//! navigates it from page to page, as a user of either tool does. The two sides are interleaved from this
-//! one program: each round loads every page on both sides, `trace-replay` first in one round and
-//! Playwright first in the next. These machines are shared and noisy (other Chromium tests may be running
-//! on the two cores), and interleaving spreads whatever else happens over both sides alike, where a block
-//! of one side's loads then a block of the other's would compare two different moments. Each load starts
-//! after a short quiet pause. Warm-up rounds come first and are not counted.
+//! Navigation Timing entry tells it (`loadEventEnd`), read from outside the page the same way on every
+//! side, for pages the demonstration visited, at their recorded URLs. Each side keeps one tab and
+//! navigates it from page to page, as a user of each tool does. The sides are interleaved from this one
+//! program: each round loads every page on every side, and which side goes first rotates from round to
+//! round. These machines are shared and noisy (other Chromium tests may be running on the two cores), and
+//! interleaving spreads whatever else happens over all sides alike, where a block of one side's loads then
+//! a block of another's would compare different moments. Each load starts after a short quiet pause.
+//! Warm-up rounds come first and are not counted.
 //!
-//! Printed: per page, the median load time under each side and their ratio (replay/Playwright); over all
-//! pages, the ratio of the medians of all samples and the geometric mean of the per-page ratios; what each
-//! side failed to serve; the connections to the recorded site's port; pages whose titles differ between
-//! the sides (each side should have shown the same page). Target: `trace-replay` at most as slow as `routeFromHAR` (ratio ≤ 1.0).
+//! Printed: per page, the median load time under each side and the ratios CDP/Playwright, proxy/CDP and
+//! proxy/Playwright; over all pages, for each of them, the ratio of the medians of all samples and the
+//! geometric mean of the per-page ratios; what each side failed to serve (Playwright's failed requests,
+//! each `trace-replay`'s summary of what it served, missed and refused); the connections to the recorded
+//! site's port; pages whose titles differ between the sides (each side should have shown the same page).
+//! Target: `trace-replay` over CDP at most as slow as `routeFromHAR` (ratio ≤ 1.0). The proxy against CDP
+//! has no target: its ratio is reported only. A proxy side that reached the recorded site's port (its
+//! browser went around the proxy) fails the benchmark once the figures are printed.
 //!
 //! Run: `cargo xtask dist && cargo bench -p trace-e2e --bench replay_pageload` (`TRACE_BENCH_ROUNDS` sets
 //! the number of counted rounds, 15 by default; `TRACE_BENCH_BUNDLE=DIR_OR_ZIP`, absolute or relative to the
-//! workspace, skips the recording).
+//! workspace, skips the recording; `TRACE_REPLAY=PATH`, the same, names the `trace-replay` whose proxy runs).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
-use std::ops::Range;
+use std::ops::{Index, IndexMut, Range};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use chromiumoxide::Page;
@@ -51,36 +70,155 @@ use trace_e2e::demo;
 use trace_e2e::median;
 use trace_e2e::playwright::{self, Script};
 use trace_e2e::site::DemoSite;
+use trace_host::process::TRACE_REPLAY_ENV;
+use trace_manifest::event::Viewport;
 use trace_replay::archive::ReplayArchive;
-use trace_replay::chromium;
+use trace_replay::chromium::{self, Chromium, Launch};
 use trace_replay::serve::{Options, Replay};
 
 /// Pages the demonstration visited.
 const PAGES: [&str; 7] = ["/", "/login", "/search?q=mug", "/embed", "/strict", "/help", "/clock"];
 const DEFAULT_ROUNDS: usize = 15;
 const WARM_UP_ROUNDS: usize = 2;
-/// `trace-replay` may be this much slower than `routeFromHAR` at most.
+/// `trace-replay` over CDP may be this much slower than `routeFromHAR` at most.
 const TARGET_RATIO: f64 = 1.0;
 /// Before each load, so that each starts on a quiet machine.
 const QUIET: Duration = Duration::from_millis(300);
 const WAIT: Duration = Duration::from_secs(30);
+/// How long a browser, or the proxy, may take to close before it is killed.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
-    Replay = 0,
-    Playwright = 1,
+    /// `trace-replay`'s own browser, answered over DevTools.
+    Cdp = 0,
+    /// A browser of the benchmark's, through `trace-replay serve --proxy-port`.
+    Proxy = 1,
+    /// Playwright's `routeFromHAR`.
+    Playwright = 2,
 }
 
-/// Load times in milliseconds per page, and what Playwright failed to serve.
+impl Side {
+    const ALL: [Side; 3] = [Side::Cdp, Side::Proxy, Side::Playwright];
+
+    /// What messages call it.
+    fn name(self) -> &'static str {
+        match self {
+            Side::Cdp => "trace-replay over CDP",
+            Side::Proxy => "trace-replay's proxy",
+            Side::Playwright => "routeFromHAR",
+        }
+    }
+
+    /// What the table's columns call it.
+    fn short_name(self) -> &'static str {
+        match self {
+            Side::Cdp => "cdp",
+            Side::Proxy => "proxy",
+            Side::Playwright => "playwright",
+        }
+    }
+}
+
+/// One value for each side.
+struct PerSide<T>([T; 3]);
+
+impl<T> Index<Side> for PerSide<T> {
+    type Output = T;
+    fn index(&self, side: Side) -> &T {
+        &self.0[side as usize]
+    }
+}
+
+impl<T> IndexMut<Side> for PerSide<T> {
+    fn index_mut(&mut self, side: Side) -> &mut T {
+        &mut self.0[side as usize]
+    }
+}
+
+/// The side-to-side ratios printed, numerator first.
+const COMPARED: [(Side, Side); 3] =
+    [(Side::Cdp, Side::Playwright), (Side::Proxy, Side::Cdp), (Side::Proxy, Side::Playwright)];
+
+/// One page load on one side.
+struct Load {
+    ms: f64,
+    title: String,
+    /// The URLs its requests failed to get, as Playwright reports them (`notFound: 'abort'`, or anything
+    /// else); `trace-replay`'s two sides say theirs in their summaries instead.
+    failed: Vec<String>,
+}
+
+/// What one side's loads of one page gave.
+#[derive(Default, Clone)]
+struct PageLoads {
+    /// Load times in milliseconds, of the counted rounds.
+    ms: Vec<f64>,
+    /// The titles shown, in every round: a check that each side loaded the same page.
+    titles: BTreeSet<String>,
+}
+
+/// Everything the rounds gave.
 struct Samples {
-    replay: Vec<Vec<f64>>,
-    playwright: Vec<Vec<f64>>,
-    /// URL → how many times a Playwright load saw it fail (`notFound: 'abort'`, or anything else).
-    playwright_failed: BTreeMap<String, u64>,
-    /// The titles each side showed for each page, `[replay, playwright]`: a check that both loaded the page.
-    titles: Vec<[BTreeSet<String>; 2]>,
+    /// For each side, per page (in the order of [`PAGES`]).
+    loads: PerSide<Vec<PageLoads>>,
+    /// URL → how many counted loads saw it fail (only Playwright's side reports them).
+    failed: BTreeMap<String, u64>,
     /// Connections to the recorded site's port during each side's loads: (side, page, what each sent first).
     live: Vec<(Side, &'static str, Vec<String>)>,
+}
+
+impl Samples {
+    fn new(pages: usize) -> Samples {
+        Samples {
+            loads: PerSide(Side::ALL.map(|_| vec![PageLoads::default(); pages])),
+            failed: BTreeMap::new(),
+            live: Vec::new(),
+        }
+    }
+
+    /// Keeps `load` of page `page` on `side`; its time and failures only when the round is `counted`.
+    fn add(&mut self, side: Side, page: usize, load: Load, counted: bool) {
+        let loads = &mut self.loads[side][page];
+        loads.titles.insert(load.title);
+        if counted {
+            loads.ms.push(load.ms);
+            for url in load.failed {
+                *self.failed.entry(url).or_default() += 1;
+            }
+        }
+    }
+
+    /// The median load time of `page` on `side`.
+    fn median(&self, side: Side, page: usize) -> f64 {
+        median(&self.loads[side][page].ms)
+    }
+
+    /// The median of all of `side`'s load times, every page's together.
+    fn overall_median(&self, side: Side) -> f64 {
+        let all: Vec<f64> = self.loads[side].iter().flat_map(|loads| loads.ms.iter().copied()).collect();
+        median(&all)
+    }
+}
+
+/// How much slower one side is than another: per page (ratio of the medians), and over all pages.
+struct Ratio {
+    per_page: Vec<f64>,
+    /// The ratio of the medians of all samples.
+    of_medians: f64,
+    /// The geometric mean of the per-page ratios.
+    geometric_mean: f64,
+}
+
+impl Ratio {
+    /// `side`'s load times over `baseline`'s.
+    fn of(samples: &Samples, side: Side, baseline: Side) -> Ratio {
+        let per_page: Vec<f64> =
+            (0..PAGES.len()).map(|page| samples.median(side, page) / samples.median(baseline, page)).collect();
+        let geometric_mean = (per_page.iter().map(|r| r.ln()).sum::<f64>() / per_page.len() as f64).exp();
+        let of_medians = samples.overall_median(side) / samples.overall_median(baseline);
+        Ratio { per_page, of_medians, geometric_mean }
+    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -92,12 +230,12 @@ async fn main() -> Result<()> {
     ensure!(rounds > 0, "TRACE_BENCH_ROUNDS must be at least 1");
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
     let node_modules = playwright::install(&target.join("bench-node"))?;
+    let trace_replay = trace_replay_binary(&target)?;
 
     let (bundle, chromium) = match std::env::var_os("TRACE_BENCH_BUNDLE") {
         Some(bundle) => {
             let chromium = chromium::find(None)?;
-            // `cargo bench` runs benchmarks in the package's directory: a relative path is the workspace's.
-            let bundle = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(bundle);
+            let bundle = in_workspace(&bundle);
             let bundle = bundle.canonicalize().with_context(|| format!("TRACE_BENCH_BUNDLE: {}", bundle.display()))?;
             (bundle, chromium)
         }
@@ -121,31 +259,69 @@ async fn main() -> Result<()> {
     // Playwright reads a bundle directory's HAR, whose bodies are files beside it, or the exported zip.
     let har = if bundle.is_dir() { bundle.join(trace_manifest::bundle::HAR_FILE) } else { bundle.clone() };
     let args = chromium::command_line_flags();
-    let mut playwright = Playwright::start(&node_modules, &har, &chromium, &args).await?;
+    let playwright = Playwright::start(&node_modules, &har, &chromium, &args).await?;
+    let proxy = ServedProxy::start(&trace_replay, &bundle)?;
+    let proxied_browser = launch_proxied_browser(&chromium, &proxy.url, archive.viewport).await?;
     let options = Options { chromium: Some(chromium.clone()), ..Options::default() };
     let replay = Replay::launch(archive, &options).await?;
-    println!("chromium: {}; flags for both: {}", chromium.display(), args.join(" "));
+    println!("chromium: {}; flags for all sides: {}", chromium.display(), args.join(" "));
+    println!(
+        "proxy: {} serve --proxy-port 0 at {url}; its browser adds --proxy-server={url} --proxy-bypass-list=<-loopback>",
+        trace_replay.display(),
+        url = proxy.url
+    );
 
-    let measured = measure(&replay, &mut playwright, &sentinel, &urls, rounds).await;
-    let stats = replay.stats();
+    let mut tabs = Tabs {
+        cdp: replay.open("about:blank").await?,
+        proxy: proxied_browser.browser.new_page("about:blank").await?,
+        playwright,
+    };
+    let measured = measure(&mut tabs, &sentinel, &urls, rounds).await;
+    let cdp_stats = replay.stats();
     // Bounded: a close that hangs must not hang the benchmark (chromiumoxide kills the browser when the
     // close is dropped), but it is said, since it is a bug of `trace-replay`.
-    if tokio::time::timeout(Duration::from_secs(30), replay.close()).await.is_err() {
-        eprintln!("note: Replay::close did not return in 30 s; its browser was killed");
+    if tokio::time::timeout(CLOSE_WAIT, replay.close()).await.is_err() {
+        eprintln!("note: Replay::close did not return in {CLOSE_WAIT:?}; its browser was killed");
     }
-    playwright.close();
+    // The browser goes before its proxy, so that the proxy's summary holds all it was asked.
+    if tokio::time::timeout(CLOSE_WAIT, proxied_browser.close()).await.is_err() {
+        eprintln!("note: the proxy side's browser did not close in {CLOSE_WAIT:?}; it was killed");
+    }
+    tabs.playwright.close();
+    let proxy_summary = proxy.stop();
     let samples = measured?;
+
     report(&samples, rounds);
-    for (path, [replay, playwright]) in PAGES.iter().zip(&samples.titles) {
-        if replay != playwright || replay.len() != 1 || replay.contains("") {
-            println!("note: {path} showed different titles: trace-replay {replay:?}, routeFromHAR {playwright:?}");
-        }
-    }
+    report_titles(&samples);
     println!();
-    print!("trace-replay, over all loads: {stats}");
-    report_failed(&samples.playwright_failed);
+    print!("{}, over all loads: {cdp_stats}", Side::Cdp.name());
+    println!("{}, over all loads: {}", Side::Proxy.name(), proxy_summary?);
+    report_failed(&samples.failed);
     report_live(&sentinel, &samples.live);
+    let proxy_went_live = samples.live.iter().any(|(side, _, _)| *side == Side::Proxy);
+    ensure!(!proxy_went_live, "the proxy side's browser reached the recorded site's port: it went around the proxy");
     Ok(())
+}
+
+/// `value`, a path from the environment, as the workspace sees it: `cargo bench` runs benchmarks in the
+/// package's directory, and a relative path is meant from the workspace.
+fn in_workspace(value: &std::ffi::OsStr) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(value)
+}
+
+/// The `trace-replay` whose proxy is measured: the one `TRACE_REPLAY` names (as for `trace-host` and the
+/// BrowserGym integration), else the one `cargo xtask dist` built under `target`.
+fn trace_replay_binary(target: &Path) -> Result<PathBuf> {
+    let binary = match std::env::var_os(TRACE_REPLAY_ENV).filter(|value| !value.is_empty()) {
+        Some(value) => in_workspace(&value),
+        None => target.join("release/trace-replay"),
+    };
+    ensure!(
+        binary.is_file(),
+        "no trace-replay at {}: run `cargo xtask dist`, or name one with {TRACE_REPLAY_ENV}",
+        binary.display()
+    );
+    Ok(binary)
 }
 
 /// Records the demonstration on a fresh demo shop into `out`, stops the shop, and returns the bundle.
@@ -163,50 +339,55 @@ async fn record(build: &Build, out: &Path) -> Result<PathBuf> {
     Ok(recorded?.bundle)
 }
 
-/// Loads every page round after round on both sides, interleaved.
-async fn measure(
-    replay: &Replay,
-    playwright: &mut Playwright,
-    sentinel: &Sentinel,
-    urls: &[String],
-    rounds: usize,
-) -> Result<Samples> {
-    let page = replay.open("about:blank").await?;
-    let mut samples = Samples {
-        replay: vec![Vec::new(); urls.len()],
-        playwright: vec![Vec::new(); urls.len()],
-        playwright_failed: BTreeMap::new(),
-        titles: vec![Default::default(); urls.len()],
-        live: Vec::new(),
+/// Launches the proxy side's Chromium as an agent launches its own browser: told of the proxy and of
+/// nothing else of replay's (see the module's header).
+async fn launch_proxied_browser(chromium: &Path, proxy: &str, viewport: Option<Viewport>) -> Result<Chromium> {
+    let flag = |name: &str, value: &str| (name.to_owned(), Some(value.to_owned()));
+    let launch = Launch {
+        chromium: Some(chromium.to_owned()),
+        headless: true,
+        // Chromium sends loopback hosts around any proxy unless told otherwise, and the demo shop is one.
+        args: vec![flag("proxy-server", proxy), flag("proxy-bypass-list", "<-loopback>")],
+        viewport,
+        ..Launch::default()
     };
+    chromium::launch(&launch).await.context("cannot launch the proxy side's Chromium")
+}
+
+/// Each side's one tab, which it navigates from page to page as a user of that tool does.
+struct Tabs {
+    cdp: Page,
+    proxy: Page,
+    playwright: Playwright,
+}
+
+impl Tabs {
+    async fn load(&mut self, side: Side, url: &str) -> Result<Load> {
+        match side {
+            Side::Cdp => load(&self.cdp, url).await,
+            Side::Proxy => load(&self.proxy, url).await,
+            Side::Playwright => self.playwright.load(url).await,
+        }
+    }
+}
+
+/// Loads every page round after round on every side, interleaved.
+async fn measure(tabs: &mut Tabs, sentinel: &Sentinel, urls: &[String], rounds: usize) -> Result<Samples> {
+    let mut samples = Samples::new(urls.len());
     for round in 0..WARM_UP_ROUNDS + rounds {
-        let order =
-            if round.is_multiple_of(2) { [Side::Replay, Side::Playwright] } else { [Side::Playwright, Side::Replay] };
+        // Each side goes first in one round of three, second in the next, last in the third.
+        let mut order = Side::ALL;
+        order.rotate_left(round % Side::ALL.len());
         let counted = round >= WARM_UP_ROUNDS;
-        for (index, url) in urls.iter().enumerate() {
+        for (page, url) in urls.iter().enumerate() {
             for side in order {
                 let connections_before = sentinel.count();
                 tokio::time::sleep(QUIET).await;
-                let (ms, title) = match side {
-                    Side::Replay => load_time(&page, url).await.with_context(|| format!("trace-replay: {url}"))?,
-                    Side::Playwright => {
-                        let load = playwright.load(url).await.with_context(|| format!("routeFromHAR: {url}"))?;
-                        if counted {
-                            for failed in load.failed {
-                                *samples.playwright_failed.entry(failed).or_default() += 1;
-                            }
-                        }
-                        (load.ms, load.title)
-                    }
-                };
-                samples.titles[index][side as usize].insert(title);
-                if counted {
-                    let times = if side == Side::Replay { &mut samples.replay } else { &mut samples.playwright };
-                    times[index].push(ms);
-                }
+                let load = tabs.load(side, url).await.with_context(|| format!("{}: {url}", side.name()))?;
+                samples.add(side, page, load, counted);
                 let connections = connections_before..sentinel.count();
                 if !connections.is_empty() {
-                    samples.live.push((side, PAGES[index], sentinel.seen(connections)));
+                    samples.live.push((side, PAGES[page], sentinel.seen(connections)));
                 }
             }
         }
@@ -218,19 +399,12 @@ async fn measure(
     Ok(samples)
 }
 
-/// Loads `url` in the replayed tab and returns the time from navigation start to the end of the load
-/// event, in milliseconds, and the page's title.
-async fn load_time(page: &Page, url: &str) -> Result<(f64, String)> {
-    let load_event_end = load_event_end(page, url, WAIT).await?;
+/// Loads `url` in a tab driven through chromiumoxide: the time from navigation start to the end of the
+/// load event, in milliseconds, and the page's title.
+async fn load(page: &Page, url: &str) -> Result<Load> {
+    let ms = load_event_end(page, url, WAIT).await?;
     let title: String = page.evaluate("document.title").await?.into_value()?;
-    Ok((load_event_end, title))
-}
-
-/// One Playwright load, as `routefromhar.mjs` reports it.
-struct PlaywrightLoad {
-    ms: f64,
-    title: String,
-    failed: Vec<String>,
+    Ok(Load { ms, title, failed: Vec::new() })
 }
 
 /// `routefromhar.mjs` running under Node.
@@ -245,7 +419,7 @@ impl Playwright {
         Ok(Playwright(script))
     }
 
-    async fn load(&mut self, url: &str) -> Result<PlaywrightLoad> {
+    async fn load(&mut self, url: &str) -> Result<Load> {
         let answer = self.0.ask(&json!({ "load": url }), WAIT).await?;
         if let Some(error) = answer.get("error") {
             bail!("{}", error.as_str().unwrap_or_default());
@@ -253,7 +427,7 @@ impl Playwright {
         let ms = answer["ms"].as_f64().with_context(|| format!("no load time in {answer}"))?;
         let failed = answer["failed"].as_array().into_iter().flatten().filter_map(|u| u.as_str().map(str::to_owned));
         let title = answer["title"].as_str().unwrap_or_default().to_owned();
-        Ok(PlaywrightLoad { ms, title, failed: failed.collect() })
+        Ok(Load { ms, title, failed: failed.collect() })
     }
 
     fn close(self) {
@@ -261,9 +435,95 @@ impl Playwright {
     }
 }
 
+/// `trace-replay serve BUNDLE --proxy-port 0` running: the proxy the proxy side's browser goes through.
+/// Killed when dropped, unless it has exited.
+struct ServedProxy {
+    process: Child,
+    /// What it prints, line by line, read on a thread of their own so that waiting for one has a deadline.
+    lines: mpsc::Receiver<String>,
+    /// Where it listens, as a browser's proxy setting takes it (`http://127.0.0.1:PORT`).
+    url: String,
+}
+
+impl ServedProxy {
+    /// Starts it and waits until it says it listens: `proxy: URL`, then a line `press Ctrl+C to stop`.
+    fn start(trace_replay: &Path, bundle: &Path) -> Result<ServedProxy> {
+        let mut process = Command::new(trace_replay)
+            .arg("serve")
+            .arg(bundle)
+            .args(["--proxy-port", "0"])
+            // Its decisions, one line a request at info, are a cost the CDP side, which logs nothing here,
+            // does not pay; what it served and refused is in its summary anyway.
+            .env("TRACE_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot run {}", trace_replay.display()))?;
+        let stdout = process.stdout.take().context("trace-replay's stdout")?;
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // Held from here, so that a start that fails kills it.
+        let mut served = ServedProxy { process, lines, url: String::new() };
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let line = served
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .context("trace-replay serve --proxy-port 0 did not say where it listens")?;
+            if let Some(url) = line.strip_prefix("proxy: ") {
+                served.url = url.to_owned();
+            }
+            if line.starts_with("press Ctrl+C") {
+                break;
+            }
+        }
+        ensure!(!served.url.is_empty(), "trace-replay serve --proxy-port 0 did not print its proxy's URL");
+        Ok(served)
+    }
+
+    /// Stops it with `SIGTERM`, as a job runner does, and returns what it printed then: its summary of
+    /// what it served, missed and refused. An error when it does not exit in time (it is killed then).
+    fn stop(mut self) -> Result<String> {
+        let pid = self.process.id().to_string();
+        let signalled = Command::new("kill").args(["-TERM", &pid]).status().context("cannot run kill")?;
+        ensure!(signalled.success(), "kill -TERM {pid} failed");
+        let deadline = Instant::now() + CLOSE_WAIT;
+        // The reading thread ends, and the channel with it, when the process closes its output as it exits.
+        let mut summary = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            summary.push(line);
+        }
+        loop {
+            if let Some(status) = self.process.try_wait()? {
+                ensure!(status.success(), "trace-replay serve --proxy-port exited with {status} on SIGTERM");
+                return Ok(summary.join("\n"));
+            }
+            if Instant::now() >= deadline {
+                bail!("trace-replay serve --proxy-port did not exit within {CLOSE_WAIT:?} of SIGTERM; killed");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for ServedProxy {
+    fn drop(&mut self) {
+        if let Ok(None) = self.process.try_wait() {
+            let _ = self.process.kill();
+            let _ = self.process.wait();
+        }
+    }
+}
+
 /// Listens on the recorded site's port, now that the site is stopped, and keeps what each connection
 /// made to it sent first (its request line, or nothing for a connection opened ahead of any request), then
-/// closes it: any connection is one side or the other reaching for the live site.
+/// closes it: any connection is one side or another reaching for the live site.
 struct Sentinel {
     /// Per connection, in the order they came.
     seen: Arc<Mutex<Vec<String>>>,
@@ -337,25 +597,72 @@ fn origin(url: &str) -> Option<&str> {
 }
 
 fn report(samples: &Samples, rounds: usize) {
+    let ratios = COMPARED.map(|(side, baseline)| Ratio::of(samples, side, baseline));
+    let ratio_names = COMPARED.map(|(side, baseline)| format!("{}/{}", side.short_name(), baseline.short_name()));
     println!();
     println!("page load, navigation start to load event end: medians of {rounds} rounds (+{WARM_UP_ROUNDS} warm-up)");
-    println!("replay: trace-replay; playwright: routeFromHAR on the same capture; same Chromium, interleaved");
-    println!("{:<16} {:>12} {:>15} {:>8}", "page", "replay (ms)", "playwright (ms)", "ratio");
-    let mut ratios = Vec::new();
-    for (index, path) in PAGES.iter().enumerate() {
-        let (replay, playwright) = (median(&samples.replay[index]), median(&samples.playwright[index]));
-        ratios.push(replay / playwright);
-        println!("{path:<16} {replay:>12.1} {playwright:>15.1} {:>7.2}×", replay / playwright);
+    println!(
+        "cdp: trace-replay over DevTools; proxy: trace-replay serve --proxy-port; playwright: routeFromHAR; \
+         the same capture, the same Chromium, interleaved"
+    );
+    print!("{:<16}", "page");
+    for side in Side::ALL {
+        print!(" {:>15}", format!("{} (ms)", side.short_name()));
     }
-    let (replay, playwright) = (median(&samples.replay.concat()), median(&samples.playwright.concat()));
-    let of_medians = replay / playwright;
-    let geometric_mean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-    println!("{:<16} {replay:>12.1} {playwright:>15.1} {of_medians:>7.2}×  ratio of medians, all samples", "all pages");
-    println!("{:<16} {:>12} {:>15} {geometric_mean:>7.2}×  geometric mean of the per-page ratios", "", "", "");
+    for name in &ratio_names {
+        print!(" {name:>16}");
+    }
     println!();
-    for (name, ratio) in [("ratio of medians", of_medians), ("geometric mean of ratios", geometric_mean)] {
+    for (page, path) in PAGES.iter().enumerate() {
+        print!("{path:<16}");
+        for side in Side::ALL {
+            print!(" {:>15.1}", samples.median(side, page));
+        }
+        for ratio in &ratios {
+            print!(" {:>15.2}×", ratio.per_page[page]);
+        }
+        println!();
+    }
+    print!("{:<16}", "all pages");
+    for side in Side::ALL {
+        print!(" {:>15.1}", samples.overall_median(side));
+    }
+    for ratio in &ratios {
+        print!(" {:>15.2}×", ratio.of_medians);
+    }
+    println!("  ratio of medians, all samples");
+    print!("{:<16}{:>48}", "", "");
+    for ratio in &ratios {
+        print!(" {:>15.2}×", ratio.geometric_mean);
+    }
+    println!("  geometric mean of the per-page ratios");
+    println!();
+
+    // In the order of `COMPARED`.
+    let [cdp_to_playwright, proxy_to_cdp, _] = &ratios;
+    println!("{} against {}:", Side::Cdp.name(), Side::Playwright.name());
+    for (name, ratio) in [
+        ("ratio of medians", cdp_to_playwright.of_medians),
+        ("geometric mean of ratios", cdp_to_playwright.geometric_mean),
+    ] {
         let verdict = if ratio <= TARGET_RATIO { "met" } else { "NOT met" };
-        println!("{name:<25} {ratio:.2}×   target ≤ {TARGET_RATIO:.1}×: {verdict}");
+        println!("  {name:<25} {ratio:.2}×   target ≤ {TARGET_RATIO:.1}×: {verdict}");
+    }
+    println!("{} against {} (no target, reported only):", Side::Proxy.name(), Side::Cdp.name());
+    println!("  {:<25} {:.2}×", "ratio of medians", proxy_to_cdp.of_medians);
+    println!("  {:<25} {:.2}×", "geometric mean of ratios", proxy_to_cdp.geometric_mean);
+}
+
+/// Pages whose titles were not one and the same on every side: some side did not show the recorded page.
+fn report_titles(samples: &Samples) {
+    for (page, path) in PAGES.iter().enumerate() {
+        let titles = Side::ALL.map(|side| &samples.loads[side][page].titles);
+        let first = titles[0];
+        if titles.iter().any(|shown| *shown != first) || first.len() != 1 || first.contains("") {
+            let by_side: Vec<String> =
+                Side::ALL.iter().zip(titles).map(|(side, shown)| format!("{} {shown:?}", side.name())).collect();
+            println!("note: {path} showed different titles: {}", by_side.join(", "));
+        }
     }
 }
 
@@ -387,7 +694,7 @@ fn report_live(sentinel: &Sentinel, live: &[(Side, &str, Vec<String>)]) {
         println!("the recorded site's port is in use by something else: connections to it were not counted");
         return;
     }
-    for (side, name) in [(Side::Replay, "trace-replay"), (Side::Playwright, "routeFromHAR")] {
+    for side in Side::ALL {
         let mut by_page: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
         for (_, page, seen) in live.iter().filter(|(s, _, _)| *s == side) {
             for first in seen {
@@ -395,7 +702,7 @@ fn report_live(sentinel: &Sentinel, live: &[(Side, &str, Vec<String>)]) {
             }
         }
         let total: usize = by_page.values().flat_map(BTreeMap::values).sum();
-        println!("connections to the recorded site's port during {name} loads (all rounds): {total}");
+        println!("connections to the recorded site's port during {} loads (all rounds): {total}", side.name());
         for (page, seen) in by_page {
             for (first, times) in seen {
                 println!("  loading {page:<14} {times:>3} × {first}");
