@@ -105,7 +105,6 @@ pub fn run_study(
     backend: Backend<'_>,
     work: &Path,
 ) -> Result<Study> {
-    let python = python_of(Environment::AgentLab)?;
     let (backend_name, n_jobs) = match backend {
         Backend::Sequential => ("sequential", 1),
         Backend::Ray { workers } => ("ray", workers),
@@ -120,16 +119,24 @@ pub fn run_study(
         "n_jobs": n_jobs,
         "results": work.join("results"),
     });
-    let mut command = Command::new(&python);
+    let mut command = python_command(work)?;
     command.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("agentlab/study.py")).arg(config.to_string());
-    with_agentlab_environment(&mut command, &python, work)?;
     if let Backend::RayCluster(cluster) = backend {
         cluster.join(&mut command);
     }
-    let output = command.output().with_context(|| format!("cannot run {}", python.display()))?;
+    let output = command.output().with_context(|| format!("cannot run {command:?}"))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     ensure!(output.status.success(), "the study failed: {stderr}");
     serde_json::from_slice(&output.stdout).with_context(|| format!("what the study printed: {stderr}"))
+}
+
+/// AgentLab's Python (`target/agentlab-venv`) in the environment AgentLab's processes need, its and its
+/// episodes' files in `work`.
+pub fn python_command(work: &Path) -> Result<Command> {
+    let python = python_of(Environment::AgentLab)?;
+    let mut command = Command::new(&python);
+    with_agentlab_environment(&mut command, &python, work)?;
+    Ok(command)
 }
 
 /// A Ray cluster of this machine, started as a person starts one (`ray start --head --block`), every

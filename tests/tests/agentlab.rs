@@ -5,8 +5,8 @@
 //! `make_study(...).run` runs the study once sequentially and once with `parallel_backend="ray"` and two
 //! workers; `browsergym_trace.benchmark.run_on_cluster` runs it a third time on a Ray cluster of two CPUs
 //! already running (`ray start --head`). All three finish every task, with the same rewards (1, 0, 1), and
-//! on Ray the episodes ran in worker processes, two at a time. Needs `cargo xtask dist` and
-//! `bash .ci/install`.
+//! on Ray the episodes ran in worker processes, two at a time. A benchmark name that AgentLab would take
+//! for one of its own is refused. Needs `cargo xtask dist` and `bash .ci/install`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -81,4 +81,18 @@ async fn an_agentlab_study_on_ray_gives_every_task_the_rewards_of_a_sequential_r
         assert!(workers.len() >= 2, "more than one worker: {study:#?}");
         assert!(study.overlapped(), "two episodes at a time: {study:#?}");
     }
+
+    // A name AgentLab would take for its WebArena benchmark is refused, saying why; the default passed above.
+    let work = tempfile::tempdir().unwrap();
+    let refused = agentlab::python_command(work.path())
+        .unwrap()
+        .args(["-c", "import sys; from browsergym_trace import trace_benchmark; trace_benchmark(sys.argv[1], name='webarena-copy')"])
+        .arg(dataset.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("ValueError") && stderr.contains("'webarena-copy'"),
+        "{stderr}"
+    );
 }

@@ -548,6 +548,10 @@ fn trace_replay_in_little_memory(mib: u64, max_memory: u64, args: &[&str], marke
         .arg(env!("CARGO_BIN_EXE_trace-replay"))
         .args(args)
         .env("TRACE_MAX_MEMORY", max_memory.to_string())
+        // glibc gives each thread that allocates an arena of its own, reserving 64 MiB of address space
+        // apiece: how many threads happened to allocate decided whether a thread could still be started
+        // under the cap. Two arenas keep the cap about what the program holds.
+        .env("MALLOC_ARENA_MAX", "2")
         .env("FAKE_CHROMIUM_MARKER", marker)
         .env_remove("TRACE_LOG")
         .stdin(Stdio::null())
