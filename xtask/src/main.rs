@@ -1,9 +1,11 @@
 //! Build automation for the workspace, run as `cargo xtask <task>`:
-//! - `dist`: everything in release mode: `target/release/trace-host`, `target/release/trace-replay`, and the
-//!   unpacked, loadable extension in `target/extension/` (Rust compiled to wasm32 and bound by
-//!   `wasm-bindgen --target web`, plus the static files of `extension/static/`).
+//! - `dist`: everything in release mode: `target/release/trace-host`, `target/release/trace-replay`, the
+//!   demo's binaries (`trace-demo`, `trace-demo-site`), and the unpacked, loadable extension in
+//!   `target/extension/` (Rust compiled to wasm32 and bound by `wasm-bindgen --target web`, plus the
+//!   static files of `extension/static/`).
 //! - `demo`: `dist`, then the README's main job: record a demonstration of the demo shop in Chromium with
-//!   the extension and the host, export the bundle, validate and inspect it.
+//!   the extension and the host, export the bundle, validate and inspect it; then how long each phase took,
+//!   the build's included.
 //! - `test`: `dist` (the end-to-end tests drive the release build), a check that `trace-manifest`,
 //!   `trace-analysis` and `trace-capture` build for wasm32, then `cargo test --workspace`.
 //!
@@ -11,16 +13,19 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
 fn main() -> Result<()> {
     let task = std::env::args().nth(1);
     match task.as_deref() {
-        Some("dist") => dist(),
+        Some("dist") => dist().map(drop),
         Some("demo") => {
-            dist()?;
-            demo()
+            let built = dist()?;
+            demo()?;
+            println!("before it, the build took {:.0} s: {built}", built.total().as_secs_f64());
+            Ok(())
         }
         Some("test") => {
             dist()?;
@@ -80,15 +85,45 @@ fn host_links_no_browser_driver() -> Result<()> {
     Ok(())
 }
 
-fn dist() -> Result<()> {
-    run(cargo().args(["build", "--release", "-p", "trace-host", "-p", "trace-replay"]))?;
-    build_extension()?;
+/// How long each step of a build took, in order.
+struct Steps(Vec<(&'static str, Duration)>);
+
+impl Steps {
+    fn timed(&mut self, name: &'static str, step: impl FnOnce() -> Result<()>) -> Result<()> {
+        let started = Instant::now();
+        step()?;
+        self.0.push((name, started.elapsed()));
+        Ok(())
+    }
+
+    fn total(&self) -> Duration {
+        self.0.iter().map(|(_, took)| *took).sum()
+    }
+}
+
+impl std::fmt::Display for Steps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let steps: Vec<String> =
+            self.0.iter().map(|(name, took)| format!("{name} {:.0} s", took.as_secs_f64())).collect();
+        f.write_str(&steps.join(", "))
+    }
+}
+
+fn dist() -> Result<Steps> {
+    let mut steps = Steps(Vec::new());
+    // One cargo invocation for every native binary, the demo's included: Cargo resolves the features of
+    // the packages it builds together once, so the demo's binaries can never need a second build of a
+    // dependency (chromiumoxide and the rest) with other features, and the build is one timed step.
+    steps.timed("the binaries", || {
+        run(cargo().args(["build", "--release", "-p", "trace-host", "-p", "trace-replay", "-p", "trace-e2e", "--bins"]))
+    })?;
+    steps.timed("the extension", build_extension)?;
     let target = root().join("target");
     println!("built:");
-    for path in ["release/trace-host", "release/trace-replay", "extension/manifest.json"] {
+    for path in ["release/trace-host", "release/trace-replay", "release/trace-demo", "extension/manifest.json"] {
         println!("  {}", target.join(path).display());
     }
-    Ok(())
+    Ok(steps)
 }
 
 fn build_extension() -> Result<()> {
@@ -118,8 +153,9 @@ fn build_extension() -> Result<()> {
 
 fn demo() -> Result<()> {
     let root = root();
-    run(cargo()
-        .args(["run", "--release", "--quiet", "-p", "trace-e2e", "--bin", "trace-demo", "--"])
+    // The binary `dist` built, run as it is.
+    run(Command::new(root.join("target/release/trace-demo"))
+        .current_dir(&root)
         .arg("--out")
         .arg(root.join("target/demo")))
 }
