@@ -20,7 +20,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
 use trace_e2e::agentlab::{self, Backend};
-use trace_e2e::bench::recorded_demo;
+use trace_e2e::bench::{demo_bundle, origin};
 use trace_e2e::browser::Build;
 use trace_e2e::{demo, median};
 use trace_replay::archive::ReplayArchive;
@@ -38,21 +38,16 @@ async fn main() -> Result<()> {
     ensure!(rounds > 0, "TRACE_BENCH_ROUNDS must be at least 1");
     let work = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-agentlab");
     let build = Build::from_workspace()?;
-    let bundle = match std::env::var_os("TRACE_BENCH_BUNDLE") {
-        // `cargo bench` runs benchmarks in the package's directory: a relative path is the workspace's.
-        Some(bundle) => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(bundle).canonicalize()?,
-        None => recorded_demo(&build, &work).await?,
-    };
+    let bundle = demo_bundle(&build, &work).await?;
     println!("bundle: {}", bundle.display());
-    let start = ReplayArchive::open(&bundle)?.start_url().to_owned();
-    let origin = start.split('/').take(3).collect::<Vec<_>>().join("/");
+    let archive = ReplayArchive::open(&bundle)?;
+    let origin = origin(archive.start_url()).context("the bundle's website has no origin")?.to_owned();
 
     let dataset = tempfile::tempdir()?;
     let task_ids: Vec<String> = (1..=TASKS).map(|n| format!("shop-{n}")).collect();
     let ids: Vec<&str> = task_ids.iter().map(String::as_str).collect();
     agentlab::dataset(dataset.path(), &bundle, &origin, demo::DESCRIPTION, &ids)?;
-    let mut demonstration = demo::in_playwright(&origin);
-    demonstration.push("send_message_to_user('The blue mug is in the cart.')".to_owned());
+    let demonstration = demo::in_playwright(&origin);
     let scripts: BTreeMap<String, Vec<String>> =
         task_ids.iter().map(|id| (format!("trace.{id}"), demonstration.clone())).collect();
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use serde_json::json;
-use trace_e2e::bench::{copy_dir, directory_size, recorded_demo};
+use trace_e2e::bench::{copy_dir, demo_bundle, directory_size, origin};
 use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::median;
 use trace_replay::archive::ReplayArchive;
@@ -43,10 +43,7 @@ async fn main() -> Result<()> {
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
     let work = target.join("bench-eval");
     let build = Build::from_workspace()?;
-    let bundle = match std::env::var_os("TRACE_BENCH_BUNDLE") {
-        Some(bundle) => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(bundle).canonicalize()?,
-        None => recorded_demo(&build, &work).await?,
-    };
+    let bundle = demo_bundle(&build, &work).await?;
     println!("bundle: {}", bundle.display());
     let options = Options { chromium: Some(build.chromium.clone()), ..Options::default() };
 
@@ -71,9 +68,9 @@ async fn main() -> Result<()> {
     }
 
     // 2. Observation.
-    let origin = ReplayArchive::open(&bundle)?.start_url().trim_end_matches('/').to_owned();
-    let origin = origin.split('/').take(3).collect::<Vec<_>>().join("/");
-    let plain = Replay::launch(ReplayArchive::open(&bundle)?, &options).await?;
+    let archive = ReplayArchive::open(&bundle)?;
+    let origin = origin(archive.start_url()).context("the bundle's website has no origin")?.to_owned();
+    let plain = Replay::launch(archive, &options).await?;
     let session_dir = tempfile::tempdir()?;
     let session = SessionRecorder::create(&session_dir.path().join("session"))?;
     let observed = Replay::launch_recorded(ReplayArchive::open(&bundle)?, &options, Some(session)).await?;

@@ -65,6 +65,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use chromiumoxide::Page;
 use serde_json::json;
+use trace_e2e::bench::{BUNDLE_ENV, in_workspace, origin};
 use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::demo;
 use trace_e2e::median;
@@ -232,11 +233,11 @@ async fn main() -> Result<()> {
     let node_modules = playwright::install(&target.join("bench-node"))?;
     let trace_replay = trace_replay_binary(&target)?;
 
-    let (bundle, chromium) = match std::env::var_os("TRACE_BENCH_BUNDLE") {
+    let (bundle, chromium) = match std::env::var_os(BUNDLE_ENV) {
         Some(bundle) => {
             let chromium = chromium::find(None)?;
             let bundle = in_workspace(&bundle);
-            let bundle = bundle.canonicalize().with_context(|| format!("TRACE_BENCH_BUNDLE: {}", bundle.display()))?;
+            let bundle = bundle.canonicalize().with_context(|| format!("{BUNDLE_ENV}: {}", bundle.display()))?;
             (bundle, chromium)
         }
         None => {
@@ -301,12 +302,6 @@ async fn main() -> Result<()> {
     let proxy_went_live = samples.live.iter().any(|(side, _, _)| *side == Side::Proxy);
     ensure!(!proxy_went_live, "the proxy side's browser reached the recorded site's port: it went around the proxy");
     Ok(())
-}
-
-/// `value`, a path from the environment, as the workspace sees it: `cargo bench` runs benchmarks in the
-/// package's directory, and a relative path is meant from the workspace.
-fn in_workspace(value: &std::ffi::OsStr) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(value)
 }
 
 /// The `trace-replay` whose proxy is measured: the one `TRACE_REPLAY` names (as for `trace-host` and the
@@ -587,13 +582,6 @@ impl Drop for Sentinel {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
-}
-
-/// `scheme://host[:port]` of a URL.
-fn origin(url: &str) -> Option<&str> {
-    let after_scheme = url.find("://")? + 3;
-    let end = url[after_scheme..].find('/').map_or(url.len(), |i| after_scheme + i);
-    Some(&url[..end])
 }
 
 fn report(samples: &Samples, rounds: usize) {

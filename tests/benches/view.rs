@@ -23,7 +23,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, ensure};
 use chromiumoxide::Page;
 use serde_json::json;
-use trace_e2e::bench::recorded_demo;
+use trace_e2e::bench::demo_bundle;
 use trace_e2e::browser::Build;
 use trace_e2e::median;
 use trace_replay::chromium::{self, Launch};
@@ -36,10 +36,7 @@ const BODY_BYTES: usize = 20 << 10;
 async fn main() -> Result<()> {
     let work = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-view");
     let build = Build::from_workspace()?;
-    let bundle = match std::env::var_os("TRACE_BENCH_BUNDLE") {
-        Some(bundle) => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(bundle).canonicalize()?,
-        None => recorded_demo(&build, &work).await?,
-    };
+    let bundle = demo_bundle(&build, &work).await?;
     let demo = zipped(&bundle, &work.join("demo.zip"), 0)?;
     let large = zipped(&bundle, &work.join("large.zip"), REQUESTS)?;
     let chromium =

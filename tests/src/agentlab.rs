@@ -108,7 +108,7 @@ pub fn run_study(
     let (backend_name, n_jobs) = match backend {
         Backend::Sequential => ("sequential", 1),
         Backend::Ray { workers } => ("ray", workers),
-        Backend::RayCluster { .. } => ("ray-cluster", 0),
+        Backend::RayCluster(_) => ("ray-cluster", 0),
     };
     let config = json!({
         "dataset": dataset,

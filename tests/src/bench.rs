@@ -1,6 +1,8 @@
-//! What the benchmarks share: the demonstration recorded once into a benchmark's work directory, copying
-//! and sizing bundle directories, and the CPU time of a browser's processes.
+//! What the benchmarks share: the bundle they measure (`TRACE_BENCH_BUNDLE`, or the demonstration recorded
+//! once into a benchmark's work directory) and its website's origin, copying and sizing bundle directories,
+//! and the CPU time of a browser's processes.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,6 +11,34 @@ use anyhow::{Context, Result};
 use crate::browser::Build;
 use crate::demo;
 use crate::site::DemoSite;
+
+/// Names a bundle to measure instead of recording the demonstration.
+pub const BUNDLE_ENV: &str = "TRACE_BENCH_BUNDLE";
+
+/// The bundle a benchmark measures: the one [`BUNDLE_ENV`] names, else the demonstration [`recorded_demo`]
+/// keeps in `work`.
+pub async fn demo_bundle(build: &Build, work: &Path) -> Result<PathBuf> {
+    match std::env::var_os(BUNDLE_ENV) {
+        Some(bundle) => {
+            let bundle = in_workspace(&bundle);
+            bundle.canonicalize().with_context(|| format!("{BUNDLE_ENV}: {}", bundle.display()))
+        }
+        None => recorded_demo(build, work).await,
+    }
+}
+
+/// A path a benchmark was given: `cargo bench` runs benchmarks in the package's directory, so a relative
+/// path is taken as the workspace's.
+pub fn in_workspace(path: &OsStr) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+}
+
+/// `scheme://host[:port]` of a URL.
+pub fn origin(url: &str) -> Option<&str> {
+    let after_scheme = url.find("://")? + 3;
+    let end = url[after_scheme..].find('/').map_or(url.len(), |i| after_scheme + i);
+    Some(&url[..end])
+}
 
 /// Records the demonstration (the demo shop stopped after) into `work`, once; later runs reuse it.
 pub async fn recorded_demo(build: &Build, work: &Path) -> Result<PathBuf> {

@@ -70,9 +70,9 @@ pub async fn recorded_once(test: &str) -> Option<&'static Recorded> {
         .as_ref()
 }
 
-/// The demonstration's task, as Playwright code (Python) an agent of a harness (BrowserGym, AgentLab) runs
-/// on the replayed shop at `origin`: sign in, express shipping and gift wrap, the mug put in the cart,
-/// then a search for it. The answer is the harness's own to add.
+/// The demonstration's task, as the actions (Python) of a scripted agent in a harness that runs Playwright
+/// code (BrowserGym's, AgentLab's) on the replayed shop at `origin`: sign in, express shipping and gift
+/// wrap, the mug put in the cart, a search for it, and last the agent's answer in BrowserGym's chat.
 pub fn in_playwright(origin: &str) -> Vec<String> {
     [
         format!("page.goto('{origin}/login')"),
@@ -88,6 +88,7 @@ pub fn in_playwright(origin: &str) -> Vec<String> {
         "page.fill('#search-input', 'mug')".to_owned(),
         "page.press('#search-input', 'Enter')".to_owned(),
         "page.wait_for_url('**/search?q=mug')".to_owned(),
+        "send_message_to_user('The blue mug is in the cart.')".to_owned(),
     ]
     .into()
 }

@@ -30,8 +30,7 @@ async fn an_agentlab_study_on_ray_gives_every_task_the_rewards_of_a_sequential_r
     let dataset = tempfile::tempdir().unwrap();
     agentlab::dataset(dataset.path(), &recorded.exported.bundle, origin, demo::DESCRIPTION, &[DONE, IDLE, DONE_AGAIN])
         .unwrap();
-    let mut demonstration = demo::in_playwright(origin);
-    demonstration.push("send_message_to_user('The blue mug is in the cart.')".to_owned());
+    let demonstration = demo::in_playwright(origin);
     let scripts: BTreeMap<String, Vec<String>> = [
         (format!("trace.{DONE}"), demonstration.clone()),
         (format!("trace.{IDLE}"), vec!["send_message_to_user('Done.')".to_owned()]),

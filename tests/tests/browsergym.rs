@@ -48,8 +48,7 @@ async fn a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0() 
     let origin = &recorded.exported.origin;
     let task_id = recorded.exported.bundle.file_stem().unwrap().to_str().unwrap().to_owned();
 
-    let mut demonstration = demo::in_playwright(origin);
-    demonstration.push("send_message_to_user('The blue mug is in the cart.')".to_owned());
+    let demonstration = demo::in_playwright(origin);
     let report = episode(&python, recorded, &demonstration);
     assert_eq!(report["env_id"], format!("browsergym/trace.{task_id}"), "{report:#}");
     assert_eq!(report["goal"], demo::DESCRIPTION, "{report:#}");
