@@ -1,15 +1,16 @@
 //! Build automation for the workspace, run as `cargo xtask <task>`:
 //! - `dist`: everything in release mode: `target/release/trace-host`, `target/release/trace-replay`, the
 //!   demo's binaries (`trace-demo`, `trace-demo-site`), and the unpacked, loadable extension in
-//!   `target/extension/` (Rust compiled to wasm32 and bound by `wasm-bindgen --target web`, plus the
-//!   static files of `extension/static/`).
+//!   `target/extension/` (Rust compiled to wasm32 and bound for the web by wasm-bindgen's own library, plus
+//!   the static files of `extension/static/`).
 //! - `demo`: `dist`, then the README's main job: record a demonstration of the demo shop in Chromium with
 //!   the extension and the host, export the bundle, validate and inspect it; then how long each phase took,
 //!   the build's included.
 //! - `test`: `dist` (the end-to-end tests drive the release build), a check that `trace-manifest`,
 //!   `trace-analysis` and `trace-capture` build for wasm32, then `cargo test --workspace`.
 //!
-//! Kept cheap to compile: no dependency beyond anyhow.
+//! Kept cheap to compile: anyhow, and wasm-bindgen's binding library, which spares a person the separate
+//! install (and release build) of `wasm-bindgen-cli` before the first `cargo xtask demo`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -130,13 +131,12 @@ fn build_extension() -> Result<()> {
     let root = root();
     run(cargo().args(["build", "--release", "-p", "trace-extension", "--target", WASM_TARGET]))
         .context("building the extension needs the wasm32 target: rustup target add wasm32-unknown-unknown")?;
-    let wanted = locked_version(&root, "wasm-bindgen")?;
-    let found = Command::new("wasm-bindgen").arg("--version").output().ok().filter(|o| o.status.success());
-    let found = found.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-    if found.as_deref() != Some(&format!("wasm-bindgen {wanted}")) {
+    // wasm-bindgen's library binds the module here, at the version of the wasm-bindgen crate the extension
+    // is built with: the two must match exactly, or the bindings are refused ("schema version").
+    let (linked, binder) = (locked_version(&root, "wasm-bindgen")?, locked_version(&root, "wasm-bindgen-cli-support")?);
+    if linked != binder {
         bail!(
-            "the extension needs wasm-bindgen-cli {wanted} (found {}); install it with\n  cargo install wasm-bindgen-cli --version {wanted}",
-            found.unwrap_or_else(|| "none".to_owned())
+            "the extension links wasm-bindgen {linked} but xtask binds with {binder}: give xtask/Cargo.toml's wasm-bindgen-cli-support the same version"
         );
     }
     let out = root.join("target/extension");
@@ -145,10 +145,14 @@ fn build_extension() -> Result<()> {
     }
     copy_dir(&root.join("extension/static"), &out)?;
     let wasm = root.join("target/wasm32-unknown-unknown/release/trace_extension.wasm");
-    run(Command::new("wasm-bindgen")
-        .args(["--target", "web", "--no-typescript", "--out-dir"])
-        .arg(out.join("pkg"))
-        .arg(&wasm))
+    wasm_bindgen_cli_support::Bindgen::new()
+        .input_path(&wasm)
+        .web(true)?
+        .typescript(false)
+        // As the CLI does: `init()` with no argument loads the module from beside the script.
+        .omit_default_module_path(false)
+        .generate(out.join("pkg"))
+        .with_context(|| format!("cannot bind {}", wasm.display()))
 }
 
 fn demo() -> Result<()> {
