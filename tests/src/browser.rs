@@ -124,8 +124,9 @@ impl RecordingBrowser {
             user_data_dir: Some(profile.path().to_owned()),
             ..Launch::default()
         };
-        let mut chromium = chromium::launch(&launch).await.context("cannot launch Chromium")?;
-        let process_id = chromium.browser.get_mut_child().and_then(|child| child.as_mut_inner().id());
+        let chromium = chromium::launch(&launch).await.context("cannot launch Chromium")?;
+        // Chromium is started by trace_replay::chromium, not chromiumoxide, which knows no child process.
+        let process_id = Some(chromium.process.id());
         Ok(RecordingBrowser { chromium, process_id, data_dir: data_dir.to_owned(), _profile: profile })
     }
 
