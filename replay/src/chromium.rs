@@ -97,8 +97,9 @@ pub struct Launch {
     pub chromium: Option<PathBuf>,
     /// With a window when false (given a display).
     pub headless: bool,
-    /// An unpacked extension to load (and no other).
-    pub extension: Option<PathBuf>,
+    /// Unpacked extensions to load, and no others (none: extensions disabled). More than one when a
+    /// benchmark compares TRACE's extension with another recorder's in the same browser.
+    pub extensions: Vec<PathBuf>,
     /// Added to the browser's environment (it hands it to the native hosts it starts).
     pub env: Vec<(String, String)>,
     /// More flags, without leading dashes, each with its value if it has one (not `disable-features`).
@@ -193,18 +194,7 @@ pub async fn launch(launch: &Launch) -> Result<Chromium> {
     for flag in CHROMIUMOXIDE_FLAGS.iter().chain(OFFLINE_FLAGS) {
         flags.add_written(flag);
     }
-    match &launch.extension {
-        Some(extension) => {
-            let extension = extension
-                .canonicalize()
-                .with_context(|| format!("no extension at {}", extension.display()))?
-                .display()
-                .to_string();
-            flags.add("load-extension", Some(&extension));
-            flags.add("disable-extensions-except", Some(&extension));
-        }
-        None => flags.add("disable-extensions", None),
-    }
+    add_extension_flags(&mut flags, &launch.extensions)?;
     for (flag, value) in &launch.args {
         flags.add(flag, value.as_deref());
     }
@@ -325,6 +315,25 @@ const CHROMIUMOXIDE_FLAGS: &[&str] = &[
     "enable-blink-features=IdleDetection",
     "lang=en_US",
 ];
+
+/// `--load-extension` and `--disable-extensions-except` naming every extension, comma-separated (each flag
+/// is read once), or `--disable-extensions` when there is none.
+fn add_extension_flags(flags: &mut Flags, extensions: &[PathBuf]) -> Result<()> {
+    if extensions.is_empty() {
+        flags.add("disable-extensions", None);
+        return Ok(());
+    }
+    for extension in extensions {
+        let extension = extension
+            .canonicalize()
+            .with_context(|| format!("no extension at {}", extension.display()))?
+            .display()
+            .to_string();
+        flags.add("load-extension", Some(&extension));
+        flags.add("disable-extensions-except", Some(&extension));
+    }
+    Ok(())
+}
 
 /// Chromium's command line, one flag each: Chromium reads the last of a repeated flag, so a flag given
 /// twice has its values joined (two `--disable-features` lists become one).
@@ -600,6 +609,29 @@ mod tests {
             flags.command_line(),
             ["--disable-features=TranslateUI,Translate,MediaRouter", "--no-first-run", "--password-store=basic"]
         );
+    }
+
+    #[test]
+    fn every_extension_is_loaded_and_only_those() {
+        let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (first_path, second_path) = (
+            first.path().canonicalize().unwrap().display().to_string(),
+            second.path().canonicalize().unwrap().display().to_string(),
+        );
+        let mut flags = Flags::default();
+        add_extension_flags(&mut flags, &[first.path().to_owned(), second.path().to_owned()]).unwrap();
+        assert_eq!(
+            flags.command_line(),
+            [
+                format!("--load-extension={first_path},{second_path}"),
+                format!("--disable-extensions-except={first_path},{second_path}")
+            ]
+        );
+        let mut none = Flags::default();
+        add_extension_flags(&mut none, &[]).unwrap();
+        assert_eq!(none.command_line(), ["--disable-extensions"]);
+        let missing = add_extension_flags(&mut Flags::default(), &[PathBuf::from("/nonexistent/extension")]);
+        assert!(missing.unwrap_err().to_string().contains("/nonexistent/extension"));
     }
 
     #[test]

@@ -107,6 +107,26 @@ impl RecordingBrowser {
         register_host: bool,
         env: Vec<(String, String)>,
     ) -> Result<RecordingBrowser> {
+        RecordingBrowser::start(build, data_dir, register_host, env, None).await
+    }
+
+    /// Launches Chromium headless, the host registered, with a second unpacked extension loaded beside
+    /// TRACE's (another recorder, which a benchmark compares with TRACE in the same browser).
+    pub async fn launch_with_extra_extension(
+        build: &Build,
+        data_dir: &Path,
+        extra_extension: &Path,
+    ) -> Result<RecordingBrowser> {
+        RecordingBrowser::start(build, data_dir, true, Vec::new(), Some(extra_extension)).await
+    }
+
+    async fn start(
+        build: &Build,
+        data_dir: &Path,
+        register_host: bool,
+        env: Vec<(String, String)>,
+        extra_extension: Option<&Path>,
+    ) -> Result<RecordingBrowser> {
         let profile = tempfile::tempdir()?;
         if register_host {
             let status = Command::new(&build.trace_host)
@@ -119,7 +139,7 @@ impl RecordingBrowser {
         let launch = Launch {
             chromium: Some(build.chromium.clone()),
             headless: true,
-            extension: Some(build.extension.clone()),
+            extensions: std::iter::once(build.extension.clone()).chain(extra_extension.map(Path::to_owned)).collect(),
             env: [("TRACE_DATA".to_owned(), data_dir.display().to_string())].into_iter().chain(env).collect(),
             user_data_dir: Some(profile.path().to_owned()),
             ..Launch::default()
