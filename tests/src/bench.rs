@@ -1,6 +1,7 @@
 //! What the benchmarks share: the bundle they measure (`TRACE_BENCH_BUNDLE`, or the demonstration recorded
 //! once into a benchmark's work directory) and its website's origin, copying and sizing bundle directories,
-//! and the CPU time of a browser's processes.
+//! and the CPU time and memory of a browser's processes, one of which can be told from the others by the
+//! page whose scripts it runs.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -92,6 +93,36 @@ pub fn cpu_time_of_tree(root: u32) -> Result<Duration> {
     Ok(Duration::from_secs_f64(ticks as f64 / ticks_per_second))
 }
 
+/// The process below `root` (command line holding `marker`) that runs `page`'s scripts: the one whose CPU
+/// time grows while the page spins for half a second, as long as it grew by most of that. Chromium names no
+/// extension in its processes' command lines, and an extension's pages run in its extension's process, so
+/// this tells two extensions' processes apart. `None` when no process clearly ran the spin.
+pub async fn process_running(page: &chromiumoxide::Page, root: u32, marker: &str) -> Result<Option<u32>> {
+    const SPIN_MS: u64 = 500;
+    let ticks_of = || -> Result<Vec<(u32, u64)>> {
+        let processes = processes_below(root)?;
+        Ok(processes.iter().filter(|p| p.command_line.contains(marker)).map(|p| (p.pid, p.cpu_ticks)).collect())
+    };
+    let before = ticks_of()?;
+    page.evaluate(format!("{{ const end = performance.now() + {SPIN_MS}; while (performance.now() < end); }}")).await?;
+    let grown: Vec<(u32, u64)> = ticks_of()?
+        .into_iter()
+        .filter_map(|(pid, ticks)| {
+            before.iter().find(|(known, _)| *known == pid).map(|(_, old)| (pid, ticks.saturating_sub(*old)))
+        })
+        .collect();
+    let least = (clock_ticks_per_second()? * SPIN_MS as f64 / 1000.0 * 0.6) as u64;
+    Ok(grown.into_iter().filter(|(_, ticks)| *ticks >= least).max_by_key(|(_, ticks)| *ticks).map(|(pid, _)| pid))
+}
+
+/// The peak resident memory (`VmHWM`) of process `pid` in bytes, if it still runs.
+pub fn peak_memory_of(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// The peak resident memory (`VmHWM`) of each process below `root` (itself included) whose command line
 /// contains `marker`, in bytes, largest first: `trace-host`, say, or `--extension-process` for the
 /// process of the extension's service worker.
@@ -99,12 +130,7 @@ pub fn peak_memory_below(root: u32, marker: &str) -> Result<Vec<u64>> {
     let mut peaks: Vec<u64> = processes_below(root)?
         .iter()
         .filter(|process| process.command_line.contains(marker))
-        .filter_map(|process| {
-            let status = std::fs::read_to_string(format!("/proc/{}/status", process.pid)).ok()?;
-            let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-            let kib: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
-            Some(kib * 1024)
-        })
+        .filter_map(|process| peak_memory_of(process.pid))
         .collect();
     peaks.sort_unstable_by(|a, b| b.cmp(a));
     Ok(peaks)

@@ -1,6 +1,8 @@
 //! End-to-end tests of TRACE and the demo the README runs.
 //!
 //! # Layout
+//! - [`archiveweb`]: ArchiveWeb.page, Webrecorder's recording extension, beside TRACE's for the overhead
+//!   benchmark: where it is built, starting it on a tab, what it stored.
 //! - [`agentlab`]: AgentLab studies of a dataset of TRACE tasks, sequential or on Ray.
 //! - [`apps`]: real web applications from the package registries, and the demonstrations recorded on them.
 //! - [`audit`]: `trace-replay audit` as the tests ask for it, and what a passing audit is.
@@ -14,12 +16,14 @@
 //!   tests.
 //! - [`judge`]: a scripted judge, an OpenAI-compatible endpoint on loopback answering by a fixed rule.
 //! - [`run`]: a program of the build run to completion, its failure a test's panic with what it said.
-//! - [`bench`]: what the benchmarks share: the demonstration recorded once, bundle directories copied.
+//! - [`bench`]: what the benchmarks share: the demonstration recorded once, bundle directories copied, the
+//!   CPU time and memory of a browser's processes.
 //! - [`median`]: the middle of the benchmarks' samples.
 //! - `src/bin/trace-demo.rs`: the README's main job (`cargo xtask demo`): record, export, validate, inspect.
 
 pub mod agentlab;
 pub mod apps;
+pub mod archiveweb;
 pub mod audit;
 pub mod bench;
 pub mod browser;
