@@ -87,6 +87,8 @@ struct Recording {
     /// Targets where Chrome refused durable messages: every response is paused, and its body taken there.
     pause_takes_bodies: BTreeSet<Target>,
     typing: TypingCoalescer,
+    /// Events not yet in the outbox: gathered for [`EVENT_BATCH_MS`] into one message (see [`send_events`]).
+    unsent_events: Vec<Event>,
     progress: Progress,
 }
 
@@ -146,6 +148,7 @@ pub async fn start(request: TaskRequest) -> Result<(), String> {
             gate: LoadGate::default(),
             pause_takes_bodies: BTreeSet::new(),
             typing: TypingCoalescer::default(),
+            unsent_events: Vec::new(),
             progress: Progress {
                 task_id: task_id.to_string(),
                 source: request.source.clone(),
@@ -774,22 +777,53 @@ pub(crate) fn send_events(mut events: Vec<Event>) {
         return;
     }
     let requests = events.iter().filter(|e| matches!(e.kind, EventKind::Request(_))).count() as u64;
-    let typing_ended = ACTIVE.with(|a| {
+    let batch = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
         recording.progress.requests += requests;
-        recording.typing.end_before(&events)
+        if let Some(typing) = recording.typing.end_before(&events) {
+            events.insert(0, typing);
+        }
+        let first = recording.unsent_events.is_empty();
+        recording.unsent_events.append(&mut events);
+        Some((first, recording.unsent_events.len() >= EVENT_BATCH_MAX))
     });
-    if let Some(typing) = typing_ended {
-        events.insert(0, typing);
-    }
-    if let Some(task_id) = active_task_id() {
-        send(ClientBody::Events { task_id, events });
+    if let Some((_, true)) = batch {
+        flush_events();
+    } else if let Some((true, _)) = batch {
+        wasm_bindgen_futures::spawn_local(async {
+            chrome::sleep(EVENT_BATCH_MS).await;
+            flush_events();
+        });
     }
 }
 
-/// Queues a message in the active task's outbox and sends it if the host is there.
+/// How long events wait for others before they leave as one message. A page load's exchanges end within
+/// a few milliseconds of each other: one message for them all, rather than one each (with its own
+/// acknowledgement, and a transaction in the host), keeps the recorder's work off the page's load.
+const EVENT_BATCH_MS: f64 = 20.0;
+/// Events in one message at most: each may carry a request's body (up to 1 MiB), and a message must stay
+/// far below the host's limit.
+const EVENT_BATCH_MAX: usize = 16;
+
+/// Puts the gathered events in the outbox as one message.
+fn flush_events() {
+    let Some(events) = ACTIVE.with(|a| a.borrow_mut().as_mut().map(|r| std::mem::take(&mut r.unsent_events))) else {
+        return;
+    };
+    if let (false, Some(task_id)) = (events.is_empty(), active_task_id()) {
+        enqueue(ClientBody::Events { task_id, events });
+    }
+}
+
+/// Queues a message in the active task's outbox and sends it if the host is there, after the events
+/// gathered before it: a body's end follows its exchange's events, and the task's stop every event.
 pub(crate) fn send(body: ClientBody) {
+    flush_events();
+    enqueue(body);
+}
+
+fn enqueue(body: ClientBody) {
     let frame = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
