@@ -47,7 +47,6 @@
 //! (`TRACE_BENCH_ROUNDS` sets the number of counted rounds, 15 by default).
 
 use std::collections::BTreeSet;
-use std::ops::{Index, IndexMut};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -55,7 +54,7 @@ use anyhow::{Context, Result, ensure};
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::network::{EnableParams, SetCacheDisabledParams};
 use trace_e2e::archiveweb::{self, ArchiveWebPage};
-use trace_e2e::bench::{cpu_time_of_tree, peak_memory_below, peak_memory_of, process_running};
+use trace_e2e::bench::{PerSide, cpu_time_of_tree, peak_memory_below, peak_memory_of, process_running};
 use trace_e2e::browser::{Build, RecordingBrowser, click, load_event_end, type_into, wait_for_text};
 use trace_e2e::demo;
 use trace_e2e::median;
@@ -108,20 +107,9 @@ impl Side {
     }
 }
 
-/// One value per side.
-#[derive(Debug, Clone, Default)]
-struct PerSide<T>([T; 3]);
-
-impl<T> Index<Side> for PerSide<T> {
-    type Output = T;
-    fn index(&self, side: Side) -> &T {
-        &self.0[side as usize]
-    }
-}
-
-impl<T> IndexMut<Side> for PerSide<T> {
-    fn index_mut(&mut self, side: Side) -> &mut T {
-        &mut self.0[side as usize]
+impl From<Side> for usize {
+    fn from(side: Side) -> usize {
+        side as usize
     }
 }
 
@@ -139,14 +127,14 @@ struct Condition<'a> {
 /// Per side: load times in milliseconds, per page; and the CPU time all the browser's processes used for
 /// each load and the quiet moment after it, in milliseconds.
 struct Samples {
-    ms: PerSide<Vec<Vec<f64>>>,
-    cpu: PerSide<Vec<f64>>,
+    ms: PerSide<Vec<Vec<f64>>, 3>,
+    cpu: PerSide<Vec<f64>, 3>,
 }
 
 /// The large download: its throughput in MiB/s per side (an error where the page's fetch failed), how much
 /// of it each recorder kept, and the peak resident memory of the processes watched, before and after.
 struct Download {
-    throughput: PerSide<Vec<Result<f64, String>>>,
+    throughput: PerSide<Vec<Result<f64, String>>, 3>,
     trace_kept: Vec<u64>,
     archiveweb_kept: Vec<u64>,
     peaks: Vec<(&'static str, Option<(u64, u64)>)>,
@@ -154,7 +142,7 @@ struct Download {
 
 /// The tabs of the three sides, and the pages that drive the two recorders.
 struct Tabs {
-    pages: PerSide<Page>,
+    pages: PerSide<Page, 3>,
     trace_popup: Page,
     archiveweb: ArchiveWebPage,
 }
@@ -243,7 +231,7 @@ async fn measure(
         Ok(vec![host, trace_process.and_then(peak_memory_of), archiveweb_process.and_then(peak_memory_of)])
     };
     let before = memory()?;
-    let mut throughput: PerSide<Vec<Result<f64, String>>> = PerSide::default();
+    let mut throughput: PerSide<Vec<Result<f64, String>>, 3> = PerSide::default();
     let download_url = site.url(&format!("/download?mb={DOWNLOAD_MIB}"));
     for round in 0..DOWNLOADS {
         for side in Side::order(round) {

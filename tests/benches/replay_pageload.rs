@@ -55,7 +55,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
-use std::ops::{Index, IndexMut, Range};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,7 +65,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use chromiumoxide::Page;
 use serde_json::json;
-use trace_e2e::bench::{BUNDLE_ENV, in_workspace, origin};
+use trace_e2e::bench::{BUNDLE_ENV, PerSide, in_workspace, origin};
 use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::demo;
 use trace_e2e::median;
@@ -121,19 +121,9 @@ impl Side {
     }
 }
 
-/// One value for each side.
-struct PerSide<T>([T; 3]);
-
-impl<T> Index<Side> for PerSide<T> {
-    type Output = T;
-    fn index(&self, side: Side) -> &T {
-        &self.0[side as usize]
-    }
-}
-
-impl<T> IndexMut<Side> for PerSide<T> {
-    fn index_mut(&mut self, side: Side) -> &mut T {
-        &mut self.0[side as usize]
+impl From<Side> for usize {
+    fn from(side: Side) -> usize {
+        side as usize
     }
 }
 
@@ -162,7 +152,7 @@ struct PageLoads {
 /// Everything the rounds gave.
 struct Samples {
     /// For each side, per page (in the order of [`PAGES`]).
-    loads: PerSide<Vec<PageLoads>>,
+    loads: PerSide<Vec<PageLoads>, 3>,
     /// URL → how many counted loads saw it fail (only Playwright's side reports them).
     failed: BTreeMap<String, u64>,
     /// Connections to the recorded site's port during each side's loads: (side, page, what each sent first).

@@ -1,9 +1,10 @@
 //! What the benchmarks share: the bundle they measure (`TRACE_BENCH_BUNDLE`, or the demonstration recorded
 //! once into a benchmark's work directory) and its website's origin, copying and sizing bundle directories,
 //! and the CPU time and memory of a browser's processes, one of which can be told from the others by the
-//! page whose scripts it runs.
+//! page whose scripts it runs; and one value per side compared ([`PerSide`]).
 
 use std::ffi::OsStr;
+use std::ops::{Index, IndexMut};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -186,4 +187,28 @@ fn clock_ticks_per_second() -> Result<f64> {
     let ticks =
         String::from_utf8_lossy(&output.stdout).trim().parse().context("getconf CLK_TCK did not give a number")?;
     Ok(*TICKS.get_or_init(|| ticks))
+}
+
+/// One value for each of the `N` sides a benchmark compares (a baseline and the ways it measures), indexed
+/// by the side: a benchmark's own `Side` enum converts into its position.
+#[derive(Debug, Clone)]
+pub struct PerSide<T, const N: usize>(pub [T; N]);
+
+impl<T: Default, const N: usize> Default for PerSide<T, N> {
+    fn default() -> Self {
+        PerSide(std::array::from_fn(|_| T::default()))
+    }
+}
+
+impl<T, S: Into<usize>, const N: usize> Index<S> for PerSide<T, N> {
+    type Output = T;
+    fn index(&self, side: S) -> &T {
+        &self.0[side.into()]
+    }
+}
+
+impl<T, S: Into<usize>, const N: usize> IndexMut<S> for PerSide<T, N> {
+    fn index_mut(&mut self, side: S) -> &mut T {
+        &mut self.0[side.into()]
+    }
 }
