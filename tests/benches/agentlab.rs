@@ -20,7 +20,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
 use trace_e2e::agentlab::{self, Backend};
-use trace_e2e::bench::{demo_bundle, origin};
+use trace_e2e::bench::{self, demo_bundle, origin};
 use trace_e2e::browser::Build;
 use trace_e2e::{demo, median};
 use trace_replay::archive::ReplayArchive;
@@ -31,11 +31,7 @@ const BACKENDS: [Backend; 3] = [Backend::Sequential, Backend::Ray { workers: 1 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
-    let rounds: usize = match std::env::var("TRACE_BENCH_ROUNDS") {
-        Ok(value) => value.parse().with_context(|| format!("TRACE_BENCH_ROUNDS={value} is not a number"))?,
-        Err(_) => DEFAULT_ROUNDS,
-    };
-    ensure!(rounds > 0, "TRACE_BENCH_ROUNDS must be at least 1");
+    let rounds = bench::rounds(DEFAULT_ROUNDS)?;
     let work = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-agentlab");
     let build = Build::from_workspace()?;
     let bundle = demo_bundle(&build, &work).await?;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use serde_json::json;
-use trace_e2e::bench::{copy_dir, demo_bundle, directory_size, origin};
+use trace_e2e::bench::{self, copy_dir, demo_bundle, directory_size, geometric_mean, origin};
 use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::median;
 use trace_replay::archive::ReplayArchive;
@@ -36,10 +36,7 @@ const WAIT: Duration = Duration::from_secs(30);
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
-    let rounds = match std::env::var("TRACE_BENCH_ROUNDS") {
-        Ok(value) => value.parse().with_context(|| format!("TRACE_BENCH_ROUNDS={value}"))?,
-        Err(_) => DEFAULT_ROUNDS,
-    };
+    let rounds = bench::rounds(DEFAULT_ROUNDS)?;
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
     let work = target.join("bench-eval");
     let build = Build::from_workspace()?;
@@ -95,16 +92,16 @@ async fn main() -> Result<()> {
     }
     plain.close().await?;
     observed.close().await?;
-    let (mut all_plain, mut all_observed, mut log_ratios) = (Vec::new(), Vec::new(), 0.0);
+    let (mut all_plain, mut all_observed, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for (path, (plain_ms, observed_ms)) in PAGES.iter().zip(&samples) {
         let (p, o) = (median(plain_ms), median(observed_ms));
         println!("  {path:<16} serve {p:>7.1} ms   eval {o:>7.1} ms   ratio {:.2}", o / p);
-        log_ratios += (o / p).ln();
+        ratios.push(o / p);
         all_plain.extend(plain_ms.iter());
         all_observed.extend(observed_ms.iter());
     }
     let ratio_of_medians = median(&all_observed) / median(&all_plain);
-    let geometric_mean = (log_ratios / PAGES.len() as f64).exp();
+    let geometric_mean = geometric_mean(&ratios);
     println!(
         "observation: ratio of medians {ratio_of_medians:.2}, geometric mean {geometric_mean:.2} over {rounds} rounds (target ≤ 1.10)"
     );

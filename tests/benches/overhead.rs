@@ -54,7 +54,9 @@ use anyhow::{Context, Result, ensure};
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::network::{EnableParams, SetCacheDisabledParams};
 use trace_e2e::archiveweb::{self, ArchiveWebPage};
-use trace_e2e::bench::{PerSide, cpu_time_of_tree, peak_memory_below, peak_memory_of, process_running};
+use trace_e2e::bench::{
+    self, PerSide, cpu_time_of_tree, geometric_mean, peak_memory_below, peak_memory_of, process_running, rotated,
+};
 use trace_e2e::browser::{Build, RecordingBrowser, click, load_event_end, type_into, wait_for_text};
 use trace_e2e::demo;
 use trace_e2e::median;
@@ -97,13 +99,6 @@ impl Side {
             Side::Trace => "TRACE",
             Side::ArchiveWeb => "AWP",
         }
-    }
-
-    /// The order of the sides in round `round`: each goes first in turn.
-    fn order(round: usize) -> [Side; 3] {
-        let mut order = Side::ALL;
-        order.rotate_left(round % Side::ALL.len());
-        order
     }
 }
 
@@ -155,11 +150,7 @@ impl Tabs {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
-    let rounds = match std::env::var("TRACE_BENCH_ROUNDS") {
-        Ok(value) => value.parse().with_context(|| format!("TRACE_BENCH_ROUNDS={value} is not a number"))?,
-        Err(_) => DEFAULT_ROUNDS,
-    };
-    ensure!(rounds > 0, "TRACE_BENCH_ROUNDS must be at least 1");
+    let rounds = bench::rounds(DEFAULT_ROUNDS)?;
     let build = Build::from_workspace()?;
     let archiveweb_extension = archiveweb::built_extension()?;
     let site = DemoSite::start(0)?;
@@ -196,11 +187,11 @@ async fn measure(
         .iter()
         .map(|c| Samples { ms: PerSide(Side::ALL.map(|_| vec![Vec::new(); c.pages.len()])), cpu: PerSide::default() })
         .collect();
-    let browser_process = browser.process_id().context("the browser's process is not known")?;
+    let browser_process = browser.process_id();
     for round in 0..WARM_UP_ROUNDS + rounds {
         for (condition, samples) in conditions.iter().zip(&mut samples) {
             for (index, path) in condition.pages.iter().enumerate() {
-                for side in Side::order(round) {
+                for side in rotated(Side::ALL, round) {
                     let url = condition.site.url(path);
                     let cpu_before = cpu_time_of_tree(browser_process)?;
                     let ms = load_event_end(tabs.of(side), &url, WAIT)
@@ -234,7 +225,7 @@ async fn measure(
     let mut throughput: PerSide<Vec<Result<f64, String>>, 3> = PerSide::default();
     let download_url = site.url(&format!("/download?mb={DOWNLOAD_MIB}"));
     for round in 0..DOWNLOADS {
-        for side in Side::order(round) {
+        for side in rotated(Side::ALL, round) {
             let fetched = fetch_whole(tabs.of(side), &download_url).await;
             throughput[side].push(fetched.map(|seconds| DOWNLOAD_MIB as f64 / seconds).map_err(|e| format!("{e:#}")));
             tokio::time::sleep(QUIET).await;
@@ -402,7 +393,7 @@ fn report(condition: &Condition, samples: &Samples, rounds: usize) {
         let per_page: Vec<f64> = (0..condition.pages.len())
             .map(|page| median(&samples.ms[side][page]) / median(&samples.ms[baseline][page]))
             .collect();
-        let geometric_mean = (per_page.iter().map(|r| r.ln()).sum::<f64>() / per_page.len() as f64).exp();
+        let geometric_mean = geometric_mean(&per_page);
         let name = format!("{}/{}", side.name(), baseline.name());
         let verdict = match (side, baseline) {
             (Side::Trace, Side::Off) => {

@@ -65,7 +65,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use chromiumoxide::Page;
 use serde_json::json;
-use trace_e2e::bench::{BUNDLE_ENV, PerSide, in_workspace, origin};
+use trace_e2e::bench::{self, BUNDLE_ENV, PerSide, geometric_mean, in_workspace, origin, rotated};
 use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::demo;
 use trace_e2e::median;
@@ -206,7 +206,7 @@ impl Ratio {
     fn of(samples: &Samples, side: Side, baseline: Side) -> Ratio {
         let per_page: Vec<f64> =
             (0..PAGES.len()).map(|page| samples.median(side, page) / samples.median(baseline, page)).collect();
-        let geometric_mean = (per_page.iter().map(|r| r.ln()).sum::<f64>() / per_page.len() as f64).exp();
+        let geometric_mean = geometric_mean(&per_page);
         let of_medians = samples.overall_median(side) / samples.overall_median(baseline);
         Ratio { per_page, of_medians, geometric_mean }
     }
@@ -214,11 +214,7 @@ impl Ratio {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
-    let rounds = match std::env::var("TRACE_BENCH_ROUNDS") {
-        Ok(value) => value.parse().with_context(|| format!("TRACE_BENCH_ROUNDS={value} is not a number"))?,
-        Err(_) => DEFAULT_ROUNDS,
-    };
-    ensure!(rounds > 0, "TRACE_BENCH_ROUNDS must be at least 1");
+    let rounds = bench::rounds(DEFAULT_ROUNDS)?;
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
     let node_modules = playwright::install(&target.join("bench-node"))?;
     let trace_replay = trace_replay_binary(&target)?;
@@ -361,8 +357,7 @@ async fn measure(tabs: &mut Tabs, sentinel: &Sentinel, urls: &[String], rounds: 
     let mut samples = Samples::new(urls.len());
     for round in 0..WARM_UP_ROUNDS + rounds {
         // Each side goes first in one round of three, second in the next, last in the third.
-        let mut order = Side::ALL;
-        order.rotate_left(round % Side::ALL.len());
+        let order = rotated(Side::ALL, round);
         let counted = round >= WARM_UP_ROUNDS;
         for (page, url) in urls.iter().enumerate() {
             for side in order {

@@ -1,7 +1,8 @@
 //! What the benchmarks share: the bundle they measure (`TRACE_BENCH_BUNDLE`, or the demonstration recorded
 //! once into a benchmark's work directory) and its website's origin, copying and sizing bundle directories,
 //! and the CPU time and memory of a browser's processes, one of which can be told from the others by the
-//! page whose scripts it runs; and one value per side compared ([`PerSide`]).
+//! page whose scripts it runs; how many rounds to run, the sides' order in each, one value per side
+//! compared ([`PerSide`]), and the geometric mean of ratios.
 
 use std::ffi::OsStr;
 use std::ops::{Index, IndexMut};
@@ -16,6 +17,30 @@ use crate::site::DemoSite;
 
 /// Names a bundle to measure instead of recording the demonstration.
 pub const BUNDLE_ENV: &str = "TRACE_BENCH_BUNDLE";
+/// How many counted rounds a benchmark runs, instead of its default.
+pub const ROUNDS_ENV: &str = "TRACE_BENCH_ROUNDS";
+
+/// The number of counted rounds: [`ROUNDS_ENV`]'s, else `default`; at least one.
+pub fn rounds(default: usize) -> Result<usize> {
+    let rounds = match std::env::var(ROUNDS_ENV) {
+        Ok(value) => value.parse().with_context(|| format!("{ROUNDS_ENV}={value} is not a number"))?,
+        Err(_) => default,
+    };
+    anyhow::ensure!(rounds > 0, "{ROUNDS_ENV} must be at least 1");
+    Ok(rounds)
+}
+
+/// The order of the sides in round `round`: each goes first in turn, so that a noisy moment of a shared
+/// machine does not always fall on the same side.
+pub fn rotated<T, const N: usize>(mut sides: [T; N], round: usize) -> [T; N] {
+    sides.rotate_left(round % N);
+    sides
+}
+
+/// The geometric mean of per-page ratios: each page counts alike, however long it takes to load.
+pub fn geometric_mean(ratios: &[f64]) -> f64 {
+    (ratios.iter().map(|ratio| ratio.ln()).sum::<f64>() / ratios.len() as f64).exp()
+}
 
 /// The bundle a benchmark measures: the one [`BUNDLE_ENV`] names, else the demonstration [`recorded_demo`]
 /// keeps in `work`.
@@ -210,5 +235,23 @@ impl<T, S: Into<usize>, const N: usize> Index<S> for PerSide<T, N> {
 impl<T, S: Into<usize>, const N: usize> IndexMut<S> for PerSide<T, N> {
     fn index_mut(&mut self, side: S) -> &mut T {
         &mut self.0[side.into()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_side_goes_first_once_in_as_many_rounds_as_there_are_sides() {
+        let firsts: Vec<char> = (0..3).map(|round| rotated(['a', 'b', 'c'], round)[0]).collect();
+        assert_eq!(firsts, ['a', 'b', 'c']);
+        assert_eq!(rotated(['a', 'b', 'c'], 4), ['b', 'c', 'a'], "the order comes back after three rounds");
+    }
+
+    #[test]
+    fn the_geometric_mean_weighs_a_page_twice_as_slow_as_one_twice_as_fast() {
+        assert!((geometric_mean(&[2.0, 0.5]) - 1.0).abs() < 1e-12);
+        assert!((geometric_mean(&[4.0, 1.0]) - 2.0).abs() < 1e-12);
     }
 }

@@ -88,7 +88,7 @@ pub const REQUIRED_ENV: &str = "TRACE_E2E_REQUIRED";
 pub struct RecordingBrowser {
     chromium: Chromium,
     /// The browser's process, parent of all its others.
-    process_id: Option<u32>,
+    process_id: u32,
     pub data_dir: PathBuf,
     _profile: tempfile::TempDir,
 }
@@ -146,7 +146,7 @@ impl RecordingBrowser {
         };
         let chromium = chromium::launch(&launch).await.context("cannot launch Chromium")?;
         // Chromium is started by trace_replay::chromium, not chromiumoxide, which knows no child process.
-        let process_id = Some(chromium.process.id());
+        let process_id = chromium.process.id();
         Ok(RecordingBrowser { chromium, process_id, data_dir: data_dir.to_owned(), _profile: profile })
     }
 
@@ -155,7 +155,7 @@ impl RecordingBrowser {
     }
 
     /// The browser's main process (its others, and the host it starts, are below it).
-    pub fn process_id(&self) -> Option<u32> {
+    pub fn process_id(&self) -> u32 {
         self.process_id
     }
 
