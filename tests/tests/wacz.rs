@@ -6,14 +6,15 @@
 //! `TRACE_E2E_REQUIRED` is set.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
 use chromiumoxide::Page;
@@ -92,19 +93,33 @@ fn replayweb_for_tests(test: &str) -> Option<PathBuf> {
     None
 }
 
-/// What the test's server serves: ReplayWeb.page's files and one WACZ.
+/// What `replay/` answers until ReplayWeb.page's service worker controls it (from then on the worker answers
+/// it with its own app). `<replay-web-page>` opens its frame there as soon as the worker is registered, which
+/// is before the worker is active; it reloads the frame three times, 100 ms apart, and then gives up for
+/// good, leaving the frame empty. A worker whose install outlasts that (ReplayWeb.page's is 1.2 MB of script,
+/// on a busy 2-core machine) left the test waiting on an empty frame; this page reloads itself once the
+/// worker has taken it over.
+const BEFORE_THE_WORKER: &str = "<!doctype html>\n<script>\n\
+    const reload = () => location.reload();\n\
+    if (navigator.serviceWorker.controller) reload();\n\
+    else navigator.serviceWorker.addEventListener('controllerchange', reload);\n\
+    </script>\n";
+
+/// What the test's server serves: ReplayWeb.page's files and one WACZ; and every request it answered, for
+/// the failure's message.
 struct Served {
     ui: Vec<u8>,
     sw: Vec<u8>,
     wacz: Vec<u8>,
     index: String,
+    answered: Mutex<Vec<String>>,
 }
 
 /// Serves `index.html` (a `<replay-web-page>` of `url` in the WACZ), `ui.js` (also under `replay/`, where
 /// the replay frame's own page asks for it), `replay/sw.js` (where the element looks for its service worker
-/// by default) and `task.wacz` on 127.0.0.1, opens the page in headless Chromium, and waits until a frame of
-/// the replayed page (`…mp_/URL`) shows `text`. Returns every frame ReplayWeb.page made, by URL, with its
-/// text.
+/// by default), `replay/` until the worker answers it ([`BEFORE_THE_WORKER`]) and `task.wacz` on 127.0.0.1,
+/// opens the page in headless Chromium, and waits until a frame of the replayed page (`…mp_/URL`) shows
+/// `text`. Returns every frame ReplayWeb.page made, by URL, with its text.
 async fn shown_in_replaywebpage(
     chromium: &Path,
     replayweb: &Path,
@@ -123,6 +138,7 @@ async fn shown_in_replaywebpage(
         sw: std::fs::read(replayweb.join("sw.js"))?,
         wacz: std::fs::read(wacz)?,
         index,
+        answered: Mutex::default(),
     });
     let app = Router::new()
         .route("/", get(|State(served): State<Arc<Served>>| async move { html(&served.index) }))
@@ -130,8 +146,10 @@ async fn shown_in_replaywebpage(
         .route("/ui.js", get(|State(served): State<Arc<Served>>| async move { script(&served.ui) }))
         .route("/replay/ui.js", get(|State(served): State<Arc<Served>>| async move { script(&served.ui) }))
         .route("/replay/sw.js", get(|State(served): State<Arc<Served>>| async move { script(&served.sw) }))
+        .route("/replay/", get(|| async { html(BEFORE_THE_WORKER) }))
         .route("/task.wacz", get(wacz_file))
-        .with_state(served);
+        .layer(middleware::from_fn_with_state(served.clone(), noted))
+        .with_state(served.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let origin = format!("http://{}", listener.local_addr()?);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
@@ -155,7 +173,17 @@ async fn shown_in_replaywebpage(
     .await;
     browser.close().await?;
     server.abort();
-    shown
+    shown.with_context(|| format!("the server answered: {:#?}", served.answered.lock().unwrap()))
+}
+
+/// Notes each request the server answers, with the part of the WACZ it asked for and the status.
+async fn noted(State(served): State<Arc<Served>>, request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_owned();
+    let range = request.headers().get(header::RANGE).and_then(|range| range.to_str().ok()).map(str::to_owned);
+    let response = next.run(request).await;
+    let range = range.map(|range| format!(" ({range})")).unwrap_or_default();
+    served.answered.lock().unwrap().push(format!("{path}{range}: {}", response.status()));
+    response
 }
 
 /// Every same-origin frame under the page, through shadow roots and iframes, by URL, with its text.
