@@ -777,6 +777,7 @@ pub(crate) fn send_events(mut events: Vec<Event>) {
         return;
     }
     let requests = events.iter().filter(|e| matches!(e.kind, EventKind::Request(_))).count() as u64;
+    // Whether these events begin a batch, and whether they fill it.
     let batch = ACTIVE.with(|a| {
         let mut active = a.borrow_mut();
         let recording = active.as_mut()?;
@@ -788,13 +789,16 @@ pub(crate) fn send_events(mut events: Vec<Event>) {
         recording.unsent_events.append(&mut events);
         Some((first, recording.unsent_events.len() >= EVENT_BATCH_MAX))
     });
-    if let Some((_, true)) = batch {
-        flush_events();
-    } else if let Some((true, _)) = batch {
-        wasm_bindgen_futures::spawn_local(async {
+    match batch {
+        // A full batch leaves at once.
+        Some((_, true)) => flush_events(),
+        // The first of a batch sets the timer that sends it.
+        Some((true, false)) => wasm_bindgen_futures::spawn_local(async {
             chrome::sleep(EVENT_BATCH_MS).await;
             flush_events();
-        });
+        }),
+        // A later event of a batch leaves with it; with no recording, nothing is gathered.
+        Some((false, false)) | None => {}
     }
 }
 
