@@ -43,7 +43,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use trace_manifest::event::{EventKind, NavigationCause};
 use trace_manifest::postprocess::{Checkpoint, CheckpointRole, Predicate};
-use trace_manifest::trajectory::{Credential, ToolAction, Trajectory};
+use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 
 use crate::body::form_fields;
 use crate::canonical::{self, Clocks};
@@ -281,18 +281,26 @@ pub fn final_page<'e>(evidence: &'e Evidence, trajectory: &Trajectory) -> Option
 
 /// The page that shows a state change's result: the capture the trajectory gives the call that made it
 /// (taken once the call's effects were over), else the first page captured after it. What the person did
-/// after the task's last state change (a page read, a tab left open) is no part of its final state.
+/// after the task's last state change (a page read, a tab left open) is no part of its final state; but
+/// when the call that made it was the person's last, the page as they left it is (the capture at stop, the
+/// `done` call's): a result that arrives late (a reply over a socket, a kernel's output) may not have been
+/// shown yet when the capture after the call was taken, and the person stopped once it was.
 fn result_page<'e>(context: &Context<'e>, change: Position) -> Option<&'e PageText> {
     let evidence = context.evidence;
     let after = |page: &&PageText| evidence.position(page.event_id).is_some_and(|at| at >= change);
-    let call = context
-        .trajectory
-        .tool_calls
-        .iter()
-        .rfind(|call| earliest(evidence, &call.event_ids).is_some_and(|first| first <= change));
-    call.and_then(|call| call.dom_snapshot.as_deref())
-        .and_then(|file| evidence.pages.iter().find(|page| page.file == file))
+    let calls = &context.trajectory.tool_calls;
+    let is_done = |call: &ToolCall| matches!(call.action, ToolAction::Done { .. });
+    let made_it =
+        calls.iter().rposition(|call| earliest(evidence, &call.event_ids).is_some_and(|first| first <= change));
+    let person_stopped_after_it = made_it.is_some_and(|index| calls[index + 1..].iter().all(is_done));
+    let as_left = calls.iter().rposition(is_done).filter(|_| person_stopped_after_it);
+    let shown_by = |index: usize| {
+        calls[index].dom_snapshot.as_deref().and_then(|file| evidence.pages.iter().find(|page| page.file == file))
+    };
+    as_left
+        .and_then(shown_by)
         .filter(after)
+        .or_else(|| made_it.and_then(shown_by).filter(after))
         .or_else(|| evidence.pages.iter().find(after))
 }
 
@@ -744,6 +752,24 @@ mod tests {
             predicates(&checkpoints),
             [&request("POST", "/api/cart", &[("id", "1"), ("qty", "2")]), &text("Added 2 mugs to your cart")]
         );
+        assert_reached_in_order(&checkpoints, &evidence);
+    }
+
+    /// A state change whose result arrives late (an answer over a socket, a kernel's output): the capture
+    /// after the click was taken before it showed, the capture at stop after. The person's last act made
+    /// the change, so the page as they left it is its result.
+    #[test]
+    fn a_result_shown_after_the_capture_of_the_last_act_is_read_from_the_page_as_the_person_left_it() {
+        let mut recording = Recording::default();
+        recording.navigate(0.0, "/shop", "typed");
+        recording.page(200.0, "/shop", &format!("{SHOP}<main><h1>Order a lantern</h1></main>"));
+        recording.act(1000.0, "click", "/shop", "order", None);
+        recording.request(1010.0, "POST", "/api/order", Some("item=lantern"), Some(r#"{"queued":true}"#), false);
+        recording.page(1600.0, "/shop", &format!("{SHOP}<main><h1>Order a lantern</h1></main>"));
+        let confirmed = "Your lantern is on its way";
+        recording.page(4000.0, "/shop", &format!("{SHOP}<main><h1>Order a lantern</h1><p>{confirmed}</p></main>"));
+        let (checkpoints, evidence) = recording.select();
+        assert_eq!(predicates(&checkpoints), [&request("POST", "/api/order", &[]), &text(confirmed)]);
         assert_reached_in_order(&checkpoints, &evidence);
     }
 
