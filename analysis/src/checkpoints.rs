@@ -27,7 +27,8 @@
 //!    right after the person typed (a search), by its scheme-less URL, cut before a volatile query
 //!    parameter or an id the page made.
 //! 3. **The final state** (`text`). What the page showing the last state change's result shows (the
-//!    capture of the call that made it; with no state change, the page the person ended on) that neither
+//!    capture of the call that made it, or the page as the person left it when that call was their last;
+//!    with no state change, the page the person ended on) that neither
 //!    the start nor any page before the last state change showed, best first: a message (`role=alert|status`, a message
 //!    list), a heading of the main content, the main content, a heading or block of a page without
 //!    landmarks; never the site's frame (navigation, banner, footer, sidebars), form controls or a clock.
