@@ -96,13 +96,18 @@ pub struct TypingCoalescer {
 impl TypingCoalescer {
     /// Takes an action event; returns the events to record now, in order.
     /// A run's input keeps the time the run began: what the page showed before it is the previous
-    /// action's doing, and a capture taken while the person typed is not.
+    /// action's doing, and a capture taken while the person typed is not. It says when its last change
+    /// came (`until_ts`), which paces a re-run's keys as the person's were.
     pub fn push(&mut self, mut event: Event) -> Vec<Event> {
         let EventKind::Action(action) = &event.kind else { return vec![event] };
         if action.action == ActionKind::Input {
             let same_field = self.pending.as_ref().is_some_and(|pending| same_field(pending, &event));
             if same_field && let Some(pending) = &self.pending {
+                let last_change = event.ts;
                 event.ts = pending.ts;
+                if let EventKind::Action(action) = &mut event.kind {
+                    action.until_ts = Some(last_change);
+                }
             }
             let previous = self.pending.replace(event);
             return if same_field { Vec::new() } else { previous.into_iter().collect() };
@@ -218,6 +223,8 @@ mod tests {
         }
         let held = typing.flush().unwrap();
         assert_eq!((held.ts, value_of(&held)), (1000.0, Some("mug")));
+        let EventKind::Action(action) = &held.kind else { panic!("not an action") };
+        assert_eq!(action.until_ts, Some(1400.0), "the run's last change");
     }
 
     #[test]

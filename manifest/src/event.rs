@@ -279,6 +279,9 @@ pub struct Action {
     pub delta_x: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta_y: Option<f64>,
+    /// For a run of typing (whose `ts` is when its first key came): when its last change came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_ts: Option<f64>,
     /// The value is a secret (password, one-time code, card number, ...): redacted on export.
     #[serde(default)]
     pub credential: bool,

@@ -45,6 +45,15 @@ pub struct ToolCall {
     pub event_ids: Vec<u64>,
     /// When the call started, milliseconds since the Unix epoch.
     pub ts: f64,
+    /// When the call's last act happened (the last key of its typing), milliseconds since the Unix epoch:
+    /// the person's pause before the next call counts from it. Absent where `ts` is the whole call, and in
+    /// trajectories derived before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_ts: Option<f64>,
+    /// For typing that a click into the field began (`ts` is the click's): when the first key came. What
+    /// the click caused (a search index loaded on focus) had that long to arrive before the typing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typing_ts: Option<f64>,
 }
 
 /// What a call does, named as browser-use names its actions.

@@ -1,15 +1,20 @@
 // Makes a replayed page behave the same on every replay: the clock starts at the recording's time and
 // random numbers come from a seeded generator. JavaScript because it must run in the page before the page's
-// own scripts (`Page.addScriptToEvaluateOnNewDocument`); `trace-replay` fills in the two constants.
+// own scripts (`Page.addScriptToEvaluateOnNewDocument`); `trace-replay` fills in the three constants.
 (() => {
   const START_MS = __TRACE_START_MS__;
+  // When the replay began, by the machine's clock: every document of the replay reads one clock.
+  const REPLAY_STARTED_MS = __TRACE_REPLAY_STARTED_MS__;
   let seed = __TRACE_SEED__ >>> 0;
 
-  // The clock: starts at the recording's start and moves one millisecond per reading, so that code which
-  // waits for time to pass still sees it pass, yet every replay reads the same times in the same order.
-  let now = START_MS;
-  const tick = () => (now += 1);
+  // The clock: reads the recording's start when the replay starts, then runs at real speed and never
+  // back. Code that waits for time to pass (a debounce or throttle that compares `Date.now()` with the
+  // last call, an autosave) must see it pass as it did for the person: a clock that moved only as it was
+  // read kept such a debounce from ever firing.
   const NativeDate = Date;
+  const nativeNow = NativeDate.now;
+  let now = START_MS;
+  const tick = () => (now = Math.max(now, START_MS + (nativeNow() - REPLAY_STARTED_MS)));
   function ReplayDate(...args) {
     if (!new.target) return new NativeDate(tick()).toString();
     return args.length === 0 ? new NativeDate(tick()) : new NativeDate(...args);

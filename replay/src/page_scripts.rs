@@ -30,7 +30,7 @@ pub struct ReplayScripts {
 pub fn for_archive(archive: &ReplayArchive, deterministic: bool) -> ReplayScripts {
     let mut scripts = ReplayScripts { page: Vec::new(), worker: Vec::new() };
     if deterministic {
-        let script = determinism(archive.started_at_ms, archive.seed);
+        let script = determinism(archive.started_at_ms, archive.seed, trace_manifest::time_fmt::now_ms());
         scripts.worker.push(script.clone());
         scripts.page.push(script);
     }
@@ -53,10 +53,12 @@ pub fn live_connections() -> String {
     LIVE.replace("__TRACE_LIVE_BINDING__", LIVE_BINDING)
 }
 
-/// The clock starts at `start_ms` (milliseconds since the Unix epoch); random numbers follow `seed`.
-pub fn determinism(start_ms: f64, seed: u64) -> String {
+/// The clock reads `start_ms` (milliseconds since the Unix epoch) at `replay_started_ms` (the machine's
+/// clock when the replay began) and runs at real speed from there; random numbers follow `seed`.
+pub fn determinism(start_ms: f64, seed: u64, replay_started_ms: f64) -> String {
     DETERMINISM
         .replace("__TRACE_START_MS__", &format!("{}", start_ms.round()))
+        .replace("__TRACE_REPLAY_STARTED_MS__", &format!("{}", replay_started_ms.round()))
         // The generator keeps 32 bits of state: fold the seed's two halves together.
         .replace("__TRACE_SEED__", &((seed ^ (seed >> 32)) as u32).to_string())
 }
@@ -325,20 +327,49 @@ mod tests {
     }
 
     #[test]
-    fn two_runs_with_one_seed_read_the_same_clock_and_numbers() {
+    fn two_runs_with_one_seed_read_the_same_numbers_and_a_clock_that_starts_at_the_recording() {
         let start = 1_795_327_471_784.0;
-        let first = run_in_node(&determinism(start, 42), PROBE);
-        let second = run_in_node(&determinism(start, 42), PROBE);
-        assert_eq!(first, second);
+        let began = trace_manifest::time_fmt::now_ms();
+        let first = run_in_node(&determinism(start, 42, began), PROBE);
+        let second = run_in_node(&determinism(start, 42, began), PROBE);
         let values: serde_json::Value = serde_json::from_str(&first).unwrap();
-        assert_eq!(values[0], 1_795_327_471_785_u64, "the clock starts at the recording and ticks");
-        assert_eq!(values[1], 1_795_327_471_786_u64);
+        let again: serde_json::Value = serde_json::from_str(&second).unwrap();
+        // Node started after `began`, so the clock has moved on from the recording's start, by as long.
+        let read = values[0].as_f64().unwrap();
+        let elapsed = trace_manifest::time_fmt::now_ms() - began;
+        assert!(start <= read && read <= start + elapsed, "the clock {read} starts at the recording's {start}");
+        assert!(values[1].as_f64().unwrap() >= read, "and never goes back");
+        assert_eq!(values.as_array().unwrap()[2..], again.as_array().unwrap()[2..], "the same numbers, same dates");
         assert_ne!(values[2], values[3]);
         assert_eq!(values[6], 0, "an explicit date is left alone");
         assert_eq!(values[7], "string");
         assert_eq!(values[8], true, "instanceof still works");
-        let other_seed = run_in_node(&determinism(start, 7), PROBE);
-        assert_ne!(first, other_seed, "the seed decides the numbers");
+        let other_seed = run_in_node(&determinism(start, 7, began), PROBE);
+        assert_ne!(values[2], serde_json::from_str::<serde_json::Value>(&other_seed).unwrap()[2], "the seed decides");
+    }
+
+    /// A debounce as lodash writes it: its timer fires, then compares `Date.now()` with the last call and
+    /// waits again until the wait has passed by the page's clock. Under a clock that moved a millisecond per
+    /// reading it never fired.
+    #[test]
+    fn a_debounce_that_reads_the_clock_fires_after_its_wait() {
+        let debounce = r#"
+            function debounce(func, wait) {
+              let lastCallTime, timerId;
+              const expired = () => {
+                const time = Date.now();
+                if (time - lastCallTime >= wait) { timerId = undefined; return func(); }
+                timerId = setTimeout(expired, wait - (time - lastCallTime));
+              };
+              return () => { lastCallTime = Date.now(); if (timerId === undefined) timerId = setTimeout(expired, wait); };
+            }
+            const began = performance.now();
+            debounce(() => { console.log(Math.round(performance.now() - began)); process.exit(0); }, 250)();
+            setTimeout(() => { console.log("never"); process.exit(0); }, 3000);
+        "#;
+        let fired = run_in_node(&determinism(1_795_327_471_784.0, 42, trace_manifest::time_fmt::now_ms()), debounce);
+        let after: f64 = fired.trim().parse().unwrap_or_else(|_| panic!("the debounce fired {fired}"));
+        assert!((250.0..1500.0).contains(&after), "fired after {after} ms");
     }
 
     #[test]

@@ -257,6 +257,7 @@ impl<'e> Builder<'e> {
             EventKind::Action(action) => {
                 self.tab(tab);
                 self.on_action(record.id, event.ts, tab, event.frame_id.is_none(), action);
+                self.timed(record.id, event.ts, action);
             }
             // The blank page a recorder opens a task's tab with is no step of the demonstration.
             EventKind::Navigation(navigation) if navigation.main_frame && navigation.url == "about:blank" => {}
@@ -336,6 +337,8 @@ impl<'e> Builder<'e> {
                 screenshot: None,
                 event_ids,
                 ts,
+                end_ts: None,
+                typing_ts: None,
             },
             tab_id: tab,
             result_tab: tab,
@@ -432,6 +435,21 @@ impl<'e> Builder<'e> {
                 }
             }
             ActionKind::Change => self.on_change(id, ts, tab, action),
+        }
+    }
+
+    /// Times the call `action` (event `id`, at `ts`) became part of: when its last act ended, and for typing
+    /// that a click began, when the first key came.
+    fn timed(&mut self, id: u64, ts: f64, action: &Action) {
+        let Some(last) = self.calls.last_mut().filter(|last| last.call.event_ids.contains(&id)) else { return };
+        let ended = action.until_ts.unwrap_or(ts).max(ts);
+        last.call.end_ts = Some(last.call.end_ts.map_or(ended, |end| end.max(ended)));
+        if action.action == ActionKind::Input
+            && matches!(last.call.action, ToolAction::Input { .. })
+            && last.call.typing_ts.is_none()
+            && ts > last.call.ts
+        {
+            last.call.typing_ts = Some(ts);
         }
     }
 
@@ -866,6 +884,8 @@ impl<'e> Builder<'e> {
             screenshot: latest_capture(&self.captures, done_tab, CaptureKind::Screenshot, u64::MAX),
             event_ids: Vec::new(),
             ts: last_ts,
+            end_ts: None,
+            typing_ts: None,
         });
         if !scrubs.is_empty() {
             for call in &mut tool_calls {
@@ -1346,5 +1366,32 @@ mod tests {
         assert_eq!(calls(&derived), [r#"navigate {"url":"https://shop.test/"}"#, "click {} #a"]);
         assert!(call(&derived, 0).event_ids.is_empty());
         assert_eq!(call(&derived, 0).screenshot, Some(shot));
+    }
+
+    #[test]
+    fn a_call_says_when_it_ended_and_when_the_typing_its_click_began_started() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/docs", NavigationCause::Typed);
+        let clicked = rec.action(TAB, click("#search"));
+        let click_ts = rec.events[clicked as usize].event.ts;
+        // The person waited 1.5 s after the click (what the focus loads arrives meanwhile), then typed for
+        // 0.8 s: the recorder holds the run's first key as its time and its last change as `until_ts`.
+        let first_key = click_ts + 1_500.0;
+        rec.now = first_key - 100.0;
+        rec.action(TAB, Action { until_ts: Some(first_key + 800.0), ..typing("#search", "HashMap") });
+        rec.wait(2_000.0).action(TAB, key("Enter", &[]));
+        let derived = rec.derive();
+        assert_eq!(calls(&derived)[1], r#"input {"text":"HashMap"} #search"#);
+        let typed = call(&derived, 1);
+        assert_eq!((typed.ts, typed.typing_ts, typed.end_ts), (click_ts, Some(first_key), Some(first_key + 800.0)));
+        // A key is over when it is pressed; typing with no click before it starts with its first key.
+        let enter = call(&derived, 2);
+        assert_eq!((enter.typing_ts, enter.end_ts), (None, Some(enter.ts)));
+
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/docs", NavigationCause::Typed);
+        rec.action(TAB, typing("#q", "mug"));
+        let derived = rec.derive();
+        assert_eq!(call(&derived, 1).typing_ts, None);
     }
 }

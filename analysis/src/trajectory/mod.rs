@@ -241,6 +241,8 @@ mod tests {
             screenshot: None,
             event_ids: vec![3],
             ts: 1.0,
+            end_ts: None,
+            typing_ts: None,
         };
         let json = serde_json::to_string(&call).unwrap();
         assert_eq!(json, r#"{"name":"go_back","params":{},"tab":0,"event_ids":[3],"ts":1.0}"#);
