@@ -21,12 +21,37 @@
 //! have. Such a run is a number that reads as a clock of the recording's time ([`Clocks`]) or a fraction
 //! with nine or more decimals (`Math.random()` as a page prints it).
 //!
+//! A step reached the recorded page when the URLs are the same in canonical form ([`reaches`]): the
+//! fragment, an anchor within the page, does not count, unless it is a single-page application's route
+//! (`#/projects/1`, `#!/inbox`), which names the page as a path does.
+//!
 //! [`evidence::page_text`]: crate::evidence::page_text
 
 use std::collections::HashMap;
 
-use crate::canonical::Clocks;
+use crate::canonical::{Clocks, canonical_url};
 use crate::evidence::PageText;
+
+/// Whether a replayed step that reached `reached` reached the recording's `expected` (see the module's
+/// rules).
+pub fn reaches(reached: &str, expected: &str) -> bool {
+    reached == expected
+        || (canonical_url(reached) == canonical_url(expected)
+            && route_of(reached).map(canonical_route) == route_of(expected).map(canonical_route))
+}
+
+/// The route in a URL's fragment (`/projects/1` of `…/#/projects/1`, `/inbox` of `…/#!/inbox`): a
+/// fragment that starts with `/`, or `!/` as hashbang routes do. An anchor (`#reviews`) is none.
+fn route_of(url: &str) -> Option<&str> {
+    let (_, fragment) = url.split_once('#')?;
+    fragment.strip_prefix('!').unwrap_or(fragment).starts_with('/').then(|| fragment.trim_start_matches('!'))
+}
+
+/// A route as a path with a canonical query (parameters sorted, cache busters dropped), so that routes
+/// compare as URLs do.
+fn canonical_route(route: &str) -> String {
+    canonical_url(&format!("http://route.invalid{route}")).trim_start_matches("http://route.invalid").to_owned()
+}
 
 /// The least share of the recorded text's characters a replayed page must show for its step to pass.
 pub const TEXT_TOLERANCE: f64 = 0.9;
@@ -111,6 +136,23 @@ pub fn compare_text(recorded: &PageText, replayed: &PageText, clocks: &Clocks) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_route_in_the_fragment_counts_and_an_anchor_does_not() {
+        // A hash-routed application's pages.
+        assert!(reaches("http://a.test/#/projects/1", "http://a.test/#/projects/1"));
+        assert!(!reaches("http://a.test/#/projects/2", "http://a.test/#/projects/1"));
+        assert!(!reaches("http://a.test/#!/inbox", "http://a.test/#!/outbox"));
+        assert!(!reaches("http://a.test/", "http://a.test/#/projects/1"), "the start page is no project");
+        assert!(reaches("http://a.test/#/items?b=2&a=1&_=1795327471784", "http://a.test/#/items?a=1&b=2"));
+        // Anchors within a page, as before.
+        assert!(reaches("http://a.test/docs#install", "http://a.test/docs#usage"));
+        assert!(reaches("http://a.test/docs", "http://a.test/docs#usage"));
+        assert!(reaches("http://a.test/flows#flow/1a2b3c", "http://a.test/flows#flow/9f8e7d"));
+        // And the rest of the URL in canonical form.
+        assert!(reaches("http://a.test/s?q=mug&utm_source=x", "http://a.test/s?q=mug"));
+        assert!(!reaches("http://a.test/s?q=cup", "http://a.test/s?q=mug"));
+    }
     use crate::evidence::page_text;
 
     fn page(html: &str) -> PageText {

@@ -336,7 +336,8 @@ pub struct StepOutcome {
     pub url_expected: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url_reached: Option<String>,
-    /// The share of pixels that differ from the recorded screenshot (0 to 1), when there is one.
+    /// The share of pixels that differ from the recorded screenshot (0 to 1), when there is one of the
+    /// replayed screen's size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot_difference: Option<f64>,
     /// The share of the recorded page's text (by characters) that the replayed page showed after the step

@@ -1,7 +1,8 @@
 //! The scripts replay runs in every page before the page's own: determinism (clock and random numbers,
 //! `page/determinism.js`), the restoring of local and session storage (`page/storage.js`), and the
-//! recorded WebSockets played back (`page/websocket.js`), and the report of WebRTC connections
-//! (`page/live.js`). This module fills in their constants; the scripts say why they are JavaScript.
+//! recorded WebSockets played back (`page/websocket.js`), the report of WebRTC connections
+//! (`page/live.js`), and what tells the human re-run that a page has done what its last act set off
+//! (`page/settle.js`). This module fills in their constants; the scripts say why they are JavaScript.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,10 @@ const DETERMINISM: &str = include_str!("../page/determinism.js");
 const STORAGE: &str = include_str!("../page/storage.js");
 const WEBSOCKET: &str = include_str!("../page/websocket.js");
 const LIVE: &str = include_str!("../page/live.js");
+/// See [`SETTLE_PROBE`].
+pub const SETTLE: &str = include_str!("../page/settle.js");
+/// The global through which the re-run asks a page whether it has settled (`page/settle.js`).
+pub const SETTLE_PROBE: &str = "__trace_replay_settle__";
 
 /// The scripts a replay runs before a page's own and before a worker's, whichever way it reaches the
 /// browser (DevTools in `serve`, the documents' heads in `proxy`).

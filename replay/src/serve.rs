@@ -110,6 +110,8 @@ impl Replay {
             page_scripts::for_archive(&archive, options.determinism);
         // WebRTC connections are reported through a DevTools binding, which only this path has.
         init_scripts.push(page_scripts::live_connections());
+        // And the human re-run, which only this path has, asks pages whether they have settled.
+        init_scripts.push(page_scripts::SETTLE.to_owned());
 
         let flag = |name: &str, value: Option<&str>| (name.to_owned(), value.map(str::to_owned));
         // Every frame of a tab in the tab's process, cross-site iframes included, so that the page scripts

@@ -422,7 +422,7 @@ pub async fn watch(session: Arc<SessionRecorder>, page: Page) -> Result<()> {
                     match capture::parse_report(&report.payload) {
                         Ok(PageReport::Action { ts, action }) if is_site(&action.url) => {
                             let origin = frame.map_or_else(&main, |frame| subframe(frame));
-                            let event = Event { ts, tab_id: origin.tab_id, frame_id: origin.frame_id, kind: EventKind::Action(*action) };
+                            let event = Event { ts, tab_id: origin.tab_id, frame_id: origin.frame_id, kind: EventKind::Action(action) };
                             let mut state = session.lock();
                             push(&mut state, event);
                             let first = state.capture_pending.insert(target_id.clone());

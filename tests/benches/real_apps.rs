@@ -31,9 +31,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
-use trace_analysis::canonical::canonical_url;
 use trace_analysis::evidence::page_text;
-use trace_analysis::fidelity::{TEXT_TOLERANCE, compare_text};
+use trace_analysis::fidelity::{TEXT_TOLERANCE, compare_text, reaches};
 use trace_e2e::apps::{
     self, Environment,
     datasette::Datasette,
@@ -361,13 +360,12 @@ async fn judge_step(
 
 /// Waits for a tab to show `expected` (the current one, or one the step opened, which becomes current).
 async fn wait_for_url(playwright: &mut Script, expected: &str, timeout: Duration) -> Result<()> {
-    let canonical = canonical_url(expected);
     let deadline = Instant::now() + timeout;
     loop {
         let pages = playwright.ask(&json!({ "pages": true }), WAIT).await?;
         let urls: Vec<&str> = pages["urls"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         let current = pages["current"].as_u64().map(|i| i as usize);
-        let matches = |url: &str| url == expected || canonical_url(url) == canonical;
+        let matches = |url: &str| reaches(url, expected);
         if current.and_then(|i| urls.get(i)).is_some_and(|url| matches(url)) {
             return Ok(());
         }

@@ -4,11 +4,14 @@
 //! [`super::input`]'s.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::input::{modifier_mask, parse_keys};
 use super::locator::ElementAction;
-use super::{POLL, QUIET, RunOptions, expected_text, fill_placeholders, pixel_difference};
+use super::{
+    DOM_QUIET, DOM_WAIT_CAP, POLL, QUIET, RunOptions, expected_text, fill_placeholders, pace, pixel_difference,
+};
+use crate::page_scripts::SETTLE_PROBE;
 use crate::responder::Divergence;
 use crate::serve::Replay;
 use anyhow::{Context, Result, bail};
@@ -22,9 +25,8 @@ use chromiumoxide::page::ScreenshotParams;
 use futures::StreamExt;
 use serde_json::json;
 use trace_analysis::audit::alter_text;
-use trace_analysis::canonical::canonical_url;
 use trace_analysis::evidence::page_text;
-use trace_analysis::fidelity::{TextComparison, compare_text};
+use trace_analysis::fidelity::{TextComparison, compare_text, reaches};
 use trace_manifest::archive::Bundle;
 use trace_manifest::event::Viewport;
 use trace_manifest::report::{LocatedBy, StepOutcome, WebSocketFrames};
@@ -120,28 +122,26 @@ pub(super) struct Runner<'a> {
     pub(super) options: RunOptions,
     /// The viewport set on each tab since it opened at the launch's.
     fitted: HashMap<usize, Viewport>,
+    /// The latest call carried out, and when its act was done: the next waits the person's pause after it.
+    previous: Option<(ToolCall, Instant)>,
 }
 
 impl<'a> Runner<'a> {
     /// A re-run in `replay` of the recording `bundle`, with no tab open yet.
     pub(super) fn new(replay: &'a Replay, bundle: Bundle, options: RunOptions) -> Runner<'a> {
-        Runner { replay, bundle, tabs: Vec::new(), current: 0, options, fitted: HashMap::new() }
+        Runner { replay, bundle, tabs: Vec::new(), current: 0, options, fitted: HashMap::new(), previous: None }
     }
 }
 
 impl Runner<'_> {
-    /// Carries out one call with its value altered ([`RunOptions::alter_step`]).
-    async fn step_altered(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
+    /// Carries out one call's act with its value altered ([`RunOptions::alter_step`]).
+    async fn act_altered(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
         match &call.action {
             ToolAction::Input { text } => {
                 let altered = ToolCall { action: ToolAction::Input { text: alter_text(text) }, ..call.clone() };
-                self.step(&altered, credentials).await
+                self.act(&altered, credentials).await
             }
             ToolAction::SelectDropdown { option } => {
-                if let Some(tab) = call.tab {
-                    self.switch_to(tab as usize).await?;
-                }
-                self.settle().await;
                 let chosen = self.in_element(call, ElementAction::SelectAnotherOption, json!(option)).await?;
                 if chosen != json!(true) {
                     bail!("the select has no option but {option:?}");
@@ -150,7 +150,7 @@ impl Runner<'_> {
             }
             // A checkbox or radio button the person clicked is left as it was.
             ToolAction::Click { .. } => Ok(None),
-            _ => self.step(call, credentials).await,
+            _ => self.act(call, credentials).await,
         }
     }
 
@@ -166,11 +166,7 @@ impl Runner<'_> {
     ) -> StepOutcome {
         let divergences_before = self.replay.stats().divergences.len();
         let mut outcome = untried(index, call);
-        let stepped = if self.options.alter_step == Some(index) {
-            self.step_altered(call, credentials).await
-        } else {
-            self.step(call, credentials).await
-        };
+        let stepped = self.step(call, credentials, self.options.alter_step == Some(index)).await;
         match stepped {
             Ok(located_by) => outcome.located_by = located_by,
             Err(error) => {
@@ -224,20 +220,47 @@ impl Runner<'_> {
         if let Some(recorded) = &call.screenshot
             && outcome.passed
         {
-            outcome.screenshot_difference = self.screenshot_difference(recorded).await.ok();
+            outcome.screenshot_difference = self.screenshot_difference(recorded).await.ok().flatten();
         }
         outcome
     }
 
-    /// Carries out one call; returns how its element was found, if it has one.
-    async fn step(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
+    /// Carries out one call, as the person paced it (see [`pace`]), its value `altered` or not; returns how
+    /// its element was found, if it has one.
+    async fn step(&mut self, call: &ToolCall, credentials: &[Credential], altered: bool) -> Result<Option<LocatedBy>> {
         if let Some(tab) = call.tab {
             self.switch_to(tab as usize).await?;
         }
         if !self.tabs.is_empty() {
             self.fit_viewport(call).await?;
             self.settle().await;
+            self.keep_pace(call).await;
         }
+        self.acting(true).await;
+        let done = if altered { self.act_altered(call, credentials).await } else { self.act(call, credentials).await };
+        self.acting(false).await;
+        self.previous = Some((call.clone(), Instant::now()));
+        done
+    }
+
+    /// Waits what is left of the person's pause before `call` since the previous call's act was done.
+    async fn keep_pace(&self, call: &ToolCall) {
+        if let Some((previous, done_at)) = &self.previous {
+            tokio::time::sleep(pace::pause_between(previous, call).saturating_sub(done_at.elapsed())).await;
+        }
+    }
+
+    /// Tells the current tab's page that the re-run acts (`acting`) or is done acting: the short timers
+    /// armed meanwhile are the act's, which [`Runner::settle`] waits for (`page/settle.js`). A page that
+    /// cannot be told (none open yet, one navigating away) has nothing of the act's to wait for.
+    async fn acting(&self, acting: bool) {
+        let Ok(page) = self.page() else { return };
+        let call = if acting { "begin" } else { "end" };
+        let _ = page.evaluate(format!("globalThis.{SETTLE_PROBE}?.{call}()")).await;
+    }
+
+    /// Carries out one call's act.
+    async fn act(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
         match &call.action {
             ToolAction::Navigate { url } => {
                 if self.tabs.is_empty() {
@@ -268,12 +291,19 @@ impl Runner<'_> {
                 }
                 let located = self.locate(call).await?;
                 self.mouse_click(located.x, located.y, 1).await?;
+                // What the click set off (a search index a focus loads) arrives before the first key, as
+                // it had for the person.
+                let clicked_at = Instant::now();
+                self.acting(false).await;
+                self.settle().await;
+                tokio::time::sleep(pace::pause_before_typing(call).saturating_sub(clicked_at.elapsed())).await;
+                self.acting(true).await;
                 // Replace what the field holds, as the recorded value is the field's whole value.
                 self.key("a", 2, &["selectAll"]).await?;
                 if text.is_empty() {
                     self.key("Backspace", 0, &[]).await?;
                 }
-                self.type_text(&text).await?;
+                self.type_text(&text, pace::key_interval(call, text.chars().count())).await?;
                 let held = self.in_element(call, ElementAction::FieldValue, json!(null)).await?;
                 if held.as_str().is_some_and(|held| held != text) {
                     // A secret's value is never written into the report.
@@ -387,25 +417,34 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Waits, at most the step timeout, until the current tab's document has loaded and replay has been
-    /// asked for nothing for [`QUIET`]; then acts whatever the page is doing, as a person would.
+    /// Waits, at most the step timeout, until the current tab has settled: its document loaded, replay
+    /// asked for nothing for [`QUIET`], the short timers the last act armed fired (`page/settle.js`); then
+    /// for its document to go [`DOM_QUIET`] unchanged, at most [`DOM_WAIT_CAP`] more (an animation never
+    /// rests). Then the re-run acts whatever the page is doing, as a person would.
     pub(super) async fn settle(&self) {
         let deadline = Instant::now() + self.options.step_timeout;
+        let mut dom_deadline = None;
         loop {
-            let loaded = match self.page() {
-                Ok(page) => page
-                    .evaluate("document.readyState")
-                    .await
-                    .ok()
-                    .and_then(|result| result.into_value::<String>().ok())
-                    .is_some_and(|state| state == "complete"),
-                Err(_) => true,
+            let page = match self.page() {
+                Ok(page) => Some(page_state(page).await),
+                Err(_) => None,
             };
             let quiet = self.replay.responder().quiet_for();
-            if (loaded && quiet >= QUIET) || Instant::now() >= deadline {
+            let now = Instant::now();
+            let settled = match &page {
+                // No tab yet, or one that does not answer (a dialog, a script that never yields): nothing to wait for.
+                None | Some(None) => quiet >= QUIET,
+                Some(Some(state)) => {
+                    state.loaded && state.timers == 0 && quiet >= QUIET && {
+                        let dom_deadline = *dom_deadline.get_or_insert(now + DOM_WAIT_CAP);
+                        state.unchanged_for >= DOM_QUIET || now >= dom_deadline
+                    }
+                }
+            };
+            if settled || now >= deadline {
                 return;
             }
-            tokio::time::sleep(if loaded { QUIET.saturating_sub(quiet).max(POLL / 2) } else { POLL }).await;
+            tokio::time::sleep(POLL).await;
         }
     }
 
@@ -459,13 +498,12 @@ impl Runner<'_> {
     /// Waits until the current tab, or a tab the call opened, shows `expected`; returns the URL reached,
     /// or the current tab's URL if none did.
     async fn wait_for_url(&mut self, expected: &str) -> std::result::Result<String, String> {
-        let expected_canonical = canonical_url(expected);
         let deadline = Instant::now() + self.options.step_timeout;
         loop {
             let pages = self.replay.browser().pages().await.unwrap_or_default();
             for page in pages {
                 let Some(url) = page.url().await.ok().flatten() else { continue };
-                if url != expected && canonical_url(&url) != expected_canonical {
+                if !reaches(&url, expected) {
                     continue;
                 }
                 let position = self.tabs.iter().position(|known| known.target_id() == page.target_id());
@@ -532,11 +570,36 @@ impl Runner<'_> {
         total
     }
 
-    /// The share of pixels of the current tab that differ from the recorded screenshot.
-    async fn screenshot_difference(&mut self, recorded: &str) -> Result<f64> {
+    /// The share of pixels of the current tab that differ from the recorded screenshot, if they are of one size.
+    async fn screenshot_difference(&mut self, recorded: &str) -> Result<Option<f64>> {
         let recorded = self.bundle.read(recorded)?;
         let params = ScreenshotParams::builder().format(CaptureScreenshotFormat::Png).build();
         let now = self.page()?.screenshot(params).await?;
         pixel_difference(&recorded, &now)
     }
+}
+
+/// What [`Runner::settle`] reads of a page at once.
+struct PageState {
+    /// Its document has loaded (`readyState` `complete`).
+    loaded: bool,
+    /// The short timers of the last act (and theirs) not fired yet (`page/settle.js`).
+    timers: u64,
+    /// How long its documents have gone without a change.
+    unchanged_for: Duration,
+}
+
+/// `page`'s [`PageState`]; `None` when it does not answer within [`POLL`] × 10.
+async fn page_state(page: &Page) -> Option<PageState> {
+    let expression = format!(
+        "(() => {{ const probe = globalThis.{SETTLE_PROBE}; const state = probe ? probe.state() : {{timers: 0, quiet_ms: 1e9}}; \
+           return {{loaded: document.readyState === 'complete', timers: state.timers, quiet_ms: state.quiet_ms}}; }})()"
+    );
+    let read = tokio::time::timeout(POLL * 10, page.evaluate(expression)).await.ok()?.ok()?;
+    let value: serde_json::Value = read.into_value().ok()?;
+    Some(PageState {
+        loaded: value["loaded"].as_bool()?,
+        timers: value["timers"].as_u64().unwrap_or(0),
+        unchanged_for: Duration::from_secs_f64(value["quiet_ms"].as_f64().unwrap_or(f64::MAX).clamp(0.0, 1e9) / 1000.0),
+    })
 }

@@ -35,12 +35,16 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Types `text` as a person does, a key at a time, so that pages listening for keys (a filter that
-    /// runs on `keyup`, an editor) see the typing; a character no key makes is inserted as text.
-    pub(super) async fn type_text(&self, text: &str) -> Result<()> {
+    /// Types `text` as a person does, a key at a time, `interval` apart, so that pages listening for keys
+    /// (a filter that runs on `keyup`, an editor) see the typing; a character no key makes is inserted as
+    /// text.
+    pub(super) async fn type_text(&self, text: &str, interval: Duration) -> Result<()> {
         let page = self.page()?;
         let mut buffer = [0u8; 4];
-        for character in text.chars() {
+        for (index, character) in text.chars().enumerate() {
+            if index > 0 && !interval.is_zero() {
+                tokio::time::sleep(interval).await;
+            }
             let key = if character == '\n' { "Enter" } else { character.encode_utf8(&mut buffer) };
             match chromiumoxide::keys::get_key_definition(key) {
                 Some(definition) => {

@@ -4,20 +4,25 @@
 //! searched from the page, so its elements are reached by the recorded position within it); after each
 //! call the URL reached is compared with the recorded one and the screen with the recorded screenshot.
 //!
-//! The re-run waits as a person does, each wait bounded by [`RunOptions::step_timeout`]: before a call,
-//! for the page to settle (its document loaded, and no request asked of replay for [`QUIET`]); for the
-//! call's element to be there, visible and still (the same box twice in a row), since pages fill
-//! results on timers and animate them in. A page that never settles is acted on at the timeout anyway;
-//! an element that never appears fails the call.
+//! The re-run waits as the person did, each wait bounded by [`RunOptions::step_timeout`]: before a call,
+//! for the page to settle (its document loaded, no request asked of replay for [`QUIET`], the short timers
+//! the previous act armed fired, a debounce's or an autosave's, then its document unchanged for
+//! [`DOM_QUIET`]), and for the person's own pause before it, capped ([`pace`]); for the call's element to
+//! be there, visible and still (the same box twice in a row), since pages fill results on timers and
+//! animate them in. Typing starts once what the click into its field set off has settled, and keys come at
+//! the person's pace. A page that never settles is acted on at the timeout anyway; an element that never
+//! appears fails the call.
 //!
 //! # Layout
 //! - [`driver`]: the re-run's tabs and the judging of each step (URL, what was sent, text, screen).
 //! - [`locator`]: a call's element found in the page, and acted on there (`page/elements.js`).
 //! - [`input`]: the mouse and the keyboard, as DevTools' input events.
+//! - [`pace`]: the person's pauses and typing speed, read from the recording.
 
 mod driver;
 mod input;
 mod locator;
+pub mod pace;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -36,6 +41,12 @@ use trace_manifest::trajectory::{Credential, ToolCall};
 
 /// How long the network must have been idle, as replay sees it, for a page to count as settled.
 pub const QUIET: Duration = Duration::from_millis(400);
+/// How long a settled page's document must go unchanged before the next act: as long as the recorder
+/// waits before its capture after an act.
+pub const DOM_QUIET: Duration = Duration::from_millis(300);
+/// The longest the re-run waits for a page's document to rest once the rest has settled, as the recorder
+/// waits at most as long.
+pub const DOM_WAIT_CAP: Duration = Duration::from_secs(2);
 /// How often the re-run looks again while it waits.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -210,16 +221,17 @@ pub fn fill_placeholders(text: &str, credentials: &[Credential]) -> Result<Strin
     Ok(filled)
 }
 
-/// Compares two screenshots (WebP, PNG or JPEG) pixel by pixel; sizes that differ count as entirely different.
+/// Compares two screenshots (WebP, PNG or JPEG) pixel by pixel: the share of pixels that differ, or `None`
+/// when their sizes differ (a screen of another size is not the same screen moved: nothing is compared).
 /// A pixel differs when a channel is more than 16 levels apart: anti-aliasing and lossy artefacts stay below.
-pub fn pixel_difference(a: &[u8], b: &[u8]) -> Result<f64> {
+pub fn pixel_difference(a: &[u8], b: &[u8]) -> Result<Option<f64>> {
     let decode = |bytes: &[u8]| -> Result<(u32, u32, Vec<u8>)> {
         let image = image::load_from_memory(bytes).context("a screenshot is not an image")?.to_rgb8();
         Ok((image.width(), image.height(), image.into_raw()))
     };
     let (a, b) = (decode(a)?, decode(b)?);
     if (a.0, a.1) != (b.0, b.1) || a.2.len() != b.2.len() {
-        return Ok(1.0);
+        return Ok(None);
     }
     let channels = a.2.len() / (a.0 as usize * a.1 as usize).max(1);
     let differing =
@@ -227,7 +239,7 @@ pub fn pixel_difference(a: &[u8], b: &[u8]) -> Result<f64> {
             .zip(b.2.chunks(channels))
             .filter(|(p, q)| p.iter().zip(q.iter()).any(|(x, y)| x.abs_diff(*y) > 16))
             .count();
-    Ok(differing as f64 / (a.0 as f64 * a.1 as f64).max(1.0))
+    Ok(Some(differing as f64 / (a.0 as f64 * a.1 as f64).max(1.0)))
 }
 
 #[cfg(test)]
@@ -240,16 +252,16 @@ mod tests {
     #[test]
     fn a_recorded_webp_matches_the_same_page_in_png_and_tells_a_change() {
         let recorded = include_bytes!("testdata/search.webp");
-        let same = pixel_difference(recorded, include_bytes!("testdata/search.png")).unwrap();
+        let same = pixel_difference(recorded, include_bytes!("testdata/search.png")).unwrap().unwrap();
         // WebP's artefacts around text pass the tolerance at about 1% of the pixels; a changed heading, many times
         // that.
         assert!(same < 0.015, "the same page differs by {same}");
-        let changed = pixel_difference(recorded, include_bytes!("testdata/search-changed.png")).unwrap();
+        let changed = pixel_difference(recorded, include_bytes!("testdata/search-changed.png")).unwrap().unwrap();
         assert!(changed > 5.0 * same, "a new heading over two lines changes {changed} of the page, the same {same}");
         let smaller = image::DynamicImage::new_rgb8(320, 200);
         let mut png = std::io::Cursor::new(Vec::new());
         smaller.write_to(&mut png, image::ImageFormat::Png).unwrap();
-        assert_eq!(pixel_difference(recorded, png.get_ref()).unwrap(), 1.0, "sizes differ");
+        assert_eq!(pixel_difference(recorded, png.get_ref()).unwrap(), None, "sizes differ: nothing compared");
         assert!(pixel_difference(b"not an image", recorded).is_err());
     }
 
