@@ -75,6 +75,12 @@ pub fn perturbations(task_type: TaskType, calls: &[ToolCall], checkpoints: &[Che
     for (index, call) in calls.iter().enumerate() {
         let carried = changes.iter().any(|checkpoint| {
             let Predicate::Request { url_pattern, body_fields, .. } = &checkpoint.predicate else { return false };
+            // A value the person replaced in the same field before the state change never reached it:
+            // altering it is no alternative the site could tell apart.
+            let sent_by = checkpoint.step.unwrap_or(calls.len());
+            if calls.get(index + 1..sent_by).is_some_and(|later| later.iter().any(|later| replaces(later, call))) {
+                return false;
+            }
             let field_name = call.target.as_ref().and_then(|target| target.name.as_deref());
             let by_name = field_name.is_some_and(|name| body_fields.contains_key(name));
             match &call.action {
@@ -101,6 +107,20 @@ pub fn perturbations(task_type: TaskType, calls: &[ToolCall], checkpoints: &[Che
         }
     }
     runs
+}
+
+/// Whether `later` gives the field `earlier` typed or chose into another value, replacing it.
+fn replaces(later: &ToolCall, earlier: &ToolCall) -> bool {
+    let (Some(field), Some(earlier_field)) = (later.target.as_ref(), earlier.target.as_ref()) else { return false };
+    let same_field = field.frame_path == earlier_field.frame_path
+        && (field.selector == earlier_field.selector
+            || (field.name.is_some() && field.name == earlier_field.name && field.tag == earlier_field.tag));
+    same_field
+        && matches!(
+            (&later.action, &earlier.action),
+            (ToolAction::Input { .. }, ToolAction::Input { .. })
+                | (ToolAction::SelectDropdown { .. }, ToolAction::SelectDropdown { .. })
+        )
 }
 
 /// Whether a checkpoint is a state change: by its role, or, in checkpoints without roles, a `request`.
@@ -653,6 +673,47 @@ mod tests {
         let from_start = audit.runs.iter().find(|run| run.kind == AuditRunKind::AnswerFromStart).unwrap();
         assert!(!from_start.as_expected && !audit.valid, "{audit:#?}");
         assert!(audit.problems.iter().any(|p| p.contains("the answer is on the start page")));
+    }
+
+    /// Issue #43: a wiki page typed as its heading, Enter, then the whole text in the same field: only the
+    /// text the save sent is an alternative the site could tell apart.
+    #[test]
+    fn a_value_replaced_in_the_same_field_before_the_save_is_not_perturbed() {
+        let mut recording = start();
+        recording.act(1000.0, "input", "/", "wikitext", Some("====== Team wiki ======"));
+        recording.act(1500.0, "input", "/", "title", Some("Team"));
+        recording.act(2000.0, "input", "/", "wikitext", Some("====== Team wiki ======\nWelcome"));
+        recording.act(2500.0, "click", "/", "save", None);
+        recording.request(2510.0, "POST", "/save", Some("wikitext=x&title=Team"), Some("{}"), false);
+        recording.page(3000.0, "/", &format!("{SHOP}<p role=status>Saved the page</p>{START}"));
+        let (evidence, trajectory) = recording.evidence();
+        let calls = &trajectory.tool_calls;
+        let mut checkpoints = crate::checkpoints::select(&evidence, &trajectory, &[], &[]);
+        let save = calls.iter().position(|call| matches!(call.action, ToolAction::Click { .. })).unwrap();
+        for checkpoint in &mut checkpoints {
+            if let Predicate::Request { body_fields, .. } = &mut checkpoint.predicate {
+                *body_fields =
+                    [("wikitext".into(), "====== Team wiki ======\nWelcome".into()), ("title".into(), "Team".into())]
+                        .into();
+            }
+        }
+        let typed = |value: &str| {
+            calls.iter().position(|call| matches!(&call.action, ToolAction::Input { text } if text == value))
+        };
+        let (heading, title, whole) = (
+            typed("====== Team wiki ======").unwrap(),
+            typed("Team").unwrap(),
+            typed("====== Team wiki ======\nWelcome").unwrap(),
+        );
+        let altered: Vec<usize> = perturbations(TaskType::Action, calls, &checkpoints)
+            .into_iter()
+            .filter_map(|kind| match kind {
+                AuditRunKind::ValueAltered { step } => Some(step),
+                _ => None,
+            })
+            .collect();
+        assert!(heading < whole && whole < save);
+        assert_eq!(altered, [title, whole], "the heading typed first was replaced before the save sent the field");
     }
 
     #[test]

@@ -293,7 +293,17 @@
       }
     }, { capture: true, passive: true });
 
-  const pointer = (event) => ({ x: event.clientX, y: event.clientY, modifiers: modifiersOf(event) });
+  // When the press a click ends began: a page may act on the press (tabs that switch on `mousedown`), and
+  // what it did then is the click's doing.
+  // A click that no press began (Enter on a button: `detail` 0) has none; a press belongs to one click only.
+  let pressedAt = null;
+  listen("pointerdown", (event) => {
+    if (event.button === 0) pressedAt = Date.now();
+  });
+  const pointer = (event) => ({
+    x: event.clientX, y: event.clientY, modifiers: modifiersOf(event),
+    pressed_ts: pressedAt !== null && (event.type === "pointerup" || event.detail > 0) ? pressedAt : undefined,
+  });
   // A click on a <label> makes the browser click its control too: that second click is not the person's.
   // Likewise, Enter in a form field makes the browser click the form's submit button: the key press says it already.
   let forwardedTo = null;
@@ -305,6 +315,7 @@
     released = null;
     if (release && !release.element.isConnected && !(target && release.element.contains(target))) {
       report("click", null, { target: release.target, ...release.extra }, false, release.ts);
+      pressedAt = null;
       return;
     }
     const element = target && (target.closest(ACTIONABLE) || target);
@@ -313,6 +324,7 @@
     forwardedTo = element?.localName === "label" ? element.control : null;
     if (forwardedTo) setTimeout(() => (forwardedTo = null));
     report("click", element, pointer(event));
+    pressedAt = null;
   });
   // A menu that acts on the button's release (and closes, taking its item out of the page) leaves the browser
   // no element to fire the click at: the release is the click then. Its target is described as the

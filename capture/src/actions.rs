@@ -141,8 +141,8 @@ impl TypingCoalescer {
 
 fn same_field(a: &Event, b: &Event) -> bool {
     let target = |event: &Event| match &event.kind {
-        EventKind::Action(Action { target: Some(target), .. }) => {
-            Some((target.selector.clone(), target.frame_path.clone()))
+        EventKind::Action(action) => {
+            action.target.as_ref().map(|target| (target.selector.clone(), target.frame_path.clone()))
         }
         _ => None,
     };
@@ -175,7 +175,7 @@ mod tests {
 
     fn action_event(payload: &str) -> Event {
         let PageReport::Action { ts, action } = parse_report(payload).unwrap() else { panic!("not an action") };
-        Event { ts, tab_id: Some(1), frame_id: Some("F".into()), kind: EventKind::Action(*action) }
+        Event { ts, tab_id: Some(1), frame_id: Some("F".into()), kind: EventKind::Action(action) }
     }
 
     fn value_of(event: &Event) -> Option<&str> {

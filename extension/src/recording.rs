@@ -435,7 +435,7 @@ fn on_page_report(target: Target, params: &Value) {
     });
     match report {
         PageReport::Action { ts, action } => {
-            let action = Event { ts, tab_id: Some(tab_id), frame_id, kind: EventKind::Action(*action) };
+            let action = Event { ts, tab_id: Some(tab_id), frame_id, kind: EventKind::Action(action) };
             let recorded = ACTIVE.with(|a| {
                 let mut active = a.borrow_mut();
                 let recording = active.as_mut()?;

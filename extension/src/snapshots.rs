@@ -1,7 +1,7 @@
 //! What the recorder captures of a page's state, as opposed to its traffic: screenshots, DOM snapshots
 //! (HTML with shadow roots and same-process iframes, plus the accessibility tree) and storage (cookies,
 //! and each origin's local and session storage and IndexedDB, as the recording first reached it and as it
-//! ends). Pages are captured when they load and after actions; captures after
+//! ends). Pages are captured once they have loaded and settled (as below), and after actions; captures after
 //! actions are throttled per tab, so that a burst of clicks costs one capture, taken once the page has
 //! had a moment to react, has no request in flight and then gone [`QUIET_MS`] without changing its DOM (an
 //! answer that streams in is captured once it is all there, a form sent by script once its answer shows),
@@ -62,8 +62,10 @@ pub fn page_changed(tab_id: i64) {
     });
 }
 
-/// A page finished loading: records it, and captures it (a screenshot only for whole tabs: a child
-/// target is an iframe, whose pixels are the tab's).
+/// A page finished loading: records it, and captures it once it has settled (a screenshot only for whole
+/// tabs: a child target is an iframe, whose pixels are the tab's). A client-side application draws its
+/// first screen after the load event, and a page the person reached by a search fills its results by script
+/// after it: captured at the load event, the step that led there would show neither.
 pub async fn page_loaded(target: Target) {
     let page = command(
         &target,
@@ -80,7 +82,18 @@ pub async fn page_loaded(target: Target) {
             target.tab_id,
             EventKind::PageLoad(PageLoad { url, title, dom_content_loaded_ms: None, load_ms: None }),
         )]);
-        SCHEDULES.with(|s| s.borrow_mut().entry(target.tab_id).or_default().last_capture = js_sys::Date::now());
+        let document = SCHEDULES.with(|s| {
+            let mut schedules = s.borrow_mut();
+            let schedule = schedules.entry(target.tab_id).or_default();
+            schedule.last_capture = js_sys::Date::now();
+            schedule.document
+        });
+        until_settled(&target).await;
+        // A document that another replaced meanwhile is not captured: the new one is, when it loads.
+        let replaced = SCHEDULES.with(|s| s.borrow().get(&target.tab_id).is_some_and(|s| s.document != document));
+        if replaced {
+            return;
+        }
         screenshot(target.tab_id, Occasion::LOAD).await;
     }
     dom_snapshot(&target, Occasion::LOAD).await;

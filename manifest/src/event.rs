@@ -46,7 +46,8 @@ pub enum EventKind {
     RequestFailed(RequestFailed),
     /// Written by the host when a streamed body is complete.
     Body(BodyStored),
-    Action(Action),
+    /// Boxed: an action with its element's description is the largest kind by far.
+    Action(Box<Action>),
     Tab(TabEvent),
     /// Written by the host when it stores a screenshot.
     Screenshot(ScreenshotStored),
@@ -279,6 +280,10 @@ pub struct Action {
     pub delta_x: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta_y: Option<f64>,
+    /// For a click: when the press it ends began. A page may act on the press (tabs that switch on
+    /// `mousedown`), before the click.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressed_ts: Option<f64>,
     /// For a run of typing (whose `ts` is when its first key came): when its last change came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_ts: Option<f64>,

@@ -30,6 +30,7 @@ pub fn action(kind: ActionKind, url: &str, target: Option<ElementDescriptor>) ->
         y: None,
         delta_x: None,
         delta_y: None,
+        pressed_ts: None,
         until_ts: None,
         credential: false,
         page_made: false,

@@ -22,7 +22,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use sha2::{Digest, Sha256};
 use trace_manifest::bundle;
 use trace_manifest::event::{
-    BodyPart, BodyStored, DomSnapshotStored, Event, EventKind, EventRecord, ImageFormat, ScreenshotStored,
+    BodyPart, BodyStored, DomSnapshotStored, Event, EventKind, EventRecord, ImageFormat, ScreenshotStored, Viewport,
 };
 use trace_manifest::task::{TaskId, TaskStart, TaskStatus, TaskType};
 use trace_manifest::time_fmt::now_ms;
@@ -103,6 +103,24 @@ fn image_matches(format: ImageFormat, bytes: &[u8]) -> bool {
         ImageFormat::Jpeg => bytes.starts_with(&[0xff, 0xd8, 0xff]),
         ImageFormat::Webp => bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP",
     }
+}
+
+/// The viewport a screenshot shows: the page's report of it (`reported`), unless the picture itself is of
+/// another size, which is then the truth (a window whose browser bars or an infobar cover part of what the
+/// page believes it has). Replay shows each step at its screenshot's viewport, so that the pictures compare.
+fn screen_viewport(reported: Option<Viewport>, picture: &[u8]) -> Option<Viewport> {
+    let reader = image::ImageReader::new(std::io::Cursor::new(picture)).with_guessed_format().ok()?;
+    let Ok((pixel_width, pixel_height)) = reader.into_dimensions() else { return reported };
+    let scale = reported.map_or(1.0, |viewport| viewport.device_scale_factor).max(f64::MIN_POSITIVE);
+    let shown = Viewport {
+        width: (f64::from(pixel_width) / scale).round() as u32,
+        height: (f64::from(pixel_height) / scale).round() as u32,
+        device_scale_factor: scale,
+    };
+    if reported.is_some_and(|reported| (reported.width, reported.height) != (shown.width, shown.height)) {
+        tracing::debug!("a screenshot shows {shown:?} where its page reported {reported:?}: the screenshot's kept");
+    }
+    Some(shown)
 }
 
 fn classify(frame: &[u8], error: serde_json::Error) -> Rejected {
@@ -489,7 +507,7 @@ impl State {
                     file: path,
                     format: *format,
                     reason: reason.clone(),
-                    viewport: *viewport,
+                    viewport: screen_viewport(*viewport, &incoming.payload),
                     after_action_ts: *after_action_ts,
                 });
                 let mut record = EventRecord { id: 0, event: Event { ts: *ts, tab_id: *tab_id, frame_id: None, kind } };
@@ -864,4 +882,27 @@ pub fn reconcile_interrupted(conn: &Connection, data: &DataDir) -> anyhow::Resul
         }
     }
     Ok(interrupted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(width: u32, height: u32) -> Vec<u8> {
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::new_rgb8(width, height).write_to(&mut png, image::ImageFormat::Png).unwrap();
+        png.into_inner()
+    }
+
+    /// Issue #43: every step of a re-run said "screen differs by 100%" where the page reported a viewport of
+    /// 1280 × 800 and its screenshots were 1280 × 657.
+    #[test]
+    fn a_screenshot_records_the_viewport_it_shows() {
+        let reported = |width, height, device_scale_factor| Some(Viewport { width, height, device_scale_factor });
+        assert_eq!(screen_viewport(reported(1280, 800, 1.0), &png(1280, 657)), reported(1280, 657, 1.0));
+        // A page's own report that agrees is kept, in CSS pixels at its scale.
+        assert_eq!(screen_viewport(reported(640, 400, 2.0), &png(1280, 800)), reported(640, 400, 2.0));
+        assert_eq!(screen_viewport(None, &png(800, 600)), reported(800, 600, 1.0));
+        assert_eq!(screen_viewport(reported(640, 400, 1.0), b"not a picture"), reported(640, 400, 1.0));
+    }
 }

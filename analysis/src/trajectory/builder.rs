@@ -11,7 +11,7 @@ use trace_manifest::trajectory::{ToolAction, ToolCall, Trajectory};
 
 use super::captures::{Capture, CaptureKind, CaptureWindow, capture_after, latest_capture, tied_capture};
 use super::credentials::{Secret, register_secrets, scrub};
-use super::{CLOCK_SKEW_MS, Derived, EFFECT_WINDOW_MS, QUICK_EFFECT_WINDOW_MS, REDIRECT_LOOKBACK_MS};
+use super::{CLOCK_SKEW_MS, Derived, EFFECT_WINDOW_MS, PRESS_SKEW_MS, QUICK_EFFECT_WINDOW_MS, REDIRECT_LOOKBACK_MS};
 
 /// Whether keys move a slider or spin button by themselves: arrows, Page Up/Down, Home and End, with no
 /// modifier.
@@ -137,6 +137,22 @@ struct TabState {
     created_in_recording: bool,
     opened_by_call: bool,
     acted_in: bool,
+    /// Its latest main-frame navigation, which a click whose press came before it takes for its own.
+    last_change: Option<UrlChange>,
+}
+
+/// A main-frame navigation as the rules first took it, and what it changed, so that a click whose press
+/// started it can take it back ([`Builder::take_pressed_change`]).
+#[derive(Debug, Clone)]
+struct UrlChange {
+    id: u64,
+    ts: f64,
+    /// The tab's URL before it.
+    url_before: Option<String>,
+    /// How many calls there were before it (any beyond were made of it).
+    calls_before: usize,
+    /// The call it was taken as an effect of, with that call's `url_after` and `navigated` before.
+    owner: Option<(usize, Option<String>, bool)>,
 }
 
 impl TabState {
@@ -407,9 +423,15 @@ impl<'e> Builder<'e> {
                     last.absorb(id);
                     return;
                 }
+                let pressed = action.pressed_ts.and_then(|pressed| self.take_pressed_change(tab, pressed, ts));
                 self.enter_tab(tab, id, ts);
                 let click = ToolAction::Click { count: 1, modifiers: action.modifiers.clone() };
-                self.push(click, target, Some(tab), id, vec![id], ts);
+                let call = self.push(click, target, Some(tab), id, vec![id], ts);
+                if let Some((navigation, went_to)) = pressed {
+                    call.absorb(navigation);
+                    call.navigated = true;
+                    self.tab(tab).url = Some(went_to);
+                }
             }
             ActionKind::DoubleClick => self.on_double_click(id, ts, tab, action),
             ActionKind::Input => {
@@ -654,6 +676,35 @@ impl<'e> Builder<'e> {
     }
 
     fn on_navigation(&mut self, id: u64, ts: f64, tab: i64, url: &str, cause: NavigationCause) {
+        let url_before = self.tab(tab).url.clone();
+        let calls_before = self.calls.len();
+        let last_before = self.calls.last().map(|last| (last.call.url_after.clone(), last.navigated));
+        self.take_navigation(id, ts, tab, url, cause);
+        let owner = self.calls.iter().rposition(|call| call.call.event_ids.contains(&id));
+        let owner = owner.filter(|&owner| owner + 1 == calls_before).zip(last_before).map(|(o, (u, n))| (o, u, n));
+        self.tab(tab).last_change = Some(UrlChange { id, ts, url_before, calls_before, owner });
+    }
+
+    /// A click whose press came before `tab`'s latest navigation (at or after `pressed_ts`, before the click
+    /// at `ts`) started it: tabs that switch on the press navigate before the click is reported. Undoes what
+    /// the navigation was first taken for (another call's effect, or calls of its own) and puts the tab back
+    /// where it was when the press came; returns the navigation's event id and where it went, for the click.
+    fn take_pressed_change(&mut self, tab: i64, pressed_ts: f64, ts: f64) -> Option<(u64, String)> {
+        let state = self.tabs.get_mut(&tab)?;
+        let change = state.last_change.take_if(|change| change.ts >= pressed_ts - PRESS_SKEW_MS && change.ts <= ts)?;
+        let went_to = state.url.clone()?;
+        state.url = change.url_before.clone();
+        if let Some((owner, url_after, navigated)) = change.owner {
+            let call = &mut self.calls[owner];
+            call.call.event_ids.retain(|&event| event != change.id);
+            call.call.url_after = url_after;
+            call.navigated = navigated;
+        }
+        self.calls.truncate(change.calls_before);
+        Some((change.id, went_to))
+    }
+
+    fn take_navigation(&mut self, id: u64, ts: f64, tab: i64, url: &str, cause: NavigationCause) {
         let opener = self.calls.iter().rposition(|call| call.opened_tab == Some(tab));
         let state = self.tab(tab);
         // The recorder reloads a tab it starts recording, since its first request left unrecorded.
@@ -1393,5 +1444,46 @@ mod tests {
         rec.action(TAB, typing("#q", "mug"));
         let derived = rec.derive();
         assert_eq!(call(&derived, 1).typing_ts, None);
+    }
+
+    /// Issue #43: tabs that switch on the press navigate before the click is reported.
+    #[test]
+    fn a_navigation_the_press_of_a_click_started_is_the_clicks_effect() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/app", NavigationCause::Typed);
+        rec.action(TAB, click("#search"));
+        rec.wait(1_500.0);
+        let pressed_ts = rec.now + 95.0;
+        rec.navigation(TAB, "/app#/settings", NavigationCause::Script);
+        rec.action(TAB, Action { pressed_ts: Some(pressed_ts), ..click("#settings-tab") });
+        let derived = rec.derive();
+        assert_eq!(calls(&derived)[1..], ["click {} #search", "click {} #settings-tab"]);
+        let (search, tab) = (call(&derived, 1), call(&derived, 2));
+        assert_eq!(search.url_after.as_deref(), Some("https://shop.test/app"));
+        assert_eq!(tab.url_before.as_deref(), Some("https://shop.test/app"));
+        assert_eq!(tab.url_after.as_deref(), Some("https://shop.test/app#/settings"));
+        assert!(!search.event_ids.iter().any(|id| tab.event_ids.contains(id)));
+
+        // A link followed on the press, long after anything else: no navigate of its own either.
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/app", NavigationCause::Typed);
+        rec.wait(9_000.0);
+        let pressed_ts = rec.now + 90.0;
+        rec.navigation(TAB, "/app/inbox", NavigationCause::Link);
+        rec.action(TAB, Action { pressed_ts: Some(pressed_ts), ..click("#inbox") });
+        let derived = rec.derive();
+        assert_eq!(calls(&derived)[1..], ["click {} #inbox"]);
+        assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/app/inbox"));
+
+        // The old rule stands where the press came after the navigation: the earlier click's effect.
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/app", NavigationCause::Typed);
+        rec.action(TAB, click("#search"));
+        rec.navigation(TAB, "/app#/results", NavigationCause::Script);
+        let pressed_ts = rec.now + 50.0;
+        rec.wait(1_000.0).action(TAB, Action { pressed_ts: Some(pressed_ts), ..click("#first") });
+        let derived = rec.derive();
+        assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/app#/results"));
+        assert_eq!(call(&derived, 2).url_before.as_deref(), Some("https://shop.test/app#/results"));
     }
 }

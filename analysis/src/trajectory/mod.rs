@@ -25,7 +25,10 @@
 //! - **Typing.** An `input` is `input{text}` with the field's whole value; consecutive inputs to the same
 //!   field merge, and the click that focused the field just before is part of the call (browser-use's
 //!   `input` clicks the field itself).
-//! - **Clicks.** A `submit` within [`QUICK_EFFECT_WINDOW_MS`] of a click or key on the same tab is part of it
+//! - **Clicks.** A main-frame navigation recorded after a click's press began (its `pressed_ts`) and
+//!   before the click is the click's effect, not the previous call's nor a call of its own: tabs that switch
+//!   on the press navigate before the click is reported.
+//!   A `submit` within [`QUICK_EFFECT_WINDOW_MS`] of a click or key on the same tab is part of it
 //!   (a standalone one stays a `submit` call, which browser-use lacks: replay submits the form). A `change`
 //!   of a checkbox or radio button right after a click on it (or on a `<label>`) is part of the click;
 //!   without one it becomes a click. A `double_click` absorbs the two clicks before it on the same element
@@ -82,6 +85,9 @@ pub const QUICK_EFFECT_WINDOW_MS: f64 = 1_000.0;
 const REDIRECT_LOOKBACK_MS: f64 = 10_000.0;
 /// How far the browser's clock for requests and a page's clock for actions may disagree.
 const CLOCK_SKEW_MS: f64 = 250.0;
+/// How long before a click's press a navigation may be recorded and still be the press's doing: both
+/// times are the machine's clock, read by the page and by the browser.
+const PRESS_SKEW_MS: f64 = 20.0;
 
 /// What [`derive`] produces: the trajectory, and the secrets it refers to by placeholder.
 #[derive(Debug, Clone, PartialEq)]

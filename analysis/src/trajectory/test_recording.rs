@@ -40,7 +40,7 @@ impl Recording {
     }
 
     pub(crate) fn action(&mut self, tab: i64, action: Action) -> u64 {
-        self.add(Some(tab), EventKind::Action(action))
+        self.add(Some(tab), EventKind::Action(Box::new(action)))
     }
 
     pub(crate) fn tab(&mut self, tab: i64, op: TabOp, opener: Option<i64>) -> u64 {

@@ -189,13 +189,13 @@ pub fn action(ts: f64, kind: ActionKind, url: &str, selector: &str, value: Optio
     };
     event(
         ts,
-        EventKind::Action(Action {
+        EventKind::Action(Box::new(Action {
             value: value.map(str::to_owned),
             x: Some(10.0),
             y: Some(20.0),
             credential,
             ..testing::action(kind, url, Some(target))
-        }),
+        })),
     )
 }
 

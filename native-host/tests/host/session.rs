@@ -96,7 +96,7 @@ fn record_shop(scratch: &Scratch, id: &str) -> (trace_host::client::HostClient, 
     messages.push(task.events(vec![
         event(
             30.0,
-            EventKind::Action(Action {
+            EventKind::Action(Box::new(Action {
                 action: ActionKind::Click,
                 target: Some(ElementDescriptor {
                     selector: "#login".into(),
@@ -112,9 +112,11 @@ fn record_shop(scratch: &Scratch, id: &str) -> (trace_host::client::HostClient, 
                 y: Some(20.0),
                 delta_x: None,
                 delta_y: None,
+                pressed_ts: None,
+                until_ts: None,
                 credential: false,
                 page_made: false,
-            }),
+            })),
         ),
         request(
             31.0,
