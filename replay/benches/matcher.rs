@@ -84,6 +84,7 @@ impl Lookup {
             body: self.body,
             content_type: self.content_type,
             state: Default::default(),
+            accept: None,
         }
     }
 }
@@ -239,6 +240,7 @@ fn main() {
             body: lookup.body.as_deref(),
             content_type: lookup.content_type.as_deref(),
             state: None,
+            accept: None,
         });
         let elapsed = started.elapsed();
         let answered = match black_box(matched).map(|m| m.kind) {

@@ -12,8 +12,10 @@
 //!    and body parameters are closest to the request's, scored parameter by parameter ([`fuzzy_score`]); a
 //!    best score under [`FUZZY_THRESHOLD`] is a miss.
 //!
-//! Among the recorded requests a level finds for a request, the browser's state chooses first: when they
-//! were sent in different states (a dashboard asked for before the login, answered with a redirect to the
+//! Among the recorded requests a level finds for a request, what the request asks for chooses first: twins
+//! that asked for different content types (one URL fetched as JSON and as HTML, told apart by nothing but
+//! `Accept` and a cache buster) answer the request that asks for the same type ([`accept_kind`]). Then
+//! the browser's state: when they were sent in different states (a dashboard asked for before the login, answered with a redirect to the
 //! login page, and after it, answered with the dashboard), the ones whose state is closest to the
 //! request's ([`RequestState`]: cookies and credential headers) answer. Then time: a request recorded after
 //! a write (any method but `GET`, `HEAD` and `OPTIONS`) that the browser has not yet made shows a state the
@@ -88,6 +90,16 @@ pub struct RecordedRequest {
     pub content_type: Option<String>,
     /// The browser's state the request was sent in.
     pub state: RequestState,
+    /// What it asked for: the [`accept_kind`] of its `Accept` header.
+    pub accept: Option<String>,
+}
+
+/// The content type a request asks for, as twins that differ by it are told apart: the first media range of
+/// its `Accept` header, lowercased, without parameters (`application/json` of `application/json,
+/// text/javascript, */*; q=0.01`).
+pub fn accept_kind(accept: &str) -> Option<String> {
+    let first = accept.split(',').next()?.split(';').next()?.trim().to_ascii_lowercase();
+    (!first.is_empty()).then_some(first)
 }
 
 impl RecordedRequest {
@@ -106,6 +118,7 @@ impl RecordedRequest {
             body: post_data.and_then(|post| post.text.as_ref()).map(|text| text.clone().into_bytes()),
             content_type,
             state: RequestState::from_headers(request.headers.iter().map(|h| (h.name.as_str(), h.value.as_str()))),
+            accept: header_value(&request.headers, "accept").and_then(accept_kind),
         }
     }
 }
@@ -119,6 +132,8 @@ pub struct Request<'a> {
     pub content_type: Option<&'a str>,
     /// The browser's state when it sent the request; `None` when unknown (every recorded state is as good).
     pub state: Option<&'a RequestState>,
+    /// Its `Accept` header.
+    pub accept: Option<&'a str>,
 }
 
 /// How a request was matched, for the caller's log.
@@ -176,6 +191,8 @@ pub struct Matcher {
     answered: Vec<bool>,
     /// Each recorded request's state.
     states: Vec<RequestState>,
+    /// Each recorded request's [`accept_kind`], by index.
+    accepts: Vec<Option<String>>,
     /// How the browser's requests are read for clocks.
     live_clocks: Clocks,
     /// Whether any recorded twins differ in state: when none do, no request needs the browser's cookies.
@@ -195,6 +212,7 @@ pub struct Matcher {
 struct Recorded<'m> {
     answered: &'m [bool],
     states: &'m [RequestState],
+    accepts: &'m [Option<String>],
     writes_before: &'m [usize],
     writes_reached: usize,
 }
@@ -215,18 +233,20 @@ struct Queue {
     /// The state keys whose values differ among the queue's requests: empty when they were all sent in the
     /// same state, and state does not choose.
     distinguishing: Vec<String>,
+    /// Its requests asked for different content types ([`accept_kind`]), which then choose first.
+    negotiated: bool,
 }
 
 impl Queue {
     fn new(index: usize) -> Queue {
-        Queue { indices: vec![index], cursor: 0, distinguishing: Vec::new() }
+        Queue { indices: vec![index], cursor: 0, distinguishing: Vec::new(), negotiated: false }
     }
 
     /// The request that answers: among those of the replay's present (recorded between the latest write
-    /// the replay has made and the next; else the latest before it; else, when all lie ahead, all), whose
-    /// recorded state is closest to `state`, the first that has not answered yet, or the last of them when
-    /// all have.
-    fn next(&mut self, recorded: &Recorded<'_>, state: Option<&RequestState>) -> usize {
+    /// the replay has made and the next; else the latest before it; else, when all lie ahead, all), those
+    /// that asked for the content type `accept` asks for when the queue's differ by it, whose recorded state
+    /// is closest to `state`, the first that has not answered yet, or the last of them when all have.
+    fn next(&mut self, recorded: &Recorded<'_>, state: Option<&RequestState>, accept: Option<&str>) -> usize {
         // The queue is in recorded order: the requests of the replay's past come first, then its present
         // (recorded since the latest write the replay has made), then its future.
         let past = self.indices.partition_point(|&index| recorded.writes_before[index] < recorded.writes_reached);
@@ -236,6 +256,24 @@ impl Queue {
             (_, 0) => 0..self.indices.len(),
             (_, present) => present - 1..present,
         };
+        let asked_for: Vec<usize> = match accept.filter(|_| self.negotiated) {
+            Some(accept) => self.indices[now.clone()]
+                .iter()
+                .copied()
+                .filter(|&index| recorded.accepts[index].as_deref() == Some(accept))
+                .collect(),
+            None => Vec::new(),
+        };
+        if !asked_for.is_empty() {
+            return match state.filter(|_| !self.distinguishing.is_empty()) {
+                Some(state) => self.next_in_state(recorded, state, &asked_for),
+                None => asked_for
+                    .iter()
+                    .copied()
+                    .find(|&index| !recorded.answered[index])
+                    .unwrap_or(asked_for[asked_for.len() - 1]),
+            };
+        }
         if let Some(state) = state.filter(|_| !self.distinguishing.is_empty()) {
             return self.next_in_state(recorded, state, &self.indices[now]);
         }
@@ -257,9 +295,11 @@ impl Queue {
         closest().find(|&index| !answered[index]).or_else(|| closest().next_back()).expect("a queue is never empty")
     }
 
-    /// Finds the state keys that tell the queue's requests apart.
-    fn find_distinguishing(&mut self, states: &[RequestState]) {
+    /// Finds the state keys and content types that tell the queue's requests apart.
+    fn find_distinguishing(&mut self, states: &[RequestState], accepts: &[Option<String>]) {
         self.distinguishing = request_state::distinguishing_keys(self.indices.iter().map(|&index| &states[index]));
+        let first = &accepts[self.indices[0]];
+        self.negotiated = self.indices.iter().any(|&index| accepts[index] != *first);
     }
 }
 
@@ -284,6 +324,7 @@ impl Matcher {
             buckets: HashMap::new(),
             answered: vec![false; recorded.len()],
             states: Vec::with_capacity(recorded.len()),
+            accepts: Vec::with_capacity(recorded.len()),
             live_clocks,
             state_chooses: false,
             ids: PageIds::default(),
@@ -313,14 +354,15 @@ impl Matcher {
                 None => groups.push(ExactGroup { body, queue: Queue::new(index) }),
             }
             matcher.states.push(request.state);
+            matcher.accepts.push(request.accept);
         }
         matcher.rank_writes();
-        let states = &matcher.states;
+        let (states, accepts) = (&matcher.states, &matcher.accepts);
         for queue in matcher.canonical.values_mut() {
-            queue.find_distinguishing(states);
+            queue.find_distinguishing(states, accepts);
         }
         for group in matcher.exact.values_mut().flatten() {
-            group.queue.find_distinguishing(states);
+            group.queue.find_distinguishing(states, accepts);
         }
         matcher.state_chooses = matcher.canonical.values().any(|queue| !queue.distinguishing.is_empty());
         matcher
@@ -422,23 +464,25 @@ impl Matcher {
     /// which moves repeated requests along the recording (see the module documentation).
     pub fn lookup(&mut self, request: &Request<'_>) -> Option<Matched> {
         let method = request.method.to_ascii_uppercase();
+        let accept = request.accept.and_then(accept_kind);
         let (url, body) = self.as_recorded(request);
         let (url, body) = (url.as_ref(), body.as_ref());
         let recorded = Recorded {
             answered: &self.answered,
             states: &self.states,
+            accepts: &self.accepts,
             writes_before: &self.writes_before,
             writes_reached: self.writes_reached,
         };
         if let Some(groups) = self.exact.get_mut(&exact_key(&method, url))
             && let Some(group) = groups.iter_mut().find(|group| group.body == body)
         {
-            let index = group.queue.next(&recorded, request.state);
+            let index = group.queue.next(&recorded, request.state, accept.as_deref());
             return Some(self.answer(index, MatchKind::Exact));
         }
         let analysis = canonical::request(&method, url, body, request.content_type, &self.live_clocks);
         if let Some(queue) = self.canonical.get_mut(&analysis.key) {
-            let index = queue.next(&recorded, request.state);
+            let index = queue.next(&recorded, request.state, accept.as_deref());
             return Some(self.answer(index, MatchKind::Canonical));
         }
         let candidates = self.buckets.get(analysis.endpoint.as_deref()?)?;
@@ -623,6 +667,7 @@ mod tests {
             body: None,
             content_type: None,
             state: RequestState::default(),
+            accept: None,
         }
     }
 
@@ -633,6 +678,7 @@ mod tests {
             body: Some(body.as_bytes().to_vec()),
             content_type: Some(content_type.into()),
             state: RequestState::default(),
+            accept: None,
         }
     }
 
@@ -652,12 +698,52 @@ mod tests {
             body: Some(body.as_bytes()),
             content_type: Some(content_type),
             state: None,
+            accept: None,
         })
     }
 
     fn lookup_with_cookie(matcher: &mut Matcher, url: &str, cookie: &str) -> Option<usize> {
         let state = RequestState::from_headers([("cookie", cookie)]);
         matcher.lookup(&Request { method: "GET", url, state: Some(&state), ..Request::default() }).map(|m| m.index)
+    }
+
+    fn asking(url: &str, accept: &str) -> RecordedRequest {
+        RecordedRequest { accept: accept_kind(accept), ..get(url) }
+    }
+
+    fn lookup_accepting(matcher: &mut Matcher, url: &str, accept: &str) -> Option<usize> {
+        matcher.lookup(&Request { method: "GET", url, accept: Some(accept), ..Request::default() }).map(|m| m.index)
+    }
+
+    /// Issue #44: a page asks one URL for JSON, then for HTML, with jQuery's cache buster; its requests may
+    /// reach replay in either order, and each must get the type it asked for.
+    #[test]
+    fn twins_told_apart_by_accept_answer_what_each_asks_for() {
+        const JSON: &str = "application/json";
+        const HTML: &str = "text/html";
+        let recorded = vec![
+            asking("https://red.test/nodes?_=1795893598357", JSON),
+            asking("https://red.test/nodes?_=1795893598362", HTML),
+        ];
+        let mut matcher = Matcher::new(recorded.clone());
+        assert_eq!(lookup_accepting(&mut matcher, "https://red.test/nodes?_=1", "text/html, */*; q=0.01"), Some(1));
+        assert_eq!(lookup_accepting(&mut matcher, "https://red.test/nodes?_=2", "application/json"), Some(0));
+        // Asked again, each still gets its own type.
+        assert_eq!(lookup_accepting(&mut matcher, "https://red.test/nodes?_=3", "Application/JSON"), Some(0));
+        // A type neither asked for: recorded order, as before.
+        let mut matcher = Matcher::new(recorded);
+        assert_eq!(lookup_accepting(&mut matcher, "https://red.test/nodes?_=4", "*/*"), Some(0));
+        assert_eq!(lookup_accepting(&mut matcher, "https://red.test/nodes?_=5", "*/*"), Some(1));
+
+        // Twins that asked for one type are answered in recorded order whatever the request asks for; twins
+        // that differ in more than what they ask for are not twins.
+        let mut matcher =
+            Matcher::new(vec![asking("https://red.test/a?_=1", JSON), asking("https://red.test/a?_=2", JSON)]);
+        assert_eq!(lookup_accepting(&mut matcher, "https://red.test/a?_=3", HTML), Some(0));
+        assert_eq!(lookup_accepting(&mut matcher, "https://red.test/a?_=4", HTML), Some(1));
+        let mut matcher =
+            Matcher::new(vec![asking("https://red.test/b?page=1", JSON), asking("https://red.test/b?page=2", HTML)]);
+        assert_eq!(lookup_accepting(&mut matcher, "https://red.test/b?page=1", HTML), Some(0));
     }
 
     fn fuzzy_score_of_match(matched: Option<Matched>) -> f64 {
@@ -686,6 +772,7 @@ mod tests {
                 body: Some(body),
                 content_type: Some("application/octet-stream"),
                 state: None,
+                accept: None,
             }
         }
         let matched = matcher.lookup(&sent(&other)).unwrap();
@@ -1120,7 +1207,8 @@ mod tests {
                 url: "https://shop.example/api/cart",
                 body: Some(br#"{"item":7}"#),
                 content_type: Some(json),
-                state: None
+                state: None,
+                accept: None,
             }),
             Some(Matched { index: 1, kind: MatchKind::Exact })
         );
@@ -1142,7 +1230,8 @@ mod tests {
                 url: "https://shop.example/api/cart",
                 body: Some(br#"{"item":7}"#),
                 content_type: Some(json),
-                state: None
+                state: None,
+                accept: None,
             }),
             None
         );
@@ -1200,6 +1289,7 @@ mod tests {
             body: Some(b"name=Editors&perm=1&perm=3&csrf=t"),
             content_type: Some(form),
             state: None,
+            accept: None,
         };
         let matched = matcher.lookup(&request).unwrap();
         assert!(matches!(matched.kind, MatchKind::Fuzzy { .. }), "{matched:?}");

@@ -239,12 +239,14 @@ fn answer(
     body: &[u8],
 ) -> Result<Answer, Refused> {
     let content_type = header_of(headers, "content-type");
+    let accept = header_of(headers, "accept");
     let mut asked = Request {
         method,
         url,
         body: (!body.is_empty()).then_some(body),
         content_type: content_type.as_deref(),
         state: None,
+        accept: accept.as_deref(),
     };
     let state;
     if shared.responder.depends_on_state(&asked) {

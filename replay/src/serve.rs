@@ -305,6 +305,7 @@ async fn answer(
         observed.sent(event, body.as_deref())?;
     }
     let content_type = header(&request.headers, "content-type");
+    let accept = header(&request.headers, "accept");
     let id = event.request_id.clone();
     let mut asked = Request {
         method: &request.method,
@@ -312,6 +313,7 @@ async fn answer(
         body: body.as_deref(),
         content_type: content_type.as_deref(),
         state: None,
+        accept: accept.as_deref(),
     };
     let state;
     if responder.depends_on_state(&asked) {

@@ -46,7 +46,14 @@ fn get(url: &str) -> Request<'_> {
 }
 
 fn post_json<'a>(url: &'a str, body: &'a str) -> Request<'a> {
-    Request { method: "POST", url, body: Some(body.as_bytes()), content_type: Some("application/json"), state: None }
+    Request {
+        method: "POST",
+        url,
+        body: Some(body.as_bytes()),
+        content_type: Some("application/json"),
+        state: None,
+        accept: None,
+    }
 }
 
 #[test]
