@@ -286,6 +286,10 @@ pub fn step_in_words(call: &ToolCall) -> String {
         ToolAction::SendKeys { keys } => format!("press {keys}"),
         ToolAction::Scroll { delta_x, delta_y, .. } => format!("scroll by ({delta_x}, {delta_y}) px"),
         ToolAction::SelectDropdown { option } => format!("select {:?}", clip(option, MAX_VALUE)),
+        ToolAction::DragDrop { element_target, coord_target_x, coord_target_y, .. } => match element_target {
+            Some(onto) => format!("drag onto {} ({})", onto.selector, onto.role.as_deref().unwrap_or(&onto.tag)),
+            None => format!("drag to ({coord_target_x}, {coord_target_y})"),
+        },
         ToolAction::UploadFile { files } => format!("upload {}", files.join(", ")),
         ToolAction::Submit {} => "submit the form".to_owned(),
         ToolAction::GoBack {} => "go back".to_owned(),

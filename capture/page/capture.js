@@ -16,6 +16,13 @@
     // The binding appears once the service worker has added it; until then there is nobody to tell.
     if (typeof globalThis.__traceEmit === "function") globalThis.__traceEmit(JSON.stringify(message));
   };
+  // Every listener this script adds to the window, so that they can be added again where the page erased
+  // them (see the end of the script).
+  const registrations = [];
+  const on = (type, handler, options) => {
+    registrations.push([type, handler, options]);
+    window.addEventListener(type, handler, options);
+  };
 
   // ---- Describing an element -------------------------------------------------------------------------
 
@@ -218,7 +225,7 @@
   // paste or a drop, an IME commit, `Input.insertText`) is the person's. The mark is heard on the window,
   // in the capture phase, by a listener added before the page's own: no page listener can stop it first.
   let scriptedCall = false;
-  window.addEventListener("__trace_scripted", () => {
+  on("__trace_scripted", () => {
     scriptedCall = true;
     queueMicrotask(() => (scriptedCall = false));
   }, { capture: true });
@@ -284,7 +291,7 @@
   // Listeners sit on the window in the capture phase, so that the page cannot stop them by stopping the
   // event; synthetic events (`isTrusted` false) come from the page's scripts, not from the person.
   const listen = (type, handler) =>
-    window.addEventListener(type, (event) => {
+    on(type, (event) => {
       if (!event.isTrusted) return;
       try {
         handler(event);
@@ -300,6 +307,77 @@
   listen("pointerdown", (event) => {
     if (event.button === 0) pressedAt = Date.now();
   });
+
+  // ---- Drags -------------------------------------------------------------------------------------------
+
+  // A press moved more than DRAG_MIN_PX with the button held, then released, is a drag (a node dragged from a
+  // palette onto a canvas, a wire drawn between two ports), not a click: its release lands on what the page
+  // drags along (a copy of the node, the wire being drawn), which the page removes once it is dropped. It is
+  // reported with the element pressed (as the press found it), the points of the press and the release, and
+  // the element the release came over that was in the page before the drag began. The browser's own drag
+  // and drop (`draggable` elements) ends in `drop` and `dragend` instead of a release.
+  const DRAG_MIN_PX = 8;
+  let press = null;
+  let nativeDrag = null;
+  // What the page added to itself while a drag went on: never the element dropped onto.
+  let addedDuringDrag = null;
+  const watchAdded = new MutationObserver((records) => {
+    for (const record of records) for (const node of record.addedNodes) addedDuringDrag?.add(node);
+  });
+  const isAddedDuringDrag = (element) => {
+    for (let node = element; node; node = node.parentNode) if (addedDuringDrag?.has(node)) return true;
+    return false;
+  };
+  const dropTargetAt = (x, y, dragged) =>
+    document.elementsFromPoint(x, y).find((element) => !isAddedDuringDrag(element) && !dragged.contains(element));
+  const endDrag = () => {
+    watchAdded.disconnect();
+    addedDuringDrag = null;
+    press = null;
+  };
+  // The click the browser fires after a drag's release is no click of the person's.
+  let dragJustEnded = false;
+  const reportDrag = (start, to, dropTarget, modifiers) => {
+    report("drag", null, {
+      target: start.target, x: start.x, y: start.y, to_x: to.x, to_y: to.y, moves: start.moves, modifiers,
+      drop_target: dropTarget ? describe(dropTarget) : undefined,
+    }, false, start.ts);
+    dragJustEnded = true;
+    setTimeout(() => (dragJustEnded = false));
+  };
+  listen("pointerdown", (event) => {
+    // A scrollbar dragged is a scroll, reported as one.
+    if (event.button !== 0 || !event.isPrimary || onScrollbar(event)) return;
+    const element = targetOf(event);
+    press = element && { element, target: describe(element), x: event.clientX, y: event.clientY, ts: Date.now(), moves: 0, dragging: false };
+  });
+  listen("pointermove", (event) => {
+    if (!press || !(event.buttons & 1)) return;
+    press.moves += 1;
+    if (!press.dragging && Math.hypot(event.clientX - press.x, event.clientY - press.y) >= DRAG_MIN_PX) {
+      press.dragging = true;
+      addedDuringDrag = new Set();
+      watchAdded.observe(document, { subtree: true, childList: true });
+    }
+  });
+  listen("pointercancel", () => endDrag());
+  listen("dragstart", (event) => {
+    const element = targetOf(event);
+    if (!element) return;
+    const from = press && press.element.contains(element) ? press : null;
+    nativeDrag = from ? { ...from } : { element, target: describe(element), x: event.clientX, y: event.clientY, ts: Date.now(), moves: 0 };
+    endDrag();
+  });
+  listen("dragover", () => nativeDrag && (nativeDrag.moves += 1));
+  listen("drop", (event) => {
+    if (nativeDrag) nativeDrag.drop = { x: event.clientX, y: event.clientY, element: targetOf(event) };
+  });
+  listen("dragend", (event) => {
+    if (!nativeDrag) return;
+    const { drop } = nativeDrag;
+    reportDrag(nativeDrag, drop || { x: event.clientX, y: event.clientY }, drop?.element, modifiersOf(event));
+    nativeDrag = null;
+  });
   const pointer = (event) => ({
     x: event.clientX, y: event.clientY, modifiers: modifiersOf(event),
     pressed_ts: pressedAt !== null && (event.type === "pointerup" || event.detail > 0) ? pressedAt : undefined,
@@ -309,6 +387,7 @@
   let forwardedTo = null;
   let lastEnter = 0;
   listen("click", (event) => {
+    if (dragJustEnded) return;
     const target = targetOf(event);
     // The release took its item out of the page: the browser fires the click at what is left (an ancestor).
     const release = released;
@@ -334,6 +413,13 @@
   // (`pointerup`, not `mouseup`: a page that cancels the press's `pointerdown` gets no mouse events for it.)
   listen("pointerup", (event) => {
     if (event.button !== 0) return;
+    if (press?.dragging) {
+      const dropTarget = dropTargetAt(event.clientX, event.clientY, press.element);
+      reportDrag(press, { x: event.clientX, y: event.clientY }, dropTarget, modifiersOf(event));
+      endDrag();
+      return;
+    }
+    press = null;
     const target = targetOf(event);
     const element = target && (target.closest(ACTIONABLE) || target);
     if (!element) return;
@@ -437,7 +523,7 @@
   // Only the person's own input counts: a synthetic wheel (`dispatchEvent`) is not trusted.
   let lastScrollingInput = 0;
   for (const [type, scrolling] of Object.entries(scrolls)) {
-    window.addEventListener(type, (event) => {
+    on(type, (event) => {
       if (event.isTrusted && scrolling(event)) lastScrollingInput = Date.now();
     }, { capture: true, passive: true });
   }
@@ -466,7 +552,7 @@
     clearTimeout(pendingScroll.timer);
     pendingScroll.timer = setTimeout(flushScroll, SCROLL_SETTLE_MS);
   });
-  window.addEventListener("pagehide", () => { flushEditor(); flushScroll(); }, { capture: true });
+  on("pagehide", () => { flushEditor(); flushScroll(); }, { capture: true });
 
   // ---- Counting mutations ----------------------------------------------------------------------------
 
@@ -504,4 +590,17 @@
   };
   observe();
   setInterval(flushMutations, MUTATION_REPORT_MS);
+
+  // ---- A document the page rewrites ------------------------------------------------------------------
+
+  // `document.open()` (a page filling an iframe of its own with `open` and `write`, as editors do) replaces
+  // the document's element and erases every listener of the window: where a sentinel no longer hears, the
+  // listeners are added again. Nothing else is lost: this script's state and observers stay.
+  let heard = false;
+  on("__trace_listening", () => (heard = true), { capture: true });
+  new MutationObserver(() => {
+    heard = false;
+    window.dispatchEvent(new Event("__trace_listening"));
+    if (!heard) for (const [type, handler, options] of registrations) window.addEventListener(type, handler, options);
+  }).observe(document, { childList: true });
 })();

@@ -280,7 +280,7 @@ mod tests {
         let script = capture_script();
         assert!(script.contains(&format!("globalThis.{BINDING}(")));
         // Every action name the script sends is one the format knows.
-        for name in ["click", "double_click", "input", "change", "submit", "key_press", "scroll"] {
+        for name in ["click", "double_click", "drag", "input", "change", "submit", "key_press", "scroll"] {
             assert!(script.contains(&format!("\"{name}\"")), "{name}");
             let kind: ActionKind = serde_json::from_value(serde_json::json!(name)).unwrap();
             assert_eq!(serde_json::to_value(kind).unwrap(), name);

@@ -280,6 +280,19 @@ pub struct Action {
     pub delta_x: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta_y: Option<f64>,
+    /// For a drag: where the release came (`x`, `y` are where the press came), CSS pixels in the frame's
+    /// viewport.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_x: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_y: Option<f64>,
+    /// For a drag: the element the release came over, when it was in the page before the drag began (not
+    /// the copy a page drags around, nor the wire it draws on the way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_target: Option<ElementDescriptor>,
+    /// For a drag: how many times the pointer moved on the way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moves: Option<u32>,
     /// For a click: when the press it ends began. A page may act on the press (tabs that switch on
     /// `mousedown`), before the click.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -302,6 +315,8 @@ pub struct Action {
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
     Click,
+    /// A press moved with the button held and released elsewhere (see `to_x`, `drop_target`).
+    Drag,
     DoubleClick,
     Input,
     KeyPress,

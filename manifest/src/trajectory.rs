@@ -94,6 +94,22 @@ pub enum ToolAction {
         /// The chosen options' labels, joined by ", ".
         option: String,
     },
+    /// A press on the call's `target`, moved with the button held, and released elsewhere: a node dragged
+    /// from a palette onto a canvas, a wire drawn between two ports (browser-use's `drag_drop`).
+    DragDrop {
+        /// Where the press came, CSS pixels in the viewport of the frame it happened in.
+        coord_source_x: f64,
+        coord_source_y: f64,
+        /// Where the release came, likewise.
+        coord_target_x: f64,
+        coord_target_y: f64,
+        /// The element the release came over (the dragged one is the call's `target`), when one was
+        /// there before the drag began.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        element_target: Option<Box<ElementDescriptor>>,
+        /// How many moves the pointer made on the way.
+        steps: u32,
+    },
     UploadFile {
         /// File names only; the recording never has their content.
         files: Vec<String>,
@@ -124,6 +140,7 @@ impl ToolAction {
             ToolAction::SendKeys { .. } => "send_keys",
             ToolAction::Scroll { .. } => "scroll",
             ToolAction::SelectDropdown { .. } => "select_dropdown",
+            ToolAction::DragDrop { .. } => "drag_drop",
             ToolAction::UploadFile { .. } => "upload_file",
             ToolAction::Submit {} => "submit",
             ToolAction::GoBack {} => "go_back",

@@ -63,9 +63,9 @@
   };
 
   return {
-    // Scrolls the element into view and gives its centre in the tab's viewport, adding up the offsets of the
-    // iframes on the way; inside a cross-origin iframe, that iframe's offset.
-    locate: (framePath, selector, xpath) => {
+    // Scrolls the element into view (unless `stay`) and gives its centre in the tab's viewport, adding up the
+    // offsets of the iframes on the way; inside a cross-origin iframe, that iframe's offset.
+    locate: (framePath, selector, xpath, stay = false) => {
       let doc = document, frames = [];
       for (const frame of framePath) {
         const element = doc.querySelector(frame);
@@ -74,7 +74,7 @@
         let inner = null;
         try { inner = element.contentDocument; } catch {}
         if (!inner) {
-          element.scrollIntoView({ block: "center" });
+          if (!stay) element.scrollIntoView({ block: "center" });
           let left = 0, top = 0;
           for (const f of frames) { const r = f.getBoundingClientRect(); left += r.x + f.clientLeft; top += r.y + f.clientTop; }
           return { cross_origin: true, left, top };
@@ -85,7 +85,7 @@
       const element = bySelector || find(framePath, selector, xpath);
       if (!element) return { error: "no element" };
       const byXpath = !bySelector;
-      element.scrollIntoView({ block: "center", inline: "center" });
+      if (!stay) element.scrollIntoView({ block: "center", inline: "center" });
       const box = element.getBoundingClientRect();
       const visible = box.width > 0 && box.height > 0 && element.checkVisibility({ visibilityProperty: true });
       let left = 0, top = 0;

@@ -102,6 +102,7 @@ impl PendingCall {
         matches!(
             self.call.action,
             ToolAction::Click { .. }
+                | ToolAction::DragDrop { .. }
                 | ToolAction::Input { .. }
                 | ToolAction::SendKeys { .. }
                 | ToolAction::Scroll { .. }
@@ -434,6 +435,18 @@ impl<'e> Builder<'e> {
                 }
             }
             ActionKind::DoubleClick => self.on_double_click(id, ts, tab, action),
+            ActionKind::Drag => {
+                self.enter_tab(tab, id, ts);
+                let drag = ToolAction::DragDrop {
+                    coord_source_x: action.x.unwrap_or_default(),
+                    coord_source_y: action.y.unwrap_or_default(),
+                    coord_target_x: action.to_x.unwrap_or_default(),
+                    coord_target_y: action.to_y.unwrap_or_default(),
+                    element_target: action.drop_target.clone().map(Box::new),
+                    steps: action.moves.unwrap_or(1),
+                };
+                self.push(drag, target, Some(tab), id, vec![id], ts);
+            }
             ActionKind::Input => {
                 let value = action.value.clone().unwrap_or_default();
                 self.on_typed(id, ts, tab, action, value);
@@ -1485,5 +1498,35 @@ mod tests {
         let derived = rec.derive();
         assert_eq!(call(&derived, 1).url_after.as_deref(), Some("https://shop.test/app#/results"));
         assert_eq!(call(&derived, 2).url_before.as_deref(), Some("https://shop.test/app#/results"));
+    }
+
+    /// Issue #44: a node dragged from a palette onto a canvas is one drag, from the node to the canvas.
+    #[test]
+    fn a_drag_is_one_call_from_the_element_pressed_to_the_element_dropped_onto() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/editor", NavigationCause::Typed);
+        let canvas = element("#chart", "svg", None);
+        rec.action(
+            TAB,
+            Action {
+                x: Some(40.0),
+                y: Some(120.0),
+                to_x: Some(300.0),
+                to_y: Some(160.0),
+                moves: Some(14),
+                drop_target: Some(canvas.clone()),
+                ..action(ActionKind::Drag, Some(element("li.palette-node", "div", None)))
+            },
+        );
+        rec.action(TAB, click("#deploy"));
+        let derived = rec.derive();
+        assert_eq!(
+            calls(&derived)[1..],
+            [
+                r##"drag_drop {"coord_source_x":40.0,"coord_source_y":120.0,"coord_target_x":300.0,"coord_target_y":160.0,"element_target":{"id":"chart","selector":"#chart","tag":"svg","xpath":"//svg[@id='chart']"},"steps":14} li.palette-node"##,
+                "click {} #deploy"
+            ]
+        );
+        assert!(crate::judge::step_in_words(call(&derived, 1)).starts_with("drag onto #chart (svg)"));
     }
 }

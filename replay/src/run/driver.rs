@@ -351,6 +351,30 @@ impl Runner<'_> {
                 }
                 Ok(Some(LocatedBy::Selector))
             }
+            ToolAction::DragDrop {
+                coord_source_x,
+                coord_source_y,
+                coord_target_x,
+                coord_target_y,
+                element_target,
+                steps,
+            } => {
+                let (pressed, released) = ((*coord_source_x, *coord_source_y), (*coord_target_x, *coord_target_y));
+                let source = self.locate(call).await?;
+                let from = source.point_at(offset_in(call.target.as_ref(), pressed));
+                // Onto the recorded element where it is now, at the same place in it; else as far from the
+                // press as the person went (a canvas the page scrolled otherwise).
+                let onto = match element_target {
+                    Some(target) => self.locate_element(target, true).await.ok(),
+                    None => None,
+                };
+                let to = match onto {
+                    Some(onto) => onto.point_at(offset_in(element_target.as_deref(), released)),
+                    None => (from.0 + released.0 - pressed.0, from.1 + released.1 - pressed.1),
+                };
+                self.drag(from, to, *steps).await?;
+                Ok(Some(source.by))
+            }
             ToolAction::Submit {} => {
                 self.in_element(call, ElementAction::Submit, json!(null)).await?;
                 Ok(Some(LocatedBy::Selector))
@@ -602,4 +626,10 @@ async fn page_state(page: &Page) -> Option<PageState> {
         timers: value["timers"].as_u64().unwrap_or(0),
         unchanged_for: Duration::from_secs_f64(value["quiet_ms"].as_f64().unwrap_or(f64::MAX).clamp(0.0, 1e9) / 1000.0),
     })
+}
+
+/// Where `point` (in the frame's viewport, as recorded) lies in `element`'s recorded box, from its top left
+/// corner; `None` when the recording has no box.
+fn offset_in(element: Option<&trace_manifest::event::ElementDescriptor>, point: (f64, f64)) -> Option<(f64, f64)> {
+    element.and_then(|element| element.bbox.as_ref()).map(|bbox| (point.0 - bbox.x, point.1 - bbox.y))
 }

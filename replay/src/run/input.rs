@@ -1,14 +1,16 @@
-//! The mouse and the keyboard of the re-run, as DevTools' input events: clicks, typing a key at a time
-//! as a person does, and key combinations (`Control+a`) with their modifiers.
+//! The mouse and the keyboard of the re-run, as DevTools' input events: clicks, drags, typing a key at a
+//! time as a person does, and key combinations (`Control+a`) with their modifiers.
 
 use std::time::Duration;
 
 use super::driver::Runner;
 use anyhow::{Context, Result, bail};
 use chromiumoxide::cdp::browser_protocol::input::{
-    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType, InsertTextParams,
-    MouseButton,
+    DispatchDragEventParams, DispatchDragEventType, DispatchKeyEventParams, DispatchKeyEventType,
+    DispatchMouseEventParams, DispatchMouseEventType, EventDragIntercepted, InsertTextParams, MouseButton,
+    SetInterceptDragsParams,
 };
+use futures::StreamExt;
 
 impl Runner<'_> {
     pub(super) async fn mouse_click(&self, x: f64, y: f64, click_count: i64) -> Result<()> {
@@ -32,6 +34,46 @@ impl Runner<'_> {
         page.execute(event(DispatchMouseEventType::MouseMoved)?).await?;
         page.execute(event(DispatchMouseEventType::MousePressed)?).await?;
         page.execute(event(DispatchMouseEventType::MouseReleased)?).await?;
+        Ok(())
+    }
+
+    /// Drags from `from` to `to` (points in the tab's viewport) as a person does: a press, `steps` moves with
+    /// the button held, a release. A page that starts the browser's own drag and drop (`draggable`
+    /// elements) is given its drop through DevTools' drag events, as the pointer alone cannot.
+    pub(super) async fn drag(&self, from: (f64, f64), to: (f64, f64), steps: u32) -> Result<()> {
+        let page = self.page()?;
+        let mouse = |kind, (x, y): (f64, f64), buttons: i64| {
+            DispatchMouseEventParams::builder()
+                .r#type(kind)
+                .x(x)
+                .y(y)
+                .button(MouseButton::Left)
+                .buttons(buttons)
+                .click_count(1)
+                .build()
+                .map_err(anyhow::Error::msg)
+        };
+        let mut intercepted = page.event_listener::<EventDragIntercepted>().await?;
+        page.execute(SetInterceptDragsParams::new(true)).await?;
+        page.execute(mouse(DispatchMouseEventType::MouseMoved, from, 0)?).await?;
+        page.execute(mouse(DispatchMouseEventType::MousePressed, from, 1)?).await?;
+        let steps = steps.clamp(5, 30);
+        for step in 1..=steps {
+            let along = f64::from(step) / f64::from(steps);
+            let at = (from.0 + (to.0 - from.0) * along, from.1 + (to.1 - from.1) * along);
+            page.execute(mouse(DispatchMouseEventType::MouseMoved, at, 1)?).await?;
+            tokio::time::sleep(Duration::from_millis(16)).await;
+        }
+        // The browser's own drag, if the page started one, is handed over here rather than to the pointer.
+        if let Ok(Some(drag)) = tokio::time::timeout(Duration::from_millis(50), intercepted.next()).await {
+            for kind in [DispatchDragEventType::DragEnter, DispatchDragEventType::DragOver, DispatchDragEventType::Drop]
+            {
+                let event = DispatchDragEventParams::new(kind, to.0, to.1, drag.data.clone());
+                page.execute(event).await?;
+            }
+        }
+        page.execute(mouse(DispatchMouseEventType::MouseReleased, to, 0)?).await?;
+        page.execute(SetInterceptDragsParams::new(false)).await?;
         Ok(())
     }
 

@@ -53,17 +53,32 @@ fn elements_call(function: &str, arguments: &[serde_json::Value]) -> String {
     format!("({ELEMENTS}).{function}({})", arguments.join(", "))
 }
 
-/// The page's search for `target`'s element (`locate` in `page/elements.js`): what it found, as a
-/// [`Sighting`] reads it.
-fn locate_expression(target: &ElementDescriptor) -> String {
-    elements_call("locate", &[json!(target.frame_path), json!(target.selector), json!(target.xpath)])
+/// The page's search for `target`'s element (`locate` in `page/elements.js`), scrolling it into view
+/// unless `stay`: what it found, as a [`Sighting`] reads it.
+fn locate_expression(target: &ElementDescriptor, stay: bool) -> String {
+    elements_call("locate", &[json!(target.frame_path), json!(target.selector), json!(target.xpath), json!(stay)])
 }
 
-/// Where an element is, in the tab's viewport.
+/// Where an element is, in the tab's viewport: its centre, and its size where it was seen.
 pub(super) struct Located {
     pub(super) x: f64,
     pub(super) y: f64,
+    pub(super) size: Option<(f64, f64)>,
     pub(super) by: LocatedBy,
+}
+
+impl Located {
+    /// The point `offset` from its top left corner inside the element, kept a pixel inside its box; its
+    /// centre when the offset or its size is not known.
+    pub(super) fn point_at(&self, offset: Option<(f64, f64)>) -> (f64, f64) {
+        match (self.size, offset) {
+            (Some((width, height)), Some(offset)) if width >= 2.0 && height >= 2.0 => (
+                self.x - width / 2.0 + offset.0.clamp(1.0, width - 1.0),
+                self.y - height / 2.0 + offset.1.clamp(1.0, height - 1.0),
+            ),
+            _ => (self.x, self.y),
+        }
+    }
 }
 
 /// What one look for an element found.
@@ -93,8 +108,12 @@ impl Runner<'_> {
     /// another origin, by its recorded position in that frame. Waits, at most the step timeout, for it to
     /// be there, visible and still; one there but never visible is acted on at the timeout all the same.
     pub(super) async fn locate(&self, call: &ToolCall) -> Result<Located> {
-        let target = call.target.as_ref().context("the call names no element")?;
-        let expression = locate_expression(target);
+        self.locate_element(call.target.as_ref().context("the call names no element")?, false).await
+    }
+
+    /// [`Runner::locate`] for any element the recording describes, scrolled into view unless `stay`.
+    pub(super) async fn locate_element(&self, target: &ElementDescriptor, stay: bool) -> Result<Located> {
+        let expression = locate_expression(target, stay);
         let deadline = Instant::now() + self.options.step_timeout;
         let mut previous: Option<Sighting> = None;
         loop {
@@ -102,10 +121,10 @@ impl Runner<'_> {
             let sighting = Sighting::of(&found);
             let timed_out = Instant::now() >= deadline;
             match &sighting {
-                Sighting::Element { x, y, visible, by, .. }
+                Sighting::Element { x, y, width, height, visible, by }
                     if (*visible && previous.as_ref() == Some(&sighting)) || timed_out =>
                 {
-                    return Ok(Located { x: *x, y: *y, by: *by });
+                    return Ok(Located { x: *x, y: *y, size: Some((*width, *height)), by: *by });
                 }
                 Sighting::CrossOrigin { left, top } => {
                     let bbox = target
@@ -115,6 +134,7 @@ impl Runner<'_> {
                     return Ok(Located {
                         x: left + bbox.x + bbox.width / 2.0,
                         y: top + bbox.y + bbox.height / 2.0,
+                        size: Some((bbox.width, bbox.height)),
                         by: LocatedBy::Position,
                     });
                 }
