@@ -8,7 +8,9 @@
 //! the requests it makes by itself) an agent that does nothing shows too: no checkpoint holds there.
 //!
 //! 1. **State changes** (`request`). A successful (2xx, 3xx) request other than GET, HEAD or OPTIONS, not
-//!    on the ignore list, not a ping or CSP report, that is no read-only lookup:
+//!    on the ignore list, not a ping or CSP report, not the page's own doing (sent after a page loaded and
+//!    before the person's next act in its tab, as the start's requests are: an editor saving its settings
+//!    as it opens), that is no read-only lookup:
 //!    - a GraphQL query that is not a `mutation` (or, sent by name only, whose name reads as one);
 //!    - a search, suggest or autocomplete endpoint: a word of its path, or the value of a field naming the
 //!      call (`call=qsearch`, `action=search`), is such a word ([`is_lookup_word`]);
@@ -20,7 +22,9 @@
 //!    that is a clock or an id the page made), and the body fields that a demonstration and an agent send
 //!    alike for the same intent: those the person typed or chose (by value, or by the name of a field
 //!    they acted on) and those the server gave (an earlier response or page address carries the value: an
-//!    id handed out, a form's hidden field). Clocks, nonces and ids the page made itself are left out by
+//!    id handed out, a form's hidden field). Where things sit on the screen is no part of the task (a
+//!    node's `x` and `y` on a canvas it was dropped onto: [`is_layout_field`]) unless typed, and is left out
+//!    too. Clocks, nonces and ids the page made itself are left out by
 //!    the rules replay matches with ([`canonical::is_volatile_field`], [`client_ids::is_id_shaped`]), and
 //!    so is anything secret.
 //! 2. **Pages reached** (`url`). A main-frame page a form submission led to, and a page a call reached
@@ -186,6 +190,34 @@ impl<'a> Context<'a> {
         self.acted_on.contains(path) || self.acted_on.contains(last)
     }
 
+    /// Whether the request of event `request_event` was the page's own doing: sent after a page loaded in its
+    /// tab (a new document, not a route of the same one) and before the person's next act there, by the
+    /// events' times (the recorder stores an exchange once it is whole, after what it led to).
+    fn page_sent_by_itself(&self, request_event: u64) -> bool {
+        let evidence = self.evidence;
+        let Some(sent) = evidence.position(request_event) else { return false };
+        let Some(tab) = evidence.events.iter().find(|record| record.id == request_event).map(|r| r.event.tab_id) else {
+            return false;
+        };
+        let latest = evidence
+            .events
+            .iter()
+            .filter(|record| record.event.tab_id == tab)
+            .filter(|record| match &record.event.kind {
+                EventKind::Action(action) => !action.page_made,
+                EventKind::Navigation(navigation) => {
+                    navigation.main_frame
+                        && record.event.frame_id.is_none()
+                        && navigation.cause != NavigationCause::Script
+                }
+                _ => false,
+            })
+            .filter_map(|record| Some((evidence.position(record.id)?, record)))
+            .filter(|(at, _)| *at < sent)
+            .max_by(|(a, _), (b, _)| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        latest.is_some_and(|(_, record)| matches!(record.event.kind, EventKind::Navigation(_)))
+    }
+
     /// Whether an id-shaped value was made by the page: the person did not type it, and the server did
     /// not give it ([`Context::server_gave`]).
     fn page_made(&self, value: &str) -> bool {
@@ -221,7 +253,7 @@ impl<'a> Context<'a> {
         if self.is_typed(value) || self.acted_on_field(name) {
             return true;
         }
-        if looks_like_token(value) {
+        if looks_like_token(value) || is_layout_field(name, value) {
             return false;
         }
         if self.evidence.responses.is_empty() {
@@ -317,6 +349,43 @@ pub fn start_page<'e>(evidence: &'e Evidence, trajectory: &Trajectory) -> Option
         .or(evidence.pages.first())
 }
 
+/// Names of where a thing sits or how large it is on the screen (a JSON path by its last member).
+const LAYOUT_NAMES: &[&str] = &[
+    "x",
+    "y",
+    "x1",
+    "y1",
+    "x2",
+    "y2",
+    "cx",
+    "cy",
+    "dx",
+    "dy",
+    "left",
+    "top",
+    "right",
+    "bottom",
+    "width",
+    "height",
+    "w",
+    "h",
+    "zoom",
+    "scale",
+    "scrollx",
+    "scrolly",
+    "scrolltop",
+    "scrollleft",
+    "offsetx",
+    "offsety",
+];
+
+/// Whether a body field says where something sits on the screen: a number under a [`LAYOUT_NAMES`] name. A
+/// canvas editor sends each node's position as the person dropped it; another drop does the same task.
+fn is_layout_field(name: &str, value: &str) -> bool {
+    let last = name.rsplit(['.', '[']).next().unwrap_or(name).trim_end_matches(']');
+    LAYOUT_NAMES.iter().any(|layout| last.eq_ignore_ascii_case(layout)) && value.trim().parse::<f64>().is_ok()
+}
+
 /// Whether a request sends `value` whole: as a path segment, a query parameter's value or a body field's.
 fn sends_value(exchange: &Exchange, value: &str) -> bool {
     let Ok(url) = url::Url::parse(&exchange.url) else { return exchange.url.contains(value) };
@@ -359,10 +428,14 @@ fn state_changes(context: &Context<'_>, ignored: &[String]) -> Vec<(Position, Ca
         {
             continue;
         }
-        // What the start page sends by itself is no step of the person's, nor part of their bursts.
+        // What the start page sends by itself is no step of the person's, nor part of their bursts; nor is
+        // what any page sends by itself as it loads.
         let Some(at) = evidence.position(exchange.request_event).filter(|at| *at >= context.first_step) else {
             continue;
         };
+        if context.page_sent_by_itself(exchange.request_event) {
+            continue;
+        }
         let fields = exchange
             .post_data
             .as_deref()
@@ -754,6 +827,51 @@ mod tests {
             [&request("POST", "/api/cart", &[("id", "1"), ("qty", "2")]), &text("Added 2 mugs to your cart")]
         );
         assert_reached_in_order(&checkpoints, &evidence);
+    }
+
+    /// Issue #44: a canvas editor sends each node's position as the person dropped it, and saves its own
+    /// settings as it opens; neither is the task.
+    #[test]
+    fn positions_on_a_canvas_and_what_a_page_saves_as_it_loads_are_no_part_of_the_task() {
+        let mut recording = Recording::default();
+        recording.navigate(0.0, "/", "typed");
+        recording.page(100.0, "/", &format!("{SHOP}<main><h1>Flows</h1></main>"));
+        recording.act(1000.0, "click", "/", "palette", None);
+        // The person opens the editor again: it saves its settings by itself as it loads.
+        recording.navigate(2000.0, "/editor", "typed");
+        recording.request(2100.0, "POST", "/settings/user", Some(r#"{"view":{"grid":"true"}}"#), Some(""), false);
+        recording.page(2200.0, "/editor", &format!("{SHOP}<main><h1>Editor</h1></main>"));
+        // A response that happens to hold the numbers (a style sheet, a script) gives no position.
+        recording.request(
+            2150.0,
+            "GET",
+            "/editor.css",
+            None,
+            Some(".node { width: 120px; left: 250px; top: 150px }"),
+            false,
+        );
+        recording.act(3000.0, "input", "/editor", "name", Some("Ping every minute"));
+        recording.act(3500.0, "click", "/editor", "deploy", None);
+        let flows = r#"{"flows":[{"type":"inject","name":"Ping every minute","x":"250","y":"150","w":"120"}]}"#;
+        recording.request(3510.0, "POST", "/flows", Some(flows), Some(r#"{"rev":"1"}"#), false);
+        recording.page(4000.0, "/editor", &format!("{SHOP}<main><h1>Editor</h1><p role=status>Deployed</p></main>"));
+        let (checkpoints, evidence) = recording.select();
+        assert_eq!(
+            predicates(&checkpoints),
+            [&request("POST", "/flows", &[("flows[0].name", "Ping every minute")]), &text("Deployed")]
+        );
+        assert_reached_in_order(&checkpoints, &evidence);
+
+        // A write the person's act sent right after a page loaded is theirs, and a position they typed stays.
+        let mut recording = Recording::default();
+        recording.navigate(0.0, "/editor", "typed");
+        recording.page(100.0, "/editor", &format!("{SHOP}<main><h1>Editor</h1></main>"));
+        recording.act(1000.0, "input", "/editor", "x", Some("250"));
+        recording.act(1500.0, "click", "/editor", "save", None);
+        recording.request(1510.0, "POST", "/settings/user", Some(r#"{"x":"250"}"#), Some(""), false);
+        recording.page(2000.0, "/editor", &format!("{SHOP}<main><h1>Editor</h1><p role=status>Saved</p></main>"));
+        let (checkpoints, _) = recording.select();
+        assert_eq!(predicates(&checkpoints)[0], &request("POST", "/settings/user", &[("x", "250")]));
     }
 
     /// A state change whose result arrives late (an answer over a socket, a kernel's output): the capture
