@@ -22,6 +22,10 @@
 // counts add up across the tab's documents of one origin. A worker, which has no session storage, runs this
 // script too (at the head of its own) and sends its counts to its page's top document on a broadcast channel
 // of the same name (every top document of the origin hears it: with two such tabs open, both count it).
+//
+// A server's frame the recording has after a write the page made over HTTP (`after`: `POST /flows`, a deploy
+// whose notifications the server pushed) is played once the page has made that write since its last frame
+// on the socket (its `fetch` or `XMLHttpRequest` answered), not at once: the frames after it wait with it.
 (() => {
   const RECORDED = __TRACE_WEBSOCKETS__;
   const NativeWebSocket = globalThis.WebSocket;
@@ -47,6 +51,48 @@
   if (channel && isTop) channel.onmessage = (event) => add(event.data);
   const count = (what) => (inWorker && channel ? channel.postMessage(what) : add(what));
   const opened = new Map();
+  // The sockets playing back, to hear of the page's writes.
+  const live = new Set();
+  const wrote = (method, url) => {
+    let key;
+    try {
+      key = `${String(method || "GET").toUpperCase()} ${new URL(url, location.href).pathname}`;
+    } catch {
+      return;
+    }
+    for (const socket of live) socket._wrote(key);
+  };
+  const nativeFetch = globalThis.fetch;
+  if (typeof nativeFetch === "function") {
+    globalThis.fetch = function fetch(input, init) {
+      const answered = nativeFetch.apply(this, arguments);
+      const method = (init && init.method) || (input && typeof input === "object" && input.method) || "GET";
+      const url = input && typeof input === "object" && "url" in input ? input.url : String(input);
+      answered.then(() => wrote(method, url), () => {});
+      return answered;
+    };
+  }
+  const beacon = globalThis.navigator && globalThis.navigator.sendBeacon;
+  if (typeof beacon === "function") {
+    globalThis.navigator.sendBeacon = function sendBeacon(url) {
+      const queued = beacon.apply(this, arguments);
+      if (queued) wrote("POST", url);
+      return queued;
+    };
+  }
+  const Xhr = globalThis.XMLHttpRequest;
+  if (Xhr) {
+    const { open, send } = Xhr.prototype;
+    Xhr.prototype.open = function (method, url) {
+      this.__traceReplayWrite = [method, url];
+      return open.apply(this, arguments);
+    };
+    Xhr.prototype.send = function () {
+      const [method, url] = this.__traceReplayWrite || [];
+      this.addEventListener("load", () => wrote(method, url), { once: true });
+      return send.apply(this, arguments);
+    };
+  }
   const sorted = (value) =>
     Array.isArray(value)
       ? value.map(sorted)
@@ -124,6 +170,9 @@
       this._frames = transcript.frames;
       // The recorded frames the page sent that a frame of this page has matched.
       this._used = new Set();
+      // The writes the page made since its last frame, and where play waits for one (see above).
+      this._writes = new Set();
+      this._waiting = [];
       // Recorded id → the page's own (see above), from the URL first.
       this._ids = new Map();
       pairUrls(this._ids, transcript.url, absolute);
@@ -137,6 +186,7 @@
       setTimeout(() => {
         if (this.readyState !== WebSocket.CONNECTING) return;
         this.readyState = WebSocket.OPEN;
+        live.add(this);
         this._fire(new Event("open"));
         this._play(0);
       });
@@ -148,10 +198,23 @@
       if (typeof handler === "function") handler.call(this, event);
     }
 
-    // The server's frames from `next` up to the page's next one, each in a task of its own.
+    // A write the page made: frames waiting for it play.
+    _wrote(key) {
+      this._writes.add(key);
+      const ready = this._waiting.filter((at) => this._frames[at].after === key);
+      this._waiting = this._waiting.filter((at) => this._frames[at].after !== key);
+      for (const at of ready) this._play(at);
+    }
+
+    // The server's frames from `next` up to the page's next one, each in a task of its own; from one that
+    // waits for a write the page has not made, later.
     _play(next) {
       for (; next < this._frames.length && !this._frames[next].sent; next++) {
         const frame = this._frames[next];
+        if (frame.after && !this._writes.has(frame.after)) {
+          this._waiting.push(next);
+          return;
+        }
         count("played");
         setTimeout(() => {
           if (this.readyState !== WebSocket.OPEN) return;
@@ -201,12 +264,14 @@
       const at = match >= 0 ? match : next;
       if (at < 0) return;
       this._used.add(at);
+      this._writes.clear();
       this._play(at + 1);
     }
 
     close(code = 1000, reason = "") {
       if (this.readyState >= WebSocket.CLOSING) return;
       this.readyState = WebSocket.CLOSED;
+      live.delete(this);
       setTimeout(() => this._fire(new CloseEvent("close", { code, reason, wasClean: true })));
     }
   }

@@ -94,7 +94,14 @@ pub fn websockets(transcripts: &[Transcript]) -> Option<String> {
             let frames: Vec<serde_json::Value> = transcript
                 .frames
                 .iter()
-                .map(|frame| serde_json::json!({"sent": frame.sent, "binary": frame.is_binary(), "data": frame.data}))
+                .map(|frame| {
+                    let mut played =
+                        serde_json::json!({"sent": frame.sent, "binary": frame.is_binary(), "data": frame.data});
+                    if let Some(write) = &frame.after_write {
+                        played["after"] = serde_json::json!(write);
+                    }
+                    played
+                })
                 .collect();
             serde_json::json!({"url": transcript.url, "frames": frames})
         })
@@ -128,7 +135,7 @@ mod tests {
     #[test]
     fn a_recorded_socket_plays_the_servers_frames_in_answer_to_the_pages() {
         use trace_analysis::websocket::Frame;
-        let frame = |sent: bool, data: &str| Frame { sent, opcode: 1, data: data.to_owned() };
+        let frame = |sent: bool, data: &str| Frame { sent, opcode: 1, data: data.to_owned(), after_write: None };
         let transcript = Transcript {
             url: "ws://s.test/chat".to_owned(),
             frames: vec![
@@ -170,6 +177,60 @@ mod tests {
         assert!(websockets(&[]).is_none());
     }
 
+    /// Issue #44: the server pushed notifications after the page's deploy over HTTP; played at once, they
+    /// came before anything had been deployed.
+    #[test]
+    fn a_frame_pushed_after_a_write_waits_for_the_pages_write() {
+        use trace_analysis::websocket::Frame;
+        let frame = |sent: bool, data: &str, after_write: Option<&str>| Frame {
+            sent,
+            opcode: 1,
+            data: data.to_owned(),
+            after_write: after_write.map(str::to_owned),
+        };
+        let transcript = Transcript {
+            url: "ws://s.test/comms".to_owned(),
+            frames: vec![
+                frame(true, "subscribe", None),
+                frame(false, "subscribed", None),
+                frame(false, "deployed", Some("POST /flows")),
+                frame(false, "heartbeat", Some("POST /flows")),
+            ],
+        };
+        let prelude = r#"
+            globalThis.location = { href: "http://s.test/" };
+            const items = new Map();
+            globalThis.sessionStorage = { getItem: (k) => items.get(k) ?? null, setItem: (k, v) => items.set(k, String(v)) };
+            globalThis.WebSocket = class { constructor(url) { this.native = url; } };
+            globalThis.fetch = async () => ({ ok: true });
+        "#;
+        let probe = r#"
+            const seen = [];
+            const socket = new WebSocket("ws://s.test/comms");
+            socket.onopen = () => socket.send("subscribe");
+            socket.onmessage = (event) => seen.push(event.data);
+            setTimeout(async () => {
+              const before = [...seen];
+              await fetch("/flows?_=1", { method: "GET" });
+              const afterReading = [...seen];
+              await fetch("http://s.test/flows", { method: "post", body: "{}" });
+              setTimeout(() => console.log(JSON.stringify([before, afterReading, seen])), 20);
+            }, 30);
+        "#;
+        let script = websockets(std::slice::from_ref(&transcript)).unwrap();
+        let printed = run_in_node(
+            &format!(
+                "{prelude}
+{script}"
+            ),
+            probe,
+        );
+        let printed: serde_json::Value = serde_json::from_str(printed.trim()).unwrap();
+        assert_eq!(printed[0], serde_json::json!(["subscribed"]), "the answer comes at once, the push waits");
+        assert_eq!(printed[1], serde_json::json!(["subscribed"]), "a read is not the write");
+        assert_eq!(printed[2], serde_json::json!(["subscribed", "deployed", "heartbeat"]));
+    }
+
     /// A kernel's socket: the page puts a session id of its own making in the URL, and a message id of its
     /// own and its clock's time in each message; the server's replies echo the ids. The page of a replay
     /// makes other ids, at another time; the recording's session id was redacted.
@@ -177,11 +238,12 @@ mod tests {
     fn a_socket_whose_url_and_frames_carry_ids_the_page_made_plays_them_back_with_the_pages_ids() {
         use base64::Engine;
         use trace_analysis::websocket::Frame;
-        let text = |sent: bool, data: &str| Frame { sent, opcode: 1, data: data.to_owned() };
+        let text = |sent: bool, data: &str| Frame { sent, opcode: 1, data: data.to_owned(), after_write: None };
         let binary = |sent: bool, data: &str| Frame {
             sent,
             opcode: 2,
             data: base64::engine::general_purpose::STANDARD.encode([&[3u8, 0, 0, 0][..], data.as_bytes()].concat()),
+            after_write: None,
         };
         // As a redacted bundle holds the session id: its placeholder in the URL, and in the frames cut to the
         // id's length (a stand-in with no digit left in it).
@@ -250,7 +312,7 @@ mod tests {
         use trace_analysis::websocket::Frame;
         let transcript = Transcript {
             url: "ws://s.test/stores/782/qwertyui/websocket".to_owned(),
-            frames: vec![Frame { sent: false, opcode: 1, data: "o".to_owned() }],
+            frames: vec![Frame { sent: false, opcode: 1, data: "o".to_owned(), after_write: None }],
         };
         let prelude = r#"
             globalThis.location = { href: "http://s.test/" };
