@@ -74,7 +74,11 @@ pub fn perturbations(task_type: TaskType, calls: &[ToolCall], checkpoints: &[Che
     let mut runs: Vec<AuditRunKind> = steps.into_iter().map(|step| AuditRunKind::StepLeftOut { step }).collect();
     for (index, call) in calls.iter().enumerate() {
         let carried = changes.iter().any(|checkpoint| {
-            let Predicate::Request { url_pattern, body_fields, .. } = &checkpoint.predicate else { return false };
+            let (url_pattern, body_fields) = match &checkpoint.predicate {
+                Predicate::Request { url_pattern, body_fields, .. } => (url_pattern, body_fields),
+                Predicate::Frame { url_pattern, fields } => (url_pattern, fields),
+                Predicate::Url { .. } | Predicate::Text { .. } => return false,
+            };
             // A value the person replaced in the same field before the state change never reached it:
             // altering it is no alternative the site could tell apart.
             let sent_by = checkpoint.step.unwrap_or(calls.len());
@@ -128,7 +132,8 @@ fn is_state_change(checkpoint: &Checkpoint, all: &[Checkpoint]) -> bool {
     match checkpoint.role {
         Some(role) => role == CheckpointRole::StateChange,
         None => {
-            !all.iter().any(|other| other.role.is_some()) && matches!(checkpoint.predicate, Predicate::Request { .. })
+            !all.iter().any(|other| other.role.is_some())
+                && matches!(checkpoint.predicate, Predicate::Request { .. } | Predicate::Frame { .. })
         }
     }
 }

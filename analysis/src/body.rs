@@ -121,6 +121,45 @@ pub fn form_fields(body: &str, content_type: Option<&str>) -> Vec<(String, Strin
     }
 }
 
+/// The fields of a text frame a page sent on a WebSocket, named as a JSON body's are ([`form_fields`]): the
+/// JSON after any run of digits a protocol puts first (Socket.IO's `42["event",…]`), its strings that hold
+/// JSON themselves read into (SockJS sends each message as a JSON string in an array). None for a frame
+/// that holds no JSON object or array.
+pub fn frame_fields(data: &str) -> Vec<(String, String)> {
+    let json = data.trim_start_matches(|c: char| c.is_ascii_digit());
+    let Ok(mut value) = serde_json::from_str::<Value>(json) else { return Vec::new() };
+    if !(value.is_object() || value.is_array()) {
+        return Vec::new();
+    }
+    read_into_json_strings(&mut value, 0);
+    let mut fields = Vec::new();
+    json_leaves(&value, &mut String::new(), &mut |_, _| true, &mut |path, leaf| {
+        if let Some(text) = leaf_text(leaf) {
+            fields.push((path.to_owned(), text));
+        }
+    });
+    fields
+}
+
+/// Replaces each string of `value` that holds a JSON object or array by what it holds, a few levels deep.
+fn read_into_json_strings(value: &mut Value, depth: usize) {
+    const DEEPEST: usize = 3;
+    if depth > DEEPEST {
+        return;
+    }
+    match value {
+        Value::String(text) if text.starts_with(['{', '[']) => {
+            if let Ok(inner @ (Value::Object(_) | Value::Array(_))) = serde_json::from_str::<Value>(text) {
+                *value = inner;
+                read_into_json_strings(value, depth + 1);
+            }
+        }
+        Value::Object(map) => map.values_mut().for_each(|item| read_into_json_strings(item, depth)),
+        Value::Array(items) => items.iter_mut().for_each(|item| read_into_json_strings(item, depth)),
+        _ => {}
+    }
+}
+
 /// Walks a JSON value's leaves, each named by its path (`a.b`, `items[0]`): `keep` decides, member by
 /// member, what is walked into; `leaf` gets every scalar kept, and every empty object and array.
 pub fn json_leaves(
@@ -339,6 +378,22 @@ impl ContentEncoding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_socket_frame_is_read_as_json_behind_its_protocols_prefix_and_inside_its_strings() {
+        let fields = |data: &str| frame_fields(data);
+        assert_eq!(fields(r#"{"add":3,"who":"ann"}"#), [("add".into(), "3".into()), ("who".into(), "ann".into())]);
+        // Socket.IO: a packet type before the JSON.
+        assert_eq!(
+            fields(r#"42["event",{"id":6,"args":["7"]}]"#),
+            [("[0]".to_owned(), "event".to_owned()), ("[1].args[0]".into(), "7".into()), ("[1].id".into(), "6".into())]
+        );
+        // SockJS: messages as JSON strings in an array.
+        assert_eq!(fields(r#"["{\"order\":\"lamp\"}"]"#), [("[0].order".to_owned(), "lamp".to_owned())]);
+        for nothing in ["2", "40", "ping", r#""text""#, "", "{not json"] {
+            assert!(fields(nothing).is_empty(), "{nothing:?}");
+        }
+    }
 
     fn fields(body: &str, content_type: Option<&str>) -> Vec<(String, String)> {
         form_fields(body, content_type)

@@ -27,6 +27,12 @@
 //!    too. Clocks, nonces and ids the page made itself are left out by
 //!    the rules replay matches with ([`canonical::is_volatile_field`], [`client_ids::is_id_shaped`]), and
 //!    so is anything secret.
+//!
+//!    Over a WebSocket (`frame`), likewise: a text frame the page sent on a socket within
+//!    [`FRAME_EFFECT_MS`] of the person's act in its tab (not the page's own, after a load and before any
+//!    act: a subscription, a ping), read as JSON ([`frame_fields`]), with the fields kept as a
+//!    request's body fields are; a frame with none kept is no change (a ping, an acknowledgement). Of a
+//!    burst of frames on one socket with the same fields (a slider nudged key by key), the last.
 //! 2. **Pages reached** (`url`). A main-frame page a form submission led to, and a page a call reached
 //!    right after the person typed (a search), by its scheme-less URL, cut before a volatile query
 //!    parameter or an id the page made.
@@ -44,13 +50,13 @@
 //! that order, so that the demonstration itself reaches them all in order. A predicate that does not hold
 //! on the recording, holds at its start, or names a secret, is dropped.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use trace_manifest::event::{EventKind, NavigationCause};
+use trace_manifest::event::{EventKind, EventRecord, NavigationCause, WebSocketOp};
 use trace_manifest::postprocess::{Checkpoint, CheckpointRole, Predicate};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 
-use crate::body::form_fields;
+use crate::body::{form_fields, frame_fields};
 use crate::canonical::{self, Clocks};
 use crate::client_ids;
 use crate::evidence::{Evidence, PageText, Position, Region, compact, holds};
@@ -81,7 +87,9 @@ pub fn select(
     ignored: &[String],
 ) -> Vec<Checkpoint> {
     let context = Context::of(evidence, trajectory, credentials);
-    let changes = state_changes(&context, ignored);
+    let mut changes = state_changes(&context, ignored);
+    changes.extend(socket_changes(&context));
+    changes.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
     let last_change = changes.iter().map(|(at, _)| *at).fold(None, |last: Option<Position>, at| match last {
         Some(last) if last >= at => Some(last),
         _ => Some(at),
@@ -190,16 +198,23 @@ impl<'a> Context<'a> {
         self.acted_on.contains(path) || self.acted_on.contains(last)
     }
 
-    /// Whether the request of event `request_event` was the page's own doing: sent after a page loaded in its
-    /// tab (a new document, not a route of the same one) and before the person's next act there, by the
-    /// events' times (the recorder stores an exchange once it is whole, after what it led to).
-    fn page_sent_by_itself(&self, request_event: u64) -> bool {
+    /// Whether the person acted in event `event`'s tab within `window_ms` before it, and no page loaded there
+    /// since: what the page did then is the act's doing.
+    fn act_just_before(&self, event: u64, window_ms: f64) -> bool {
         let evidence = self.evidence;
-        let Some(sent) = evidence.position(request_event) else { return false };
-        let Some(tab) = evidence.events.iter().find(|record| record.id == request_event).map(|r| r.event.tab_id) else {
+        let Some(at) = evidence.position(event) else { return false };
+        let Some(tab) = evidence.events.iter().find(|record| record.id == event).map(|r| r.event.tab_id) else {
             return false;
         };
-        let latest = evidence
+        self.latest_before(tab, at).is_some_and(|(acted, record)| {
+            matches!(record.event.kind, EventKind::Action(_)) && at.ts - acted.ts <= window_ms
+        })
+    }
+
+    /// The latest act of the person's or page load in `tab` before `at`, with its position.
+    fn latest_before(&self, tab: Option<i64>, at: Position) -> Option<(Position, &'a EventRecord)> {
+        let evidence = self.evidence;
+        evidence
             .events
             .iter()
             .filter(|record| record.event.tab_id == tab)
@@ -213,9 +228,20 @@ impl<'a> Context<'a> {
                 _ => false,
             })
             .filter_map(|record| Some((evidence.position(record.id)?, record)))
-            .filter(|(at, _)| *at < sent)
-            .max_by(|(a, _), (b, _)| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-        latest.is_some_and(|(_, record)| matches!(record.event.kind, EventKind::Navigation(_)))
+            .filter(|(position, _)| *position < at)
+            .max_by(|(a, _), (b, _)| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
+    }
+
+    /// Whether the request of event `request_event` was the page's own doing: sent after a page loaded in its
+    /// tab (a new document, not a route of the same one) and before the person's next act there, by the
+    /// events' times (the recorder stores an exchange once it is whole, after what it led to).
+    fn page_sent_by_itself(&self, request_event: u64) -> bool {
+        let evidence = self.evidence;
+        let Some(sent) = evidence.position(request_event) else { return false };
+        let Some(tab) = evidence.events.iter().find(|record| record.id == request_event).map(|r| r.event.tab_id) else {
+            return false;
+        };
+        self.latest_before(tab, sent).is_some_and(|(_, record)| matches!(record.event.kind, EventKind::Navigation(_)))
     }
 
     /// Whether an id-shaped value was made by the page: the person did not type it, and the server did
@@ -415,6 +441,59 @@ fn earliest(evidence: &Evidence, ids: &[u64]) -> Option<Position> {
 
 /// A state-changing exchange, where its request was, and the fields of its body.
 type Change<'e> = (Position, &'e Exchange, Vec<(String, String)>);
+
+/// How long after a person's act a frame the page sent is still the act's doing (a throttled or debounced
+/// control sends a moment later).
+pub const FRAME_EFFECT_MS: f64 = 2_000.0;
+
+/// Rule 1 over WebSockets: the frames the person's acts sent, each with its position.
+fn socket_changes(context: &Context<'_>) -> Vec<(Position, Candidate)> {
+    let evidence = context.evidence;
+    let mut sockets: HashMap<(Option<i64>, &str), &str> = HashMap::new();
+    // The frames kept so far; one with the same socket and field names as the last kept replaces it.
+    let mut kept: Vec<(Position, String, BTreeMap<String, String>)> = Vec::new();
+    for record in &evidence.events {
+        let EventKind::WebSocket(socket) = &record.event.kind else { continue };
+        let key = (record.event.tab_id, socket.request_id.as_str());
+        if socket.op == WebSocketOp::Opened {
+            if let Some(url) = &socket.url {
+                sockets.insert(key, url);
+            }
+            continue;
+        }
+        let (WebSocketOp::Sent, Some(data), Some(url)) = (socket.op, &socket.data, sockets.get(&key)) else {
+            continue;
+        };
+        if socket.opcode.unwrap_or(1) != 1 || !context.act_just_before(record.id, FRAME_EFFECT_MS) {
+            continue;
+        }
+        let Some(at) = evidence.position(record.id).filter(|at| *at >= context.first_step) else { continue };
+        let mut fields = BTreeMap::new();
+        for (name, value) in frame_fields(data) {
+            if !fields.contains_key(&name) && context.keeps_field(&name, &value) {
+                fields.insert(name, value);
+            }
+        }
+        let url_pattern = context.path_pattern(url);
+        if fields.is_empty() || context.mentions_secret(&url_pattern) {
+            continue;
+        }
+        let same_burst = kept
+            .last()
+            .is_some_and(|(_, last_url, last_fields)| *last_url == url_pattern && last_fields.keys().eq(fields.keys()));
+        if same_burst {
+            kept.pop();
+        }
+        kept.push((at, url_pattern, fields));
+    }
+    kept.into_iter()
+        .map(|(at, url_pattern, fields)| {
+            let reason = format!("the page sent a frame on {url_pattern}: the site's state changed over its socket");
+            let predicate = Predicate::Frame { url_pattern, fields };
+            (at, Candidate { role: CheckpointRole::StateChange, reason, predicate, proposed_by: None })
+        })
+        .collect()
+}
 
 /// Rule 1: the state changes, each with the position of its request.
 fn state_changes(context: &Context<'_>, ignored: &[String]) -> Vec<(Position, Candidate)> {
@@ -827,6 +906,40 @@ mod tests {
             [&request("POST", "/api/cart", &[("id", "1"), ("qty", "2")]), &text("Added 2 mugs to your cart")]
         );
         assert_reached_in_order(&checkpoints, &evidence);
+    }
+
+    /// Issue #44: a server-driven page changes the server's state over its socket only.
+    #[test]
+    fn a_frame_the_persons_act_sent_over_a_socket_is_a_state_change() {
+        let mut recording = Recording::default();
+        recording.navigate(0.0, "/calc", "typed");
+        recording.socket(50.0, "opened", "/ws?client=8f3a9b2c77");
+        // The page's own, as it loads: a subscription.
+        recording.socket(60.0, "sent", r#"{"subscribe":"totals"}"#);
+        recording.page(100.0, "/calc", &format!("{SHOP}<main><h1>Calculator</h1><p>Total 0</p></main>"));
+        // A slider nudged twice: a burst of one field, its last value kept.
+        recording.act(1000.0, "input", "/calc", "amount", Some("4"));
+        recording.socket(1010.0, "sent", r#"42["event",{"amount":"4"}]"#);
+        recording.act(1200.0, "input", "/calc", "amount", Some("6"));
+        recording.socket(1210.0, "sent", r#"42["event",{"amount":"6"}]"#);
+        recording.socket(1250.0, "received", r#"42["update",{"amount":"6"}]"#);
+        recording.act(2000.0, "click", "/calc", "add", None);
+        recording.socket(2010.0, "sent", r#"{"add":"6"}"#);
+        // A ping a moment later, and a frame long after any act: neither the person's change.
+        recording.socket(2020.0, "sent", "2");
+        recording.socket(9000.0, "sent", r#"{"amount":"6","heartbeat":"1"}"#);
+        recording.page(2500.0, "/calc", &format!("{SHOP}<main><h1>Calculator</h1><p>Total 6</p></main>"));
+        let (checkpoints, evidence) = recording.select();
+        let frame = |fields: &[(&str, &str)]| Predicate::Frame {
+            url_pattern: "app.test/ws".into(),
+            fields: fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        };
+        assert_eq!(
+            predicates(&checkpoints),
+            [&frame(&[("[0]", "event"), ("[1].amount", "6")]), &frame(&[("add", "6")]), &text("Total 6")]
+        );
+        assert_reached_in_order(&checkpoints, &evidence);
+        assert!(checkpoints.iter().take(2).all(|checkpoint| checkpoint.role == Some(CheckpointRole::StateChange)));
     }
 
     /// Issue #44: a canvas editor sends each node's position as the person dropped it, and saves its own

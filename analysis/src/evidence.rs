@@ -7,10 +7,10 @@
 
 #[cfg(feature = "native")]
 use trace_manifest::archive::Bundle;
-use trace_manifest::event::{EventKind, EventRecord};
+use trace_manifest::event::{EventKind, EventRecord, WebSocketOp};
 use trace_manifest::postprocess::Predicate;
 
-use crate::body::form_fields;
+use crate::body::{form_fields, frame_fields};
 use crate::exchange::Exchange;
 use crate::html::{RAW_TEXT_ELEMENTS, Token, Tokens, VOID_ELEMENTS, attribute, tag_name};
 pub use crate::html::{collapse_whitespace, decode_entities};
@@ -274,6 +274,31 @@ pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
             })
             .map(|exchange| exchange.request_event)
             .collect(),
+        Predicate::Frame { url_pattern, fields } => {
+            // Each socket's URL, from its opening, by its tab and DevTools id.
+            let mut sockets: std::collections::HashMap<(Option<i64>, &str), &str> = std::collections::HashMap::new();
+            let mut held = Vec::new();
+            for record in &evidence.events {
+                let EventKind::WebSocket(socket) = &record.event.kind else { continue };
+                let key = (record.event.tab_id, socket.request_id.as_str());
+                match (socket.op, &socket.url, &socket.data) {
+                    (WebSocketOp::Opened, Some(url), _) => {
+                        sockets.insert(key, url);
+                    }
+                    (WebSocketOp::Sent, _, Some(data)) if socket.opcode.unwrap_or(1) == 1 => {
+                        let on_socket = sockets.get(&key).is_some_and(|url| urls::matches(url_pattern, url));
+                        if on_socket && !fields.is_empty() {
+                            let sent = frame_fields(data);
+                            if fields.iter().all(|(name, value)| sent.iter().any(|(n, v)| n == name && v == value)) {
+                                held.push(record.id);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            held
+        }
         Predicate::Url { pattern } => evidence
             .events
             .iter()

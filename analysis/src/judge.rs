@@ -271,6 +271,10 @@ pub fn predicate_in_words(predicate: &Predicate) -> String {
             }
             words
         }
+        Predicate::Frame { url_pattern, fields } => {
+            let fields: Vec<String> = fields.iter().map(|(name, value)| format!("`{name}` = `{value}`")).collect();
+            format!("the page sent a frame on a socket whose URL contains `{url_pattern}`, with {}", fields.join(", "))
+        }
         Predicate::Url { pattern } => format!("a page whose URL contains `{pattern}` was reached"),
         Predicate::Text { text } => format!("a page showed the text `{text}`"),
     }

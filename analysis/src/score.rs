@@ -95,7 +95,7 @@ pub fn action_success(scores: &CheckpointScores) -> (bool, String) {
         .iter()
         .filter(|item| match item.role {
             Some(role) => role == CheckpointRole::StateChange,
-            None => !with_roles && matches!(item.predicate, Predicate::Request { .. }),
+            None => !with_roles && matches!(item.predicate, Predicate::Request { .. } | Predicate::Frame { .. }),
         })
         .collect();
     let finals: Vec<&CheckpointOutcome> = if with_roles {

@@ -94,6 +94,19 @@ impl Recording {
     }
 
     /// The recording's evidence and trajectory.
+    /// A socket event: `op` `opened` with the socket's `url` (a path of the site's, as `ws://`), or `sent`
+    /// and `received` with a text frame's `data`.
+    pub fn socket(&mut self, at: f64, op: &str, url_or_data: &str) {
+        let mut event = json!({"type": "websocket", "request_id": "s1", "op": op});
+        if op == "opened" {
+            event["url"] = json!(format!("{}{url_or_data}", SITE.replace("http", "ws")));
+        } else {
+            event["opcode"] = json!(1);
+            event["data"] = json!(url_or_data);
+        }
+        self.push(at, event);
+    }
+
     pub fn evidence(self) -> (Evidence, Trajectory) {
         let mut events = self.events;
         events.sort_by_key(|record| record.id);

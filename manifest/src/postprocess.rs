@@ -118,6 +118,14 @@ pub enum Predicate {
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         body_fields: BTreeMap<String, String>,
     },
+    /// A frame the page sent on a WebSocket whose URL contains `url_pattern`, carrying these fields: a
+    /// state change a server-driven page makes over its socket, as a request does over HTTP.
+    Frame {
+        url_pattern: String,
+        /// Fields the frame's JSON must carry with these values (named by path as body fields are); never a
+        /// secret, never empty.
+        fields: BTreeMap<String, String>,
+    },
     /// A main-frame page whose URL contains `pattern` was reached.
     Url { pattern: String },
     /// A main-frame page shows `text`.

@@ -23,6 +23,9 @@
 // script too (at the head of its own) and sends its counts to its page's top document on a broadcast channel
 // of the same name (every top document of the origin hears it: with two such tabs open, both count it).
 //
+// Where the replay records a session (`trace-replay eval`, the audit), the sockets opened and the text frames
+// the page sent are reported through the DevTools binding named below, as the recorder records them.
+//
 // A server's frame the recording has after a write the page made over HTTP (`after`: `POST /flows`, a deploy
 // whose notifications the server pushed) is played once the page has made that write since its last frame
 // on the socket (its `fetch` or `XMLHttpRequest` answered), not at once: the frames after it wait with it.
@@ -31,6 +34,19 @@
   const NativeWebSocket = globalThis.WebSocket;
   if (!NativeWebSocket || !RECORDED.length) return;
   const COUNTS = "__trace_replay_websocket_frames__";
+  const REPORT = __TRACE_SOCKET_BINDING__;
+  // Frames larger than this are reported without their data: a session records what a person's action sends.
+  const REPORTED_CHARS = 65536;
+  let reported = 0;
+  const report = (message) => {
+    const binding = globalThis[REPORT];
+    if (typeof binding !== "function") return;
+    try {
+      binding(JSON.stringify(message));
+    } catch {
+      // A binding the page replaced or removed: nothing to tell.
+    }
+  };
   let stats = { matched: 0, unmatched: 0, played: 0 };
   try {
     stats = { ...stats, ...JSON.parse(sessionStorage.getItem(COUNTS) || "{}") };
@@ -187,6 +203,8 @@
         if (this.readyState !== WebSocket.CONNECTING) return;
         this.readyState = WebSocket.OPEN;
         live.add(this);
+        this._reportedAs = `replayed-${(reported += 1)}`;
+        report({ op: "opened", id: this._reportedAs, url: absolute });
         this._fire(new Event("open"));
         this._play(0);
       });
@@ -235,6 +253,7 @@
       if (this.readyState === WebSocket.CONNECTING) throw new DOMException("Still in CONNECTING state.", "InvalidStateError");
       if (this.readyState !== WebSocket.OPEN) return;
       const binary = typeof data !== "string";
+      if (!binary) report({ op: "sent", id: this._reportedAs, data: data.length <= REPORTED_CHARS ? data : null });
       const text = binary ? binaryOf(data) : canonical(data);
       // Compared forms of each recorded frame, worked out once (a long conversation is searched often).
       const recordedOf = (frame) => (frame.key ??= frame.binary ? atob(frame.data) : canonical(frame.data));

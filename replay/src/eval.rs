@@ -551,11 +551,13 @@ impl AgentOutcome {
     }
 
     /// The `agent_response.json` the runner writes for an agent that wrote none: MUTATE when the task
-    /// changes state (a state-changing request among its checkpoints), RETRIEVE with the answer for
-    /// information retrieval, NAVIGATE otherwise; SUCCESS when the agent said it was done.
+    /// changes state (a state-changing request or socket frame among its checkpoints), RETRIEVE with the
+    /// answer for information retrieval, NAVIGATE otherwise; SUCCESS when the agent said it was done.
     fn runner_response(&self, reference: &Reference, result: &EvalResult) -> AgentResponse {
-        let changes_state =
-            reference.checkpoints.iter().any(|checkpoint| matches!(checkpoint.predicate, Predicate::Request { .. }));
+        let changes_state = reference
+            .checkpoints
+            .iter()
+            .any(|checkpoint| matches!(checkpoint.predicate, Predicate::Request { .. } | Predicate::Frame { .. }));
         let task_type = match reference.task.task_type {
             TaskType::InformationRetrieval => ResponseTaskType::Retrieve,
             TaskType::Action if changes_state => ResponseTaskType::Mutate,

@@ -49,6 +49,10 @@ pub fn for_archive(archive: &ReplayArchive, deterministic: bool) -> ReplayScript
     scripts
 }
 
+/// The DevTools binding through which pages report the recorded sockets they open and the text frames they
+/// send on them, for a session's recording (`page/websocket.js`).
+pub const SOCKET_BINDING: &str = "__trace_replay_socket__";
+
 /// The DevTools binding (`Runtime.addBinding`) through which pages report their WebRTC connections.
 pub const LIVE_BINDING: &str = "__trace_replay_live__";
 
@@ -108,7 +112,13 @@ pub fn websockets(transcripts: &[Transcript]) -> Option<String> {
         .collect();
     let json = serde_json::to_string(&sockets).expect("JSON values always serialize");
     let prefix = serde_json::to_string(trace_analysis::secrets::PLACEHOLDER_PREFIX).expect("a string serializes");
-    Some(WEBSOCKET.replace("__TRACE_PLACEHOLDER_PREFIX__", &prefix).replace("__TRACE_WEBSOCKETS__", &json))
+    let binding = serde_json::to_string(SOCKET_BINDING).expect("a string serializes");
+    Some(
+        WEBSOCKET
+            .replace("__TRACE_PLACEHOLDER_PREFIX__", &prefix)
+            .replace("__TRACE_SOCKET_BINDING__", &binding)
+            .replace("__TRACE_WEBSOCKETS__", &json),
+    )
 }
 
 #[cfg(test)]

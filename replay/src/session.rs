@@ -31,7 +31,7 @@ use trace_manifest::bundle::{self, BundleManifest, Counts, FileEntry, ProducerIn
 use trace_manifest::event::{
     BodyPart, BodyStored, DomSnapshotStored, Event, EventKind, EventRecord, Header, ImageFormat, Navigation,
     NavigationCause, PageLoad, Request, RequestFailed, RequestFinished, Response, ScreenshotStored, TabEvent, TabOp,
-    Viewport, header_value,
+    Viewport, WebSocketEvent, WebSocketOp, header_value,
 };
 use trace_manifest::har::Creator;
 use trace_manifest::task::RecorderInfo;
@@ -384,6 +384,8 @@ pub async fn watch(session: Arc<SessionRecorder>, page: Page) -> Result<()> {
             .map_err(anyhow::Error::msg)?,
     )
     .await?;
+    // The recorded sockets the page opens and the frames it sends on them (`page/websocket.js`).
+    page.execute(AddBindingParams::new(crate::page_scripts::SOCKET_BINDING)).await?;
     page.execute(
         AddScriptToEvaluateOnNewDocumentParams::builder()
             .source(capture::agent_capture_script())
@@ -415,6 +417,15 @@ pub async fn watch(session: Arc<SessionRecorder>, page: Page) -> Result<()> {
                     }
                 }
                 Some(report) = reports.next() => {
+                    if report.name == crate::page_scripts::SOCKET_BINDING {
+                        match socket_event(&report.payload) {
+                            Some(socket) => {
+                                session.record(&main(), EventKind::WebSocket(socket));
+                            }
+                            None => tracing::debug!("a socket report refused: {:.200}", report.payload),
+                        }
+                        continue;
+                    }
                     if report.name != capture::BINDING {
                         continue;
                     }
@@ -549,6 +560,30 @@ async fn capture_after_action(session: Arc<SessionRecorder>, page: Page) {
 /// The URL and the HTML, shadow roots included, of a tab's main frame's document. The document is named by
 /// its backend node id, which lasts as long as the node: a node id lasts only until any client of the page
 /// asks for the document again, as the runner and the recorder do at once.
+/// A socket report of `page/websocket.js` (`{op: "opened", id, url}` or `{op: "sent", id, data}`) as the
+/// recorder's event; `None` for anything else (the page can call the binding itself).
+fn socket_event(payload: &str) -> Option<WebSocketEvent> {
+    #[derive(serde::Deserialize)]
+    struct Report {
+        op: String,
+        id: String,
+        url: Option<String>,
+        data: Option<String>,
+    }
+    // The script reports frames of 64 KiB at most; anything larger is not its report.
+    if payload.len() > 1 << 17 {
+        return None;
+    }
+    let report: Report = serde_json::from_str(payload).ok()?;
+    let op = match report.op.as_str() {
+        "opened" if report.url.is_some() => WebSocketOp::Opened,
+        "sent" => WebSocketOp::Sent,
+        _ => return None,
+    };
+    let opcode = (op == WebSocketOp::Sent).then_some(1);
+    Some(WebSocketEvent { request_id: report.id, op, url: report.url, opcode, data: report.data })
+}
+
 pub async fn document_html(page: &Page) -> Result<(String, String)> {
     let root = page.execute(GetDocumentParams::builder().depth(0).build()).await?.result.root;
     let outer = GetOuterHtmlParams::builder().backend_node_id(root.backend_node_id).include_shadow_dom(true).build();

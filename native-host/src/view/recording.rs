@@ -487,6 +487,14 @@ fn proofs(predicate: &Predicate, evidence: &Evidence, steps: &[ToolCall], entrie
                     let status = exchange.status.map_or_else(|| "no answer".to_owned(), |status| status.to_string());
                     Some(Proof { what: format!("{} {} → {status}", exchange.method, exchange.url), step, entry })
                 }
+                Predicate::Frame { .. } => match &event(id)?.event.kind {
+                    EventKind::WebSocket(socket) => {
+                        let data = socket.data.as_deref().unwrap_or_default();
+                        let shown: String = data.chars().take(120).collect();
+                        Some(Proof { what: format!("sent on its socket: {shown}"), step, entry: None })
+                    }
+                    _ => None,
+                },
                 Predicate::Url { .. } => match &event(id)?.event.kind {
                     EventKind::Navigation(navigation) => {
                         Some(Proof { what: format!("reached {}", navigation.url), step, entry: None })
