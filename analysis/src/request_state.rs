@@ -39,6 +39,15 @@ impl RequestState {
         RequestState::from_pairs(self.pairs)
     }
 
+    /// The state with header `name` (lower case) at `value` where it carries none.
+    pub fn with_header(mut self, name: &str, value: &str) -> RequestState {
+        let key = format!("header:{name}");
+        if self.get(&key).is_none() {
+            self.pairs.push((key, value.to_owned()));
+        }
+        RequestState::from_pairs(self.pairs)
+    }
+
     fn from_pairs(mut pairs: Vec<(String, String)>) -> RequestState {
         pairs.sort();
         pairs.dedup_by(|a, b| a.0 == b.0);

@@ -241,6 +241,7 @@ fn main() {
             content_type: lookup.content_type.as_deref(),
             state: None,
             accept: None,
+            authorization: None,
         });
         let elapsed = started.elapsed();
         let answered = match black_box(matched).map(|m| m.kind) {

@@ -25,6 +25,13 @@
 //! can. Then recorded order: every one answers once before any answers twice, and when all have answered,
 //! the last of them keeps answering.
 //!
+//! A browser that answered an HTTP authentication challenge (Basic) sends its `Authorization` with every
+//! later request to that site, but the challenge is not in a recording (the browser answers it before
+//! DevTools sees the response), nor does replay send one: once replay has answered a request whose recorded
+//! twin carried an `Authorization` the browser's request lacked, the replayed browser is taken for
+//! authenticated there as the person's was, and the site's later requests without one carry the recorded
+//! value in their state.
+//!
 //! Numbers that read as clocks of the time requests were made ([`Clocks`]) are dropped from canonical forms
 //! and fuzzy scores: the recorded requests are read with the recording's times, the browser's with the
 //! replay's ([`Matcher::with_clocks`]).
@@ -94,6 +101,15 @@ pub struct RecordedRequest {
     pub accept: Option<String>,
 }
 
+/// The header HTTP authentication sends, as a state key ([`RequestState`]) and by name.
+const AUTHORIZATION: &str = "authorization";
+const AUTHORIZATION_KEY: &str = "header:authorization";
+
+/// `scheme://host:port` of a URL.
+fn origin_of(url: &str) -> Option<String> {
+    url::Url::parse(url).ok().map(|url| url.origin().ascii_serialization())
+}
+
 /// The content type a request asks for, as twins that differ by it are told apart: the first media range of
 /// its `Accept` header, lowercased, without parameters (`application/json` of `application/json,
 /// text/javascript, */*; q=0.01`).
@@ -134,6 +150,8 @@ pub struct Request<'a> {
     pub state: Option<&'a RequestState>,
     /// Its `Accept` header.
     pub accept: Option<&'a str>,
+    /// Its `Authorization` header.
+    pub authorization: Option<&'a str>,
 }
 
 /// How a request was matched, for the caller's log.
@@ -193,6 +211,8 @@ pub struct Matcher {
     states: Vec<RequestState>,
     /// Each recorded request's [`accept_kind`], by index.
     accepts: Vec<Option<String>>,
+    /// The origins the replayed browser is authenticated at (see the module), with the recorded value.
+    authenticated: HashMap<String, String>,
     /// How the browser's requests are read for clocks.
     live_clocks: Clocks,
     /// Whether any recorded twins differ in state: when none do, no request needs the browser's cookies.
@@ -325,6 +345,7 @@ impl Matcher {
             answered: vec![false; recorded.len()],
             states: Vec::with_capacity(recorded.len()),
             accepts: Vec::with_capacity(recorded.len()),
+            authenticated: HashMap::new(),
             live_clocks,
             state_chooses: false,
             ids: PageIds::default(),
@@ -463,6 +484,23 @@ impl Matcher {
     /// The recorded request that answers this request, or `None` for a miss. Each answer is remembered,
     /// which moves repeated requests along the recording (see the module documentation).
     pub fn lookup(&mut self, request: &Request<'_>) -> Option<Matched> {
+        let origin = origin_of(request.url);
+        let authenticated = match (request.authorization, request.state, origin.as_ref()) {
+            (None, Some(state), Some(origin)) => {
+                self.authenticated.get(origin).map(|recorded| state.clone().with_header(AUTHORIZATION, recorded))
+            }
+            _ => None,
+        };
+        let matched = self.lookup_in_state(request, authenticated.as_ref().or(request.state))?;
+        if request.authorization.is_none()
+            && let (Some(origin), Some(recorded)) = (origin, self.states[matched.index].get(AUTHORIZATION_KEY))
+        {
+            self.authenticated.entry(origin).or_insert_with(|| recorded.to_owned());
+        }
+        Some(matched)
+    }
+
+    fn lookup_in_state(&mut self, request: &Request<'_>, state: Option<&RequestState>) -> Option<Matched> {
         let method = request.method.to_ascii_uppercase();
         let accept = request.accept.and_then(accept_kind);
         let (url, body) = self.as_recorded(request);
@@ -477,12 +515,12 @@ impl Matcher {
         if let Some(groups) = self.exact.get_mut(&exact_key(&method, url))
             && let Some(group) = groups.iter_mut().find(|group| group.body == body)
         {
-            let index = group.queue.next(&recorded, request.state, accept.as_deref());
+            let index = group.queue.next(&recorded, state, accept.as_deref());
             return Some(self.answer(index, MatchKind::Exact));
         }
         let analysis = canonical::request(&method, url, body, request.content_type, &self.live_clocks);
         if let Some(queue) = self.canonical.get_mut(&analysis.key) {
-            let index = queue.next(&recorded, request.state, accept.as_deref());
+            let index = queue.next(&recorded, state, accept.as_deref());
             return Some(self.answer(index, MatchKind::Canonical));
         }
         let candidates = self.buckets.get(analysis.endpoint.as_deref()?)?;
@@ -699,6 +737,7 @@ mod tests {
             content_type: Some(content_type),
             state: None,
             accept: None,
+            authorization: None,
         })
     }
 
@@ -713,6 +752,50 @@ mod tests {
 
     fn lookup_accepting(matcher: &mut Matcher, url: &str, accept: &str) -> Option<usize> {
         matcher.lookup(&Request { method: "GET", url, accept: Some(accept), ..Request::default() }).map(|m| m.index)
+    }
+
+    /// Issue #44: a site behind HTTP Basic authentication. The person's browser answered the challenge the
+    /// recording does not hold, and sent its credentials with every later request; the replayed browser,
+    /// never challenged, sends none.
+    #[test]
+    fn after_the_request_that_authenticated_the_browser_the_site_is_asked_for_as_authenticated() {
+        let basic = "Basic trace-redacted-header-authorization-1";
+        let authorized =
+            |url: &str| RecordedRequest { state: RequestState::from_headers([("Authorization", basic)]), ..get(url) };
+        let recorded =
+            vec![get("https://trac.test/"), authorized("https://trac.test/login"), authorized("https://trac.test/")];
+        let mut matcher = Matcher::new(recorded.clone());
+        let lookup = |matcher: &mut Matcher, url| {
+            let state = RequestState::default();
+            matcher.lookup(&Request { method: "GET", url, state: Some(&state), ..Request::default() }).map(|m| m.index)
+        };
+        // Before the login, as an agent doing nothing sees it: the site as nobody.
+        assert_eq!(lookup(&mut matcher, "https://trac.test/"), Some(0));
+        assert_eq!(lookup(&mut matcher, "https://trac.test/"), Some(0));
+        assert_eq!(lookup(&mut matcher, "https://trac.test/login"), Some(1));
+        assert_eq!(lookup(&mut matcher, "https://trac.test/"), Some(2), "logged in after the login");
+        assert_eq!(lookup(&mut matcher, "https://trac.test/"), Some(2));
+        // Another site is not authenticated by it.
+        let others = vec![get("https://trac.test/login"), get("https://wiki.test/"), authorized("https://wiki.test/")];
+        let mut matcher = Matcher::new(
+            others
+                .into_iter()
+                .map(|request| if request.url.contains("trac") { authorized(&request.url) } else { request })
+                .collect(),
+        );
+        assert_eq!(lookup(&mut matcher, "https://trac.test/login"), Some(0));
+        assert_eq!(lookup(&mut matcher, "https://wiki.test/"), Some(1));
+        assert_eq!(lookup(&mut matcher, "https://wiki.test/"), Some(1));
+
+        // A site without authentication: as before, state alone chooses.
+        let cookie = |url: &str| with_cookie(get(url), "session=1");
+        let mut matcher = Matcher::new(vec![
+            get("https://shop.test/"),
+            cookie("https://shop.test/login"),
+            cookie("https://shop.test/"),
+        ]);
+        assert_eq!(lookup(&mut matcher, "https://shop.test/login"), Some(1));
+        assert_eq!(lookup(&mut matcher, "https://shop.test/"), Some(0), "no session cookie: logged out");
     }
 
     /// Issue #44: a page asks one URL for JSON, then for HTML, with jQuery's cache buster; its requests may
@@ -773,6 +856,7 @@ mod tests {
                 content_type: Some("application/octet-stream"),
                 state: None,
                 accept: None,
+                authorization: None,
             }
         }
         let matched = matcher.lookup(&sent(&other)).unwrap();
@@ -1209,6 +1293,7 @@ mod tests {
                 content_type: Some(json),
                 state: None,
                 accept: None,
+                authorization: None,
             }),
             Some(Matched { index: 1, kind: MatchKind::Exact })
         );
@@ -1232,6 +1317,7 @@ mod tests {
                 content_type: Some(json),
                 state: None,
                 accept: None,
+                authorization: None,
             }),
             None
         );
@@ -1290,6 +1376,7 @@ mod tests {
             content_type: Some(form),
             state: None,
             accept: None,
+            authorization: None,
         };
         let matched = matcher.lookup(&request).unwrap();
         assert!(matches!(matched.kind, MatchKind::Fuzzy { .. }), "{matched:?}");

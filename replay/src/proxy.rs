@@ -240,6 +240,7 @@ fn answer(
 ) -> Result<Answer, Refused> {
     let content_type = header_of(headers, "content-type");
     let accept = header_of(headers, "accept");
+    let authorization = header_of(headers, "authorization");
     let mut asked = Request {
         method,
         url,
@@ -247,6 +248,7 @@ fn answer(
         content_type: content_type.as_deref(),
         state: None,
         accept: accept.as_deref(),
+        authorization: authorization.as_deref(),
     };
     let state;
     if shared.responder.depends_on_state(&asked) {

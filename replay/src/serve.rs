@@ -306,6 +306,7 @@ async fn answer(
     }
     let content_type = header(&request.headers, "content-type");
     let accept = header(&request.headers, "accept");
+    let authorization = header(&request.headers, "authorization");
     let id = event.request_id.clone();
     let mut asked = Request {
         method: &request.method,
@@ -314,6 +315,7 @@ async fn answer(
         content_type: content_type.as_deref(),
         state: None,
         accept: accept.as_deref(),
+        authorization: authorization.as_deref(),
     };
     let state;
     if responder.depends_on_state(&asked) {

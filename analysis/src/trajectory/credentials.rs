@@ -3,7 +3,7 @@
 //! trajectory as a second line of defence (the module's **Credentials** rule), by the forms
 //! [`crate::secrets::encoded_forms`] lists.
 
-use trace_manifest::event::{Action, ElementDescriptor};
+use trace_manifest::event::{Action, ElementDescriptor, EventKind, EventRecord, header_value};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
 
 use super::builder::PendingCall;
@@ -21,6 +21,33 @@ pub(super) fn site_of(page_url: &str) -> String {
         .ok()
         .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
         .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// The field name of the credentials a browser sent for HTTP Basic authentication.
+pub const HTTP_BASIC_FIELD: &str = "http_basic_auth";
+
+/// The credentials the browser sent for HTTP Basic authentication (`Authorization: Basic`), as
+/// `user:password`, one per site: what the person typed into the browser's own dialog, which no page saw
+/// and no call of the trajectory holds. Replay authenticates the browser as the recording shows
+/// (`trace_replay::matcher`); these are the task's credentials all the same, and redacted with them.
+pub(super) fn http_basic(events: &[&EventRecord]) -> Vec<Credential> {
+    use base64::Engine as _;
+    let mut found: Vec<Credential> = Vec::new();
+    for record in events {
+        let EventKind::Request(request) = &record.event.kind else { continue };
+        let Some(value) = header_value(&request.headers, "authorization") else { continue };
+        let Some(encoded) = value.trim().strip_prefix("Basic ").or_else(|| value.trim().strip_prefix("basic ")) else {
+            continue;
+        };
+        let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) else { continue };
+        let Ok(user_and_password) = String::from_utf8(decoded) else { continue };
+        let site = site_of(&request.url);
+        if user_and_password.contains(':') && !found.iter().any(|credential| credential.site == site) {
+            let target = ElementDescriptor { tag: "http-basic-auth".to_owned(), ..ElementDescriptor::default() };
+            found.push(Credential { site, field: HTTP_BASIC_FIELD.to_owned(), target, value: user_and_password });
+        }
+    }
+    found
 }
 
 /// A secret typed into a field, until the derivation is over and it gets its placeholder.
@@ -141,6 +168,44 @@ pub(super) fn scrub(call: &mut ToolCall, scrubs: &[(String, String)]) {
 mod tests {
     use super::*;
     use crate::trajectory::test_recording::*;
+
+    /// Issue #44: a site behind HTTP Basic authentication; the person typed into the browser's dialog.
+    #[test]
+    fn the_credentials_of_http_basic_authentication_are_the_sites() {
+        use base64::Engine as _;
+        let request = |path: &str, authorization: &str| {
+            let mut request = Request {
+                request_id: path.to_owned(),
+                url: format!("{SITE}{path}"),
+                method: "GET".to_owned(),
+                headers: Vec::new(),
+                post_data: None,
+                resource_type: Some("Document".to_owned()),
+            };
+            if !authorization.is_empty() {
+                request.headers.push(trace_manifest::event::Header::new("Authorization", authorization));
+            }
+            EventKind::Request(request)
+        };
+        let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("admin:s3cret-wick"));
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        rec.add(Some(TAB), request("/", ""));
+        rec.add(Some(TAB), request("/login", &basic));
+        rec.add(Some(TAB), request("/newticket", &basic));
+        let derived = rec.derive();
+        let basic: Vec<(&str, &str, &str)> =
+            derived.credentials.iter().map(|c| (c.site.as_str(), c.field.as_str(), c.value.as_str())).collect();
+        assert_eq!(basic, [("shop.test", HTTP_BASIC_FIELD, "admin:s3cret-wick")]);
+        assert!(!serde_json::to_string(&derived.trajectory).unwrap().contains("s3cret"));
+
+        // A bearer token a page's script sends is the page's business, and a redacted header no credential.
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/", NavigationCause::Typed);
+        rec.add(Some(TAB), request("/api", "Bearer tok-0123456789"));
+        rec.add(Some(TAB), request("/login", "Basic trace-redacted-header-authorization-1"));
+        assert!(rec.derive().credentials.is_empty());
+    }
 
     #[test]
     fn a_secret_is_a_placeholder_in_the_trajectory_and_a_credential_beside_it() {

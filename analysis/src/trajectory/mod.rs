@@ -57,6 +57,9 @@
 //!   `id`, sanitized) instead of its value, and the value goes to [`Derived::credentials`]. As a second
 //!   line of defence every secret of four or more characters is replaced by its placeholder wherever it
 //!   appears in the trajectory (raw or URL-encoded, such as in the URL a GET form led to).
+//! - **HTTP authentication.** The `user:password` a browser sent with `Authorization: Basic` (typed into the
+//!   browser's own dialog, which no page saw) is a credential of its site, field `http_basic_auth`, with no
+//!   call: replay authenticates the browser as the recording shows.
 //! - **The answer.** The trajectory ends with `done{text, success: true}`, `text` being the task's answer
 //!   (empty for action tasks).
 
@@ -130,7 +133,9 @@ pub fn derive(task_id: TaskId, events: &[EventRecord], answer: Option<&str>) -> 
     for record in &ordered {
         builder.on_event(record);
     }
-    builder.finish(task_id, answer)
+    let mut derived = builder.finish(task_id, answer);
+    derived.credentials.extend(credentials::http_basic(&ordered));
+    derived
 }
 
 /// Moves each run of typing back before the navigations of its tab that happened after it began. A

@@ -51,8 +51,7 @@ fn post_json<'a>(url: &'a str, body: &'a str) -> Request<'a> {
         url,
         body: Some(body.as_bytes()),
         content_type: Some("application/json"),
-        state: None,
-        accept: None,
+        ..Request::default()
     }
 }
 
