@@ -1,13 +1,14 @@
 //! What the recorder captures of a page's state, as opposed to its traffic: screenshots, DOM snapshots
 //! (HTML with shadow roots and same-process iframes, plus the accessibility tree) and storage (cookies,
 //! and each origin's local and session storage and IndexedDB, as the recording first reached it and as it
-//! ends). Pages are captured once they have loaded and settled (as below), and after actions; captures after
-//! actions are throttled per tab, so that a burst of clicks costs one capture, taken once the page has
-//! had a moment to react, has no request in flight and then gone [`QUIET_MS`] without changing its DOM (an
-//! answer that streams in is captured once it is all there, a form sent by script once its answer shows),
-//! waiting at most [`MAX_QUIET_WAIT_MS`] for a page that never rests. When the recording stops, each tab is
-//! captured once more as the person left it ([`at_stop`]): the final state is what an evaluation's
-//! checkpoints are chosen from, and a capture still waiting for the page to rest would be lost.
+//! ends). Pages are captured when they load and, if they changed, once they have settled ([`page_loaded`]),
+//! and after actions; captures after actions are throttled per tab, so that a burst of clicks costs one
+//! capture, taken once the page has had a moment to react, has no request in flight and then gone
+//! [`QUIET_MS`] without changing its DOM (an answer that streams in is captured once it is all there, a form
+//! sent by script once its answer shows), waiting at most [`MAX_QUIET_WAIT_MS`] for a page that never
+//! rests. When the recording stops, each tab is captured once more as the person left it ([`at_stop`]): the
+//! final state is what an evaluation's checkpoints are chosen from, and a capture still waiting for the page
+//! to rest would be lost.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -44,6 +45,8 @@ struct Schedule {
     /// Counts the tab's documents: a capture scheduled for one document is dropped once another replaced
     /// it (the new one is captured when it loads).
     document: u64,
+    /// Counts the person's actions in the tab, so that a capture can tell whether they acted meanwhile.
+    actions: u64,
 }
 
 thread_local! {
@@ -62,10 +65,13 @@ pub fn page_changed(tab_id: i64) {
     });
 }
 
-/// A page finished loading: records it, and captures it once it has settled (a screenshot only for whole
-/// tabs: a child target is an iframe, whose pixels are the tab's). A client-side application draws its
-/// first screen after the load event, and a page the person reached by a search fills its results by script
-/// after it: captured at the load event, the step that led there would show neither.
+/// A page finished loading: records it and captures it (a screenshot only for whole tabs: a child target is
+/// an iframe, whose pixels are the tab's), then once more when it has settled, if it changed meanwhile and
+/// the person has not acted since (their action's own capture shows it). Both are needed: a client-side
+/// application draws its first screen after the load event, and a page the person reached by a search
+/// fills its results by script after it, so the load capture alone shows neither; but a person may act on
+/// the page before it rests, and the settled capture alone would then come after their action, leaving
+/// nothing of the page as they acted on it.
 pub async fn page_loaded(target: Target) {
     let page = command(
         &target,
@@ -76,27 +82,34 @@ pub async fn page_loaded(target: Target) {
     .map(|result| result["result"]["value"].clone())
     .unwrap_or_default();
     let url = page["url"].as_str().unwrap_or_default().to_owned();
-    if target.is_tab() {
-        let title = page["title"].as_str().unwrap_or_default().to_owned();
-        send_events(vec![event(
-            target.tab_id,
-            EventKind::PageLoad(PageLoad { url, title, dom_content_loaded_ms: None, load_ms: None }),
-        )]);
-        let document = SCHEDULES.with(|s| {
-            let mut schedules = s.borrow_mut();
-            let schedule = schedules.entry(target.tab_id).or_default();
-            schedule.last_capture = js_sys::Date::now();
-            schedule.document
-        });
-        until_settled(&target).await;
-        // A document that another replaced meanwhile is not captured: the new one is, when it loads.
-        let replaced = SCHEDULES.with(|s| s.borrow().get(&target.tab_id).is_some_and(|s| s.document != document));
-        if replaced {
-            return;
-        }
-        screenshot(target.tab_id, Occasion::LOAD).await;
+    if !target.is_tab() {
+        dom_snapshot(&target, Occasion::LOAD).await;
+        return;
     }
+    let title = page["title"].as_str().unwrap_or_default().to_owned();
+    send_events(vec![event(
+        target.tab_id,
+        EventKind::PageLoad(PageLoad { url, title, dom_content_loaded_ms: None, load_ms: None }),
+    )]);
+    let loaded = SCHEDULES.with(|s| {
+        let mut schedules = s.borrow_mut();
+        let schedule = schedules.entry(target.tab_id).or_default();
+        schedule.last_capture = js_sys::Date::now();
+        (schedule.document, schedule.actions)
+    });
+    screenshot(target.tab_id, Occasion::LOAD).await;
     dom_snapshot(&target, Occasion::LOAD).await;
+    if !until_settled(&target).await {
+        return;
+    }
+    // A document that another replaced meanwhile is not captured (the new one is, when it loads), nor one
+    // the person acted on (a capture after the action is scheduled).
+    let unchanged_since =
+        SCHEDULES.with(|s| s.borrow().get(&target.tab_id).is_some_and(|s| (s.document, s.actions) == loaded));
+    if unchanged_since && active_task_id().is_some() {
+        screenshot(target.tab_id, Occasion::LOAD).await;
+        dom_snapshot(&target, Occasion::LOAD).await;
+    }
 }
 
 /// Why a capture was taken: its reason (`load`, `action`), and for one after an action, the `ts` of the
@@ -138,6 +151,7 @@ pub fn after_action(tab_id: i64, action_ts: Option<f64>) {
         let mut schedules = s.borrow_mut();
         let schedule = schedules.entry(tab_id).or_default();
         schedule.action_ts = action_ts.or(schedule.action_ts);
+        schedule.actions += u64::from(action_ts.is_some());
         if schedule.pending {
             return None;
         }
@@ -171,34 +185,40 @@ pub fn after_action(tab_id: i64, action_ts: Option<f64>) {
 /// Waits until the tab has no request in flight and its document has then gone [`QUIET_MS`] without a
 /// mutation, both at once (a page sending a second request after the first one's answer is waited for too),
 /// or about [`MAX_QUIET_WAIT_MS`]. Under load the recorder holds responses a while: without the network, a
-/// capture could take a form's "Sending…" for what the action led to.
-async fn until_settled(target: &Target) {
+/// capture could take a form's "Sending…" for what the action led to. Says whether the document changed
+/// while it waited.
+async fn until_settled(target: &Target) -> bool {
     let deadline = js_sys::Date::now() + f64::from(MAX_QUIET_WAIT_MS);
+    let mut changed = false;
     loop {
         while crate::recording::requests_in_flight(target.tab_id) > 0 && js_sys::Date::now() < deadline {
             chrome::sleep(NETWORK_POLL_MS).await;
         }
-        until_quiet(target).await;
+        changed |= until_quiet(target).await;
         if crate::recording::requests_in_flight(target.tab_id) == 0 || js_sys::Date::now() >= deadline {
-            return;
+            return changed;
         }
     }
 }
 
-/// Waits until the tab's document has gone [`QUIET_MS`] without a mutation, or [`MAX_QUIET_WAIT_MS`].
-/// A DevTools expression rather than WebAssembly: it must run in the page, where the mutations are.
-async fn until_quiet(target: &Target) {
+/// Waits until the tab's document has gone [`QUIET_MS`] without a mutation, or [`MAX_QUIET_WAIT_MS`];
+/// says whether it saw one (or could not tell). A DevTools expression rather than WebAssembly: it must run
+/// in the page, where the mutations are.
+async fn until_quiet(target: &Target) -> bool {
     let expression = format!(
         "new Promise((rest) => {{ \
-           let timer; \
-           const done = () => {{ observer.disconnect(); rest(true); }}; \
-           const observer = new MutationObserver(() => {{ clearTimeout(timer); timer = setTimeout(done, {QUIET_MS}); }}); \
+           let timer, changed = false; \
+           const done = () => {{ observer.disconnect(); rest(changed); }}; \
+           const observer = new MutationObserver(() => {{ changed = true; clearTimeout(timer); timer = setTimeout(done, {QUIET_MS}); }}); \
            observer.observe(document, {{subtree: true, childList: true, characterData: true, attributes: true}}); \
            timer = setTimeout(done, {QUIET_MS}); \
            setTimeout(done, {MAX_QUIET_WAIT_MS}); \
          }})"
     );
-    let _ = command(target, "Runtime.evaluate", json!({"expression": expression, "awaitPromise": true})).await;
+    let params = json!({"expression": expression, "awaitPromise": true, "returnByValue": true});
+    command(target, "Runtime.evaluate", params)
+        .await
+        .map_or(true, |result| result["result"]["value"].as_bool() != Some(false))
 }
 
 /// WebP quality of the screenshots, which dominate small recordings' bundles. Measured on the demo shop's

@@ -81,7 +81,12 @@ async fn three_purchases_make_one_map_of_the_shop() {
     let search = context("{site}/search?q={q}");
     let result = action(search, "Click {link_text}");
     assert!(result.is_taken);
-    assert_eq!(result.possible_values, ["Blue Mug", "Red Mug", "Teapot"]);
+    assert_eq!(
+        result.possible_values,
+        ["Blue Mug", "Red Mug", "Teapot"],
+        "{}",
+        serde_json::to_string_pretty(search).unwrap()
+    );
     let home = context("{site}/");
     let typed = action(home, "Type {q} into \"Search products\"");
     assert_eq!(typed.possible_values, ["mug", "red", "tea"]);
