@@ -188,8 +188,11 @@ impl<'a> Context<'a> {
         text.contains("{{credentials.") || self.secrets.iter().any(|secret| text.contains(secret))
     }
 
+    /// Whether the person typed `value` into some field, as it is or as a rich-text editor's markup of it.
     fn is_typed(&self, value: &str) -> bool {
-        self.typed.iter().any(|typed| typed == value)
+        // A rich-text editor sends what was typed into it as markup.
+        let shown = value.contains('<').then(|| crate::html::text_of(value));
+        self.typed.iter().any(|typed| typed == value || shown.as_deref() == Some(typed.trim()))
     }
 
     /// Whether the person acted on the field a body field is named by (a JSON path by its last member).
@@ -307,6 +310,23 @@ impl<'a> Context<'a> {
                 pattern.push('/');
             }
             pattern.push_str(segment);
+        }
+        pattern
+    }
+
+    /// A socket's URL as a pattern: its path cut as [`Context::path_pattern`] cuts it, and also before its
+    /// first segment that is a number. A number in a socket's path names a server or a session that the
+    /// page drew at random or was given (SockJS's `/echo/892/{session}/websocket`), never the endpoint, and
+    /// a short one is no id the volatile-token rules can tell.
+    fn socket_pattern(&self, url: &str) -> String {
+        let mut pattern = self.path_pattern(url);
+        let host_len = pattern.find('/').unwrap_or(pattern.len());
+        let number = pattern[host_len..].match_indices('/').map(|(at, _)| host_len + at + 1).find(|&start| {
+            let segment = pattern[start..].split('/').next().unwrap_or_default();
+            !segment.is_empty() && segment.bytes().all(|byte| byte.is_ascii_digit())
+        });
+        if let Some(start) = number {
+            pattern.truncate(start);
         }
         pattern
     }
@@ -474,7 +494,7 @@ fn socket_changes(context: &Context<'_>) -> Vec<(Position, Candidate)> {
                 fields.insert(name, value);
             }
         }
-        let url_pattern = context.path_pattern(url);
+        let url_pattern = context.socket_pattern(url);
         if fields.is_empty() || context.mentions_secret(&url_pattern) {
             continue;
         }
@@ -495,6 +515,17 @@ fn socket_changes(context: &Context<'_>) -> Vec<(Position, Candidate)> {
         .collect()
 }
 
+/// Whether a write only tells the server the page is still there (a segment of its path names it so:
+/// `/editing-sessions/ping/…`, `/heartbeat`): an editor sends one as it opens and then on a timer, whatever
+/// the person does, and a re-run sends it when its own timer says.
+fn is_liveness_signal(url: &str) -> bool {
+    const NAMES: [&str; 5] = ["ping", "heartbeat", "keepalive", "keep-alive", "presence"];
+    without_query(scheme_less(url))
+        .split('/')
+        .skip(1)
+        .any(|segment| NAMES.iter().any(|name| segment.eq_ignore_ascii_case(name)))
+}
+
 /// Rule 1: the state changes, each with the position of its request.
 fn state_changes(context: &Context<'_>, ignored: &[String]) -> Vec<(Position, Candidate)> {
     let evidence = context.evidence;
@@ -504,6 +535,7 @@ fn state_changes(context: &Context<'_>, ignored: &[String]) -> Vec<(Position, Ca
             || !exchange.succeeded()
             || ignored.iter().any(|pattern| urls::matches(pattern, &exchange.url))
             || matches!(exchange.resource_type.as_deref(), Some("Ping" | "CSPViolationReport"))
+            || is_liveness_signal(&exchange.url)
         {
             continue;
         }
@@ -940,6 +972,70 @@ mod tests {
         );
         assert_reached_in_order(&checkpoints, &evidence);
         assert!(checkpoints.iter().take(2).all(|checkpoint| checkpoint.role == Some(CheckpointRole::StateChange)));
+
+        // A socket whose path names a server the page drew at random and a session (SockJS's): the frame
+        // names the endpoint only, which a re-run's socket, with other numbers, also reaches; a version
+        // in the path stays.
+        for (path, pattern) in
+            [("/stores/892/k3j9x2m1/websocket", "app.test/stores/"), ("/api/v2/ws", "app.test/api/v2/ws")]
+        {
+            let mut recording = Recording::default();
+            recording.navigate(0.0, "/shop", "typed");
+            recording.socket(50.0, "opened", path);
+            recording.page(100.0, "/shop", &format!("{SHOP}<main><h1>Shop</h1></main>"));
+            recording.act(1000.0, "click", "/shop", "order", None);
+            recording.socket(1010.0, "sent", r#"["{\"item\":\"three wicks\"}"]"#);
+            let (checkpoints, _) = recording.select();
+            let frame = Predicate::Frame {
+                url_pattern: pattern.into(),
+                fields: [("[0].item".into(), "three wicks".into())].into(),
+            };
+            assert_eq!(predicates(&checkpoints), [&frame], "{path}");
+        }
+    }
+
+    /// Issue #43: an editor tells the server it is still being edited as it opens, right after the person's
+    /// act that opened it, and then on a timer; the save is the task, the ping is not.
+    #[test]
+    fn a_ping_that_an_editor_sends_is_no_state_change() {
+        let mut recording = Recording::default();
+        recording.navigate(0.0, "/pages/add", "typed");
+        recording.page(100.0, "/pages/add", &format!("{SHOP}<main><h1>New page</h1></main>"));
+        recording.act(1000.0, "input", "/pages/add", "title", Some("Lamp care"));
+        recording.act(1500.0, "click", "/pages/add", "save", None);
+        recording.request(1510.0, "POST", "/pages/add", Some("title=Lamp+care"), Some(""), false);
+        recording.request(1700.0, "POST", "/editing-sessions/ping/page/4/", Some("is_editing=1"), Some("{}"), false);
+        recording.page(
+            2000.0,
+            "/pages/4/edit",
+            &format!("{SHOP}<main><h1>Lamp care</h1><p role=status>Saved</p></main>"),
+        );
+        let (checkpoints, _) = recording.select();
+        let predicates = predicates(&checkpoints);
+        assert_eq!(predicates[0], &request("POST", "/pages/add", &[("title", "Lamp care")]));
+        let pinged = predicates.iter().any(
+            |predicate| matches!(predicate, Predicate::Request { url_pattern, .. } if url_pattern.contains("ping")),
+        );
+        assert!(!pinged, "{predicates:?}");
+    }
+
+    /// Issue #44: what the person typed into a rich-text editor (TinyMCE's body, in a frame of its own) is
+    /// sent as markup in a field named otherwise; it is theirs all the same.
+    #[test]
+    fn text_typed_into_a_rich_text_editor_is_kept_as_the_markup_it_was_sent_as() {
+        let mut recording = Recording::default();
+        recording.navigate(0.0, "/notes/add", "typed");
+        recording.page(100.0, "/notes/add", &format!("{SHOP}<main><h1>Add note</h1></main>"));
+        recording.act(1000.0, "input", "/notes/add", "title", Some("Lamp log"));
+        recording.act(2000.0, "input", "/notes/add", "tinymce", Some("The lamp was lit at dusk."));
+        recording.act(3000.0, "click", "/notes/add", "save", None);
+        let form = "title=Lamp+log&body=%3Cp%3EThe+lamp+was+lit+at+dusk.%3C%2Fp%3E&_save=Save";
+        recording.request(3010.0, "POST", "/notes/add", Some(form), Some(""), false);
+        recording.page(3500.0, "/notes", &format!("{SHOP}<main><h1>Notes</h1><p role=status>Note added</p></main>"));
+        let (checkpoints, evidence) = recording.select();
+        let body = [("body", "<p>The lamp was lit at dusk.</p>"), ("title", "Lamp log")];
+        assert_eq!(predicates(&checkpoints)[0], &request("POST", "/notes/add", &body));
+        assert_reached_in_order(&checkpoints, &evidence);
     }
 
     /// Issue #44: a canvas editor sends each node's position as the person dropped it, and saves its own

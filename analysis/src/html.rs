@@ -67,6 +67,18 @@ impl<'h> Iterator for Tokens<'h> {
     }
 }
 
+/// The text a fragment of HTML shows, its tags left out, entities decoded and white space collapsed: what a
+/// rich-text editor's markup (`<p>It burns <b>six</b> hours</p>`) says as the person typed it.
+pub fn text_of(html: &str) -> String {
+    let text: String = Tokens::new(html)
+        .map(|token| match token {
+            Token::Text(text) => text,
+            Token::Tag(_) => " ",
+        })
+        .collect();
+    collapse_whitespace(&decode_entities(&text)).trim().to_owned()
+}
+
 /// The tag `html` starts with (at its `<`): the text between `<` and `>`, and what follows. A tag a cut-off
 /// document leaves open runs to its end.
 pub fn split_tag(html: &str) -> (&str, &str) {

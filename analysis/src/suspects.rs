@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 use trace_manifest::site_storage;
 
+use crate::body::media_type_parameter;
 use crate::secrets::{PLACEHOLDER_PREFIX, Secrets, encoded_forms};
 
 /// Encoded forms of a chosen secret shorter than this are not cut out of texts: they would cut words.
@@ -78,10 +79,13 @@ fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+' | '=')
 }
 
-/// How many times the token goes from a letter to a digit or back, within its `-`/`_`-separated parts.
+/// How many times the token goes from a letter to a digit or back, within its `-`/`_`-separated parts. A
+/// part of eight or more hex digits counts none: it is a content hash, as a whole hex token is, and a file
+/// named by its hash (`FiraSans-Medium-e1aa3f0a.woff2`, what bundlers and rustdoc emit) is no secret.
 fn switches(token: &str) -> usize {
     token
         .split(['-', '_'])
+        .filter(|part| part.len() < 8 || !part.chars().all(|c| c.is_ascii_hexdigit()))
         .map(|part| {
             let kinds: Vec<bool> =
                 part.chars().filter(char::is_ascii_alphanumeric).map(|c| c.is_ascii_digit()).collect();
@@ -185,6 +189,37 @@ impl Suspects {
         }
     }
 
+    /// One request: its URL, its headers and its body's text.
+    pub fn scan_request(
+        &mut self,
+        method: &str,
+        url: &str,
+        headers: &[trace_manifest::event::Header],
+        body: Option<&str>,
+        secrets: &Secrets,
+    ) {
+        self.scan_url(method, url, secrets);
+        let without_query = url.split(['?', '#']).next().unwrap_or(url);
+        let label = format!("{method} {without_query}");
+        // A multipart body's boundary is the browser's random separator between its parts, in the content
+        // type and on the body's lines: the browser's, never a secret of the person's.
+        let boundary = headers
+            .iter()
+            .filter(|header| header.name.eq_ignore_ascii_case("content-type"))
+            .find_map(|header| media_type_parameter(&header.value, "boundary"))
+            .filter(|boundary| !boundary.is_empty());
+        let without_boundary = |text: &str| match boundary {
+            Some(boundary) => text.replace(boundary, " "),
+            None => text.to_owned(),
+        };
+        for header in headers {
+            self.scan_header(&header.name, &without_boundary(&header.value), &label, secrets);
+        }
+        if let Some(text) = body {
+            self.scan(&without_boundary(text), &format!("the body of {label}"), secrets);
+        }
+    }
+
     /// A recording's requests (URLs, headers, bodies through `body_text`, decoded as it decodes them),
     /// the frames of its WebSockets, and its storage snapshots.
     pub fn scan_recording(
@@ -196,15 +231,8 @@ impl Suspects {
     ) {
         for entry in &har.log.entries {
             let request = &entry.request;
-            self.scan_url(&request.method, &request.url, secrets);
+            self.scan_request(&request.method, &request.url, &request.headers, body_text(request).as_deref(), secrets);
             let without_query = request.url.split(['?', '#']).next().unwrap_or(&request.url);
-            let label = format!("{} {without_query}", request.method);
-            for header in &request.headers {
-                self.scan_header(&header.name, &header.value, &label, secrets);
-            }
-            if let Some(text) = body_text(request) {
-                self.scan(&text, &format!("the body of {label}"), secrets);
-            }
             for frame in &entry.web_socket_messages {
                 let text = match frame.opcode {
                     2 => {
@@ -261,6 +289,33 @@ mod tests {
         // Too short to ask about, or long enough to be data.
         assert!(!looks_random("q8Zr2LmX0vTn"));
         assert!(!looks_random(&"q8Zr2LmX0vTnB4sYwKd7PfJ1".repeat(12)));
+    }
+
+    /// Issue #43: what real sites send that only looks random.
+    #[test]
+    fn files_named_by_their_hash_and_multipart_boundaries_are_not_suspect() {
+        // rustdoc's and bundlers' assets: a name, then a content hash.
+        assert!(!looks_random("SourceSerif4-Regular-6b053e98"));
+        assert!(!looks_random("FiraSans-Medium-e1aa3f0a"));
+        // A random key beside a hash part is still random.
+        assert!(looks_random("q8Zr2LmX0vTnB4sYwKd7-6b053e98"));
+
+        // A form posted as multipart: the browser's boundary, in the content type and on every part's
+        // line, is not asked about; a token typed into one of its parts still is.
+        let boundary = "----WebKitFormBoundary7MA4YWxkTrZu0gWq";
+        let key = "q8Zr2LmX0vTnB4sYwKd7PfJ1";
+        let headers = [trace_manifest::event::Header {
+            name: "Content-Type".into(),
+            value: format!("multipart/form-data; boundary={boundary}"),
+        }];
+        let body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nLantern\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"api\"\r\n\r\n{key}\r\n--{boundary}--\r\n"
+        );
+        let mut suspects = Suspects::default();
+        suspects.scan_request("POST", "https://cms.test/pages/add/", &headers, Some(&body), &Secrets::default());
+        let found: Vec<String> = suspects.into_vec().into_iter().map(|suspect| suspect.value).collect();
+        assert_eq!(found, [key]);
     }
 
     #[test]

@@ -512,6 +512,10 @@
     if (target === document.documentElement || target === document.body) {
       return event.clientX >= document.documentElement.clientWidth || event.clientY >= document.documentElement.clientHeight;
     }
+    // Only an HTML element whose content overflows it has scrollbars. An SVG shape's client box is empty
+    // (clientWidth 0): every press on it would be taken for one on a scrollbar.
+    const overflows = target.scrollWidth > target.clientWidth || target.scrollHeight > target.clientHeight;
+    if (!(target instanceof HTMLElement) || !overflows) return false;
     return event.offsetX >= target.clientWidth || event.offsetY >= target.clientHeight;
   };
   const scrolls = {

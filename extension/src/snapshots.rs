@@ -209,7 +209,9 @@ async fn until_quiet(target: &Target) -> bool {
         "new Promise((rest) => {{ \
            let timer, changed = false; \
            const done = () => {{ observer.disconnect(); rest(changed); }}; \
-           const observer = new MutationObserver(() => {{ changed = true; clearTimeout(timer); timer = setTimeout(done, {QUIET_MS}); }}); \
+           const observer = new MutationObserver(() => {{ \
+             changed = true; clearTimeout(timer); timer = setTimeout(done, {QUIET_MS}); \
+           }}); \
            observer.observe(document, {{subtree: true, childList: true, characterData: true, attributes: true}}); \
            timer = setTimeout(done, {QUIET_MS}); \
            setTimeout(done, {MAX_QUIET_WAIT_MS}); \

@@ -78,6 +78,19 @@
     }
     for (const socket of live) socket._wrote(key);
   };
+  // Whether the write the page made (`METHOD /path`) is the one a recorded frame followed: the same method,
+  // and the same path but for segments with a digit in both, ids the page may draw anew (Node-RED's
+  // `POST /inject/{node id}`, a node made in the replay by seeded random numbers).
+  const sameWrite = (recorded, made) => {
+    const [recordedMethod, recordedPath = ""] = recorded.split(" ");
+    const [madeMethod, madePath = ""] = made.split(" ");
+    const recordedSegments = recordedPath.split("/");
+    const madeSegments = madePath.split("/");
+    const id = /[0-9]/;
+    return recordedMethod === madeMethod && recordedSegments.length === madeSegments.length &&
+      recordedSegments.every((segment, at) =>
+        segment === madeSegments[at] || (id.test(segment) && id.test(madeSegments[at])));
+  };
   const nativeFetch = globalThis.fetch;
   if (typeof nativeFetch === "function") {
     globalThis.fetch = function fetch(input, init) {
@@ -219,8 +232,8 @@
     // A write the page made: frames waiting for it play.
     _wrote(key) {
       this._writes.add(key);
-      const ready = this._waiting.filter((at) => this._frames[at].after === key);
-      this._waiting = this._waiting.filter((at) => this._frames[at].after !== key);
+      const ready = this._waiting.filter((at) => sameWrite(this._frames[at].after, key));
+      this._waiting = this._waiting.filter((at) => !ready.includes(at));
       for (const at of ready) this._play(at);
     }
 
@@ -229,7 +242,7 @@
     _play(next) {
       for (; next < this._frames.length && !this._frames[next].sent; next++) {
         const frame = this._frames[next];
-        if (frame.after && !this._writes.has(frame.after)) {
+        if (frame.after && ![...this._writes].some((made) => sameWrite(frame.after, made))) {
           this._waiting.push(next);
           return;
         }

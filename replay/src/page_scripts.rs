@@ -205,6 +205,8 @@ mod tests {
                 frame(false, "subscribed", None),
                 frame(false, "deployed", Some("POST /flows")),
                 frame(false, "heartbeat", Some("POST /flows")),
+                // A node's button: its id, in the path, is one the replayed page draws anew.
+                frame(false, "debug", Some("POST /inject/dad0c6e3e5309984")),
             ],
         };
         let prelude = r#"
@@ -224,7 +226,13 @@ mod tests {
               await fetch("/flows?_=1", { method: "GET" });
               const afterReading = [...seen];
               await fetch("http://s.test/flows", { method: "post", body: "{}" });
-              setTimeout(() => console.log(JSON.stringify([before, afterReading, seen])), 20);
+              await new Promise((rest) => setTimeout(rest, 20));
+              const deployed = [...seen];
+              await fetch("/inject/about", { method: "POST" });
+              await new Promise((rest) => setTimeout(rest, 20));
+              const otherWrite = [...seen];
+              await fetch("/inject/8f2a77c1b0e94d13", { method: "POST" });
+              setTimeout(() => console.log(JSON.stringify([before, afterReading, deployed, otherWrite, seen])), 20);
             }, 30);
         "#;
         let script = websockets(std::slice::from_ref(&transcript)).unwrap();
@@ -239,6 +247,8 @@ mod tests {
         assert_eq!(printed[0], serde_json::json!(["subscribed"]), "the answer comes at once, the push waits");
         assert_eq!(printed[1], serde_json::json!(["subscribed"]), "a read is not the write");
         assert_eq!(printed[2], serde_json::json!(["subscribed", "deployed", "heartbeat"]));
+        assert_eq!(printed[3], printed[2], "a write to another path is not the one the push followed");
+        assert_eq!(printed[4], serde_json::json!(["subscribed", "deployed", "heartbeat", "debug"]), "ids drawn anew");
     }
 
     /// A kernel's socket: the page puts a session id of its own making in the URL, and a message id of its
