@@ -1,9 +1,11 @@
 //! Replay fidelity on real applications, side by side with Playwright. Each flow (Django's admin site,
 //! Datasette's SQL editor, a Sphinx site's search, a PyWebIO application over its WebSocket, a JupyterLab
-//! notebook run over its kernel's socket, and one Node application over Socket.IO and over SockJS, from
-//! [`trace_e2e::apps`]; the demo shop's whole demonstration, its WebSocket
-//! chat and its expert answering over server-sent events) is recorded once through the extension and the
-//! host, and exported redacted, as a person sharing it would. Its application is then stopped, and its
+//! notebook run over its kernel's socket, one Node application over Socket.IO and over SockJS, rustdoc's
+//! search that loads its code on focus, a NiceGUI slider over a socket, docsify's hash routes, Wagtail's
+//! autosaving editor, Node-RED's canvas built by drags, TinyMCE's written iframe in Django's admin, and
+//! Trac behind Basic authentication, from [`trace_e2e::apps`]; the demo shop's whole demonstration, its
+//! WebSocket chat and its expert answering over server-sent events) is recorded once through the extension
+//! and the host, and exported redacted, as a person sharing it would. Its application is then stopped, and its
 //! steps are re-run offline twice:
 //! - by `trace-replay run --human` on the zip;
 //! - by Playwright (npm `playwright-core`, pinned, driving the same Chromium): a context with
@@ -17,9 +19,16 @@
 //! person typed; Playwright has no fuzzy level.)
 //!
 //! Also printed, per flow: the requests `run --human` let reach for the network (`live`: none is the
-//! target; Playwright's `notFound: 'abort'` refuses them all by construction), the exported zip's size against the recording's HAR with every body inline (what
-//! Playwright's `recordHar` embeds) and that HAR gzipped (the smallest a person could share it), and what
-//! the zip's screenshots take of it (a HAR has none).
+//! target; Playwright's `notFound: 'abort'` refuses them all by construction), the exported zip's size
+//! against the recording's HAR with every body inline (what Playwright's `recordHar` embeds) and that HAR
+//! gzipped (the smallest a person could share it), and what the zip's screenshots take of it (a HAR has
+//! none).
+//!
+//! Last, the yield: every recording is processed as a person sharing it would (`trace-host process`: its
+//! checkpoints audited offline and pruned) before it is exported, and the bench prints per flow the steps
+//! re-run, the steps whose recorded content showed, the audit's verdict, the checkpoints kept by kind, and
+//! the time processing took against the recording's own duration; then how many recordings became valid
+//! tasks with a checkpoint beyond a page visited.
 //!
 //! Run: `cargo xtask dist && bash .ci/install && cargo bench -p trace-e2e --bench real_apps`. Recordings
 //! and zips are left in `target/bench-real-apps/`.
@@ -37,10 +46,17 @@ use trace_e2e::apps::{
     self, Environment,
     datasette::Datasette,
     django_admin::DjangoAdmin,
+    docsify_handbook::DocsifyHandbook,
     jupyter_lab::JupyterLab,
     lighthouse_stores::{LighthouseStores, Transport},
+    nicegui_slider::NiceGuiSlider,
+    node_red_flows::NodeRedFlows,
     pywebio_app::PyWebIoApp,
+    rustdoc_search::RustdocSearch,
     sphinx_docs::SphinxDocs,
+    tinymce_notes::TinyMceNotes,
+    trac_tickets::TracTickets,
+    wagtail_pages::WagtailPages,
 };
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
@@ -59,13 +75,34 @@ const POLL: Duration = Duration::from_millis(100);
 /// After a step's URL is reached, before its text is read: as long as `run --human` waits for quiet.
 const SETTLE: Duration = Duration::from_millis(400);
 
-/// One recorded flow, exported.
+/// One recorded flow, processed (its checkpoints audited and pruned) and exported.
 struct Flow {
     name: &'static str,
     /// The redacted zip.
     zip: PathBuf,
     /// The same, its HAR with every body inline.
     embedded: PathBuf,
+    /// What processing made of it.
+    processed: Processed,
+}
+
+/// What `trace-host process` made of a recording: whether its audit proved it a valid task, its checkpoints
+/// by kind, and how long processing (most of it the audit) took against the recording's own duration.
+struct Processed {
+    valid: bool,
+    /// The audit's first problem, when it is not valid.
+    problem: Option<String>,
+    /// Checkpoints kept, by predicate kind (`request`, `frame`, `url`, `text`).
+    kinds: std::collections::BTreeMap<String, usize>,
+    seconds: f64,
+    recorded_seconds: f64,
+}
+
+impl Processed {
+    /// A valid task with a checkpoint that is more than a page visited: what a recording must become.
+    fn yields_a_task(&self) -> bool {
+        self.valid && self.kinds.iter().any(|(kind, count)| kind != "url" && *count > 0)
+    }
 }
 
 /// One side's verdict on one flow.
@@ -90,9 +127,12 @@ async fn main() -> Result<()> {
 
     let step_timeout = RunOptions::default().step_timeout;
     let mut rows = Vec::new();
+    let mut shown = Vec::new();
     for flow in &flows {
         eprintln!("{}: trace-replay run --human", flow.name);
         let (report, _) = build.replay_human(&flow.zip)?;
+        let judged: Vec<f64> = report.steps.iter().filter_map(|step| step.text_shown).collect();
+        shown.push((judged.iter().filter(|share| **share >= TEXT_TOLERANCE).count(), judged.len()));
         let trace = Outcome {
             passed: report.steps_passed,
             total: report.steps_total,
@@ -153,7 +193,46 @@ async fn main() -> Result<()> {
             }
         }
     }
+    print_yield(&flows, &rows, &shown);
     Ok(())
+}
+
+/// The yield: per flow, its steps re-run by `run --human`, the steps whose recorded content showed, the
+/// audit's verdict, the checkpoints it kept by kind, and the time processing took (the audit, most of it)
+/// against the recording's own duration; then how many recordings became valid tasks.
+fn print_yield(flows: &[Flow], rows: &[(&str, Outcome, Outcome, Sizes)], shown: &[(usize, usize)]) {
+    println!();
+    println!("yield: each recording processed (its checkpoints audited and pruned), then re-run as the person");
+    println!(
+        "{:<24} {:>9} {:>9} {:>7} {:>26} {:>9} {:>9}",
+        "flow", "re-run", "shown", "valid", "checkpoints kept", "audit s", "÷ demo"
+    );
+    for ((flow, (_, trace, _, _)), (shown, judged)) in flows.iter().zip(rows).zip(shown) {
+        let processed = &flow.processed;
+        let kinds: Vec<String> = processed.kinds.iter().map(|(kind, count)| format!("{count} {kind}")).collect();
+        println!(
+            "{:<24} {:>9} {:>9} {:>7} {:>26} {:>9.0} {:>8.1}×",
+            flow.name,
+            format!("{}/{}", trace.passed, trace.total),
+            format!("{shown}/{judged}"),
+            if processed.valid { "yes" } else { "NO" },
+            kinds.join(", "),
+            processed.seconds,
+            processed.seconds / processed.recorded_seconds.max(1.0),
+        );
+    }
+    let tasks = flows.iter().filter(|flow| flow.processed.yields_a_task()).count();
+    let whole =
+        flows.iter().zip(rows).filter(|(flow, row)| flow.processed.yields_a_task() && row.1.passed == row.1.total);
+    println!(
+        "yield: {tasks} of {} recordings became valid tasks with a checkpoint beyond a page visited; \
+         {} of them re-run whole",
+        flows.len(),
+        whole.count()
+    );
+    for flow in flows.iter().filter(|flow| !flow.processed.valid) {
+        println!("{}: not valid: {}", flow.name, flow.processed.problem.as_deref().unwrap_or("(no problem given)"));
+    }
 }
 
 /// Records every flow into its own data directory under `out`, and exports each redacted, twice.
@@ -201,11 +280,7 @@ async fn record_flows(build: &Build, python: &Path, out: &Path) -> Result<Vec<Fl
     let mut app = JupyterLab::start(&apps::python_of(Environment::Jupyter)?)?;
     let bundle = app.record(build, &data).await;
     app.server.stop();
-    let bundle = bundle?;
-    // As the real-application test shares it: processed first (checkpoints audited and pruned).
-    let processed = Command::new(&build.trace_host).arg("--data").arg(&data).arg("process").arg(&bundle).output()?;
-    ensure!(processed.status.success(), "process failed: {}", String::from_utf8_lossy(&processed.stderr));
-    flows.push(export(build, "JupyterLab notebook (ws)", &data, &bundle)?);
+    flows.push(export(build, "JupyterLab notebook (ws)", &data, &bundle?)?);
 
     for (name, dir, transport) in [
         ("stores over Socket.IO", "socketio", Transport::SocketIo),
@@ -218,6 +293,55 @@ async fn record_flows(build: &Build, python: &Path, out: &Path) -> Result<Vec<Fl
         app.server.stop();
         flows.push(export(build, name, &data, &bundle?)?);
     }
+
+    eprintln!("recording: rustdoc");
+    let data = data_dir("rustdoc")?;
+    let mut app = RustdocSearch::start()?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "rustdoc search (focus)", &data, &bundle?)?);
+
+    eprintln!("recording: NiceGUI");
+    let data = data_dir("nicegui")?;
+    let mut app = NiceGuiSlider::start(python)?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "NiceGUI slider (ws)", &data, &bundle?)?);
+
+    eprintln!("recording: docsify");
+    let data = data_dir("docsify")?;
+    let mut app = DocsifyHandbook::start()?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "docsify routes (#/)", &data, &bundle?)?);
+
+    eprintln!("recording: Wagtail");
+    let data = data_dir("wagtail")?;
+    let mut app = WagtailPages::start(python)?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "Wagtail autosave", &data, &bundle?)?);
+
+    eprintln!("recording: Node-RED");
+    let data = data_dir("node-red")?;
+    let mut app = NodeRedFlows::start()?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "Node-RED drags (ws)", &data, &bundle?)?);
+
+    eprintln!("recording: TinyMCE in Django's admin");
+    let data = data_dir("tinymce")?;
+    let mut app = TinyMceNotes::start(python)?;
+    let bundle = app.record(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "TinyMCE written iframe", &data, &bundle?)?);
+
+    eprintln!("recording: Trac behind Basic authentication");
+    let data = data_dir("trac-basic-auth")?;
+    let mut app = TracTickets::start_behind_basic_auth(&apps::python_of(Environment::Trac)?)?;
+    let bundle = app.record_behind_basic_auth(build, &data).await;
+    app.server.stop();
+    flows.push(export(build, "Trac Basic auth", &data, &bundle?)?);
 
     for (name, dir) in [("demo shop", "demo"), ("demo shop chat (ws)", "chat"), ("demo shop expert (sse)", "ask")] {
         eprintln!("recording: {name}");
@@ -234,8 +358,20 @@ async fn record_flows(build: &Build, python: &Path, out: &Path) -> Result<Vec<Fl
     Ok(flows)
 }
 
-/// Exports the bundle's task redacted, and again with its HAR's bodies inline.
+/// Processes the bundle as a person sharing it would (its checkpoints audited and pruned, timed), then
+/// exports its task redacted, and again with its HAR's bodies inline.
 fn export(build: &Build, name: &'static str, data: &Path, bundle: &Path) -> Result<Flow> {
+    eprintln!("{name}: trace-host process");
+    let started = Instant::now();
+    let processed = Command::new(&build.trace_host).arg("--data").arg(data).arg("process").arg(bundle).output()?;
+    let seconds = started.elapsed().as_secs_f64();
+    // An invalid bundle is the figure to report, not a failure of the bench: process says so and exits 1.
+    ensure!(
+        processed.status.success() || processed.status.code() == Some(1),
+        "process failed: {}",
+        String::from_utf8_lossy(&processed.stderr)
+    );
+    let processed = processed_figures(bundle, seconds)?;
     let manifest: Value = serde_json::from_slice(&std::fs::read(bundle.join("manifest.json"))?)?;
     let task = manifest["task"]["id"].as_str().context("the manifest has no task id")?;
     let dir = data.parent().context("a data directory has a parent")?;
@@ -250,7 +386,35 @@ fn export(build: &Build, name: &'static str, data: &Path, bundle: &Path) -> Resu
             .output()?;
         ensure!(output.status.success(), "export failed: {}", String::from_utf8_lossy(&output.stderr));
     }
-    Ok(Flow { name, zip, embedded })
+    Ok(Flow { name, zip, embedded, processed })
+}
+
+/// Reads what processing wrote into `bundle`: its audit and its checkpoints.
+fn processed_figures(bundle: &Path, seconds: f64) -> Result<Processed> {
+    let read = |file: &str| -> Result<Value> {
+        Ok(serde_json::from_slice(&std::fs::read(bundle.join(file)).with_context(|| format!("no {file}"))?)?)
+    };
+    let audit = read("audit.json")?;
+    let checkpoints = read("checkpoints.json")?;
+    let mut kinds = std::collections::BTreeMap::new();
+    for checkpoint in checkpoints.as_array().into_iter().flatten() {
+        let kind = checkpoint["predicate"]["kind"].as_str().unwrap_or("?").to_owned();
+        *kinds.entry(kind).or_insert(0) += 1;
+    }
+    let events = std::fs::read_to_string(bundle.join("events.jsonl"))?;
+    let times: Vec<f64> =
+        events.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()?["ts"].as_f64()).collect();
+    let recorded_seconds = match (times.iter().copied().reduce(f64::min), times.iter().copied().reduce(f64::max)) {
+        (Some(first), Some(last)) => (last - first) / 1000.0,
+        _ => 0.0,
+    };
+    Ok(Processed {
+        valid: audit["valid"] == true,
+        problem: audit["problems"][0].as_str().map(str::to_owned),
+        kinds,
+        seconds,
+        recorded_seconds,
+    })
 }
 
 struct Sizes {

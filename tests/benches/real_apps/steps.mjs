@@ -64,6 +64,16 @@ async function step(call, timeout) {
     case "scroll":
       await current.mouse.wheel(params.delta_x ?? 0, params.delta_y ?? 0);
       break;
+    case "drag_drop":
+      // A drag a page follows move by move (a palette's node onto a canvas, a wire between two ports): the
+      // mouse pressed where the person pressed, moved with the button held, released where they released.
+      // (`dragTo` drops on the middle of the target's box, which for a canvas is far from where they did.)
+      await target.waitFor({ state: "visible", timeout });
+      await current.mouse.move(params.coord_source_x, params.coord_source_y);
+      await current.mouse.down();
+      await current.mouse.move(params.coord_target_x, params.coord_target_y, { steps: Math.max(params.steps ?? 10, 5) });
+      await current.mouse.up();
+      break;
     case "submit":
       await target.evaluate((element) => (element.form ?? element).requestSubmit());
       break;

@@ -27,15 +27,36 @@
 //!   demonstration recorded on it.
 //! - [`jupyter_lab`]: JupyterLab (a notebook whose kernel speaks over a WebSocket with ids the page makes),
 //!   and the demonstration recorded on it.
+//! - [`rustdoc_search`]: a crate's documentation made by rustdoc (a search box whose code and index load
+//!   only once it is opened), and the demonstration recorded on it.
+//! - [`docsify_handbook`]: a docsify site (a single-page application whose routes are URL fragments, its
+//!   pages' Markdown fetched by script), from npm, and the demonstration recorded on it.
+//! - [`nicegui_slider`]: a NiceGUI application (a server-driven interface over one socket, a throttled
+//!   slider and a button that sends at once), and the demonstration recorded on it.
+//! - [`wagtail_pages`]: Wagtail, the content management system (an editor that saves by itself and then
+//!   moves to the new page's edit URL), and the demonstration recorded on it.
+//! - [`node_red_flows`]: Node-RED, the flow editor (nodes dragged from a palette onto an SVG canvas and
+//!   wired by dragging, a deploy over HTTP whose notifications the server pushes over a socket), from npm,
+//!   and the demonstration recorded on it.
+//! - [`tinymce_notes`]: Django's admin with a rich-text field in TinyMCE (an editor in an iframe the page
+//!   writes itself), and the demonstration recorded on it.
+//! - [`person`]: how the demonstrations act at a person's pace: pauses, keys a hand presses, drags.
 
 pub mod dash_app;
 pub mod datasette;
 pub mod django_admin;
+pub mod docsify_handbook;
 pub mod jupyter_lab;
 pub mod lighthouse_stores;
+pub mod nicegui_slider;
+pub mod node_red_flows;
+pub mod person;
 pub mod pywebio_app;
+pub mod rustdoc_search;
 pub mod sphinx_docs;
+pub mod tinymce_notes;
 pub mod trac_tickets;
+pub mod wagtail_pages;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
