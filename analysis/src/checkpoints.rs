@@ -50,9 +50,9 @@
 //! that order, so that the demonstration itself reaches them all in order. A predicate that does not hold
 //! on the recording, holds at its start, or names a secret, is dropped.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
-use trace_manifest::event::{EventKind, EventRecord, NavigationCause, WebSocketOp};
+use trace_manifest::event::{EventKind, EventRecord, NavigationCause};
 use trace_manifest::postprocess::{Checkpoint, CheckpointRole, Predicate};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 
@@ -204,19 +204,17 @@ impl<'a> Context<'a> {
     /// Whether the person acted in event `event`'s tab within `window_ms` before it, and no page loaded there
     /// since: what the page did then is the act's doing.
     fn act_just_before(&self, event: u64, window_ms: f64) -> bool {
-        let evidence = self.evidence;
-        let Some(at) = evidence.position(event) else { return false };
-        let Some(tab) = evidence.events.iter().find(|record| record.id == event).map(|r| r.event.tab_id) else {
-            return false;
-        };
-        self.latest_before(tab, at).is_some_and(|(acted, record)| {
+        self.latest_before(event).is_some_and(|(at, acted, record)| {
             matches!(record.event.kind, EventKind::Action(_)) && at.ts - acted.ts <= window_ms
         })
     }
 
-    /// The latest act of the person's or page load in `tab` before `at`, with its position.
-    fn latest_before(&self, tab: Option<i64>, at: Position) -> Option<(Position, &'a EventRecord)> {
+    /// The latest act of the person's or page load in event `event`'s tab before it: the event's position,
+    /// and that act's or load's position and record.
+    fn latest_before(&self, event: u64) -> Option<(Position, Position, &'a EventRecord)> {
         let evidence = self.evidence;
+        let event = evidence.record(event)?;
+        let (at, tab) = (Position::of(event), event.event.tab_id);
         evidence
             .events
             .iter()
@@ -230,21 +228,18 @@ impl<'a> Context<'a> {
                 }
                 _ => false,
             })
-            .filter_map(|record| Some((evidence.position(record.id)?, record)))
+            .map(|record| (Position::of(record), record))
             .filter(|(position, _)| *position < at)
             .max_by(|(a, _), (b, _)| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
+            .map(|(position, record)| (at, position, record))
     }
 
     /// Whether the request of event `request_event` was the page's own doing: sent after a page loaded in its
     /// tab (a new document, not a route of the same one) and before the person's next act there, by the
     /// events' times (the recorder stores an exchange once it is whole, after what it led to).
     fn page_sent_by_itself(&self, request_event: u64) -> bool {
-        let evidence = self.evidence;
-        let Some(sent) = evidence.position(request_event) else { return false };
-        let Some(tab) = evidence.events.iter().find(|record| record.id == request_event).map(|r| r.event.tab_id) else {
-            return false;
-        };
-        self.latest_before(tab, sent).is_some_and(|(_, record)| matches!(record.event.kind, EventKind::Navigation(_)))
+        self.latest_before(request_event)
+            .is_some_and(|(_, _, record)| matches!(record.event.kind, EventKind::Navigation(_)))
     }
 
     /// Whether an id-shaped value was made by the page: the person did not type it, and the server did
@@ -469,22 +464,10 @@ pub const FRAME_EFFECT_MS: f64 = 2_000.0;
 /// Rule 1 over WebSockets: the frames the person's acts sent, each with its position.
 fn socket_changes(context: &Context<'_>) -> Vec<(Position, Candidate)> {
     let evidence = context.evidence;
-    let mut sockets: HashMap<(Option<i64>, &str), &str> = HashMap::new();
     // The frames kept so far; one with the same socket and field names as the last kept replaces it.
     let mut kept: Vec<(Position, String, BTreeMap<String, String>)> = Vec::new();
-    for record in &evidence.events {
-        let EventKind::WebSocket(socket) = &record.event.kind else { continue };
-        let key = (record.event.tab_id, socket.request_id.as_str());
-        if socket.op == WebSocketOp::Opened {
-            if let Some(url) = &socket.url {
-                sockets.insert(key, url);
-            }
-            continue;
-        }
-        let (WebSocketOp::Sent, Some(data), Some(url)) = (socket.op, &socket.data, sockets.get(&key)) else {
-            continue;
-        };
-        if socket.opcode.unwrap_or(1) != 1 || !context.act_just_before(record.id, FRAME_EFFECT_MS) {
+    for (record, url, data) in evidence.sent_text_frames() {
+        if !context.act_just_before(record.id, FRAME_EFFECT_MS) {
             continue;
         }
         let Some(at) = evidence.position(record.id).filter(|at| *at >= context.first_step) else { continue };

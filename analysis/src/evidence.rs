@@ -217,12 +217,39 @@ impl Evidence {
     /// navigation's the time it committed, a snapshot's the time it was taken, whatever order they were
     /// stored in: by these a request comes before the page it led to.
     pub fn position(&self, event_id: u64) -> Option<Position> {
-        let record = match self.events.binary_search_by_key(&event_id, |record| record.id) {
-            Ok(index) => &self.events[index],
+        self.record(event_id).map(Position::of)
+    }
+
+    /// The text frames the pages sent over their WebSockets, in order, each with its socket's URL (from the
+    /// socket's opening, by its tab and DevTools id) and its data.
+    pub fn sent_text_frames(&self) -> Vec<(&EventRecord, &str, &str)> {
+        let mut sockets: std::collections::HashMap<(Option<i64>, &str), &str> = std::collections::HashMap::new();
+        let mut sent = Vec::new();
+        for record in &self.events {
+            let EventKind::WebSocket(socket) = &record.event.kind else { continue };
+            let key = (record.event.tab_id, socket.request_id.as_str());
+            match (socket.op, &socket.url, &socket.data) {
+                (WebSocketOp::Opened, Some(url), _) => {
+                    sockets.insert(key, url);
+                }
+                (WebSocketOp::Sent, _, Some(data)) if socket.opcode.unwrap_or(1) == 1 => {
+                    if let Some(url) = sockets.get(&key) {
+                        sent.push((record, *url, data.as_str()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        sent
+    }
+
+    /// The event of id `event_id`.
+    pub fn record(&self, event_id: u64) -> Option<&EventRecord> {
+        match self.events.binary_search_by_key(&event_id, |record| record.id) {
+            Ok(index) => Some(&self.events[index]),
             // Evidence put together by hand may not be in id order.
-            Err(_) => self.events.iter().find(|record| record.id == event_id)?,
-        };
-        Some(Position { ts: record.event.ts, id: event_id })
+            Err(_) => self.events.iter().find(|record| record.id == event_id),
+        }
     }
 }
 
@@ -238,6 +265,11 @@ impl Position {
     pub const START: Position = Position { ts: f64::NEG_INFINITY, id: 0 };
     /// After every event.
     pub const END: Position = Position { ts: f64::INFINITY, id: u64::MAX };
+
+    /// When `record` happened.
+    pub fn of(record: &EventRecord) -> Position {
+        Position { ts: record.event.ts, id: record.id }
+    }
 }
 
 impl PartialOrd for Position {
@@ -274,31 +306,18 @@ pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
             })
             .map(|exchange| exchange.request_event)
             .collect(),
-        Predicate::Frame { url_pattern, fields } => {
-            // Each socket's URL, from its opening, by its tab and DevTools id.
-            let mut sockets: std::collections::HashMap<(Option<i64>, &str), &str> = std::collections::HashMap::new();
-            let mut held = Vec::new();
-            for record in &evidence.events {
-                let EventKind::WebSocket(socket) = &record.event.kind else { continue };
-                let key = (record.event.tab_id, socket.request_id.as_str());
-                match (socket.op, &socket.url, &socket.data) {
-                    (WebSocketOp::Opened, Some(url), _) => {
-                        sockets.insert(key, url);
-                    }
-                    (WebSocketOp::Sent, _, Some(data)) if socket.opcode.unwrap_or(1) == 1 => {
-                        let on_socket = sockets.get(&key).is_some_and(|url| urls::matches(url_pattern, url));
-                        if on_socket && !fields.is_empty() {
-                            let sent = frame_fields(data);
-                            if fields.iter().all(|(name, value)| sent.iter().any(|(n, v)| n == name && v == value)) {
-                                held.push(record.id);
-                            }
-                        }
-                    }
-                    _ => {}
+        Predicate::Frame { url_pattern, fields } if !fields.is_empty() => evidence
+            .sent_text_frames()
+            .into_iter()
+            .filter(|(_, url, data)| {
+                urls::matches(url_pattern, url) && {
+                    let sent = frame_fields(data);
+                    fields.iter().all(|(name, value)| sent.iter().any(|(n, v)| n == name && v == value))
                 }
-            }
-            held
-        }
+            })
+            .map(|(record, _, _)| record.id)
+            .collect(),
+        Predicate::Frame { .. } => Vec::new(),
         Predicate::Url { pattern } => evidence
             .events
             .iter()

@@ -25,7 +25,7 @@ impl RequestState {
                     cookies.map(|(cookie, value)| (format!("cookie:{cookie}"), value.unwrap_or("").to_owned())),
                 );
             } else if is_state_header(&name) {
-                pairs.push((format!("header:{name}"), value.to_owned()));
+                pairs.push((header_key(&name), value.to_owned()));
             }
         }
         RequestState::from_pairs(pairs)
@@ -41,7 +41,7 @@ impl RequestState {
 
     /// The state with header `name` (lower case) at `value` where it carries none.
     pub fn with_header(mut self, name: &str, value: &str) -> RequestState {
-        let key = format!("header:{name}");
+        let key = header_key(name);
         if self.get(&key).is_none() {
             self.pairs.push((key, value.to_owned()));
         }
@@ -59,9 +59,19 @@ impl RequestState {
         Some(&self.pairs[found].1)
     }
 
+    /// The value of header `name` (lower case) in the state.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.get(&header_key(name))
+    }
+
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.pairs.iter().map(|(key, _)| key.as_str())
     }
+}
+
+/// The state key of header `name` (lower case).
+fn header_key(name: &str) -> String {
+    format!("header:{name}")
 }
 
 /// The (name, value) pairs of a `Cookie` header (`a=1; b=2`), each trimmed: the one reading of it, which

@@ -101,13 +101,13 @@ pub struct RecordedRequest {
     pub accept: Option<String>,
 }
 
-/// The header HTTP authentication sends, as a state key ([`RequestState`]) and by name.
+/// The header HTTP authentication sends, by its lower-case name ([`RequestState::header`]).
 const AUTHORIZATION: &str = "authorization";
-const AUTHORIZATION_KEY: &str = "header:authorization";
 
-/// `scheme://host:port` of a URL.
-fn origin_of(url: &str) -> Option<String> {
-    url::Url::parse(url).ok().map(|url| url.origin().ascii_serialization())
+/// `url`'s origin, serialized; `None` for a URL without one (unparsable, or opaque as `data:` is).
+pub(crate) fn origin_of(url: &str) -> Option<String> {
+    let origin = url::Url::parse(url).ok()?.origin();
+    origin.is_tuple().then(|| origin.ascii_serialization())
 }
 
 /// The content type a request asks for, as twins that differ by it are told apart: the first media range of
@@ -493,7 +493,7 @@ impl Matcher {
         };
         let matched = self.lookup_in_state(request, authenticated.as_ref().or(request.state))?;
         if request.authorization.is_none()
-            && let (Some(origin), Some(recorded)) = (origin, self.states[matched.index].get(AUTHORIZATION_KEY))
+            && let (Some(origin), Some(recorded)) = (origin, self.states[matched.index].header(AUTHORIZATION))
         {
             self.authenticated.entry(origin).or_insert_with(|| recorded.to_owned());
         }

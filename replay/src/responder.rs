@@ -26,7 +26,7 @@ use trace_analysis::canonical::Clocks;
 use trace_analysis::client_ids;
 
 use crate::archive::ReplayArchive;
-use crate::matcher::{Difference, MatchKind, Matcher, Request};
+use crate::matcher::{Difference, MatchKind, Matcher, Request, origin_of};
 
 /// The decision for one request.
 #[derive(Debug, Clone, PartialEq)]
@@ -354,12 +354,6 @@ impl Responder {
     pub fn stats(&self) -> Stats {
         self.stats.lock().expect("no panics while locked").clone()
     }
-}
-
-/// `url`'s origin, serialized; `None` for a URL without one (unparsable, or opaque as `data:` is).
-fn origin_of(url: &str) -> Option<String> {
-    let origin = url::Url::parse(url).ok()?.origin();
-    origin.is_tuple().then(|| origin.ascii_serialization())
 }
 
 fn content_type(headers: &[(String, String)]) -> String {

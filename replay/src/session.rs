@@ -557,9 +557,6 @@ async fn capture_after_action(session: Arc<SessionRecorder>, page: Page) {
     }
 }
 
-/// The URL and the HTML, shadow roots included, of a tab's main frame's document. The document is named by
-/// its backend node id, which lasts as long as the node: a node id lasts only until any client of the page
-/// asks for the document again, as the runner and the recorder do at once.
 /// A socket report of `page/websocket.js` (`{op: "opened", id, url}` or `{op: "sent", id, data}`) as the
 /// recorder's event; `None` for anything else (the page can call the binding itself).
 fn socket_event(payload: &str) -> Option<WebSocketEvent> {
@@ -584,6 +581,9 @@ fn socket_event(payload: &str) -> Option<WebSocketEvent> {
     Some(WebSocketEvent { request_id: report.id, op, url: report.url, opcode, data: report.data })
 }
 
+/// The URL and the HTML, shadow roots included, of a tab's main frame's document. The document is named by
+/// its backend node id, which lasts as long as the node: a node id lasts only until any client of the page
+/// asks for the document again, as the runner and the recorder do at once.
 pub async fn document_html(page: &Page) -> Result<(String, String)> {
     let root = page.execute(GetDocumentParams::builder().depth(0).build()).await?.result.root;
     let outer = GetOuterHtmlParams::builder().backend_node_id(root.backend_node_id).include_shadow_dom(true).build();
