@@ -5,14 +5,13 @@
 //! script and theme copied from its package rather than fetched from the CDN its own generator points at.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 
+use super::Server;
 use super::lighthouse_stores::node_modules;
 use super::person::pause;
-use super::{Server, free_port};
 use crate::browser::{Build, RecordingBrowser, click, settle, wait_for_text};
 use crate::demo::{start_task, stop_task};
 
@@ -88,15 +87,7 @@ impl DocsifyHandbook {
             std::fs::create_dir_all(path.parent().context("a file has a folder")?)?;
             std::fs::copy(dist.join(file), path)?;
         }
-        let port = free_port()?;
-        let server = Server::start(
-            Command::new("python3")
-                .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
-                .arg(&site)
-                .arg(port.to_string()),
-            port,
-            dir,
-        )?;
+        let server = Server::static_files("python3", &site, dir)?;
         Ok(DocsifyHandbook { server })
     }
 

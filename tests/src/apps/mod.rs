@@ -188,6 +188,20 @@ impl Server {
         Ok(server)
     }
 
+    /// Serves the files under `root` as static documentation is hosted, with Python's own HTTP server
+    /// (`python -m http.server`); `dir` holds them and is kept with the server.
+    fn static_files(python: impl AsRef<std::ffi::OsStr>, root: &Path, dir: tempfile::TempDir) -> Result<Server> {
+        let port = free_port()?;
+        Server::start(
+            Command::new(python)
+                .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
+                .arg(root)
+                .arg(port.to_string()),
+            port,
+            dir,
+        )
+    }
+
     pub fn port(&self) -> u16 {
         self.port
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::person::{pause, type_keys};
-use super::{Server, free_port, run};
+use super::{Server, run};
 use crate::browser::{Build, RecordingBrowser, click, click_and_wait, settle, wait_for_text};
 use crate::demo::{start_task, stop_task};
 
@@ -72,15 +72,7 @@ impl RustdocSearch {
             .env("CARGO_TARGET_DIR", crate_dir.join("target")))
         .context("cargo doc failed")?;
         let html = crate_dir.join("target/doc");
-        let port = free_port()?;
-        let server = Server::start(
-            Command::new("python3")
-                .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
-                .arg(&html)
-                .arg(port.to_string()),
-            port,
-            dir,
-        )?;
+        let server = Server::static_files("python3", &html, dir)?;
         Ok(RustdocSearch { server })
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{Server, free_port, run};
+use super::{Server, run};
 use crate::browser::{Build, RecordingBrowser, click_and_wait, settle, type_into, wait_for_text};
 use crate::demo::{start_task, stop_task};
 
@@ -53,15 +53,7 @@ impl SphinxDocs {
             std::fs::write(source.join(name), text)?;
         }
         run(Command::new(python).args(["-m", "sphinx", "-q", "-b", "html"]).arg(&source).arg(&html))?;
-        let port = free_port()?;
-        let server = Server::start(
-            Command::new(python)
-                .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
-                .arg(&html)
-                .arg(port.to_string()),
-            port,
-            dir,
-        )?;
+        let server = Server::static_files(python, &html, dir)?;
         Ok(SphinxDocs { server })
     }
 
