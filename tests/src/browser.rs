@@ -18,7 +18,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
 };
 use chromiumoxide::layout::Point;
 use chromiumoxide::types::ClickOptions;
-use chromiumoxide::{Browser, Page};
+use chromiumoxide::{Browser, Element, Page};
 use trace_manifest::report::FidelityReport;
 use trace_replay::chromium::{self, Chromium, Launch};
 
@@ -214,16 +214,28 @@ pub async fn wait_for_text(
 
 /// Clicks an element with real mouse events, waiting for it to be there (the page may still be loading).
 pub async fn click(page: &Page, selector: &str) -> Result<()> {
+    on_element(page, selector, "click", async |element| element.click().await.map(drop)).await
+}
+
+/// Finds `selector` and acts on it, again and again until the act works or 20 s have passed: a page still
+/// loading may not have the element yet, and one that has just navigated may replace the node found
+/// before the act reaches it ("Could not find node with given id"), more often on a loaded machine.
+async fn on_element(
+    page: &Page,
+    selector: &str,
+    what: &str,
+    act: impl AsyncFn(Element) -> chromiumoxide::error::Result<()>,
+) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let clicked = match page.find_element(selector).await {
-            Ok(element) => element.click().await.map(|_| ()),
+        let done = match page.find_element(selector).await {
+            Ok(element) => act(element).await,
             Err(error) => Err(error),
         };
-        match clicked {
+        match done {
             Ok(()) => return Ok(()),
             Err(error) if Instant::now() > deadline => {
-                return Err(error).with_context(|| format!("cannot click {selector}"));
+                return Err(error).with_context(|| format!("cannot {what} {selector}"));
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
         }
@@ -307,17 +319,18 @@ pub async fn settle() {
 
 /// Double-clicks an element as a person does: a click, then a second press counted as the second click.
 pub async fn double_click(page: &Page, selector: &str) -> Result<()> {
-    let element = page.find_element(selector).await.with_context(|| format!("no {selector} to double-click"))?;
-    let point = element.clickable_point().await?;
-    page.click(point).await?;
-    page.click_with(point, ClickOptions::builder().click_count(2).build()).await?;
-    Ok(())
+    on_element(page, selector, "double-click", async |element| {
+        let point = element.clickable_point().await?;
+        page.click(point).await?;
+        page.click_with(point, ClickOptions::builder().click_count(2).build()).await.map(drop)
+    })
+    .await
 }
 
 /// Presses a key (`Enter`, `Escape`, ...) in an element, focusing it first.
 pub async fn press_key(page: &Page, selector: &str, key: &str) -> Result<()> {
-    page.find_element(selector).await?.focus().await?.press_key(key).await?;
-    Ok(())
+    on_element(page, selector, "press a key in", async |element| element.focus().await?.press_key(key).await.map(drop))
+        .await
 }
 
 /// Turns the mouse wheel over the middle of the viewport, as a person scrolling down a page does.

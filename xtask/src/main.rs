@@ -7,9 +7,10 @@
 //!   the extension and the host, export the bundle, validate and inspect it; then how long each phase took,
 //!   the build's included.
 //! - `test`: `dist` (the end-to-end tests drive the release build), a check that `trace-manifest`,
-//!   `trace-analysis` and `trace-capture` build for wasm32, then `cargo test --workspace`.
+//!   `trace-analysis` and `trace-capture` build for wasm32, then every test of `cargo test --workspace`,
+//!   its binaries run side by side (`test_binaries`; `TRACE_TEST_JOBS` at a time, one per two cores unless set).
 //!
-//! Kept cheap to compile: anyhow, and wasm-bindgen's binding library, which spares a person the separate
+//! Kept cheap to compile: anyhow, serde_json (for Cargo's messages; the binder needs it anyway), and wasm-bindgen's binding library, which spares a person the separate
 //! install (and release build) of `wasm-bindgen-cli` before the first `cargo xtask demo`.
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+
+mod test_binaries;
 
 fn main() -> Result<()> {
     let task = std::env::args().nth(1);
@@ -35,17 +38,37 @@ fn main() -> Result<()> {
             let wasm = ["-p", "trace-manifest", "-p", "trace-analysis", "-p", "trace-capture"];
             run(cargo().arg("check").args(wasm).args(["--target", WASM_TARGET]))?;
             host_links_no_browser_driver()?;
+            run(cargo().args(["test", "--workspace", "--doc"]))?;
             // The end-to-end tests skip, saying so, when the release build is missing; here it was just
             // built, so a missing piece must fail them instead.
-            run(cargo().args(["test", "--workspace"]).env("TRACE_E2E_REQUIRED", "1"))
+            let mut tests = cargo();
+            tests.args(["test", "--workspace"]);
+            // What follows `--` goes to every test binary, as with `cargo test -- <filter>`.
+            let binary_args: Vec<String> = std::env::args().skip(2).skip_while(|arg| arg != "--").skip(1).collect();
+            test_binaries::run_all(tests, test_jobs()?, &[("TRACE_E2E_REQUIRED", "1")], &binary_args)
         }
         _ => {
             eprintln!("usage: cargo xtask <dist|demo|test>");
             eprintln!("  dist  build trace-host, trace-replay and the extension (target/extension/) in release mode");
             eprintln!("  demo  dist, then record, bundle and check a demonstration on the demo site");
-            eprintln!("  test  dist, then every test of the workspace (the end-to-end ones drive the release build)");
+            eprintln!("  test  dist, then every test of the workspace (the end-to-end ones drive the release build);");
+            eprintln!("        `cargo xtask test -- <filter>` passes what follows `--` to every test binary");
             std::process::exit(2);
         }
+    }
+}
+
+/// How many test binaries run at once: `TRACE_TEST_JOBS`, or one for every two cores. An end-to-end binary
+/// runs two tests at a time, each with a browser (and often an application) that keeps about a core busy.
+/// On two cores, two binaries at a time took the suite from 1706 s to 1316 s, but starved the browsers
+/// enough to fail steps bound by time (a page load past 30 s, a replayed cart not drawn in 20 s).
+fn test_jobs() -> Result<usize> {
+    match std::env::var("TRACE_TEST_JOBS") {
+        Ok(jobs) => match jobs.parse() {
+            Ok(jobs) if jobs > 0 => Ok(jobs),
+            _ => bail!("TRACE_TEST_JOBS must be a positive whole number, not {jobs:?}"),
+        },
+        Err(_) => Ok(std::thread::available_parallelism().map_or(1, |cores| (cores.get() / 2).max(1))),
     }
 }
 
