@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use indicatif::HumanBytes;
 use trace_chat::ChatModel;
 use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::task::{TaskId, TaskStatus};
@@ -362,7 +363,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     report.zip.display(),
                     report.format.as_str(),
                     report.files,
-                    human_bytes(report.bytes)
+                    HumanBytes(report.bytes)
                 )?;
                 if let Some(exchanges) = report.exchanges {
                     outln!("archived {exchanges} HTTP exchanges, each a response and a request record")?;
@@ -398,7 +399,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     report.task_id,
                     report.events,
                     report.files,
-                    human_bytes(report.bytes)
+                    HumanBytes(report.bytes)
                 )?;
             }
         }
@@ -818,7 +819,7 @@ fn validate(path: &Path, json: bool) -> Result<Outcome> {
             "{}: valid ({} indexed files, {})",
             path.display(),
             report.files_checked,
-            human_bytes(report.bytes_checked)
+            HumanBytes(report.bytes_checked)
         )?;
     } else {
         outln!("{}: {} problem(s)", path.display(), report.problems.len())?;
@@ -877,7 +878,7 @@ fn print_tasks(tasks: &[TaskRow], json: bool) -> Result<()> {
                 rfc3339_from_millis(t.started_at)[..19].replace('T', " "),
                 duration_seconds(t).map_or_else(|| "-".to_owned(), |s| format!("{s:.0}s")),
                 t.event_count.to_string(),
-                human_bytes(t.byte_count),
+                HumanBytes(t.byte_count).to_string(),
                 t.website.clone(),
                 t.description.chars().take(60).collect(),
             ]
@@ -898,10 +899,6 @@ fn print_tasks(tasks: &[TaskRow], json: bool) -> Result<()> {
 
 fn duration_seconds(task: &TaskRow) -> Option<f64> {
     task.ended_at.map(|end| ((end - task.started_at) / 1000.0).max(0.0))
-}
-
-pub fn human_bytes(bytes: u64) -> String {
-    indicatif::HumanBytes(bytes).to_string()
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::io::BufWriter;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use indicatif::HumanBytes;
 use rusqlite::Connection;
 use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::bundle;
@@ -100,9 +101,9 @@ fn check_free_space(needed: u64, available: Option<u64>) -> Result<()> {
         bail!(
             "the bundle expands to {} but only {} is free where the data directory is ({} kept free); \
              free some space first",
-            crate::cli::human_bytes(needed),
-            crate::cli::human_bytes(available),
-            crate::cli::human_bytes(FREE_SPACE_RESERVE)
+            HumanBytes(needed),
+            HumanBytes(available),
+            HumanBytes(FREE_SPACE_RESERVE)
         );
     }
     Ok(())

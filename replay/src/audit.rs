@@ -27,9 +27,9 @@ use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_store::atomic;
 
-use crate::batch::TaskSource;
 use crate::eval::{Agent, Episode, EvalOptions, Perturbation, Reference};
 use crate::proposals::Proposer;
+use crate::tasks::TaskSource;
 
 /// How many times the demonstration is run before its failed steps are believed.
 const DEMONSTRATION_ATTEMPTS: usize = 3;

@@ -47,11 +47,11 @@ use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 use trace_store::atomic;
 
 use crate::archive::ReplayArchive;
-use crate::batch::TaskSource;
 use crate::judge::{self, Judge};
 use crate::run::{RunOptions, run_human};
 use crate::serve::{Options, Replay};
 use crate::session::{self, SessionRecorder};
+use crate::tasks::TaskSource;
 
 /// Who acts in the episode.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,6 +15,7 @@
 //! - [`audit`]: the proof that a bundle's checkpoints discriminate: the demonstration, an agent doing
 //!   nothing and perturbed demonstrations run, judged by `trace_analysis::audit`.
 //! - [`proposals`]: checkpoints a model proposes (`--llm`), placed and judged as the rules' own.
+//! - [`tasks`]: the tasks a run is given: a dataset's, or a bundle's one.
 //! - [`batch`]: a run of episodes over a bundle or a dataset: shards, parallel episodes, resuming, the
 //!   summary, and merging the runs of shards.
 //! - [`inspect`]: a bundle's summary (task, pages, hosts with request counts and bytes).
@@ -37,3 +38,4 @@ pub mod responder;
 pub mod run;
 pub mod serve;
 pub mod session;
+pub mod tasks;

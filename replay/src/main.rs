@@ -473,7 +473,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 parallel,
                 proposer,
             };
-            let tasks = trace_replay::batch::tasks(&source)?;
+            let tasks = trace_replay::tasks::tasks(&source)?;
             let audits = until_stopped(async {
                 let mut audits = Vec::new();
                 for task in &tasks {
