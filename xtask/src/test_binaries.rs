@@ -21,7 +21,7 @@ use serde_json::Value;
 /// Binaries that ran longest in the last measured run (`cargo xtask test` prints the table), longest first.
 /// Started first, they do not end alone after everything else has finished; the rest follow in Cargo's
 /// order. A name missing here only costs time, never a test.
-const SLOWEST_FIRST: &[&str] = &["real_apps", "recording", "host", "eval", "agentlab", "replay", "postprocess"];
+const SLOWEST_FIRST: &[&str] = &["real_apps", "recording", "agentlab", "postprocess", "host", "eval", "replay"];
 
 /// One test binary Cargo built.
 struct TestBinary {
