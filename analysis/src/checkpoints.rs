@@ -201,21 +201,18 @@ impl<'a> Context<'a> {
         self.acted_on.contains(path) || self.acted_on.contains(last)
     }
 
-    /// Whether the person acted in event `event`'s tab within `window_ms` before it, and no page loaded there
+    /// Whether the person acted in `event`'s tab within `window_ms` before it, and no page loaded there
     /// since: what the page did then is the act's doing.
-    fn act_just_before(&self, event: u64, window_ms: f64) -> bool {
-        self.latest_before(event).is_some_and(|(at, acted, record)| {
-            matches!(record.event.kind, EventKind::Action(_)) && at.ts - acted.ts <= window_ms
+    fn act_just_before(&self, event: &EventRecord, window_ms: f64) -> bool {
+        self.latest_before(event).is_some_and(|(acted, record)| {
+            matches!(record.event.kind, EventKind::Action(_)) && event.event.ts - acted.ts <= window_ms
         })
     }
 
-    /// The latest act of the person's or page load in event `event`'s tab before it: the event's position,
-    /// and that act's or load's position and record.
-    fn latest_before(&self, event: u64) -> Option<(Position, Position, &'a EventRecord)> {
-        let evidence = self.evidence;
-        let event = evidence.record(event)?;
+    /// The latest act of the person's or page load in `event`'s tab before it, with its position.
+    fn latest_before(&self, event: &EventRecord) -> Option<(Position, &'a EventRecord)> {
         let (at, tab) = (Position::of(event), event.event.tab_id);
-        evidence
+        self.evidence
             .events
             .iter()
             .filter(|record| record.event.tab_id == tab)
@@ -231,15 +228,16 @@ impl<'a> Context<'a> {
             .map(|record| (Position::of(record), record))
             .filter(|(position, _)| *position < at)
             .max_by(|(a, _), (b, _)| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
-            .map(|(position, record)| (at, position, record))
     }
 
     /// Whether the request of event `request_event` was the page's own doing: sent after a page loaded in its
     /// tab (a new document, not a route of the same one) and before the person's next act there, by the
     /// events' times (the recorder stores an exchange once it is whole, after what it led to).
     fn page_sent_by_itself(&self, request_event: u64) -> bool {
-        self.latest_before(request_event)
-            .is_some_and(|(_, _, record)| matches!(record.event.kind, EventKind::Navigation(_)))
+        self.evidence
+            .record(request_event)
+            .and_then(|event| self.latest_before(event))
+            .is_some_and(|(_, record)| matches!(record.event.kind, EventKind::Navigation(_)))
     }
 
     /// Whether an id-shaped value was made by the page: the person did not type it, and the server did
@@ -467,10 +465,10 @@ fn socket_changes(context: &Context<'_>) -> Vec<(Position, Candidate)> {
     // The frames kept so far; one with the same socket and field names as the last kept replaces it.
     let mut kept: Vec<(Position, String, BTreeMap<String, String>)> = Vec::new();
     for (record, url, data) in evidence.sent_text_frames() {
-        if !context.act_just_before(record.id, FRAME_EFFECT_MS) {
+        let at = Position::of(record);
+        if at < context.first_step || !context.act_just_before(record, FRAME_EFFECT_MS) {
             continue;
         }
-        let Some(at) = evidence.position(record.id).filter(|at| *at >= context.first_step) else { continue };
         let mut fields = BTreeMap::new();
         for (name, value) in frame_fields(data) {
             if !fields.contains_key(&name) && context.keeps_field(&name, &value) {
