@@ -5,8 +5,21 @@
 //! A server's frame that came after the page wrote over HTTP (a `POST` of its tab sent since the page's
 //! last frame on that socket: a deploy, after which the server pushes its notifications) names the latest
 //! such write ([`Frame::after_write`]): replay plays it once the page has made that write, not at once.
+//!
+//! Replay answers each frame the page sends with the server's frames that followed it in the recording, up
+//! to the page's next one. A server that answers requests by their ids (a notebook kernel's `msg_id`, echoed
+//! in its replies' `parent_header`) may answer one request after the page has sent another (the kernel's
+//! output came after the debugger's next request): such an answer, one that echoes an id the page made in an
+//! earlier frame and none of the frame it came after, is transcribed after the request it answers
+//! ([`answers_after_their_requests`]), so that it plays when the page sends that request again, whatever
+//! the page sends around it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+use base64::Engine as _;
+
+use crate::canonical::Clocks;
+use crate::client_ids::id_tokens;
 
 use trace_manifest::event::{EventKind, EventRecord, WebSocketOp};
 
@@ -77,7 +90,82 @@ pub fn transcripts(events: &[EventRecord]) -> Vec<Transcript> {
             WebSocketOp::Closed | WebSocketOp::Error => {}
         }
     }
+    for transcript in &mut transcripts {
+        answers_after_their_requests(&mut transcript.frames);
+    }
     transcripts
+}
+
+/// Moves each of the server's frames that answers an earlier frame of the page than the one it followed to
+/// the end of that frame's answers (see the module documentation).
+///
+/// A frame answers the page's frame P when it holds an id born in P: an id-shaped token
+/// ([`id_tokens`]) that no frame before P held and no other frame of the page holds (a request's own id,
+/// not the session's, which every request carries, nor one the server handed out). It is moved only when
+/// the frame it followed had ids born in it too, none of which it holds: that frame was a request of its
+/// own, which it does not answer. Frames keep their order otherwise.
+fn answers_after_their_requests(frames: &mut Vec<Frame>) {
+    let ids: Vec<HashSet<String>> = frames.iter().map(frame_ids).collect();
+    // Where each id first appeared, and in how many of the page's frames.
+    let mut first_seen: HashMap<&str, usize> = HashMap::new();
+    let mut sent_in: HashMap<&str, usize> = HashMap::new();
+    for (at, (frame, ids)) in frames.iter().zip(&ids).enumerate() {
+        for id in ids {
+            first_seen.entry(id).or_insert(at);
+            if frame.sent {
+                *sent_in.entry(id).or_default() += 1;
+            }
+        }
+    }
+    let born_in = |at: usize| -> HashSet<&str> {
+        ids[at].iter().map(String::as_str).filter(|id| first_seen[id] == at && sent_in[id] == 1).collect()
+    };
+    let requests: HashMap<usize, HashSet<&str>> =
+        (0..frames.len()).filter(|&at| frames[at].sent).map(|at| (at, born_in(at))).collect();
+    // Each frame's place: the page's frame it is played after (none before the first), then its own index.
+    let mut owner: Option<usize> = None;
+    let mut places: Vec<(Option<usize>, usize)> = Vec::with_capacity(frames.len());
+    for (at, frame) in frames.iter().enumerate() {
+        if frame.sent {
+            owner = Some(at);
+            places.push((owner, at));
+            continue;
+        }
+        let holds = |request: &usize| requests[request].iter().any(|id| ids[at].contains(*id));
+        let followed = owner.filter(|followed| !requests[followed].is_empty() && !holds(followed));
+        let answered =
+            followed.and_then(|followed| (0..followed).rev().find(|request| frames[*request].sent && holds(request)));
+        places.push((answered.or(owner), at));
+    }
+    if places.windows(2).all(|pair| pair[0] <= pair[1]) {
+        return;
+    }
+    // A page's frame sorts as its own first answer would: before them, since its index is lower.
+    places.sort();
+    let mut taken: Vec<Option<Frame>> = std::mem::take(frames).into_iter().map(Some).collect();
+    frames.extend(places.into_iter().map(|(_, at)| taken[at].take().expect("each frame is placed once")));
+}
+
+/// The id-shaped tokens of a frame (a binary frame's bytes decoded), less the dates written in it (an ISO
+/// time's `2026-11-29T06` is the page's clock, shared by whatever it sent that hour).
+fn frame_ids(frame: &Frame) -> HashSet<String> {
+    let bytes = if frame.is_binary() {
+        base64::engine::general_purpose::STANDARD.decode(&frame.data).unwrap_or_default()
+    } else {
+        frame.data.as_bytes().to_vec()
+    };
+    let is_date = |token: &[u8]| {
+        token.len() >= 10
+            && token[..10]
+                .iter()
+                .enumerate()
+                .all(|(k, b)| if k == 4 || k == 7 { *b == b'-' } else { b.is_ascii_digit() })
+    };
+    id_tokens(&bytes, &Clocks::NONE)
+        .map(|range| &bytes[range])
+        .filter(|token| !is_date(token))
+        .map(|token| String::from_utf8_lossy(token).into_owned())
+        .collect()
 }
 
 /// Each tab's writes (requests other than `GET`, `HEAD` and `OPTIONS`), as `METHOD /path` with the time
@@ -189,5 +277,90 @@ mod tests {
                 ("pong", None),
             ]
         );
+    }
+
+    /// A notebook's kernel answers the debugger's requests and the cell's run by their `msg_id`s, and
+    /// answered the run after the debugger's next request: the run's answers go with the run.
+    #[test]
+    fn an_answer_that_came_after_another_request_goes_with_the_request_it_answers() {
+        use WebSocketOp::*;
+        let request = |msg_id: &str, kind: &str| {
+            format!(
+                r#"{{"header":{{"msg_id":"{msg_id}","session":"5e55-10n-abcdef12","date":"2026-11-29T06:07:18.123Z","msg_type":"{kind}"}},"parent_header":{{}}}}"#
+            )
+        };
+        let answer = |parent: &str, kind: &str| {
+            format!(
+                r#"{{"header":{{"msg_id":"k3rn-{parent}","session":"kern-5e55-99","date":"2026-11-29T06:07:18.150Z","msg_type":"{kind}"}},"parent_header":{{"msg_id":"{parent}","session":"5e55-10n-abcdef12"}}}}"#
+            )
+        };
+        let frames = [
+            (Sent, request("debug-0001", "debug_request")),
+            (Sent, request("exec-0001", "execute_request")),
+            (Received, answer("debug-0001", "debug_reply")),
+            (Sent, request("debug-0002", "debug_request")),
+            (Received, answer("exec-0001", "execute_reply")),
+            (Received, answer("exec-0001", "stream")),
+            (Received, answer("debug-0002", "debug_reply")),
+            // The session's own message, which names no request: where it came.
+            (Received, r#"{"header":{"msg_type":"status","session":"kern-5e55-99"},"parent_header":{}}"#.to_owned()),
+        ];
+        let mut events = vec![socket(0, 1, "K", Opened, Some("ws://lab.test/api/kernels/1/channels"), None)];
+        events.extend(
+            frames.iter().enumerate().map(|(at, (op, data))| socket(at as u64 + 1, 1, "K", *op, None, Some(data))),
+        );
+        let transcribed = transcripts(&events);
+        let order: Vec<String> = transcribed[0]
+            .frames
+            .iter()
+            .map(|frame| {
+                let value: serde_json::Value = serde_json::from_str(&frame.data).unwrap();
+                let kind = value["header"]["msg_type"].as_str().unwrap().to_owned();
+                match value["parent_header"]["msg_id"].as_str() {
+                    Some(parent) => format!("{kind} to {parent}"),
+                    None => kind,
+                }
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "debug_request",
+                "debug_reply to debug-0001",
+                "execute_request",
+                "execute_reply to exec-0001",
+                "stream to exec-0001",
+                "debug_request",
+                "debug_reply to debug-0002",
+                "status",
+            ]
+        );
+    }
+
+    /// What must stay where it came: a room's message, which names the room the server handed out and the
+    /// page joined, after the page's next frame; an answer after a frame of the page that made no id of its
+    /// own (a ping); frames that name only the session every request carries.
+    #[test]
+    fn frames_that_answer_no_earlier_request_keep_their_place() {
+        use WebSocketOp::*;
+        let frames = [
+            (Received, r#"{"rooms":["room-000042"]}"#),
+            (Sent, r#"{"join":"room-000042","session":"sess-1234567"}"#),
+            (Received, r#"{"joined":"room-000042"}"#),
+            (Sent, r#"{"say":"hi","id":"msg-7777777","session":"sess-1234567"}"#),
+            (Received, r#"{"room":"room-000042","said":"hi"}"#),
+            (Sent, r#"{"ask":"q-00000001","session":"sess-1234567"}"#),
+            (Sent, "ping"),
+            (Received, r#"{"answer":"q-00000001"}"#),
+            (Sent, r#"{"ask":"q-00000002","session":"sess-1234567"}"#),
+            (Received, r#"{"session":"sess-1234567","state":"idle"}"#),
+        ];
+        let mut events = vec![socket(0, 1, "C", Opened, Some("ws://chat.test/socket"), None)];
+        events.extend(
+            frames.iter().enumerate().map(|(at, (op, data))| socket(at as u64 + 1, 1, "C", *op, None, Some(data))),
+        );
+        let transcribed = transcripts(&events);
+        let order: Vec<&str> = transcribed[0].frames.iter().map(|frame| frame.data.as_str()).collect();
+        assert_eq!(order, frames.map(|(_, data)| data));
     }
 }
