@@ -400,7 +400,7 @@ fn start_answer(expected: &str, start: &Evidence) -> Option<String> {
 /// What can be said of a bundle's checkpoints without a browser, from its recording: a checkpoint that
 /// holds at the start (before the person's first step, where an agent that does nothing is) or that the
 /// recording itself does not reach in order. `first_step` is where the start ends
-/// ([`crate::checkpoints::start_end`]).
+/// ([`crate::evidence::Evidence::start_end`]).
 pub fn static_problems(
     checkpoints: &[Checkpoint],
     recording: &Evidence,

@@ -180,7 +180,7 @@ impl<'a> Context<'a> {
             typed,
             acted_on,
             clocks,
-            first_step: start_end(evidence, trajectory),
+            first_step: evidence.start_end(trajectory),
         }
     }
 
@@ -345,12 +345,6 @@ impl<'a> Context<'a> {
     }
 }
 
-/// The page the person ended on: the capture of their last call's tab, else the last capture of all.
-pub fn final_page<'e>(evidence: &'e Evidence, trajectory: &Trajectory) -> Option<&'e PageText> {
-    let ended_on = trajectory.tool_calls.iter().rev().find_map(|call| call.dom_snapshot.as_deref());
-    ended_on.and_then(|file| evidence.pages.iter().find(|page| page.file == file)).or(evidence.pages.last())
-}
-
 /// The page that shows a state change's result: the capture the trajectory gives the call that made it
 /// (taken once the call's effects were over), else the first page captured after it. What the person did
 /// after the task's last state change (a page read, a tab left open) is no part of its final state; but
@@ -363,7 +357,7 @@ fn result_page<'e>(context: &Context<'e>, change: Position) -> Option<&'e PageTe
     let calls = &context.trajectory.tool_calls;
     let is_done = |call: &ToolCall| matches!(call.action, ToolAction::Done { .. });
     let made_it =
-        calls.iter().rposition(|call| earliest(evidence, &call.event_ids).is_some_and(|first| first <= change));
+        calls.iter().rposition(|call| evidence.earliest(&call.event_ids).is_some_and(|first| first <= change));
     let person_stopped_after_it = made_it.is_some_and(|index| calls[index + 1..].iter().all(is_done));
     let as_left = calls.iter().rposition(is_done).filter(|_| person_stopped_after_it);
     let shown_by = |index: usize| {
@@ -374,18 +368,6 @@ fn result_page<'e>(context: &Context<'e>, change: Position) -> Option<&'e PageTe
         .filter(after)
         .or_else(|| made_it.and_then(shown_by).filter(after))
         .or_else(|| evidence.pages.iter().find(after))
-}
-
-/// The start page, as an agent that does nothing sees it: the last capture before the person's first
-/// step ([`start_end`]), else the first capture.
-pub fn start_page<'e>(evidence: &'e Evidence, trajectory: &Trajectory) -> Option<&'e PageText> {
-    let first_step = start_end(evidence, trajectory);
-    evidence
-        .pages
-        .iter()
-        .rev()
-        .find(|page| evidence.position(page.event_id).is_some_and(|at| at < first_step))
-        .or(evidence.pages.first())
 }
 
 /// Names of where a thing sits or how large it is on the screen (a JSON path by its last member).
@@ -433,23 +415,6 @@ fn sends_value(exchange: &Exchange, value: &str) -> bool {
         || exchange.post_data.as_deref().is_some_and(|body| {
             form_fields(body, exchange.content_type.as_deref()).iter().any(|(_, sent)| sent == value)
         })
-}
-
-/// Where the start of a recording ends: at the person's first step after the navigation that opened
-/// the start page. What comes before, an agent that does nothing sees too.
-pub fn start_end(evidence: &Evidence, trajectory: &Trajectory) -> Position {
-    trajectory
-        .tool_calls
-        .iter()
-        .enumerate()
-        .filter(|(index, call)| !(*index == 0 && matches!(call.action, ToolAction::Navigate { .. })))
-        .find_map(|(_, call)| earliest(evidence, &call.event_ids))
-        .unwrap_or(Position::END)
-}
-
-/// The earliest position of `ids` in the recording.
-fn earliest(evidence: &Evidence, ids: &[u64]) -> Option<Position> {
-    ids.iter().filter_map(|id| evidence.position(*id)).reduce(|a, b| if b < a { b } else { a })
 }
 
 /// A state-changing exchange, where its request was, and the fields of its body.
@@ -699,7 +664,7 @@ fn final_state(context: &Context<'_>, last_change: Option<Position>) -> Vec<Cand
     let evidence = context.evidence;
     let shown = match last_change {
         Some(change) => result_page(context, change),
-        None => final_page(evidence, context.trajectory),
+        None => evidence.final_page(context.trajectory),
     };
     let Some(last) = shown else { return Vec::new() };
     let Some(last_at) = evidence.position(last.event_id) else { return Vec::new() };
@@ -810,7 +775,7 @@ fn place(context: &Context<'_>, candidates: Vec<Candidate>) -> Vec<Checkpoint> {
         }
         let ids = holds(predicate, evidence);
         let proposed = candidate.proposed_by.is_some();
-        let first = match earliest(evidence, &ids) {
+        let first = match evidence.earliest(&ids) {
             Some(first) if proposed || first >= context.first_step => first,
             None if proposed => Position::END,
             _ => continue,
@@ -864,7 +829,7 @@ fn step_of(context: &Context<'_>, event_id: u64) -> Option<usize> {
         .tool_calls
         .iter()
         .enumerate()
-        .filter(|(_, call)| earliest(context.evidence, &call.event_ids).is_some_and(|first| first <= at))
+        .filter(|(_, call)| context.evidence.earliest(&call.event_ids).is_some_and(|first| first <= at))
         .map(|(index, _)| index)
         .next_back()
 }

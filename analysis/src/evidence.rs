@@ -9,6 +9,7 @@
 use trace_manifest::archive::Bundle;
 use trace_manifest::event::{EventKind, EventRecord, WebSocketOp};
 use trace_manifest::postprocess::Predicate;
+use trace_manifest::trajectory::{ToolAction, Trajectory};
 
 use crate::body::{form_fields, frame_fields};
 use crate::exchange::Exchange;
@@ -218,6 +219,37 @@ impl Evidence {
     /// stored in: by these a request comes before the page it led to.
     pub fn position(&self, event_id: u64) -> Option<Position> {
         self.record(event_id).map(Position::of)
+    }
+
+    /// The earliest position of `ids` in the recording.
+    pub fn earliest(&self, ids: &[u64]) -> Option<Position> {
+        ids.iter().filter_map(|id| self.position(*id)).reduce(|a, b| if b < a { b } else { a })
+    }
+
+    /// Where the start of a recording ends: at the person's first step after the navigation that opened
+    /// the start page. What comes before, an agent that does nothing sees too.
+    pub fn start_end(&self, trajectory: &Trajectory) -> Position {
+        trajectory
+            .tool_calls
+            .iter()
+            .enumerate()
+            .filter(|(index, call)| !(*index == 0 && matches!(call.action, ToolAction::Navigate { .. })))
+            .find_map(|(_, call)| self.earliest(&call.event_ids))
+            .unwrap_or(Position::END)
+    }
+
+    /// The start page, as an agent that does nothing sees it: the last capture before the person's first
+    /// step ([`Evidence::start_end`]), else the first capture.
+    pub fn start_page(&self, trajectory: &Trajectory) -> Option<&PageText> {
+        let first_step = self.start_end(trajectory);
+        let before = |page: &&PageText| self.position(page.event_id).is_some_and(|at| at < first_step);
+        self.pages.iter().rev().find(before).or(self.pages.first())
+    }
+
+    /// The page the person ended on: the capture of their last call's tab, else the last capture of all.
+    pub fn final_page(&self, trajectory: &Trajectory) -> Option<&PageText> {
+        let ended_on = trajectory.tool_calls.iter().rev().find_map(|call| call.dom_snapshot.as_deref());
+        ended_on.and_then(|file| self.pages.iter().find(|page| page.file == file)).or(self.pages.last())
     }
 
     /// The text frames the pages sent over their WebSockets, in order, each with its socket's URL (from the

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 
+use trace_manifest::bundle::resource_path;
 use trace_manifest::event::{
     BodyPart, BodyStored, EventKind, EventRecord, Request, RequestFailed, RequestFinished, Response, header_value,
 };
@@ -173,10 +174,10 @@ impl From<&Hop<'_>> for Exchange {
             resource_type: request.resource_type.clone(),
             post_data: request.post_data.clone(),
             content_type: header_value(&request.headers, "content-type").map(str::to_owned),
-            request_body_file: hop.request_body.map(|body| (body.path(), body.size)),
+            request_body_file: hop.request_body.map(|body| (resource_path(&body.sha256), body.size)),
             status: hop.response.map(|response| response.value.status),
             response_body_size: hop.response_body.map(|body| body.size),
-            response_body_file: hop.response_body.map(BodyStored::path),
+            response_body_file: hop.response_body.map(|body| resource_path(&body.sha256)),
             response_mime: hop
                 .response
                 .map(|response| response.value.mime_type.clone())

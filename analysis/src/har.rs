@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use trace_manifest::bundle::resource_path;
 use trace_manifest::event::{EventKind, EventRecord, NavigationCause, Request, Response, WebSocketOp, header_value};
 use trace_manifest::har::{
     Cache, Content, Creator, Entry, Har, HarCookie, HarRequest, HarResponse, Log, NameValue, Page, PageTimings,
@@ -110,7 +111,7 @@ fn entry(hop: &Hop<'_>, pageref: Option<String>) -> Entry {
     };
     if let Some(body) = hop.response_body {
         entry.response.content.size = body.size as i64;
-        entry.response.content.file = Some(body.path());
+        entry.response.content.file = Some(resource_path(&body.sha256));
     }
     if let Some(body) = hop.request_body {
         let request = &mut entry.request;
@@ -122,7 +123,7 @@ fn entry(hop: &Hop<'_>, pageref: Option<String>) -> Entry {
             params: Vec::new(),
             file: None,
         });
-        post_data.file = Some(body.path());
+        post_data.file = Some(resource_path(&body.sha256));
     }
     entry.timings = timings(hop);
     entry.time = entry.timings.total();
@@ -308,7 +309,7 @@ pub fn query_string(url: &str) -> Vec<NameValue> {
 
 /// `a=1; b=2` → cookies.
 pub fn parse_cookie_header(header: &str) -> Vec<HarCookie> {
-    crate::request_state::cookie_pairs(header)
+    crate::http::cookie_pairs(header)
         .filter_map(|(name, value)| {
             Some(HarCookie { name: name.to_owned(), value: value?.to_owned(), ..HarCookie::default() })
         })

@@ -51,6 +51,7 @@ pub mod exchange;
 pub mod fidelity;
 pub mod har;
 pub mod html;
+pub mod http;
 pub mod ignore;
 pub mod journeys;
 pub mod judge;

@@ -17,7 +17,6 @@ use trace_manifest::postprocess::{CheckpointRole, Predicate};
 use trace_manifest::trajectory::{ToolCall, Trajectory};
 
 use crate::body::form_fields;
-use crate::checkpoints::{final_page, start_page};
 use crate::evidence::Evidence;
 use crate::judge::{Message, clip, write_list, write_steps};
 use crate::secrets::is_secret_name;
@@ -78,7 +77,7 @@ pub fn question(task: &TaskInfo, calls: &[ToolCall], recording: &Evidence) -> Ve
         .collect();
     write_list(&mut text, &pages);
     let trajectory = Trajectory { task_id: task.id.clone(), tool_calls: calls.to_vec() };
-    if let (Some(start), Some(last)) = (start_page(recording, &trajectory), final_page(recording, &trajectory)) {
+    if let (Some(start), Some(last)) = (recording.start_page(&trajectory), recording.final_page(&trajectory)) {
         let _ = writeln!(text, "\n## What the start page shows\n{}", clip(&start.text, MAX_PAGE_TEXT));
         let _ = writeln!(text, "\n## What the final page shows\n{}", clip(&last.text, MAX_PAGE_TEXT));
     }

@@ -3,6 +3,7 @@
 //! and after (answered with the dashboard) are told apart by the session cookie the second one carried.
 //! Replay's matcher and the viewer's account of how each request is answered both read state here.
 
+use crate::http::cookie_pairs;
 use crate::secrets::names::is_state_header;
 
 /// What a request carries of the browser's state: its cookies, and the headers that carry credentials
@@ -72,17 +73,6 @@ impl RequestState {
 /// The state key of header `name` (lower case).
 fn header_key(name: &str) -> String {
     format!("header:{name}")
-}
-
-/// The (name, value) pairs of a `Cookie` header (`a=1; b=2`), each trimmed: the one reading of it, which
-/// the HAR's cookie lists and the search for secrets use too. A piece without `=` (`flag`) has no value:
-/// state counts it as a cookie, the HAR and the search for secrets, which want a cookie-pair (RFC 6265),
-/// do not. An empty name is given as it is, for the caller to judge.
-pub fn cookie_pairs(header: &str) -> impl Iterator<Item = (&str, Option<&str>)> {
-    header.split(';').map(|piece| match piece.split_once('=') {
-        Some((name, value)) => (name.trim(), Some(value.trim())),
-        None => (piece.trim(), None),
-    })
 }
 
 /// The state keys whose values differ among `states` (twins of one key, in recorded order): empty when

@@ -5,14 +5,18 @@
 
 /// The URL without its scheme and fragment: what URL patterns are substrings of.
 pub fn scheme_less(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    rest.split_once('#').map_or(rest, |(before, _)| before)
+    without_fragment(url.split_once("://").map_or(url, |(_, rest)| rest))
 }
 
 /// The URL without its query (and fragment).
 pub fn without_query(url: &str) -> &str {
-    let url = url.split_once('#').map_or(url, |(before, _)| before);
+    let url = without_fragment(url);
     url.split_once('?').map_or(url, |(before, _)| before)
+}
+
+/// `url` without its fragment (`#…`), which never reaches a server.
+pub fn without_fragment(url: &str) -> &str {
+    url.split_once('#').map_or(url, |(before, _)| before)
 }
 
 /// Whether `pattern` names `url`: it is a substring of the URL's [`scheme_less`] form.

@@ -2,10 +2,11 @@
 //! it with `Access-Control-Allow-Origin`, as object stores and raw file hosts can) or from a file, checked
 //! whole by [`Campaign::parse`] before anything of it is kept, and kept in the extension's own
 //! `localStorage` with the person's pseudonym and the campaign's tasks they recorded. Each task has a
-//! Record button that starts it with its id as the source, and the state of its submission as the host's
-//! outbox says (sent, or waiting and why). An invalid campaign changes nothing; the message says why.
+//! Record button, which the popup answers by starting the task with its id as the source
+//! ([`task_to_record`]), and the state of its submission as the host's outbox says (sent, or waiting and
+//! why). An invalid campaign changes nothing; the message says why.
 
-use trace_manifest::campaign::{Campaign, OutboxEntry};
+use trace_manifest::campaign::{Campaign, CampaignTask, OutboxEntry};
 use trace_manifest::wire::{Answer, Request};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -189,6 +190,13 @@ fn message(text: &str) {
     crate::dom::set_text("campaign-message", text);
 }
 
+/// The kept campaign's task whose Record button a click in the task list pressed, if it pressed one.
+pub fn task_to_record(click: &web_sys::Event) -> Option<CampaignTask> {
+    let button = click.target()?.dyn_into::<web_sys::Element>().ok()?;
+    let id = button.get_attribute("data-record")?;
+    stored_campaign()?.tasks.into_iter().find(|task| task.id == id)
+}
+
 /// Shows the kept campaign: its title, the person's pseudonym, instructions, and each task with whether it
 /// was recorded and its Record button. Text is set as text, never as markup: a campaign comes from a stranger.
 fn render() {
@@ -215,12 +223,8 @@ fn render() {
             button.set_text_content(Some(if recorded { "Record again" } else { "Record" }));
             if let Ok(button) = button.dyn_into::<HtmlButtonElement>() {
                 button.set_type("button");
-                let task = task.clone();
-                let handler = Closure::<dyn FnMut()>::new(move || {
-                    crate::popup::start_task(&task.id, task.task_type.as_str(), &task.description, &task.website);
-                });
-                let _ = button.add_event_listener_with_callback("click", handler.as_ref().unchecked_ref());
-                handler.forget(); // the list is rebuilt rarely; a few closures outlive their buttons
+                // The popup starts the task whose button this is (see [`task_to_record`]).
+                button.set_attribute("data-record", &task.id).ok();
                 let _ = item.append_child(&button);
             }
         }

@@ -1,12 +1,12 @@
 //! The service worker's connection to `trace-host`: opens the native messaging port, asks `hello`, keeps
 //! what the person needs to know about it (connected, which version, or why not and how to fix it), and
-//! passes the host's replies on.
+//! passes the host's replies on to whoever asked to hear them ([`on_reply`]).
 //!
 //! Chrome starts the host when the port opens and stops it when the port closes; a closed port is opened
 //! again on the next need. The extension's pages ask their questions ([`request`]) in messages of their own
 //! instead, each answered by a host Chrome starts for it, so that a long upload never holds up a recording.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use js_sys::Function;
 use serde::Serialize;
@@ -35,12 +35,19 @@ struct Link {
 }
 
 thread_local! {
+    /// Who hears the host's replies on the port: the recording, wired when the service worker starts.
+    static ON_REPLY: Cell<Option<fn(HostMessage)>> = const { Cell::new(None) };
     static LINK: RefCell<Link> =
         RefCell::new(Link { port: None, status: HostStatus::default(), _listeners: Vec::new() });
 }
 
 /// The command that registers the host, shown when Chrome cannot find it.
 pub const INSTALL_COMMAND: &str = "trace-host install";
+
+/// Sets who hears the host's replies on the port (the recording; set before the port first opens).
+pub fn on_reply(handler: fn(HostMessage)) {
+    ON_REPLY.with(|on_reply| on_reply.set(Some(handler)));
+}
 
 /// Opens the port if it is not open, and greets the host.
 pub fn ensure_connected() {
@@ -103,7 +110,9 @@ fn on_host_message(message: JsValue) {
             _ => {}
         }
     });
-    crate::recording::on_host_reply(reply);
+    if let Some(handler) = ON_REPLY.with(Cell::get) {
+        handler(reply);
+    }
 }
 
 fn on_port_closed() {

@@ -6,7 +6,8 @@
 //!   and response bodies on their way to the host (taken, streamed or fetched whole).
 //! - [`chrome`], [`debugger`]: bindings to the `chrome.*` APIs used, and DevTools targets and commands.
 //! - [`host_link`]: the service worker's native messaging port to `trace-host`.
-//! - [`recording`]: the recording in progress; [`snapshots`]: screenshots, DOM and storage captures.
+//! - [`recording`]: the recording in progress, with its screenshots, DOM and storage captures
+//!   (`recording::snapshots`).
 //! - [`popup`]: the task UI (`popup.html`); [`campaign`]: a coordinator's campaign loaded in it;
 //!   [`review`]: a campaign task's recording reviewed and submitted (`review.html`); [`journeys`]: the
 //!   person's history grouped into journeys and annotated (`journeys.html`); [`dom`]: their shared helpers.
@@ -28,7 +29,6 @@ pub mod outbox;
 pub mod popup;
 pub mod recording;
 pub mod review;
-pub mod snapshots;
 
 use trace_manifest::task::TaskType;
 use wasm_bindgen::prelude::*;
@@ -56,6 +56,7 @@ pub fn format_version() -> u32 {
 #[wasm_bindgen]
 pub fn service_worker_start() {
     log(&format!("TRACE recorder {} (capture format {})", env!("CARGO_PKG_VERSION"), trace_manifest::FORMAT_VERSION));
+    host_link::on_reply(recording::on_host_reply);
     host_link::ensure_connected();
 }
 

@@ -29,6 +29,16 @@ pub fn main() {
     on_click(&document, "stop", || wasm_bindgen_futures::spawn_local(stop()));
     on_click(&document, "discard", || command(json!({"command": "discard"}), false));
     crate::campaign::init(&document);
+    // The campaign's Record buttons, drawn anew whenever its list changes, start their task from here.
+    if let Some(list) = document.get_element_by_id("campaign-tasks") {
+        let handler = Closure::<dyn FnMut(web_sys::Event)>::new(|click: web_sys::Event| {
+            if let Some(task) = crate::campaign::task_to_record(&click) {
+                start_task(&task.id, task.task_type.as_str(), &task.description, &task.website);
+            }
+        });
+        let _ = list.add_event_listener_with_callback("click", handler.as_ref().unchecked_ref());
+        handler.forget(); // lives as long as the page
+    }
     wasm_bindgen_futures::spawn_local(async {
         loop {
             ask(json!({"command": "status"})).await;
@@ -62,7 +72,7 @@ fn command(mut message: Value, with_form: bool) {
 }
 
 /// Starts a campaign's task, with its id as the source.
-pub fn start_task(source: &str, task_type: &str, description: &str, website: &str) {
+fn start_task(source: &str, task_type: &str, description: &str, website: &str) {
     let message = json!({
         "command": "start", "source": source, "task_type": task_type, "description": description, "website": website
     });

@@ -23,14 +23,15 @@ use wasm_bindgen_futures::JsFuture;
 use crate::bodies::{Bodies, ExchangeKey, Finished};
 use crate::chrome::{self, to_js};
 use crate::debugger::{self, Target, command, describe};
+use crate::host_link;
 use crate::load_gate::{self, LoadGate};
 use crate::network::NetworkTranslator;
 use crate::outbox::{DEFAULT_LIMIT_BYTES, Outbox};
-use crate::{host_link, snapshots};
 use trace_capture::actions::{self, PageReport, TypingCoalescer};
 use trace_capture::storage as site_storage;
 
 mod body_reading;
+mod snapshots;
 
 use body_reading::{
     BODY_BUFFER_BYTES, TAKE_WHOLE_LIMIT, on_request_paused, read_bodies, send_body, send_chunks, send_request_body,

@@ -247,12 +247,6 @@ pub struct BodyStored {
     pub size: u64,
 }
 
-impl BodyStored {
-    pub fn path(&self) -> String {
-        crate::bundle::resource_path(&self.sha256)
-    }
-}
-
 /// Something the person did in a page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Action {

@@ -18,7 +18,7 @@ use trace_manifest::report::{DatasetFormat, ExportFormat, ProcessAudit, TaskSumm
 use crate::dataset::{self, DatasetOptions};
 use crate::db::{self, TaskRow};
 use crate::export::{self, ExportOptions};
-use crate::ingest::reconcile_interrupted;
+use crate::finalize::reconcile_interrupted;
 use crate::install::{self, Browser};
 use crate::paths::DataDir;
 use crate::process::ProcessOptions;

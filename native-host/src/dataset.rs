@@ -264,7 +264,7 @@ fn checkpoint_problems(bundle: &mut Bundle) -> Result<Result<bool, Vec<String>>>
     }
     let (derived, evidence) = process::derive(bundle)?;
     let checkpoints = bundle_checkpoints(bundle)?.unwrap_or(derived.checkpoints);
-    let first_step = trace_analysis::checkpoints::start_end(&evidence, &derived.trajectory);
+    let first_step = evidence.start_end(&derived.trajectory);
     let problems = trace_analysis::audit::static_problems(&checkpoints, &evidence, first_step);
     Ok(if problems.is_empty() { Ok(false) } else { Err(problems) })
 }

@@ -1,6 +1,7 @@
 //! Turns a task's rows and files into a finished bundle directory: `events.jsonl`, `recording.har`,
 //! `storage.json`, and last `manifest.json` with the index of every file. Runs when a task stops, and again
-//! on export for a task that was interrupted (so the bundle holds everything acknowledged so far).
+//! on export for a task that was interrupted (so the bundle holds everything acknowledged so far). A task
+//! left `recording` by a host that is gone is found here too ([`reconcile_interrupted`]).
 //!
 //! Every generated file is written to a temporary name and renamed into place, and `manifest.json` comes
 //! last: a bundle with a manifest is complete, whatever happened while it was written. The files are not
@@ -26,8 +27,8 @@ use trace_manifest::time_fmt::rfc3339_from_millis;
 use trace_manifest::wire::{TASK_BEING_WRITTEN, TASK_NOT_YET_STOPPED};
 
 use crate::db::{self, TaskRow};
-use crate::ingest::{reconcile_interrupted, recover_staged_files};
 use crate::paths::{DataDir, PARTS_DIR};
+use crate::staging::recover_staged_files;
 use crate::task_lock::TaskLock;
 use trace_store::atomic;
 
@@ -180,4 +181,22 @@ pub fn locked_bundle(
         finalize(conn, data, task_id)?;
     }
     Ok((task, dir, lock))
+}
+
+/// Finds tasks left `recording` by a host that is gone (killed, or its machine restarted) and marks them
+/// `interrupted`. A live host holds its task's lock file, so a lock that can be taken means nobody records.
+pub fn reconcile_interrupted(conn: &Connection, data: &DataDir) -> anyhow::Result<Vec<TaskId>> {
+    let mut interrupted = Vec::new();
+    for task in db::tasks(conn)? {
+        if task.status != TaskStatus::Recording {
+            continue;
+        }
+        let abandoned = !TaskLock::is_held(&data.capture(&task.id));
+        if abandoned {
+            db::set_status(conn, &task.id, TaskStatus::Interrupted)?;
+            tracing::info!(task = %task.id, "no host is recording this task: interrupted");
+            interrupted.push(task.id);
+        }
+    }
+    Ok(interrupted)
 }

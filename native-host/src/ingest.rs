@@ -9,7 +9,7 @@
 //! Files are never half-visible. A body's chunks go to `.parts/<hash of body id>` and are written at the
 //! committed length (whatever a crash left past it is cut off); screenshots and snapshots are staged in
 //! `.parts/` too. Only after the commit are they moved to their place in the bundle, and
-//! [`recover_staged_files`] finishes any move a crash interrupted.
+//! [`crate::staging::recover_staged_files`] finishes any move a crash interrupted.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -30,6 +30,7 @@ use trace_manifest::wire::{CLIENT_MESSAGE_TYPES, ClientBody, ClientMessage, Erro
 
 use crate::db;
 use crate::paths::{DataDir, PARTS_DIR};
+use crate::staging::{body_part_path, move_into_place, recover_staged_files, staged_path};
 use crate::task_lock::TaskLock;
 
 /// A message decoded and ready to apply: base64 payloads are already bytes.
@@ -276,7 +277,7 @@ impl Ingestor {
     }
 
     /// Marks every task this process was recording as interrupted and lets go of them. Called when the port
-    /// closes; a task whose host was killed is found interrupted by [`reconcile_interrupted`] instead.
+    /// closes; a task whose host was killed is found interrupted by [`crate::finalize::reconcile_interrupted`] instead.
     pub fn shutdown(&mut self) -> anyhow::Result<()> {
         let owned: Vec<TaskId> = self.state.owned.keys().cloned().collect();
         for task_id in owned {
@@ -824,64 +825,6 @@ impl Write for HashSink<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-fn body_part_path(capture: &Path, body_id: &str) -> PathBuf {
-    capture.join(PARTS_DIR).join(format!("body-{}", trace_manifest::archive::sha256_hex(body_id.as_bytes())))
-}
-
-fn staged_path(capture: &Path, path: &str) -> PathBuf {
-    capture.join(PARTS_DIR).join(path.replace('/', "-"))
-}
-
-fn move_into_place(from: &Path, to: &Path) -> std::io::Result<()> {
-    if to.exists() {
-        if from.exists() {
-            std::fs::remove_file(from)?;
-        }
-        return Ok(());
-    }
-    if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::rename(from, to)
-}
-
-/// Finishes moves that a crash interrupted between a commit and the move that follows it: every committed
-/// body and file whose place is empty is taken from `.parts/`. Idempotent.
-pub fn recover_staged_files(conn: &Connection, data: &DataDir, task_id: &TaskId) -> anyhow::Result<()> {
-    let capture = data.capture(task_id);
-    for (body_id, sha256) in db::completed_bodies(conn, task_id)? {
-        let part = body_part_path(&capture, &body_id);
-        if part.exists() {
-            move_into_place(&part, &capture.join(bundle::resource_path(&sha256)))?;
-        }
-    }
-    for (path, _, _) in db::files(conn, task_id)? {
-        let staged = staged_path(&capture, &path);
-        if staged.exists() {
-            move_into_place(&staged, &capture.join(&path))?;
-        }
-    }
-    Ok(())
-}
-
-/// Finds tasks left `recording` by a host that is gone (killed, or its machine restarted) and marks them
-/// `interrupted`. A live host holds its task's lock file, so a lock that can be taken means nobody records.
-pub fn reconcile_interrupted(conn: &Connection, data: &DataDir) -> anyhow::Result<Vec<TaskId>> {
-    let mut interrupted = Vec::new();
-    for task in db::tasks(conn)? {
-        if task.status != TaskStatus::Recording {
-            continue;
-        }
-        let abandoned = !TaskLock::is_held(&data.capture(&task.id));
-        if abandoned {
-            db::set_status(conn, &task.id, TaskStatus::Interrupted)?;
-            tracing::info!(task = %task.id, "no host is recording this task: interrupted");
-            interrupted.push(task.id);
-        }
-    }
-    Ok(interrupted)
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ pub mod paths;
 pub mod process;
 pub mod redact;
 pub mod requests;
+pub mod staging;
 pub mod submit;
 pub mod task_lock;
 pub mod view;

@@ -497,8 +497,7 @@ impl StartCookies {
     /// been given them already (but where it sends a cookie of that name itself).
     fn state(&self, url: &str, headers: &[(String, String)]) -> RequestState {
         let own_cookies = header_of(headers, "cookie").unwrap_or_default();
-        let sent: HashSet<&str> =
-            trace_analysis::request_state::cookie_pairs(&own_cookies).map(|(name, _)| name).collect();
+        let sent: HashSet<&str> = trace_analysis::http::cookie_pairs(&own_cookies).map(|(name, _)| name).collect();
         let mut cookies = vec![own_cookies.clone()];
         if let Ok(parsed) = url::Url::parse(url) {
             let handed = self.handed.lock().expect("no panics while locked");

@@ -6,11 +6,13 @@
 //! - `demo`: `dist`, then the README's main job: record a demonstration of the demo shop in Chromium with
 //!   the extension and the host, export the bundle, validate and inspect it; then how long each phase took,
 //!   the build's included.
-//! - `test`: `dist` (the end-to-end tests drive the release build), a check that `trace-manifest`,
+//! - `modules`: the check that no crate has a module cycle (`module_cycles`).
+//! - `test`: `modules`, `dist` (the end-to-end tests drive the release build), a check that `trace-manifest`,
 //!   `trace-analysis` and `trace-capture` build for wasm32, then every test of `cargo test --workspace`,
 //!   its binaries run side by side (`test_binaries`; `TRACE_TEST_JOBS` at a time, one per two cores unless set).
 //!
-//! Kept cheap to compile: anyhow, serde_json (for Cargo's messages; the binder needs it anyway), and wasm-bindgen's binding library, which spares a person the separate
+//! Kept cheap to compile: anyhow, serde_json (for Cargo's messages; the binder needs it anyway), syn (which
+//! the derive macros build anyway), and wasm-bindgen's binding library, which spares a person the separate
 //! install (and release build) of `wasm-bindgen-cli` before the first `cargo xtask demo`.
 
 use std::path::{Path, PathBuf};
@@ -19,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+mod module_cycles;
 mod test_binaries;
 
 fn main() -> Result<()> {
@@ -31,7 +34,9 @@ fn main() -> Result<()> {
             println!("before it, the build took {:.0} s: {built}", built.total().as_secs_f64());
             Ok(())
         }
+        Some("modules") => module_cycles::check(&root(), &module_cycles::workspace_targets(&mut cargo())?),
         Some("test") => {
+            module_cycles::check(&root(), &module_cycles::workspace_targets(&mut cargo())?)?;
             dist()?;
             // The format, the derivations and the page scripts build for the browser too (the extension's
             // target).
@@ -48,11 +53,15 @@ fn main() -> Result<()> {
             test_binaries::run_all(tests, test_jobs()?, &[("TRACE_E2E_REQUIRED", "1")], &binary_args)
         }
         _ => {
-            eprintln!("usage: cargo xtask <dist|demo|test>");
-            eprintln!("  dist  build trace-host, trace-replay and the extension (target/extension/) in release mode");
-            eprintln!("  demo  dist, then record, bundle and check a demonstration on the demo site");
-            eprintln!("  test  dist, then every test of the workspace (the end-to-end ones drive the release build);");
-            eprintln!("        `cargo xtask test -- <filter>` passes what follows `--` to every test binary");
+            eprintln!("usage: cargo xtask <dist|demo|modules|test>");
+            eprintln!(
+                "  dist     build trace-host, trace-replay and the extension (target/extension/) in release mode"
+            );
+            eprintln!("  demo     dist, then record, bundle and check a demonstration on the demo site");
+            eprintln!("  modules  check that no crate has a module cycle (sibling modules that name each other)");
+            eprintln!("  test     modules, dist, then every test of the workspace (the end-to-end ones drive the");
+            eprintln!("           release build); `cargo xtask test -- <filter>` passes what follows `--` to every");
+            eprintln!("           test binary");
             std::process::exit(2);
         }
     }

@@ -317,7 +317,7 @@ impl Secrets {
             for line in value.split('\n') {
                 // A `Set-Cookie` line holds one pair, and its attributes (`Path=/`) after it.
                 let pairs = if lower == "cookie" { line } else { line.split(';').next().unwrap_or("") };
-                for (cookie, value) in crate::request_state::cookie_pairs(pairs) {
+                for (cookie, value) in crate::http::cookie_pairs(pairs) {
                     if let Some(value) = value {
                         self.scan_cookie(cookie, value);
                     }

@@ -12,6 +12,7 @@ use trace_manifest::trajectory::{ToolAction, ToolCall, Trajectory};
 use super::captures::{Capture, CaptureKind, CaptureWindow, capture_after, latest_capture, tied_capture};
 use super::credentials::{Secret, register_secrets, scrub};
 use super::{CLOCK_SKEW_MS, Derived, EFFECT_WINDOW_MS, PRESS_SKEW_MS, QUICK_EFFECT_WINDOW_MS, REDIRECT_LOOKBACK_MS};
+use crate::urls::without_fragment;
 
 /// Whether keys move a slider or spin button by themselves: arrows, Page Up/Down, Home and End, with no
 /// modifier.
@@ -58,10 +59,6 @@ fn field_kind(target: &ElementDescriptor) -> FieldKind {
         (_, Some("file")) => FieldKind::File,
         _ => FieldKind::Text,
     }
-}
-
-pub(super) fn without_fragment(url: &str) -> &str {
-    url.split_once('#').map_or(url, |(before, _)| before)
 }
 
 /// A call being built, with what the rules need to know about it.
@@ -936,7 +933,11 @@ impl<'e> Builder<'e> {
             call.call.dom_snapshot = dom;
         }
 
-        let (credentials, scrubs) = register_secrets(&mut self.calls);
+        let typed = self.calls.iter_mut().filter_map(|pending| {
+            let secret = pending.secret.take()?;
+            Some((&mut pending.call, secret))
+        });
+        let (credentials, scrubs) = register_secrets(typed);
         let mut tool_calls: Vec<ToolCall> = self.calls.into_iter().map(|pending| pending.call).collect();
         tool_calls.push(ToolCall {
             action: ToolAction::Done { text: answer.unwrap_or_default().to_owned(), success: true },

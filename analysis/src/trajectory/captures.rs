@@ -1,7 +1,7 @@
 //! Which screenshot and DOM snapshot show what a call did: the one the recorder tied to its actions, else
 //! the first after it in its window, preferring one taken after an action (the module's **Snapshots** rule).
 
-use super::builder::without_fragment;
+use crate::urls::without_fragment;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum CaptureKind {

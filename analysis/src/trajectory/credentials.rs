@@ -6,7 +6,6 @@
 use trace_manifest::event::{Action, ElementDescriptor, EventKind, EventRecord, header_value};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
 
-use super::builder::PendingCall;
 use crate::secrets;
 
 /// Letters, digits, `_` and `-`; anything else becomes `_`.
@@ -81,13 +80,14 @@ impl Secret {
 }
 
 /// Gives every secret its placeholder (the same one for the same value in the same field, a numbered one
-/// for a different value), puts the placeholder in its call, and returns the credentials and the strings
-/// to scrub from the whole trajectory, longest first.
-pub(super) fn register_secrets(calls: &mut [PendingCall]) -> (Vec<Credential>, Vec<(String, String)>) {
+/// for a different value), puts the placeholder in the call it was typed in, and returns the credentials
+/// and the strings to scrub from the whole trajectory, longest first.
+pub(super) fn register_secrets<'c>(
+    typed: impl IntoIterator<Item = (&'c mut ToolCall, Secret)>,
+) -> (Vec<Credential>, Vec<(String, String)>) {
     let mut credentials: Vec<Credential> = Vec::new();
     let mut scrubs: Vec<(String, String)> = Vec::new();
-    for call in calls.iter_mut() {
-        let Some(secret) = call.secret.take() else { continue };
+    for (call, secret) in typed {
         let existing = credentials.iter().find(|c| {
             c.site == secret.site
                 && (c.field == secret.field || c.field.starts_with(&format!("{}_", secret.field)))
@@ -114,7 +114,7 @@ pub(super) fn register_secrets(calls: &mut [PendingCall]) -> (Vec<Credential>, V
                 placeholder
             }
         };
-        match &mut call.call.action {
+        match &mut call.action {
             ToolAction::Input { text } => *text = placeholder.clone(),
             ToolAction::SelectDropdown { option } => *option = placeholder.clone(),
             _ => {}

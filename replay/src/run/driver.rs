@@ -6,8 +6,8 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use super::input::{modifier_mask, parse_keys};
-use super::locator::ElementAction;
+use super::input::{Input, modifier_mask, parse_keys};
+use super::locator::{ElementAction, Locator};
 use super::{
     DOM_QUIET, DOM_WAIT_CAP, POLL, QUIET, RunOptions, expected_text, fill_placeholders, pace, pixel_difference,
 };
@@ -142,7 +142,8 @@ impl Runner<'_> {
                 self.act(&altered, credentials).await
             }
             ToolAction::SelectDropdown { option } => {
-                let chosen = self.in_element(call, ElementAction::SelectAnotherOption, json!(option)).await?;
+                let chosen =
+                    self.locator()?.in_element(call, ElementAction::SelectAnotherOption, json!(option)).await?;
                 if chosen != json!(true) {
                     bail!("the select has no option but {option:?}");
                 }
@@ -272,10 +273,10 @@ impl Runner<'_> {
                 Ok(None)
             }
             ToolAction::Click { count, modifiers } => {
-                let located = self.locate(call).await?;
+                let located = self.locator()?.locate(call).await?;
                 let modifiers = modifier_mask(modifiers.iter().map(String::as_str))?;
                 for press in 1..=*count {
-                    self.mouse_click_with(located.x, located.y, i64::from(press), modifiers).await?;
+                    self.input()?.mouse_click_with(located.x, located.y, i64::from(press), modifiers).await?;
                 }
                 Ok(Some(located.by))
             }
@@ -286,11 +287,11 @@ impl Runner<'_> {
                 });
                 if chosen_not_typed {
                     // A slider or a picker takes no typing: its value is set, as its own widget sets it.
-                    self.in_element(call, ElementAction::SetValue, json!(text)).await?;
+                    self.locator()?.in_element(call, ElementAction::SetValue, json!(text)).await?;
                     return Ok(Some(LocatedBy::Selector));
                 }
-                let located = self.locate(call).await?;
-                self.mouse_click(located.x, located.y, 1).await?;
+                let located = self.locator()?.locate(call).await?;
+                self.input()?.mouse_click(located.x, located.y, 1).await?;
                 // What the click set off (a search index a focus loads) arrives before the first key, as
                 // it had for the person.
                 let clicked_at = Instant::now();
@@ -299,12 +300,12 @@ impl Runner<'_> {
                 tokio::time::sleep(pace::pause_before_typing(call).saturating_sub(clicked_at.elapsed())).await;
                 self.acting(true).await;
                 // Replace what the field holds, as the recorded value is the field's whole value.
-                self.key("a", 2, &["selectAll"]).await?;
+                self.input()?.key("a", 2, &["selectAll"]).await?;
                 if text.is_empty() {
-                    self.key("Backspace", 0, &[]).await?;
+                    self.input()?.key("Backspace", 0, &[]).await?;
                 }
-                self.type_text(&text, pace::key_interval(call, text.chars().count())).await?;
-                let held = self.in_element(call, ElementAction::FieldValue, json!(null)).await?;
+                self.input()?.type_text(&text, pace::key_interval(call, text.chars().count())).await?;
+                let held = self.locator()?.in_element(call, ElementAction::FieldValue, json!(null)).await?;
                 if held.as_str().is_some_and(|held| held != text) {
                     // A secret's value is never written into the report.
                     let is_secret = text != *typed;
@@ -318,17 +319,17 @@ impl Runner<'_> {
             }
             ToolAction::SendKeys { keys } => {
                 let located = match &call.target {
-                    Some(_) => Some(self.focus(call).await?),
+                    Some(_) => Some(self.locator()?.focus(call).await?),
                     None => None,
                 };
                 let (modifiers, key) = parse_keys(keys)?;
-                self.key(key, modifiers, &[]).await?;
+                self.input()?.key(key, modifiers, &[]).await?;
                 Ok(located)
             }
             ToolAction::Scroll { delta_x, delta_y, .. } => {
                 let (x, y) = match &call.target {
                     Some(_) => {
-                        let located = self.locate(call).await?;
+                        let located = self.locator()?.locate(call).await?;
                         (located.x, located.y)
                     }
                     None => (200.0, 200.0),
@@ -345,7 +346,7 @@ impl Runner<'_> {
                 Ok(None)
             }
             ToolAction::SelectDropdown { option } => {
-                let chosen = self.in_element(call, ElementAction::SelectOptions, json!(option)).await?;
+                let chosen = self.locator()?.in_element(call, ElementAction::SelectOptions, json!(option)).await?;
                 if chosen != json!(true) {
                     bail!("the select has no option {option:?}");
                 }
@@ -360,23 +361,23 @@ impl Runner<'_> {
                 steps,
             } => {
                 let (pressed, released) = ((*coord_source_x, *coord_source_y), (*coord_target_x, *coord_target_y));
-                let source = self.locate(call).await?;
+                let source = self.locator()?.locate(call).await?;
                 let from = source.point_at(offset_in(call.target.as_ref(), pressed));
                 // Onto the recorded element where it is now, at the same place in it; else as far from the
                 // press as the person went (a canvas the page scrolled otherwise).
                 let onto = match element_target {
-                    Some(target) => self.locate_element(target, true).await.ok(),
+                    Some(target) => self.locator()?.locate_element(target, true).await.ok(),
                     None => None,
                 };
                 let to = match onto {
                     Some(onto) => onto.point_at(offset_in(element_target.as_deref(), released)),
                     None => (from.0 + released.0 - pressed.0, from.1 + released.1 - pressed.1),
                 };
-                self.drag(from, to, *steps).await?;
+                self.input()?.drag(from, to, *steps).await?;
                 Ok(Some(source.by))
             }
             ToolAction::Submit {} => {
-                self.in_element(call, ElementAction::Submit, json!(null)).await?;
+                self.locator()?.in_element(call, ElementAction::Submit, json!(null)).await?;
                 Ok(Some(LocatedBy::Selector))
             }
             ToolAction::UploadFile { .. } => bail!("the recording holds no file contents to upload"),
@@ -403,6 +404,16 @@ impl Runner<'_> {
 
     pub(super) fn page(&self) -> Result<&Page> {
         self.tabs.get(self.current).context("no tab is open yet")
+    }
+
+    /// The current tab's mouse and keyboard.
+    fn input(&self) -> Result<Input<'_>> {
+        Ok(Input(self.page()?))
+    }
+
+    /// Finds elements in the current tab, each within the step timeout.
+    fn locator(&self) -> Result<Locator<'_>> {
+        Ok(Locator { page: self.page()?, timeout: self.options.step_timeout })
     }
 
     /// Gives the current tab the viewport the step's screenshot was taken at, when the person had resized

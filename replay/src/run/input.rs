@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::driver::Runner;
 use anyhow::{Context, Result, bail};
+use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchDragEventParams, DispatchDragEventType, DispatchKeyEventParams, DispatchKeyEventType,
     DispatchMouseEventParams, DispatchMouseEventType, EventDragIntercepted, InsertTextParams, MouseButton,
@@ -12,14 +12,17 @@ use chromiumoxide::cdp::browser_protocol::input::{
 };
 use futures::StreamExt;
 
-impl Runner<'_> {
+/// The mouse and the keyboard of one tab.
+pub(super) struct Input<'p>(pub(super) &'p Page);
+
+impl Input<'_> {
     pub(super) async fn mouse_click(&self, x: f64, y: f64, click_count: i64) -> Result<()> {
         self.mouse_click_with(x, y, click_count, 0).await
     }
 
     /// A click with `modifiers` held (DevTools' bit mask, see [`modifier_mask`]).
     pub(super) async fn mouse_click_with(&self, x: f64, y: f64, click_count: i64, modifiers: i64) -> Result<()> {
-        let page = self.page()?;
+        let page = self.0;
         let event = |kind| {
             DispatchMouseEventParams::builder()
                 .r#type(kind)
@@ -41,7 +44,7 @@ impl Runner<'_> {
     /// the button held, a release. A page that starts the browser's own drag and drop (`draggable`
     /// elements) is given its drop through DevTools' drag events, as the pointer alone cannot.
     pub(super) async fn drag(&self, from: (f64, f64), to: (f64, f64), steps: u32) -> Result<()> {
-        let page = self.page()?;
+        let page = self.0;
         let mouse = |kind, (x, y): (f64, f64), buttons: i64| {
             DispatchMouseEventParams::builder()
                 .r#type(kind)
@@ -81,7 +84,7 @@ impl Runner<'_> {
     /// (a filter that runs on `keyup`, an editor) see the typing; a character no key makes is inserted as
     /// text.
     pub(super) async fn type_text(&self, text: &str, interval: Duration) -> Result<()> {
-        let page = self.page()?;
+        let page = self.0;
         let mut buffer = [0u8; 4];
         for (index, character) in text.chars().enumerate() {
             if index > 0 && !interval.is_zero() {
@@ -132,7 +135,7 @@ impl Runner<'_> {
             _ => DispatchKeyEventType::RawKeyDown,
         };
         let up = down.clone().r#type(DispatchKeyEventType::KeyUp).build().map_err(anyhow::Error::msg)?;
-        let page = self.page()?;
+        let page = self.0;
         page.execute(down.r#type(kind).build().map_err(anyhow::Error::msg)?).await?;
         page.execute(up).await?;
         tokio::time::sleep(Duration::from_millis(50)).await;

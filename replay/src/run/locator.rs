@@ -3,11 +3,12 @@
 //! position within it; waiting for the element to be there, visible and still. The searching runs in the
 //! page (`page/elements.js`); this module waits, and reads what it found.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::POLL;
-use super::driver::Runner;
+use super::input::Input;
 use anyhow::{Context, Result, bail};
+use chromiumoxide::Page;
 use serde_json::json;
 use trace_manifest::event::ElementDescriptor;
 use trace_manifest::report::LocatedBy;
@@ -16,7 +17,7 @@ use trace_manifest::trajectory::ToolCall;
 /// The page's side of finding and acting on elements: an expression giving `locate` and `act`.
 const ELEMENTS: &str = include_str!("../../page/elements.js");
 
-/// What [`Runner::in_element`] does to an element: the name of one of `page/elements.js`'s actions.
+/// What [`Locator::in_element`] does to an element: the name of one of `page/elements.js`'s actions.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum ElementAction {
     /// Reads a field's value as the recorder reads it: a rich editor's text, or a form field's value; `null`
@@ -103,7 +104,13 @@ enum Sighting {
     },
 }
 
-impl Runner<'_> {
+/// Finds elements in one tab, waiting at most `timeout` for each.
+pub(super) struct Locator<'p> {
+    pub(super) page: &'p Page,
+    pub(super) timeout: Duration,
+}
+
+impl Locator<'_> {
     /// Finds the call's element and scrolls it into view: by selector, by XPath, or, inside an iframe of
     /// another origin, by its recorded position in that frame. Waits, at most the step timeout, for it to
     /// be there, visible and still; one there but never visible is acted on at the timeout all the same.
@@ -111,13 +118,13 @@ impl Runner<'_> {
         self.locate_element(call.target.as_ref().context("the call names no element")?, false).await
     }
 
-    /// [`Runner::locate`] for any element the recording describes, scrolled into view unless `stay`.
+    /// [`Locator::locate`] for any element the recording describes, scrolled into view unless `stay`.
     pub(super) async fn locate_element(&self, target: &ElementDescriptor, stay: bool) -> Result<Located> {
         let expression = locate_expression(target, stay);
-        let deadline = Instant::now() + self.options.step_timeout;
+        let deadline = Instant::now() + self.timeout;
         let mut previous: Option<Sighting> = None;
         loop {
-            let found = self.page()?.evaluate(expression.as_str()).await?.into_value::<serde_json::Value>()?;
+            let found = self.page.evaluate(expression.as_str()).await?.into_value::<serde_json::Value>()?;
             let sighting = Sighting::of(&found);
             let timed_out = Instant::now() >= deadline;
             match &sighting {
@@ -139,7 +146,7 @@ impl Runner<'_> {
                     });
                 }
                 Sighting::Missing { reason } if timed_out => {
-                    bail!("{} is not on the page after {:?} ({reason})", target.selector, self.options.step_timeout)
+                    bail!("{} is not on the page after {:?} ({reason})", target.selector, self.timeout)
                 }
                 _ => {}
             }
@@ -154,7 +161,7 @@ impl Runner<'_> {
             Ok(_) => Ok(LocatedBy::Selector),
             Err(_) => {
                 let located = self.locate(call).await?;
-                self.mouse_click(located.x, located.y, 1).await?;
+                Input(self.page).mouse_click(located.x, located.y, 1).await?;
                 Ok(located.by)
             }
         }
@@ -173,14 +180,14 @@ impl Runner<'_> {
             "act",
             &[json!(action.name()), argument, json!(target.frame_path), json!(target.selector), json!(target.xpath)],
         );
-        let deadline = Instant::now() + self.options.step_timeout;
+        let deadline = Instant::now() + self.timeout;
         loop {
-            let result = self.page()?.evaluate(expression.as_str()).await?.into_value::<serde_json::Value>()?;
+            let result = self.page.evaluate(expression.as_str()).await?.into_value::<serde_json::Value>()?;
             if result["missing"] != true {
                 return Ok(result["value"].clone());
             }
             if Instant::now() >= deadline {
-                bail!("{} is not on the page after {:?}", target.selector, self.options.step_timeout);
+                bail!("{} is not on the page after {:?}", target.selector, self.timeout);
             }
             tokio::time::sleep(POLL).await;
         }

@@ -7,7 +7,7 @@ use axum::extract::Path;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use super::pages;
+use super::html;
 
 const CSS: &str = "text/css; charset=utf-8";
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
@@ -41,6 +41,6 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
 pub(super) async fn asset(Path(file): Path<String>) -> Response {
     match ASSETS.iter().find(|(name, _, _)| *name == file) {
         Some((_, content_type, contents)) => ([(header::CONTENT_TYPE, *content_type)], *contents).into_response(),
-        None => pages::not_found().await,
+        None => html::not_found().await,
     }
 }

@@ -116,7 +116,7 @@ pub(super) async fn search(Query(SearchQuery { q }): Query<SearchQuery>) -> Resp
 /// `GET /item/<id>`: one product, its price, and a form that adds a quantity of it to the cart (which asks
 /// to sign in first). Every product's page has the same layout: only the text and the form's values differ.
 pub(super) async fn item(Path(id): Path<String>) -> Response {
-    let Some(product) = find(&id) else { return super::pages::not_found().await };
+    let Some(product) = find(&id) else { return super::html::not_found().await };
     let body = format!(
         r#"<h1 id="product-name">{name}</h1>
 <figure><img id="product-image" src="{image}" alt="" width="192" height="192"></figure>

@@ -1,4 +1,4 @@
-//! The shop's page layout and HTML escaping. Every page has a `<title>`, the stylesheet, the logo and the
+//! The shop's page layout, HTML escaping, and the page for what it does not have (404). Every page has a `<title>`, the stylesheet, the logo and the
 //! tracker; nothing is inline (no `<script>` or `style` attribute), so that every page would also pass the
 //! strict page's Content-Security-Policy.
 
@@ -57,4 +57,10 @@ pub(super) fn escape(text: &str) -> String {
         }
     }
     escaped
+}
+
+/// The page for anything the shop does not have.
+pub(super) async fn not_found() -> Response {
+    let body = "<h1>Not found</h1>\n<p>There is no such page. <a href=\"/\">Back to the shop</a></p>";
+    respond(StatusCode::NOT_FOUND, Some("Not found"), &[], body)
 }

@@ -25,7 +25,7 @@
 //! - `tracker`: the `/collect` endpoint of the analytics beacon, kept apart from the shop itself.
 //! - `download`: `/download?mb=N`, a large file that does not compress.
 //! - `assets`: the static files under `/static/`, embedded in the binary from `static/`.
-//! - `html`: the page layout and HTML escaping.
+//! - `html`: the page layout, HTML escaping and the 404 page.
 
 mod account;
 pub mod ask;
@@ -168,7 +168,7 @@ pub fn router(state: SiteState) -> Router {
         .route("/collect", any(tracker::collect))
         .route("/download", get(download::download))
         .route("/static/{file}", get(assets::asset))
-        .fallback(pages::not_found)
+        .fallback(html::not_found)
         .layer(CompressionLayer::new().compress_when(is_text))
         .layer(middleware::from_fn_with_state(state.clone(), record_served))
         .with_state(state)

@@ -107,7 +107,7 @@ pub(super) async fn draft(State(state): State<SiteState>, Json(draft): Json<Draf
 /// `GET /notes/{id}/edit`.
 pub(super) async fn edit(State(state): State<SiteState>, Path(id): Path<usize>) -> Response {
     let Some(note) = state.notes().0.get(id.wrapping_sub(1)).cloned() else {
-        return super::pages::not_found().await;
+        return super::html::not_found().await;
     };
     let body = format!(
         "<h1>Edit note</h1>\n<form id=\"note-form\" method=\"post\" action=\"/notes/{id}\">\n\

@@ -1,5 +1,5 @@
 //! The shop's pages that hold no state: the home page, help, the embedded widget, the strict-CSP page, the
-//! clock, the deals redirect, the page that forges a person's actions, a card checkout, and the 404 page.
+//! clock, the deals redirect, the page that forges a person's actions, and a card checkout.
 
 use axum::Json;
 use axum::extract::Path;
@@ -194,10 +194,4 @@ pub(super) async fn pay(axum::Form(card): axum::Form<Card>) -> Response {
         &digits[digits.len() - 4..]
     );
     respond(StatusCode::OK, Some("Paid"), &[], &body)
-}
-
-/// Anything else.
-pub(super) async fn not_found() -> Response {
-    let body = "<h1>Not found</h1>\n<p>There is no such page. <a href=\"/\">Back to the shop</a></p>";
-    respond(StatusCode::NOT_FOUND, Some("Not found"), &[], body)
 }

@@ -18,9 +18,9 @@ use trace_capture::storage::{self as site_storage, OriginStorage};
 use trace_manifest::event::{Cookie, EventKind, ImageFormat, PageLoad, StoragePhase, StorageSnapshot, Viewport};
 use trace_manifest::wire::ClientBody;
 
+use super::{active_task_id, event, send, send_events};
 use crate::chrome;
 use crate::debugger::{Target, command, command_within};
-use crate::recording::{active_task_id, event, send, send_events};
 
 /// How long after an action its capture waits, so that the page shows the action's effect.
 const SETTLE_MS: f64 = 500.0;
@@ -191,11 +191,11 @@ async fn until_settled(target: &Target) -> bool {
     let deadline = js_sys::Date::now() + f64::from(MAX_QUIET_WAIT_MS);
     let mut changed = false;
     loop {
-        while crate::recording::requests_in_flight(target.tab_id) > 0 && js_sys::Date::now() < deadline {
+        while super::requests_in_flight(target.tab_id) > 0 && js_sys::Date::now() < deadline {
             chrome::sleep(NETWORK_POLL_MS).await;
         }
         changed |= until_quiet(target).await;
-        if crate::recording::requests_in_flight(target.tab_id) == 0 || js_sys::Date::now() >= deadline {
+        if super::requests_in_flight(target.tab_id) == 0 || js_sys::Date::now() >= deadline {
             return changed;
         }
     }
@@ -339,7 +339,7 @@ pub async fn cookies_at_start(tab_id: i64) {
 pub async fn origin_reached(target: Target, context: i64, origin: String) {
     match read_origin(&target, context, true).await {
         Some(storage) => send_storage(target.tab_id, StoragePhase::Start, storage),
-        None => crate::recording::storage_origin_unread(&origin),
+        None => super::storage_origin_unread(&origin),
     }
 }
 
