@@ -434,8 +434,12 @@ fn socket_changes(context: &Context<'_>) -> Vec<(Position, Candidate)> {
         if at < context.first_step || !context.act_just_before(record, FRAME_EFFECT_MS) {
             continue;
         }
+        let all_fields = frame_fields(data);
+        if is_transport_chatter(&all_fields) {
+            continue;
+        }
         let mut fields = BTreeMap::new();
-        for (name, value) in frame_fields(data) {
+        for (name, value) in all_fields {
             if !fields.contains_key(&name) && context.keeps_field(&name, &value) {
                 fields.insert(name, value);
             }
@@ -459,6 +463,26 @@ fn socket_changes(context: &Context<'_>) -> Vec<(Position, Candidate)> {
             (at, Candidate { role: CheckpointRole::StateChange, reason, predicate, proposed_by: None })
         })
         .collect()
+}
+
+/// What names a frame's kind: a top-level member of these names, or a top-level element of an array
+/// (Socket.IO's `["event", …]`, Phoenix's `[join, ref, topic, event, payload]`).
+const FRAME_KIND_NAMES: [&str; 8] = ["type", "event", "op", "kind", "action", "method", "msg_type", "name"];
+
+/// Whether a frame the page sent only keeps the conversation going: its kind is an acknowledgement of what
+/// it received or a liveness signal (NiceGUI's `["ack", {"next_message_id": 3}]`, `{"type": "ping"}`,
+/// Phoenix's `heartbeat`). A page sends them on its own clock, counting the server's messages, whatever the
+/// person did: a re-run sends them at other moments with other counts, and they say nothing of the task.
+fn is_transport_chatter(fields: &[(String, String)]) -> bool {
+    const KINDS: [&str; 8] =
+        ["ack", "ping", "pong", "heartbeat", "keepalive", "keep-alive", "presence", "connection_init"];
+    fields.iter().any(|(name, value)| {
+        let names_the_kind = FRAME_KIND_NAMES.contains(&name.as_str())
+            || (name.starts_with('[')
+                && name.ends_with(']')
+                && name[1..name.len() - 1].bytes().all(|b| b.is_ascii_digit()));
+        names_the_kind && KINDS.iter().any(|kind| value.eq_ignore_ascii_case(kind))
+    })
 }
 
 /// Whether a write only tells the server the page is still there (a segment of its path names it so:
@@ -903,8 +927,11 @@ mod tests {
         recording.socket(1250.0, "received", r#"42["update",{"amount":"6"}]"#);
         recording.act(2000.0, "click", "/calc", "add", None);
         recording.socket(2010.0, "sent", r#"{"add":"6"}"#);
-        // A ping a moment later, and a frame long after any act: neither the person's change.
+        // A ping a moment later, the page's acknowledgement of the server's updates (NiceGUI's, counting
+        // them), and a frame long after any act: none the person's change.
         recording.socket(2020.0, "sent", "2");
+        recording.socket(2030.0, "sent", r#"42["ack",{"client_id":"c1d2e3f4a5","next_message_id":3}]"#);
+        recording.socket(2040.0, "sent", r#"{"type":"ping","seq":"7"}"#);
         recording.socket(9000.0, "sent", r#"{"amount":"6","heartbeat":"1"}"#);
         recording.page(2500.0, "/calc", &format!("{SHOP}<main><h1>Calculator</h1><p>Total 6</p></main>"));
         let (checkpoints, evidence) = recording.select();
@@ -918,6 +945,16 @@ mod tests {
         );
         assert_reached_in_order(&checkpoints, &evidence);
         assert!(checkpoints.iter().take(2).all(|checkpoint| checkpoint.role == Some(CheckpointRole::StateChange)));
+
+        // What a person sends that only mentions such a word is theirs: a chat message saying "ping".
+        let mut recording = Recording::default();
+        recording.navigate(0.0, "/chat", "typed");
+        recording.socket(50.0, "opened", "/ws");
+        recording.page(100.0, "/chat", &format!("{SHOP}<main><h1>Chat</h1></main>"));
+        recording.act(1000.0, "click", "/chat", "send", None);
+        recording.socket(1010.0, "sent", r#"42["message",{"text":"ping"}]"#);
+        let (checkpoints, _) = recording.select();
+        assert_eq!(predicates(&checkpoints), [&frame(&[("[0]", "message"), ("[1].text", "ping")])]);
 
         // A socket whose path names a server the page drew at random and a session (SockJS's): the frame
         // names the endpoint only, which a re-run's socket, with other numbers, also reaches; a version

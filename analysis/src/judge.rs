@@ -423,7 +423,7 @@ mod tests {
         let demonstration = vec![
             call(ToolAction::Navigate { url: "http://shop.test/".to_owned() }, "http://shop.test/"),
             call(ToolAction::Input { text: "{{credentials.shop.test.password}}".to_owned() }, "http://shop.test/login"),
-            call(ToolAction::Click { count: 1, modifiers: vec![] }, "http://shop.test/cart"),
+            call(ToolAction::Click { count: 1, modifiers: vec![], coord: None }, "http://shop.test/cart"),
         ];
         let agent =
             vec![call(ToolAction::Navigate { url: "http://shop.test/deals".to_owned() }, "http://shop.test/deals")];

@@ -146,8 +146,9 @@ fn answers_after_their_requests(frames: &mut Vec<Frame>) {
     frames.extend(places.into_iter().map(|(_, at)| taken[at].take().expect("each frame is placed once")));
 }
 
-/// The id-shaped tokens of a frame (a binary frame's bytes decoded), less the dates written in it (an ISO
-/// time's `2026-11-29T06` is the page's clock, shared by whatever it sent that hour).
+/// The id-shaped tokens of a frame with a digit in them (a binary frame's bytes decoded), less the dates
+/// written in it: a long word (a JSON key such as `next_message_id`) names no request, and an ISO time's
+/// `2026-11-29T06` is the page's clock, shared by whatever it sent that hour.
 fn frame_ids(frame: &Frame) -> HashSet<String> {
     let bytes = if frame.is_binary() {
         base64::engine::general_purpose::STANDARD.decode(&frame.data).unwrap_or_default()
@@ -163,7 +164,7 @@ fn frame_ids(frame: &Frame) -> HashSet<String> {
     };
     id_tokens(&bytes, &Clocks::NONE)
         .map(|range| &bytes[range])
-        .filter(|token| !is_date(token))
+        .filter(|token| token.iter().any(u8::is_ascii_digit) && !is_date(token))
         .map(|token| String::from_utf8_lossy(token).into_owned())
         .collect()
 }

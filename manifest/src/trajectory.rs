@@ -71,6 +71,11 @@ pub enum ToolAction {
         /// to a multiple selection or opens a link in the background.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         modifiers: Vec<String>,
+        /// Where the click came, CSS pixels in the viewport of the frame it happened in, when recorded:
+        /// where in its element a click acts can matter (a slider's thumb, not its middle; a spot on a
+        /// canvas), so a re-run clicks at the same place within the element, wherever the element is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        coord: Option<[f64; 2]>,
     },
     Input {
         /// The field's whole value, or a `{{credentials.<site>.<field>}}` placeholder for a secret.

@@ -61,6 +61,11 @@ fn field_kind(target: &ElementDescriptor) -> FieldKind {
     }
 }
 
+/// Where a pointer action came, when the recorder said.
+fn coord_of(action: &Action) -> Option<[f64; 2]> {
+    Some([action.x?, action.y?])
+}
+
 /// A call being built, with what the rules need to know about it.
 #[derive(Debug)]
 pub(super) struct PendingCall {
@@ -423,7 +428,8 @@ impl<'e> Builder<'e> {
                 }
                 let pressed = action.pressed_ts.and_then(|pressed| self.take_pressed_change(tab, pressed, ts));
                 self.enter_tab(tab, id, ts);
-                let click = ToolAction::Click { count: 1, modifiers: action.modifiers.clone() };
+                let click =
+                    ToolAction::Click { count: 1, modifiers: action.modifiers.clone(), coord: coord_of(action) };
                 let call = self.push(click, target, Some(tab), id, vec![id], ts);
                 if let Some((navigation, went_to)) = pressed {
                     call.absorb(navigation);
@@ -488,7 +494,8 @@ impl<'e> Builder<'e> {
     fn on_double_click(&mut self, id: u64, ts: f64, tab: i64, action: &Action) {
         let Some(target) = &action.target else {
             self.enter_tab(tab, id, ts);
-            self.push(ToolAction::Click { count: 2, modifiers: Vec::new() }, None, Some(tab), id, vec![id], ts);
+            let click = ToolAction::Click { count: 2, modifiers: Vec::new(), coord: coord_of(action) };
+            self.push(click, None, Some(tab), id, vec![id], ts);
             return;
         };
         let n = self.calls.len();
@@ -501,7 +508,7 @@ impl<'e> Builder<'e> {
                 self.calls.last_mut().expect("checked").call.event_ids.extend(second.call.event_ids);
             }
             let call = self.calls.last_mut().expect("checked");
-            call.call.action = ToolAction::Click { count: 2, modifiers: Vec::new() };
+            call.call.action = ToolAction::Click { count: 2, modifiers: Vec::new(), coord: coord_of(action) };
             call.call.target = Some(target.clone());
             // The first click was closed when the second came: the double click goes on with it.
             call.closed = false;
@@ -509,7 +516,7 @@ impl<'e> Builder<'e> {
         } else {
             self.enter_tab(tab, id, ts);
             self.push(
-                ToolAction::Click { count: 2, modifiers: Vec::new() },
+                ToolAction::Click { count: 2, modifiers: Vec::new(), coord: coord_of(action) },
                 Some(target.clone()),
                 Some(tab),
                 id,
@@ -622,7 +629,7 @@ impl<'e> Builder<'e> {
                     // Toggled by no recorded click (the keyboard): a click sets it the same way.
                     self.enter_tab(tab, id, ts);
                     self.push(
-                        ToolAction::Click { count: 1, modifiers: Vec::new() },
+                        ToolAction::Click { count: 1, modifiers: Vec::new(), coord: None },
                         Some(target),
                         Some(tab),
                         id,

@@ -259,6 +259,10 @@ mod tests {
         assert_eq!(json, r#"{"name":"go_back","params":{},"tab":0,"event_ids":[3],"ts":1.0}"#);
         assert_eq!(serde_json::from_str::<ToolCall>(&json).unwrap(), call);
         let click: ToolCall = serde_json::from_str(r#"{"name":"click","params":{},"ts":2}"#).unwrap();
-        assert_eq!(click.action, ToolAction::Click { count: 1, modifiers: Vec::new() });
+        assert_eq!(click.action, ToolAction::Click { count: 1, modifiers: Vec::new(), coord: None });
+        // Where a click came, when recorded, is one of its parameters.
+        let placed: ToolCall =
+            serde_json::from_str(r#"{"name":"click","params":{"coord":[92.0,126.0]},"ts":2}"#).unwrap();
+        assert_eq!(placed.action, ToolAction::Click { count: 1, modifiers: Vec::new(), coord: Some([92.0, 126.0]) });
     }
 }

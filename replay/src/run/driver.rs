@@ -272,11 +272,12 @@ impl Runner<'_> {
                 }
                 Ok(None)
             }
-            ToolAction::Click { count, modifiers } => {
+            ToolAction::Click { count, modifiers, coord } => {
                 let located = self.locator()?.locate(call).await?;
+                let (x, y) = located.point_at(click_offset(call.target.as_ref(), *coord, located.size));
                 let modifiers = modifier_mask(modifiers.iter().map(String::as_str))?;
                 for press in 1..=*count {
-                    self.input()?.mouse_click_with(located.x, located.y, i64::from(press), modifiers).await?;
+                    self.input()?.mouse_click_with(x, y, i64::from(press), modifiers).await?;
                 }
                 Ok(Some(located.by))
             }
@@ -639,8 +640,50 @@ async fn page_state(page: &Page) -> Option<PageState> {
     })
 }
 
+/// Where in its element the person clicked (`coord` less the element's recorded box), when the element
+/// found has the size it had for them: on a slider the thumb, not its middle, which would move it; on a
+/// canvas the spot. An element of another size (a layout that differs) is clicked in its centre.
+fn click_offset(
+    element: Option<&trace_manifest::event::ElementDescriptor>,
+    coord: Option<[f64; 2]>,
+    found: Option<(f64, f64)>,
+) -> Option<(f64, f64)> {
+    let recorded = element?.bbox.as_ref()?;
+    let (width, height) = found?;
+    let same_size = (width - recorded.width).abs() <= 2.0 && (height - recorded.height).abs() <= 2.0;
+    let [x, y] = coord?;
+    same_size.then(|| offset_in(element, (x, y))).flatten()
+}
+
 /// Where `point` (in the frame's viewport, as recorded) lies in `element`'s recorded box, from its top left
 /// corner; `None` when the recording has no box.
 fn offset_in(element: Option<&trace_manifest::event::ElementDescriptor>, point: (f64, f64)) -> Option<(f64, f64)> {
     element.and_then(|element| element.bbox.as_ref()).map(|bbox| (point.0 - bbox.x, point.1 - bbox.y))
+}
+
+#[cfg(test)]
+mod tests {
+    use trace_manifest::event::{ElementDescriptor, Rect};
+
+    use super::super::locator::Located;
+    use super::*;
+
+    /// Issue #43: a slider's thumb clicked where it stood (at 3 of 0 to 10) was clicked in the slider's
+    /// middle on re-run, which moved it to 5 before the arrow keys.
+    #[test]
+    fn a_click_lands_where_the_person_clicked_in_an_element_of_the_same_size() {
+        let slider = ElementDescriptor {
+            bbox: Some(Rect { x: 16.0, y: 112.0, width: 256.0, height: 28.0 }),
+            ..ElementDescriptor::default()
+        };
+        let offset = click_offset(Some(&slider), Some([92.0, 126.0]), Some((256.0, 28.0)));
+        assert_eq!(offset, Some((76.0, 14.0)));
+        // Found elsewhere on the page, the same size: the same place within it.
+        let found = Located { x: 500.0, y: 300.0, size: Some((256.0, 28.0)), by: LocatedBy::Selector };
+        assert_eq!(found.point_at(offset), (500.0 - 128.0 + 76.0, 300.0));
+        // A layout that differs, a recording that did not say where, an element with no box: the centre.
+        assert_eq!(click_offset(Some(&slider), Some([92.0, 126.0]), Some((400.0, 28.0))), None);
+        assert_eq!(click_offset(Some(&slider), None, Some((256.0, 28.0))), None);
+        assert_eq!(click_offset(Some(&ElementDescriptor::default()), Some([92.0, 126.0]), Some((256.0, 28.0))), None);
+    }
 }
