@@ -117,11 +117,10 @@ fn answers_after_their_requests(frames: &mut Vec<Frame>) {
             }
         }
     }
-    let born_in = |at: usize| -> HashSet<&str> {
-        ids[at].iter().map(String::as_str).filter(|id| first_seen[id] == at && sent_in[id] == 1).collect()
-    };
-    let requests: HashMap<usize, HashSet<&str>> =
-        (0..frames.len()).filter(|&at| frames[at].sent).map(|at| (at, born_in(at))).collect();
+    // Each id born in a frame of the page, with that frame.
+    let born: HashMap<&str, usize> =
+        first_seen.into_iter().filter(|(id, at)| frames[*at].sent && sent_in.get(id) == Some(&1)).collect();
+    let has_born_ids: HashSet<usize> = born.values().copied().collect();
     // Each frame's place: the page's frame it is played after (none before the first), then its own index.
     let mut owner: Option<usize> = None;
     let mut places: Vec<(Option<usize>, usize)> = Vec::with_capacity(frames.len());
@@ -131,10 +130,10 @@ fn answers_after_their_requests(frames: &mut Vec<Frame>) {
             places.push((owner, at));
             continue;
         }
-        let holds = |request: &usize| requests[request].iter().any(|id| ids[at].contains(*id));
-        let followed = owner.filter(|followed| !requests[followed].is_empty() && !holds(followed));
-        let answered =
-            followed.and_then(|followed| (0..followed).rev().find(|request| frames[*request].sent && holds(request)));
+        // The requests whose born ids this frame holds.
+        let answers = || ids[at].iter().filter_map(|id| born.get(id.as_str()).copied());
+        let followed = owner.filter(|followed| has_born_ids.contains(followed) && !answers().any(|r| r == *followed));
+        let answered = followed.and_then(|followed| answers().filter(|request| *request < followed).max());
         places.push((answered.or(owner), at));
     }
     if places.windows(2).all(|pair| pair[0] <= pair[1]) {
