@@ -474,14 +474,14 @@ const FRAME_KIND_NAMES: [&str; 8] = ["type", "event", "op", "kind", "action", "m
 /// Phoenix's `heartbeat`). A page sends them on its own clock, counting the server's messages, whatever the
 /// person did: a re-run sends them at other moments with other counts, and they say nothing of the task.
 fn is_transport_chatter(fields: &[(String, String)]) -> bool {
-    const KINDS: [&str; 8] =
-        ["ack", "ping", "pong", "heartbeat", "keepalive", "keep-alive", "presence", "connection_init"];
+    // Besides the liveness words: what acknowledges or answers the server's messages, and opens the talk.
+    const TRANSPORT: [&str; 3] = ["ack", "pong", "connection_init"];
     fields.iter().any(|(name, value)| {
         let names_the_kind = FRAME_KIND_NAMES.contains(&name.as_str())
             || (name.starts_with('[')
                 && name.ends_with(']')
                 && name[1..name.len() - 1].bytes().all(|b| b.is_ascii_digit()));
-        names_the_kind && KINDS.iter().any(|kind| value.eq_ignore_ascii_case(kind))
+        names_the_kind && (is_liveness_word(value) || TRANSPORT.iter().any(|word| value.eq_ignore_ascii_case(word)))
     })
 }
 
@@ -489,11 +489,12 @@ fn is_transport_chatter(fields: &[(String, String)]) -> bool {
 /// `/editing-sessions/ping/…`, `/heartbeat`): an editor sends one as it opens and then on a timer, whatever
 /// the person does, and a re-run sends it when its own timer says.
 fn is_liveness_signal(url: &str) -> bool {
-    const NAMES: [&str; 5] = ["ping", "heartbeat", "keepalive", "keep-alive", "presence"];
-    without_query(scheme_less(url))
-        .split('/')
-        .skip(1)
-        .any(|segment| NAMES.iter().any(|name| segment.eq_ignore_ascii_case(name)))
+    without_query(scheme_less(url)).split('/').skip(1).any(is_liveness_word)
+}
+
+/// The words that name a liveness signal, in a write's path or as a frame's kind.
+fn is_liveness_word(word: &str) -> bool {
+    ["ping", "heartbeat", "keepalive", "keep-alive", "presence"].iter().any(|name| word.eq_ignore_ascii_case(name))
 }
 
 /// Rule 1: the state changes, each with the position of its request.
