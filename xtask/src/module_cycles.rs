@@ -363,12 +363,11 @@ pub fn workspace_targets(cargo: &mut std::process::Command) -> Result<Vec<(Strin
 
 /// Fails, listing every circle (its files named from `workspace`), when any target has one.
 pub fn check(workspace: &Path, targets: &[(String, PathBuf)]) -> Result<()> {
-    let read = |path: &Path| std::fs::read_to_string(path).ok();
+    let read = |path: &Path| std::fs::read_to_string(workspace.join(path)).ok();
     let mut cycles = Vec::new();
     for (name, root) in targets {
         let root = root.strip_prefix(workspace).unwrap_or(root);
-        let read_in_workspace = |path: &Path| read(&workspace.join(path));
-        cycles.extend(Crate::read(name, root, &read_in_workspace)?.cycles());
+        cycles.extend(Crate::read(name, root, &read)?.cycles());
     }
     if !cycles.is_empty() {
         bail!("{} module cycle(s):\n{}", cycles.len(), cycles.join("\n"));
@@ -383,11 +382,15 @@ mod tests {
 
     use super::*;
 
-    fn cycles_of(files: &[(&str, &str)]) -> Vec<String> {
+    /// The crate `src/lib.rs` roots in `files` (path, text).
+    fn read_crate(files: &[(&str, &str)]) -> Result<Crate> {
         let files: HashMap<PathBuf, String> =
             files.iter().map(|(path, text)| (PathBuf::from(path), text.to_string())).collect();
-        let read = |path: &Path| files.get(path).cloned();
-        Crate::read("demo", Path::new("src/lib.rs"), &read).unwrap().cycles()
+        Crate::read("demo", Path::new("src/lib.rs"), &|path: &Path| files.get(path).cloned())
+    }
+
+    fn cycles_of(files: &[(&str, &str)]) -> Vec<String> {
+        read_crate(files).unwrap().cycles()
     }
 
     #[test]
@@ -435,9 +438,7 @@ mod tests {
 
     #[test]
     fn a_missing_module_file_is_an_error_not_a_pass() {
-        let files: HashMap<PathBuf, String> = [(PathBuf::from("src/lib.rs"), "mod gone;".to_owned())].into();
-        let read = |path: &Path| files.get(path).cloned();
-        let error = Crate::read("demo", Path::new("src/lib.rs"), &read).unwrap_err();
+        let error = read_crate(&[("src/lib.rs", "mod gone;")]).unwrap_err();
         assert!(format!("{error:#}").contains("no file for `mod gone;`"), "{error:#}");
     }
 }
