@@ -64,6 +64,7 @@ use crate::exchange::Exchange;
 use crate::fidelity::is_volatile_run;
 use crate::secrets::is_secret_name;
 use crate::urls::{self, scheme_less, without_query};
+use crate::websocket;
 
 /// Methods that read without changing anything (WebDAV's and HTTP's reading methods among them).
 const SAFE_METHODS: &[&str] = &["GET", "HEAD", "OPTIONS", "PROPFIND", "REPORT", "SEARCH", "QUERY"];
@@ -465,23 +466,17 @@ fn socket_changes(context: &Context<'_>) -> Vec<(Position, Candidate)> {
         .collect()
 }
 
-/// What names a frame's kind: a top-level member of these names, or a top-level element of an array
-/// (Socket.IO's `["event", …]`, Phoenix's `[join, ref, topic, event, payload]`).
-const FRAME_KIND_NAMES: [&str; 8] = ["type", "event", "op", "kind", "action", "method", "msg_type", "name"];
-
-/// Whether a frame the page sent only keeps the conversation going: its kind is an acknowledgement of what
-/// it received or a liveness signal (NiceGUI's `["ack", {"next_message_id": 3}]`, `{"type": "ping"}`,
-/// Phoenix's `heartbeat`). A page sends them on its own clock, counting the server's messages, whatever the
-/// person did: a re-run sends them at other moments with other counts, and they say nothing of the task.
+/// Whether a frame the page sent only keeps the conversation going: a top-level member that names its kind
+/// ([`websocket::FRAME_KIND_NAMES`], or a top-level array element) is chatter ([`websocket::is_chatter_kind`]:
+/// `{"type": "ping"}`, Phoenix's `heartbeat`, NiceGUI's `ack`). A re-run sends them at other moments with
+/// other counts, and they say nothing of the task.
 fn is_transport_chatter(fields: &[(String, String)]) -> bool {
-    // Besides the liveness words: what acknowledges or answers the server's messages, and opens the talk.
-    const TRANSPORT: [&str; 3] = ["ack", "pong", "connection_init"];
     fields.iter().any(|(name, value)| {
-        let names_the_kind = FRAME_KIND_NAMES.contains(&name.as_str())
+        let names_the_kind = websocket::FRAME_KIND_NAMES.contains(&name.as_str())
             || (name.starts_with('[')
                 && name.ends_with(']')
                 && name[1..name.len() - 1].bytes().all(|b| b.is_ascii_digit()));
-        names_the_kind && (is_liveness_word(value) || TRANSPORT.iter().any(|word| value.eq_ignore_ascii_case(word)))
+        names_the_kind && websocket::is_chatter_kind(value)
     })
 }
 
@@ -492,9 +487,9 @@ fn is_liveness_signal(url: &str) -> bool {
     without_query(scheme_less(url)).split('/').skip(1).any(is_liveness_word)
 }
 
-/// The words that name a liveness signal, in a write's path or as a frame's kind.
+/// Whether a segment of a write's path names a liveness signal ([`websocket::LIVENESS_WORDS`]).
 fn is_liveness_word(word: &str) -> bool {
-    ["ping", "heartbeat", "keepalive", "keep-alive", "presence"].iter().any(|name| word.eq_ignore_ascii_case(name))
+    websocket::LIVENESS_WORDS.iter().any(|name| word.eq_ignore_ascii_case(name))
 }
 
 /// Rule 1: the state changes, each with the position of its request.

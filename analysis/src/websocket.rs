@@ -48,6 +48,30 @@ impl Frame {
     }
 }
 
+/// What names a frame's kind: a top-level member of these names, or a top-level element of an array
+/// (Socket.IO's `42["event", …]`, Phoenix's `[join, ref, topic, event, payload]`). Replay answers a frame
+/// the page sends that matches no recorded one with what followed a recorded frame of its kind; the
+/// checkpoints leave out frames whose kind is chatter ([`is_chatter_kind`]).
+pub const FRAME_KIND_NAMES: [&str; 8] = ["type", "event", "op", "kind", "action", "method", "msg_type", "name"];
+
+/// The words that name a liveness signal: a frame's kind, or a segment of a write's path
+/// (`/editing-sessions/ping/…`, `/heartbeat`).
+pub const LIVENESS_WORDS: [&str; 5] = ["ping", "heartbeat", "keepalive", "keep-alive", "presence"];
+
+/// Whether a frame's kind says it only keeps the conversation going: a liveness signal, an acknowledgement
+/// of what the page received (NiceGUI's `["ack", {"next_message_id": 3}]`), an answer to the server's ping,
+/// the opening of the talk. A page sends them on its own clock, counting the server's messages, whatever
+/// the person did.
+pub fn is_chatter_kind(kind: &str) -> bool {
+    chatter_kinds().any(|word| kind.eq_ignore_ascii_case(word))
+}
+
+/// The kinds [`is_chatter_kind`] names, in lower case.
+pub fn chatter_kinds() -> impl Iterator<Item = &'static str> {
+    const TRANSPORT: [&str; 3] = ["ack", "pong", "connection_init"];
+    LIVENESS_WORDS.into_iter().chain(TRANSPORT)
+}
+
 /// The recording's sockets, in the order they opened (events are read by `id`). Frames of a socket whose
 /// opening was not recorded are left out: nothing says where they went.
 pub fn transcripts(events: &[EventRecord]) -> Vec<Transcript> {

@@ -294,8 +294,13 @@ pub struct WebSocketFrames {
     pub played: u64,
     /// Frames the pages sent that equal one the person's page sent.
     pub matched: u64,
-    /// Frames the pages sent that equal none (answered by the next recorded frame in order).
+    /// Frames the pages sent that equal none (answered as the earliest recorded frame of their kind not
+    /// matched yet, or with nothing).
     pub unmatched: u64,
+    /// Frames the pages sent on their own clock that equal none: acknowledgements and liveness signals,
+    /// answered with nothing. Not a departure from the recording: a page counts and times them itself.
+    #[serde(default)]
+    pub chatter: u64,
 }
 
 impl FidelityReport {

@@ -10,9 +10,13 @@
 // URL, its ids paired as below. Each frame
 // the page sends is matched with the earliest recorded frame the page sent, not matched yet, that equals it
 // (text as JSON with its keys sorted, when it parses as JSON; binary byte for byte), else that equals it
-// but for its ids and the times written in it, else with the earliest not matched yet; the server's frames
-// that followed that one in the recording, up to the page's next one, are then played (a page that sends
-// two requests at once may send them the other way round, and each gets its own answer). An id matched that
+// but for its ids and the times written in it, else with the earliest not matched yet of its kind (see
+// `describe`); the server's frames that followed that one in the recording, up to the page's next one, are
+// then played (a page that sends two requests at once may send them the other way round, and each gets its
+// own answer). A frame of a kind no recorded frame left has is answered with nothing, and so is chatter (an
+// acknowledgement, a liveness signal) that equals none: the page sends it on its own clock, and the server's
+// frames that followed the recording's are no answer to it (answered with the next request's, NiceGUI's
+// acknowledgement moved its slider a step ahead of the keys pressed). An id matched that
 // way is the page's from then on: the server's frames played on that socket carry the page's value where
 // the recording had its own, as the server would have echoed it (in a binary frame only where both have the
 // same length, which keeps the frame's own offsets true: a kernel's `msg_id`s, UUIDs, do). The n-th socket
@@ -47,7 +51,7 @@
       // A binding the page replaced or removed: nothing to tell.
     }
   };
-  let stats = { matched: 0, unmatched: 0, played: 0 };
+  let stats = { matched: 0, unmatched: 0, chatter: 0, played: 0 };
   try {
     stats = { ...stats, ...JSON.parse(sessionStorage.getItem(COUNTS) || "{}") };
   } catch {
@@ -143,6 +147,26 @@
     let binary = "";
     for (let i = 0; i < view.length; i += 0x8000) binary += String.fromCharCode(...view.subarray(i, i + 0x8000));
     return binary;
+  };
+  // What a text frame says it is (`trace_analysis::websocket::FRAME_KIND_NAMES`): the top-level strings with
+  // no digit of an array (Socket.IO's `42["event", …]`: the digits a protocol puts first are skipped), else
+  // the strings under these names of an object (`{"type": "ack"}`). Its kind, to be compared, is the first
+  // of an array's (the later ones may be what the person wrote: `["chat message", "hello"]`) or all of an
+  // object's, null when there is none (a frame that is not JSON); it is chatter when any is a chatter word.
+  const KIND_NAMES = __TRACE_FRAME_KIND_NAMES__;
+  const CHATTER = __TRACE_CHATTER_KINDS__;
+  const describe = (text) => {
+    let value;
+    try {
+      value = JSON.parse(text.replace(/^[0-9]+/, ""));
+    } catch {
+      return { kind: null, chatter: false };
+    }
+    const array = Array.isArray(value);
+    const named = array ? value : value && typeof value === "object" ? KIND_NAMES.map((name) => value[name]) : [];
+    const words = named.filter((word) => typeof word === "string" && !/[0-9]/.test(word));
+    const kind = (array ? words.slice(0, 1) : words).join("\u0000") || null;
+    return { kind, chatter: words.some((word) => CHATTER.includes(word.toLowerCase())) };
   };
   const ID = /[A-Za-z0-9_-]{8,256}/g;
   // A time the page wrote into what it sends (a message header's `date`) is the page's clock, not the conversation.
@@ -271,7 +295,9 @@
       // Compared forms of each recorded frame, worked out once (a long conversation is searched often).
       const recordedOf = (frame) => (frame.key ??= frame.binary ? atob(frame.data) : canonical(frame.data));
       const shapeOf = (frame) => (frame.shape ??= template(recordedOf(frame)));
+      const kindOfFrame = (frame) => ("kind" in frame ? frame.kind : (frame.kind = frame.binary ? null : describe(frame.data).kind));
       const shape = text === null ? null : template(text);
+      const { kind, chatter } = binary ? { kind: null, chatter: false } : describe(data);
       let match = -1;
       let alike = -1;
       let next = -1;
@@ -280,7 +306,7 @@
       for (let i = 0; i < this._frames.length; i++) {
         const frame = this._frames[i];
         if (!frame.sent || this._used.has(i)) continue;
-        if (next < 0) next = i;
+        if (next < 0 && kindOfFrame(frame) === kind) next = i;
         if (text === null || frame.binary !== binary) continue;
         if (recordedOf(frame) === text) {
           match = i;
@@ -292,8 +318,8 @@
         match = alike;
         pair(this._ids, recordedOf(this._frames[alike]), text);
       }
-      count(match >= 0 ? "matched" : "unmatched");
-      const at = match >= 0 ? match : next;
+      count(match >= 0 ? "matched" : chatter ? "chatter" : "unmatched");
+      const at = match >= 0 ? match : chatter ? -1 : next;
       if (at < 0) return;
       this._used.add(at);
       this._writes.clear();

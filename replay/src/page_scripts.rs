@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use trace_analysis::websocket::Transcript;
+use trace_analysis::websocket::{self, Transcript};
 use trace_manifest::event::StorageSnapshot;
 
 use crate::archive::ReplayArchive;
@@ -113,9 +113,13 @@ pub fn websockets(transcripts: &[Transcript]) -> Option<String> {
     let json = serde_json::to_string(&sockets).expect("JSON values always serialize");
     let prefix = serde_json::to_string(trace_analysis::secrets::PLACEHOLDER_PREFIX).expect("a string serializes");
     let binding = serde_json::to_string(SOCKET_BINDING).expect("a string serializes");
+    let kind_names = serde_json::to_string(&websocket::FRAME_KIND_NAMES).expect("strings serialize");
+    let chatter = serde_json::to_string(&websocket::chatter_kinds().collect::<Vec<_>>()).expect("strings serialize");
     Some(
         WEBSOCKET
             .replace("__TRACE_PLACEHOLDER_PREFIX__", &prefix)
+            .replace("__TRACE_FRAME_KIND_NAMES__", &kind_names)
+            .replace("__TRACE_CHATTER_KINDS__", &chatter)
             .replace("__TRACE_SOCKET_BINDING__", &binding)
             .replace("__TRACE_WEBSOCKETS__", &json),
     )
@@ -183,7 +187,7 @@ mod tests {
         assert_eq!(printed[0], serde_json::json!(["hello", "twelve", "see you"]));
         assert_eq!(printed[1], 1, "open");
         assert_eq!(printed[2], "ws://s.test/never", "a socket never recorded is the browser's own");
-        assert_eq!(printed[3], serde_json::json!({"matched": 1, "unmatched": 1, "played": 3}));
+        assert_eq!(printed[3], serde_json::json!({"matched": 1, "unmatched": 1, "chatter": 0, "played": 3}));
         assert!(websockets(&[]).is_none());
     }
 
@@ -249,6 +253,72 @@ mod tests {
         assert_eq!(printed[2], serde_json::json!(["subscribed", "deployed", "heartbeat"]));
         assert_eq!(printed[3], printed[2], "a write to another path is not the one the push followed");
         assert_eq!(printed[4], serde_json::json!(["subscribed", "deployed", "heartbeat", "debug"]), "ids drawn anew");
+    }
+
+    /// Issue #43: a server-driven interface (NiceGUI's) acknowledges the server's updates on its own clock.
+    /// The replayed page acknowledged before the person's first act, with another count than the recording's
+    /// one acknowledgement; taken for the earliest recorded frame, it was answered with the slider's update
+    /// to 4, and every value the page sent after was one too high. A frame that matches none is answered
+    /// as a recorded frame of its kind was, and a kind the recording lacks with nothing.
+    #[test]
+    fn a_frame_that_matches_none_is_answered_as_one_of_its_kind() {
+        use trace_analysis::websocket::Frame;
+        let frame = |sent: bool, data: &str| Frame { sent, opcode: 1, data: data.to_owned(), after_write: None };
+        let transcript = Transcript {
+            url: "ws://s.test/_nicegui_ws/socket.io/".to_owned(),
+            frames: vec![
+                frame(true, r#"42["event",{"id":5,"args":["4"]}]"#),
+                frame(false, r#"42["update",{"5":{"model-value":4}}]"#),
+                frame(true, r#"42["event",{"id":5,"args":["5"]}]"#),
+                frame(false, r#"42["update",{"5":{"model-value":5}}]"#),
+                frame(true, r#"42["ack",{"next_message_id":2}]"#),
+                frame(true, r#"{"type":"compute"}"#),
+                frame(false, r#"42["update",{"6":{"text":"5 x 7 = 35"}}]"#),
+            ],
+        };
+        let prelude = r#"
+            globalThis.location = { href: "http://s.test/" };
+            const items = new Map();
+            globalThis.sessionStorage = { getItem: (k) => items.get(k) ?? null, setItem: (k, v) => items.set(k, String(v)) };
+            globalThis.WebSocket = class { constructor(url) { this.native = url; } };
+        "#;
+        // Each of the page's frames is sent once the answers to the one before have had their turn.
+        let probe = r#"
+            const seen = [];
+            const socket = new WebSocket("ws://s.test/_nicegui_ws/socket.io/");
+            socket.onmessage = (event) => seen.push(event.data);
+            const sends = [
+              '42["ack",{"next_message_id":0}]',
+              '42["event",{"id":5,"args":["4"]}]',
+              '42["event",{"id":5,"args":["9"]}]',
+              '{"type":"subscribe"}',
+              '{"type":"compute"}',
+              '42["ack",{"next_message_id":2}]',
+            ];
+            const after = [];
+            const next = () => {
+              after.push(seen.length);
+              if (!sends.length) return console.log(JSON.stringify([seen, after,
+                JSON.parse(sessionStorage.getItem("__trace_replay_websocket_frames__"))]));
+              socket.send(sends.shift());
+              setTimeout(next, 10);
+            };
+            socket.onopen = () => setTimeout(next, 10);
+        "#;
+        let script = websockets(std::slice::from_ref(&transcript)).unwrap();
+        let printed = run_in_node(&format!("{prelude}\n{script}"), probe);
+        let printed: serde_json::Value = serde_json::from_str(printed.trim()).unwrap();
+        let expected = serde_json::json!([
+            r#"42["update",{"5":{"model-value":4}}]"#,
+            r#"42["update",{"5":{"model-value":5}}]"#,
+            r#"42["update",{"6":{"text":"5 x 7 = 35"}}]"#,
+        ]);
+        assert_eq!(printed[0], expected);
+        // Nothing answered the page's own acknowledgement, nor the kind never recorded; the event of another
+        // value took the next recorded event's answer; the acknowledgement the recording has was still there
+        // for the page's own when it came.
+        assert_eq!(printed[1], serde_json::json!([0, 0, 1, 2, 2, 3, 3]));
+        assert_eq!(printed[2], serde_json::json!({"matched": 3, "unmatched": 2, "chatter": 1, "played": 3}));
     }
 
     /// A kernel's socket: the page puts a session id of its own making in the URL, and a message id of its

@@ -601,6 +601,7 @@ impl Runner<'_> {
                 total.played += counted.played;
                 total.matched += counted.matched;
                 total.unmatched += counted.unmatched;
+                total.chatter += counted.chatter;
             }
         }
         total

@@ -107,11 +107,11 @@ pub fn text(report: &FidelityReport) -> String {
         r.exact, r.canonical, r.fuzzy, r.ignored, r.missed, report.live_attempts
     );
     let frames = &report.websocket_frames;
-    if frames.played + frames.matched + frames.unmatched > 0 {
+    if frames.played + frames.matched + frames.unmatched + frames.chatter > 0 {
         let _ = writeln!(
             f,
-            "websocket frames: {} played back; of the page's own, {} matched, {} unmatched",
-            frames.played, frames.matched, frames.unmatched
+            "websocket frames: {} played back; of the page's own, {} matched, {} unmatched, {} on its own clock",
+            frames.played, frames.matched, frames.unmatched, frames.chatter
         );
     }
     for miss in &report.misses {
