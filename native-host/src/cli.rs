@@ -16,13 +16,12 @@ use trace_manifest::time_fmt::rfc3339_from_millis;
 use trace_manifest::report::{DatasetFormat, ExportFormat, ProcessAudit, TaskSummary, ValidateReport};
 
 use crate::dataset::{self, DatasetOptions};
-use crate::db::{self, TaskRow};
 use crate::export::{self, ExportOptions};
-use crate::finalize::reconcile_interrupted;
 use crate::install::{self, Browser};
 use crate::paths::DataDir;
 use crate::process::ProcessOptions;
 use crate::redact::{SuspectDecisions, SuspectPolicy};
+use crate::tasks::{CannotWrite, Purpose, TaskRow, TaskStore};
 
 /// `println!` that returns the write's error instead of panicking: a reader that goes away
 /// (`trace-host tasks --json | head -1`) closes the pipe, and `main` takes that for success.
@@ -324,19 +323,21 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
         Command::Tasks { all, json } => {
             let data = data()?;
-            let (conn, read_only) = db::open_to_read(&data.database())?;
             // Listing must work when nothing else does (a full disk: the database may open, and then refuse to
             // mark a recording cut off as interrupted); what could not be set right is said.
-            let cannot_write = if read_only { None } else { reconcile_interrupted(&conn, &data).err() };
-            if read_only || cannot_write.is_some() {
-                let cause = cannot_write.map(|error| format!(" ({error:#})")).unwrap_or_default();
+            let (store, cannot_write) = TaskStore::open_to_read(&data)?;
+            if let Some(cannot_write) = cannot_write {
+                let cause = match cannot_write {
+                    CannotWrite::ReadOnly => String::new(),
+                    CannotWrite::RecoveryFailed(error) => format!(" ({error:#})"),
+                };
                 eprintln!(
                     "trace-host: the data directory cannot be written to{cause} (is the disk full?): tasks are \
                      listed as last recorded, and a recording that was cut off may still show as recording"
                 );
             }
             let tasks: Vec<TaskRow> =
-                db::tasks(&conn)?.into_iter().filter(|t| *all || t.status != TaskStatus::Discarded).collect();
+                store.tasks()?.into_iter().filter(|t| *all || t.status != TaskStatus::Discarded).collect();
             print_tasks(&tasks, *json)?;
         }
         Command::Export { task, out, format, embed_bodies, redact, suspects, json } => {
@@ -344,7 +345,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 anyhow::bail!("--embed-bodies is for zips: a WACZ's WARC holds every body already");
             }
             let data = data()?;
-            let conn = db::open(&data.database())?;
+            let store = TaskStore::open(&data)?;
             let options = ExportOptions {
                 format: (*format).into(),
                 embed_bodies: *embed_bodies,
@@ -352,7 +353,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 redact: *redact,
                 suspects: suspects.decisions(),
             };
-            let report = export::export(&conn, &data, task, out, &options)?;
+            let report = export::export(&store, task, out, &options)?;
             if *json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
@@ -383,14 +384,14 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Validate { bundle, json } => return validate(bundle, *json),
         Command::Import { zip, max_size, max_file_size, max_document_size, json } => {
             let data = data()?;
-            let conn = db::open(&data.database())?;
+            let store = TaskStore::open(&data)?;
             let limits = ZipLimits {
                 max_total_bytes: *max_size,
                 max_entry_bytes: *max_file_size,
                 max_document_bytes: *max_document_size,
                 ..ZipLimits::default()
             };
-            let report = crate::import::import(&conn, &data, zip, limits)?;
+            let report = crate::import::import(&store, zip, limits)?;
             if *json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
@@ -439,8 +440,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             let data = data()?;
             let bytes = std::fs::read(campaign).with_context(|| format!("cannot read {}", campaign.display()))?;
             let campaign = trace_manifest::campaign::Campaign::parse(&bytes)?;
-            let (conn, _) = db::open_to_read(&data.database())?;
-            let row = db::task(&conn, task)?.with_context(|| format!("no task {task}"))?;
+            let (store, cannot_write) = TaskStore::open_to_read(&data)?;
+            // Exporting the recording reads its status, which must be true by then.
+            if let Some(CannotWrite::RecoveryFailed(error)) = cannot_write {
+                return Err(error);
+            }
+            let row = store.task(task)?.with_context(|| format!("no task {task}"))?;
             let campaign_task = match campaign_task {
                 Some(chosen) => chosen.clone(),
                 None if campaign.task(&row.source).is_some() => row.source.clone(),
@@ -451,7 +456,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 ),
             };
             let pseudonym = crate::submit::pseudonym(&data)?;
-            crate::submit::enqueue(&conn, &data, &campaign, &campaign_task, task, &pseudonym, &suspects.decisions())?;
+            crate::submit::enqueue(&store, &campaign, &campaign_task, task, &pseudonym, &suspects.decisions())?;
             let runtime = tokio::runtime::Runtime::new()?;
             let sent = runtime.block_on(crate::submit::send(&data, &crate::submit::BACKOFF))?;
             return print_outbox(&sent, *json);
@@ -629,16 +634,16 @@ fn process(
     let looks_like_path = target.contains(std::path::MAIN_SEPARATOR) || target.contains('/');
     if !looks_like_path && let Ok(task_id) = target.parse::<TaskId>() {
         let data = DataDir::resolve(data_dir)?;
-        let conn = db::open(&data.database())?;
-        if db::task(&conn, &task_id)?.is_some() || !path.is_dir() {
-            return crate::process::process_task(&conn, &data, &task_id, options);
+        let store = TaskStore::open(&data)?;
+        if store.task(&task_id)?.is_some() || !path.is_dir() {
+            return crate::process::process_task(&store, &task_id, options);
         }
-        return crate::process::process_path(path, Some((&conn, &data)), options);
+        return crate::process::process_path(path, Some(&store), options);
     }
     // A bundle in the data directory is processed as its task; elsewhere, as a bundle alone.
     let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
-    let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
-    crate::process::process_path(path, conn.as_ref().zip(data.as_ref()), options)
+    let store = data.as_ref().map(TaskStore::open).transpose()?;
+    crate::process::process_path(path, store.as_ref(), options)
 }
 
 /// `export --format`, as clap reads it; the format crate's [`ExportFormat`] is what reports say.
@@ -689,9 +694,9 @@ fn dataset(
 ) -> Result<Outcome> {
     // The data directory is opened only when there is one: a folder of zips needs none.
     let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
-    let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
-    let sources = dataset::sources(args, conn.as_ref())?;
-    let report = dataset::build(&sources, conn.as_ref().zip(data.as_ref()), out, options)?;
+    let store = data.as_ref().map(TaskStore::open).transpose()?;
+    let sources = dataset::sources(args, store.as_ref())?;
+    let report = dataset::build(&sources, store.as_ref(), out, options)?;
     if json {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
@@ -734,23 +739,23 @@ struct MapOptions<'a> {
 fn map(args: &[String], options: &MapOptions, json: bool, data_dir: Option<&Path>) -> Result<Outcome> {
     let MapOptions { out, merge, coverage, .. } = *options;
     let data = DataDir::resolve(data_dir).ok().filter(|data| data.database().exists());
-    let conn = data.as_ref().map(|data| db::open(&data.database())).transpose()?;
+    let store = data.as_ref().map(TaskStore::open).transpose()?;
     let args: Vec<String> = args.iter().map(|arg| crate::map::bundles_of_dataset(arg)).collect();
-    let mut locks = Vec::new();
+    let mut held = Vec::new();
     let mut paths = Vec::new();
-    for source in dataset::sources(&args, conn.as_ref())? {
+    for source in dataset::sources(&args, store.as_ref())? {
         match source {
             dataset::Source::Bundle(path) => paths.push(path),
             dataset::Source::Task(task_id) => {
-                let (conn, data) = conn.as_ref().zip(data.as_ref()).context("task ids need the data directory")?;
-                let (_, dir, lock, _) = export::processed_task_bundle(conn, data, &task_id, "map")?;
-                locks.push(lock);
-                paths.push(dir);
+                let store = store.as_ref().context("task ids need the data directory")?;
+                let (task_bundle, _) = export::processed_task_bundle(store, &task_id, Purpose::Map)?;
+                paths.push(task_bundle.dir().to_owned());
+                held.push(task_bundle);
             }
         }
     }
     let added = crate::map::sources_of(&paths)?;
-    drop(locks);
+    drop(held);
     let sources = match merge {
         Some(existing) => crate::map::merged(crate::map::read_sources(existing)?, added)?,
         None => added,

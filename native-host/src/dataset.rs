@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use rusqlite::Connection;
 use trace_manifest::archive::{self, Bundle};
 use trace_manifest::bundle;
 use trace_manifest::dataset::{self as format, TaskLine, WebArenaEntry};
@@ -28,8 +27,8 @@ use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
 use trace_manifest::task::TaskId;
 
 use crate::export::{self, ExportOptions};
-use crate::paths::DataDir;
 use crate::redact::SuspectDecisions;
+use crate::tasks::{Purpose, TaskStore};
 use trace_analysis::evidence::Evidence;
 use trace_analysis::postprocess::PostProcessed;
 use trace_manifest::report::{DatasetFormat, DatasetReport, Skipped};
@@ -70,7 +69,7 @@ impl std::fmt::Display for Source {
 /// Turns the command line's arguments into sources: a bundle (directory with `manifest.json`, or a zip), a
 /// folder of bundles (each zip and bundle directory directly inside it, in name order), or a task id of the
 /// data directory.
-pub fn sources(args: &[String], tasks: Option<&Connection>) -> Result<Vec<Source>> {
+pub fn sources(args: &[String], tasks: Option<&TaskStore>) -> Result<Vec<Source>> {
     let mut sources = Vec::new();
     for arg in args {
         let path = Path::new(arg);
@@ -88,8 +87,8 @@ pub fn sources(args: &[String], tasks: Option<&Connection>) -> Result<Vec<Source
             }
             sources.extend(found.into_iter().map(Source::Bundle));
         } else if let Ok(task_id) = arg.parse::<TaskId>()
-            && let Some(conn) = tasks
-            && crate::db::task(conn, &task_id)?.is_some()
+            && let Some(store) = tasks
+            && store.task(&task_id)?.is_some()
         {
             sources.push(Source::Task(task_id));
         } else {
@@ -107,7 +106,7 @@ fn is_bundle(path: &Path) -> bool {
 /// Builds the dataset in `out`, which must not exist or be empty.
 pub fn build(
     sources: &[Source],
-    data: Option<(&Connection, &DataDir)>,
+    tasks: Option<&TaskStore>,
     out: &Path,
     options: &DatasetOptions,
 ) -> Result<DatasetReport> {
@@ -130,7 +129,7 @@ pub fn build(
     let mut entries = Vec::new();
     for source in sources {
         progress.set_message(source.to_string());
-        match add(source, data, out, options, &report.tasks) {
+        match add(source, tasks, out, options, &report.tasks) {
             Ok(added) => {
                 report.tasks.push(added.task_id.clone());
                 match added.validity {
@@ -196,17 +195,17 @@ impl Added {
 
 fn add(
     source: &Source,
-    data: Option<(&Connection, &DataDir)>,
+    tasks: Option<&TaskStore>,
     out: &Path,
     options: &DatasetOptions,
     already: &[TaskId],
 ) -> Result<Added> {
     // A task of the data directory is held under its lock, and processed first if it never was, as on export.
-    let (mut bundle, _lock) = match source {
+    let (mut bundle, _task_bundle) = match source {
         Source::Task(task_id) => {
-            let (conn, data) = data.context("task ids need the data directory")?;
-            let (_, dir, lock, _) = export::processed_task_bundle(conn, data, task_id, "add to a dataset")?;
-            (Bundle::open(&dir)?, Some(lock))
+            let store = tasks.context("task ids need the data directory")?;
+            let (task_bundle, _) = export::processed_task_bundle(store, task_id, Purpose::AddToDataset)?;
+            (Bundle::open(task_bundle.dir())?, Some(task_bundle))
         }
         Source::Bundle(path) => (Bundle::open(path).context("cannot open the bundle")?, None),
     };

@@ -17,11 +17,10 @@ pub mod wacz;
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use rusqlite::Connection;
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use trace_manifest::archive::{Bundle, HashingWriter};
@@ -33,11 +32,8 @@ use trace_manifest::task::TaskId;
 use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
 
-use crate::db::TaskRow;
-use crate::paths::DataDir;
-use crate::redact;
-use crate::task_lock::TaskLock;
-use crate::{db, finalize, process};
+use crate::tasks::{Purpose, TaskBundle, TaskStore};
+use crate::{process, redact};
 use trace_store::atomic::AtomicFile;
 
 #[derive(Debug, Clone, Default)]
@@ -64,19 +60,13 @@ pub struct Written {
     pub exchanges: Option<usize>,
 }
 
-pub fn export(
-    conn: &Connection,
-    data: &DataDir,
-    task_id: &TaskId,
-    out: &Path,
-    options: &ExportOptions,
-) -> Result<ExportReport> {
-    let (task, dir, _lock, processed) = processed_task_bundle(conn, data, task_id, "export")?;
-    let mut source = Bundle::open(&dir)?;
+pub fn export(store: &TaskStore, task_id: &TaskId, out: &Path, options: &ExportOptions) -> Result<ExportReport> {
+    let (task_bundle, processed) = processed_task_bundle(store, task_id, Purpose::Export)?;
+    let mut source = Bundle::open(task_bundle.dir())?;
     let written = export_bundle(&mut source, out, options)?;
     Ok(ExportReport {
         task_id: task_id.clone(),
-        status: task.status,
+        status: task_bundle.task().status,
         zip: out.to_owned(),
         format: options.format,
         files: written.files,
@@ -87,21 +77,20 @@ pub fn export(
     })
 }
 
-/// A stopped task's finalized bundle under its lock (see [`finalize::locked_bundle`]), post-processed first
+/// A stopped task's finalized bundle under its lock (see [`TaskStore::bundle_for`]), post-processed first
 /// if it never was; the flag says whether it was just now. Processing is derived data: if it fails, the
 /// recording is still worth exporting as it is, and the failure is logged.
-pub fn processed_task_bundle(
-    conn: &Connection,
-    data: &DataDir,
+pub fn processed_task_bundle<'s>(
+    store: &'s TaskStore,
     task_id: &TaskId,
-    purpose: &str,
-) -> Result<(TaskRow, PathBuf, TaskLock, bool)> {
-    let (task, dir, lock) = finalize::locked_bundle(conn, data, task_id, purpose)?;
-    let processed = db::processed_at(conn, task_id)?.is_none()
-        && process::process_locked(conn, task_id, &dir, &process::ProcessOptions::without_audit())
+    purpose: Purpose,
+) -> Result<(TaskBundle<'s>, bool)> {
+    let task_bundle = store.bundle_for(task_id, purpose)?;
+    let processed = task_bundle.processed_at().is_none()
+        && process::process_task_bundle(&task_bundle, &process::ProcessOptions::without_audit())
             .inspect_err(|error| tracing::warn!("{task_id} left unprocessed: {error:#}"))
             .is_ok();
-    Ok((task, dir, lock, processed))
+    Ok((task_bundle, processed))
 }
 
 /// Writes a bundle (directory or zip) at `out` in the format asked, redacted when asked. Nothing appears

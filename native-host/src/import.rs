@@ -10,17 +10,16 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use indicatif::HumanBytes;
-use rusqlite::Connection;
 use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::bundle;
 use trace_manifest::report::ImportReport;
 use trace_manifest::task::TaskStart;
 use trace_manifest::time_fmt::millis_from_rfc3339;
 
-use crate::db;
-use crate::paths::DataDir;
+use crate::tasks::TaskStore;
 
-pub fn import(conn: &Connection, data: &DataDir, zip_path: &Path, limits: ZipLimits) -> Result<ImportReport> {
+pub fn import(store: &TaskStore, zip_path: &Path, limits: ZipLimits) -> Result<ImportReport> {
+    let data = store.data();
     let mut source = Bundle::open_with_limits(zip_path, limits)
         .with_context(|| format!("refusing to import {}", zip_path.display()))?;
     let report = archive::validate(&mut source, &mut |_| {})?;
@@ -30,7 +29,7 @@ pub fn import(conn: &Connection, data: &DataDir, zip_path: &Path, limits: ZipLim
     }
     let manifest = source.manifest()?;
     let task_id = manifest.task.id.clone();
-    if db::task(conn, &task_id)?.is_some() {
+    if store.task(&task_id)?.is_some() {
         bail!("a task {task_id} already exists here; `trace-host tasks` lists it");
     }
 
@@ -64,25 +63,21 @@ pub fn import(conn: &Connection, data: &DataDir, zip_path: &Path, limits: ZipLim
         recorder: manifest.recorder.clone(),
         started_at: millis_from_rfc3339(&manifest.started_at).unwrap_or(0.0),
     };
-    let tx = conn.unchecked_transaction()?;
-    db::insert_task(&tx, &start, 0, manifest.task.status, true)?;
-    if let Some(answer) = &manifest.task.answer {
-        let ended = manifest.ended_at.as_deref().and_then(millis_from_rfc3339).unwrap_or(start.started_at);
-        db::finish_task(&tx, &task_id, Some(answer), ended)?;
-        db::set_status(&tx, &task_id, manifest.task.status)?;
-    }
+    let ended = manifest.ended_at.as_deref().and_then(millis_from_rfc3339).unwrap_or(start.started_at);
+    let answer = manifest.task.answer.as_deref().map(|answer| (answer, ended));
+    let registering = store.begin_import(&start, manifest.task.status, answer)?;
     let mut events: usize = 0;
     source.for_each_event(|mut record| {
         events += 1;
-        db::append_event(&tx, &task_id, 0, &mut record).map(drop)
+        registering.add_event(&mut record)
     })?;
     // The generated files are written anew whenever the bundle is finalized; only content is recorded.
     let generated = [bundle::EVENTS_FILE, bundle::HAR_FILE, bundle::STORAGE_FILE];
     for file in manifest.files.iter().filter(|f| !generated.contains(&f.path.as_str())) {
-        db::record_file(&tx, &task_id, &file.path, file.size, &file.sha256)?;
+        registering.record_file(file)?;
     }
     std::fs::rename(&staging, &target).with_context(|| format!("cannot move the import into {}", target.display()))?;
-    if let Err(error) = tx.commit() {
+    if let Err(error) = registering.commit() {
         let _ = std::fs::remove_dir_all(&target);
         return Err(error.into());
     }

@@ -8,8 +8,11 @@
 //!
 //! Files are never half-visible. A body's chunks go to `.parts/<hash of body id>` and are written at the
 //! committed length (whatever a crash left past it is cut off); screenshots and snapshots are staged in
-//! `.parts/` too. Only after the commit are they moved to their place in the bundle, and
-//! [`crate::staging::recover_staged_files`] finishes any move a crash interrupted.
+//! `.parts/` too. Only after the commit are they moved to their place in the bundle, and the task store
+//! finishes any move a crash interrupted when the task is taken or finalized.
+//!
+//! Storage is the task store's ([`crate::tasks`]): this module writes through a [`WriteBatch`] and takes,
+//! finalizes and lets go of tasks through the [`TaskStore`], and knows nothing of SQL or lock files.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -18,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use rusqlite::{Connection, TransactionBehavior};
 use sha2::{Digest, Sha256};
 use trace_manifest::bundle;
 use trace_manifest::event::{
@@ -28,10 +30,8 @@ use trace_manifest::task::{TaskId, TaskStart, TaskStatus, TaskType};
 use trace_manifest::time_fmt::now_ms;
 use trace_manifest::wire::{CLIENT_MESSAGE_TYPES, ClientBody, ClientMessage, ErrorCode, HostMessage, TaskProgress};
 
-use crate::db;
-use crate::paths::{DataDir, PARTS_DIR};
-use crate::staging::{body_part_path, move_into_place, recover_staged_files, staged_path};
-use crate::task_lock::TaskLock;
+use crate::paths::DataDir;
+use crate::tasks::{self, TaskLock, TaskRow, TaskStore, WriteBatch, body_part_path, move_into_place, staged_path};
 
 /// A message decoded and ready to apply: base64 payloads are already bytes.
 #[derive(Debug)]
@@ -157,9 +157,9 @@ impl Default for Config {
     }
 }
 
-/// Owns the database connection and the files being written for the tasks this process records.
+/// Owns the task store and the files being written for the tasks this process records.
 pub struct Ingestor {
-    conn: Connection,
+    store: TaskStore,
     state: State,
 }
 
@@ -232,9 +232,9 @@ fn content(code: ErrorCode, message: impl Into<String>) -> Failure {
 
 impl Ingestor {
     pub fn new(data: DataDir, config: Config) -> anyhow::Result<Ingestor> {
-        let conn = db::open(&data.database())?;
+        let store = TaskStore::open(&data)?;
         Ok(Ingestor {
-            conn,
+            store,
             state: State { data, config, owned: HashMap::new(), busy: HashSet::new(), open_bodies: HashMap::new() },
         })
     }
@@ -250,8 +250,8 @@ impl Ingestor {
         let mut replies = Vec::new();
         let mut acks = BTreeMap::new();
         let mut after = Vec::new();
-        self.state.lock_tasks(&self.conn, &batch);
-        let tx = match self.conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        self.state.lock_tasks(&self.store, &batch);
+        let tx = match self.store.begin_batch() {
             Ok(tx) => tx,
             Err(error) => return storage_failure(&batch, &error.to_string()),
         };
@@ -269,7 +269,7 @@ impl Ingestor {
         }
         replies.extend(acks.into_iter().map(|(task_id, seq)| HostMessage::Ack { task_id, seq }));
         for action in after {
-            if let Some(reply) = self.state.after_commit(&self.conn, action) {
+            if let Some(reply) = self.state.after_commit(&self.store, action) {
                 replies.push(reply);
             }
         }
@@ -277,12 +277,13 @@ impl Ingestor {
     }
 
     /// Marks every task this process was recording as interrupted and lets go of them. Called when the port
-    /// closes; a task whose host was killed is found interrupted by [`crate::finalize::reconcile_interrupted`] instead.
+    /// closes; a task whose host was killed is found interrupted when a task store next opens instead.
     pub fn shutdown(&mut self) -> anyhow::Result<()> {
         let owned: Vec<TaskId> = self.state.owned.keys().cloned().collect();
         for task_id in owned {
-            if db::task(&self.conn, &task_id)?.is_some_and(|task| task.status == TaskStatus::Recording) {
-                db::set_status(&self.conn, &task_id, TaskStatus::Interrupted)?;
+            if let Some(lock) = self.state.owned.get(&task_id)
+                && self.store.interrupt(lock)?
+            {
                 tracing::info!(task = %task_id, "port closed during recording: task interrupted");
             }
             self.state.release(&task_id);
@@ -308,7 +309,7 @@ fn storage_failure(batch: &[Result<Incoming, Rejected>], error: &str) -> Vec<Hos
 impl State {
     fn apply_one(
         &mut self,
-        conn: &Connection,
+        batch: &WriteBatch<'_>,
         incoming: &Incoming,
         replies: &mut Vec<HostMessage>,
         acks: &mut BTreeMap<TaskId, u64>,
@@ -317,9 +318,9 @@ impl State {
         let seq = incoming.seq;
         let task_id = incoming.body.task_id().cloned();
         let result = match &incoming.body {
-            ClientBody::Hello { task_id } => self.hello(conn, task_id.as_ref()).map(|reply| replies.push(reply)),
-            ClientBody::StartTask(start) => self.start(conn, seq, start, acks),
-            _ => self.apply_to_task(conn, incoming, acks, after),
+            ClientBody::Hello { task_id } => self.hello(batch, task_id.as_ref()).map(|reply| replies.push(reply)),
+            ClientBody::StartTask(start) => self.start(batch, seq, start, acks),
+            _ => self.apply_to_task(batch, incoming, acks, after),
         };
         let failure = match result {
             Ok(()) => return,
@@ -331,11 +332,10 @@ impl State {
         };
         let rejected = Rejected { seq: Some(seq), task_id: task_id.clone(), ..rejected };
         tracing::warn!(seq, task = ?task_id.as_ref().map(TaskId::as_str), code = ?rejected.code, "{}", rejected.message);
-        let expected = (rejected.code == ErrorCode::SequenceGap).then(|| {
-            task_id.as_ref().and_then(|id| db::task(conn, id).ok().flatten()).map_or(1, |task| task.last_seq + 1)
-        });
+        let expected = (rejected.code == ErrorCode::SequenceGap)
+            .then(|| task_id.as_ref().and_then(|id| batch.task(id).ok().flatten()).map_or(1, |task| task.last_seq + 1));
         if consumed && let Some(id) = &task_id {
-            if let Err(error) = db::set_last_seq(conn, id, seq) {
+            if let Err(error) = batch.set_last_seq(id, seq) {
                 tracing::error!(%error, "cannot consume rejected message");
             } else {
                 acks.insert(id.clone(), seq);
@@ -344,9 +344,9 @@ impl State {
         replies.push(rejected.into_reply_expecting(expected));
     }
 
-    fn hello(&self, conn: &Connection, task_id: Option<&TaskId>) -> Result<HostMessage, Failure> {
+    fn hello(&self, batch: &WriteBatch<'_>, task_id: Option<&TaskId>) -> Result<HostMessage, Failure> {
         let task = match task_id {
-            Some(id) => db::task(conn, id)?.map(|task| TaskProgress {
+            Some(id) => batch.task(id)?.map(|task| TaskProgress {
                 task_id: task.id,
                 status: task.status,
                 acked_seq: task.last_seq,
@@ -362,12 +362,12 @@ impl State {
 
     fn start(
         &mut self,
-        conn: &Connection,
+        batch: &WriteBatch<'_>,
         seq: u64,
         start: &TaskStart,
         acks: &mut BTreeMap<TaskId, u64>,
     ) -> Result<(), Failure> {
-        if let Some(existing) = db::task(conn, &start.task_id)? {
+        if let Some(existing) = batch.task(&start.task_id)? {
             if seq <= existing.last_seq {
                 acks.insert(existing.id, existing.last_seq);
                 return Ok(());
@@ -387,7 +387,7 @@ impl State {
             return Err(content(ErrorCode::InvalidMessage, "started_at must be a finite number"));
         }
         self.own(&start.task_id)?;
-        db::insert_task(conn, start, seq, TaskStatus::Recording, false)?;
+        batch.start_task(start, seq)?;
         tracing::info!(task = %start.task_id, website = %start.website, "task started");
         acks.insert(start.task_id.clone(), seq);
         Ok(())
@@ -395,14 +395,14 @@ impl State {
 
     fn apply_to_task(
         &mut self,
-        conn: &Connection,
+        batch: &WriteBatch<'_>,
         incoming: &Incoming,
         acks: &mut BTreeMap<TaskId, u64>,
         after: &mut Vec<AfterCommit>,
     ) -> Result<(), Failure> {
         let task_id = incoming.body.task_id().expect("every message but hello names its task");
         let seq = incoming.seq;
-        let task = db::task(conn, task_id)?.ok_or_else(|| {
+        let task = batch.task(task_id)?.ok_or_else(|| {
             Failure::NotApplied(Rejected::new(
                 ErrorCode::UnknownTask,
                 format!("no task {task_id}; send start_task first"),
@@ -430,24 +430,22 @@ impl State {
         }
         self.own(task_id)?;
         if task.status == TaskStatus::Interrupted {
-            db::set_status(conn, task_id, TaskStatus::Recording)?;
+            batch.set_status(task_id, TaskStatus::Recording)?;
             tracing::info!(task = %task_id, "recording resumed");
         }
         // A savepoint per message: a rejected message leaves no trace, the rest of the batch stands.
-        conn.execute_batch("SAVEPOINT message")?;
         let mut staged = Vec::new();
-        let result = self
-            .apply_content(conn, &task, incoming, &mut staged)
-            .and_then(|()| db::set_last_seq(conn, task_id, seq).map_err(Failure::from));
+        let result = batch.within_savepoint(|| {
+            self.apply_content(batch, &task, incoming, &mut staged)
+                .and_then(|()| batch.set_last_seq(task_id, seq).map_err(Failure::from))
+        });
         match result {
             Ok(()) => {
-                conn.execute_batch("RELEASE message")?;
                 after.extend(staged);
                 acks.insert(task_id.clone(), seq);
                 Ok(())
             }
             Err(failure) => {
-                conn.execute_batch("ROLLBACK TO message; RELEASE message")?;
                 if let ClientBody::BodyChunk { body_id, .. } = &incoming.body {
                     // Its file may hold bytes past the committed length: reopen (and cut) on the next chunk.
                     self.open_bodies.remove(&(task_id.clone(), body_id.clone()));
@@ -459,8 +457,8 @@ impl State {
 
     fn apply_content(
         &mut self,
-        conn: &Connection,
-        task: &db::TaskRow,
+        batch: &WriteBatch<'_>,
+        task: &TaskRow,
         incoming: &Incoming,
         after: &mut Vec<AfterCommit>,
     ) -> Result<(), Failure> {
@@ -483,12 +481,12 @@ impl State {
                 }
                 for event in events {
                     let mut record = EventRecord { id: 0, event: event.clone() };
-                    db::append_event(conn, task_id, seq, &mut record)?;
+                    batch.append_event(task_id, seq, &mut record)?;
                 }
             }
             ClientBody::BodyChunk { body_id, request_id, part, index, last, .. } => {
                 self.body_chunk(
-                    conn,
+                    batch,
                     task_id,
                     seq,
                     body_id,
@@ -501,9 +499,9 @@ impl State {
                 )?;
             }
             ClientBody::Screenshot { ts, tab_id, format, reason, viewport, after_action_ts, .. } => {
-                let event_id = db::next_event_id(conn, task_id)?;
+                let event_id = batch.next_event_id(task_id)?;
                 let path = bundle::screenshot_path(event_id, format.extension());
-                after.push(self.stage_file(conn, task_id, &path, &incoming.payload)?);
+                after.push(self.stage_file(batch, task_id, &path, &incoming.payload)?);
                 let kind = EventKind::Screenshot(ScreenshotStored {
                     file: path,
                     format: *format,
@@ -512,19 +510,19 @@ impl State {
                     after_action_ts: *after_action_ts,
                 });
                 let mut record = EventRecord { id: 0, event: Event { ts: *ts, tab_id: *tab_id, frame_id: None, kind } };
-                db::append_event(conn, task_id, seq, &mut record)?;
+                batch.append_event(task_id, seq, &mut record)?;
             }
             ClientBody::DomSnapshot {
                 ts, tab_id, frame_id, url, reason, html, accessibility, after_action_ts, ..
             } => {
-                let event_id = db::next_event_id(conn, task_id)?;
+                let event_id = batch.next_event_id(task_id)?;
                 let file = bundle::dom_snapshot_path(event_id);
-                after.push(self.stage_file(conn, task_id, &file, html.as_bytes())?);
+                after.push(self.stage_file(batch, task_id, &file, html.as_bytes())?);
                 let accessibility_file = match accessibility {
                     Some(tree) => {
                         let path = bundle::accessibility_path(event_id);
                         let bytes = serde_json::to_vec(tree).context("cannot serialize the accessibility tree")?;
-                        after.push(self.stage_file(conn, task_id, &path, &bytes)?);
+                        after.push(self.stage_file(batch, task_id, &path, &bytes)?);
                         Some(path)
                     }
                     None => None,
@@ -537,7 +535,7 @@ impl State {
                     after_action_ts: *after_action_ts,
                 });
                 let event = Event { ts: *ts, tab_id: *tab_id, frame_id: frame_id.clone(), kind };
-                db::append_event(conn, task_id, seq, &mut EventRecord { id: 0, event })?;
+                batch.append_event(task_id, seq, &mut EventRecord { id: 0, event })?;
             }
             ClientBody::StopTask { answer, ts, .. } => {
                 let answer = answer.as_deref().map(str::trim).filter(|a| !a.is_empty());
@@ -548,13 +546,12 @@ impl State {
                     ));
                 }
                 let ended_at = if ts.is_finite() { *ts } else { now_ms() };
-                db::finish_task(conn, task_id, answer, ended_at)?;
+                batch.stop_task(task_id, answer, ended_at)?;
                 tracing::info!(task = %task_id, "task stopped");
                 after.push(AfterCommit::Finalize(task_id.clone()));
             }
             ClientBody::DiscardTask { .. } => {
-                db::clear_task_data(conn, task_id)?;
-                db::set_status(conn, task_id, TaskStatus::Discarded)?;
+                batch.discard_task(task_id)?;
                 tracing::info!(task = %task_id, "task discarded");
                 after.push(AfterCommit::Discard(task_id.clone()));
             }
@@ -565,7 +562,7 @@ impl State {
     #[allow(clippy::too_many_arguments)]
     fn body_chunk(
         &mut self,
-        conn: &Connection,
+        batch: &WriteBatch<'_>,
         task_id: &TaskId,
         seq: u64,
         body_id: &str,
@@ -576,8 +573,8 @@ impl State {
         payload: &[u8],
         after: &mut Vec<AfterCommit>,
     ) -> Result<(), Failure> {
-        let mut row = match db::body(conn, task_id, body_id)? {
-            None if index == 0 => db::BodyRow {
+        let mut row = match batch.body(task_id, body_id)? {
+            None if index == 0 => tasks::BodyRow {
                 request_id: request_id.to_owned(),
                 part: part.as_str().to_owned(),
                 next_index: 0,
@@ -628,7 +625,7 @@ impl State {
             let open = self.open_bodies.remove(&key).expect("opened above");
             let sha256 = hex::encode(open.hasher.finalize());
             let resource = bundle::resource_path(&sha256);
-            db::record_file(conn, task_id, &resource, row.size, &sha256)?;
+            batch.record_file(task_id, &resource, row.size, &sha256)?;
             let kind = EventKind::Body(BodyStored {
                 request_id: request_id.to_owned(),
                 part,
@@ -636,18 +633,18 @@ impl State {
                 size: row.size,
             });
             let event = Event { ts: now_ms(), tab_id: None, frame_id: None, kind };
-            db::append_event(conn, task_id, seq, &mut EventRecord { id: 0, event })?;
+            batch.append_event(task_id, seq, &mut EventRecord { id: 0, event })?;
             row.sha256 = Some(sha256);
             after.push(AfterCommit::Move { from: part_path, to: capture.join(resource) });
         }
-        db::put_body(conn, task_id, body_id, &row)?;
+        batch.put_body(task_id, body_id, &row)?;
         Ok(())
     }
 
     /// Writes a file to `.parts/`, records it, and returns the move that puts it in place after the commit.
     fn stage_file(
         &self,
-        conn: &Connection,
+        batch: &WriteBatch<'_>,
         task_id: &TaskId,
         path: &str,
         bytes: &[u8],
@@ -656,13 +653,13 @@ impl State {
         let staged = staged_path(&capture, path);
         std::fs::write(&staged, bytes).with_context(|| format!("cannot write {}", staged.display()))?;
         let sha256 = trace_manifest::archive::sha256_hex(bytes);
-        db::record_file(conn, task_id, path, bytes.len() as u64, &sha256)?;
+        batch.record_file(task_id, path, bytes.len() as u64, &sha256)?;
         Ok(AfterCommit::Move { from: staged, to: capture.join(path) })
     }
 
     /// Takes the locks of the tasks a batch writes, before its transaction begins (see [`TaskLock`]): a
     /// lock held by another process is waited for a while, then the task's messages get `task_busy`.
-    fn lock_tasks(&mut self, conn: &Connection, batch: &[Result<Incoming, Rejected>]) {
+    fn lock_tasks(&mut self, store: &TaskStore, batch: &[Result<Incoming, Rejected>]) {
         self.busy.clear();
         for incoming in batch.iter().flatten() {
             let Some(task_id) = incoming.body.task_id() else { continue };
@@ -670,29 +667,21 @@ impl State {
             if !writes || self.owned.contains_key(task_id) || self.busy.contains(task_id) {
                 continue;
             }
-            let writable = match db::task(conn, task_id).ok().flatten() {
+            let writable = match store.task(task_id).ok().flatten() {
                 Some(task) => matches!(task.status, TaskStatus::Recording | TaskStatus::Interrupted),
                 None => matches!(incoming.body, ClientBody::StartTask(_)),
             };
             if !writable {
                 continue; // the message is refused inside the transaction, with the reason
             }
-            let capture = self.data.capture(task_id);
-            match TaskLock::acquire(&capture, self.config.lock_wait) {
+            match store.take_for_writing(task_id, self.config.lock_wait) {
                 Ok(Some(lock)) => {
-                    if let Err(error) = std::fs::create_dir_all(capture.join(PARTS_DIR)) {
-                        tracing::error!(task = %task_id, %error, "cannot create the task's working directory");
-                        continue;
-                    }
-                    if let Err(error) = recover_staged_files(conn, &self.data, task_id) {
-                        tracing::error!(task = %task_id, "cannot recover staged files: {error:#}");
-                    }
                     self.owned.insert(task_id.clone(), lock);
                 }
                 Ok(None) => {
                     self.busy.insert(task_id.clone());
                 }
-                Err(error) => tracing::error!(task = %task_id, %error, "cannot take the task's lock"),
+                Err(error) => tracing::error!(task = %task_id, "{error:#}"),
             }
         }
     }
@@ -719,24 +708,24 @@ impl State {
     /// one bad message does not stall the task's stream.
     fn consume_rejected(
         &mut self,
-        conn: &Connection,
+        batch: &WriteBatch<'_>,
         rejected: Rejected,
         replies: &mut Vec<HostMessage>,
         acks: &mut BTreeMap<TaskId, u64>,
     ) {
         tracing::warn!(seq = ?rejected.seq, code = ?rejected.code, "{}", rejected.message);
         if let (Some(seq), Some(task_id)) = (rejected.seq, &rejected.task_id)
-            && let Ok(Some(task)) = db::task(conn, task_id)
+            && let Ok(Some(task)) = batch.task(task_id)
             && matches!(task.status, TaskStatus::Recording | TaskStatus::Interrupted)
             && seq == task.last_seq + 1
-            && db::set_last_seq(conn, task_id, seq).is_ok()
+            && batch.set_last_seq(task_id, seq).is_ok()
         {
             acks.insert(task_id.clone(), seq);
         }
         replies.push(rejected.into_reply());
     }
 
-    fn after_commit(&mut self, conn: &Connection, action: AfterCommit) -> Option<HostMessage> {
+    fn after_commit(&mut self, store: &TaskStore, action: AfterCommit) -> Option<HostMessage> {
         match action {
             AfterCommit::Move { from, to } => {
                 if let Err(error) = move_into_place(&from, &to) {
@@ -746,7 +735,10 @@ impl State {
                 None
             }
             AfterCommit::Finalize(task_id) => {
-                let result = crate::finalize::finalize(conn, &self.data, &task_id);
+                let result = match self.owned.get(&task_id) {
+                    Some(lock) => store.finalize(lock),
+                    None => Err(anyhow::anyhow!("this process does not hold task {task_id}")),
+                };
                 self.release(&task_id);
                 Some(match result {
                     Ok(dir) => HostMessage::TaskStopped { task_id, bundle: dir.display().to_string() },

@@ -5,10 +5,11 @@
 //! - [`native`]: the native messaging entry point (logging to a file, since stdout is the protocol).
 //! - [`messaging`]: framing and the reader → store → writer pipeline of one session.
 //! - [`ingest`]: the protocol's rules applied to storage: sequence numbers, streamed bodies, files, task
-//!   life cycle, crash recovery.
-//! - [`task_lock`]: the lock file that marks the process writing a task.
-//! - [`db`]: `tasks.db`, the SQLite record of tasks, events, bodies and files.
-//! - [`finalize`]: writes a bundle directory (events, HAR, storage, manifest) from the database.
+//!   life cycle. The writer.
+//! - [`tasks`]: the task store, the one owner of `tasks.db` (tasks, events, bodies, files), of each task's
+//!   status and lock, of finalizing its bundle (events, HAR, storage, manifest) and of recovering
+//!   recordings whose host is gone. The writer and every reader go through it.
+//! - [`folder_lock`]: the lock file that marks the process working in a folder (a task, a submission).
 //! - [`process`]: derives the trajectory, credentials, checkpoints and ignore list into a bundle.
 //! - [`export`], [`import`]: bundles as zip files, out and in; out as a WACZ web archive too.
 //! - [`redact`]: a bundle's secrets found and replaced for sharing, and the exported zip searched for them.
@@ -27,9 +28,8 @@ pub mod cli;
 pub mod client;
 pub mod collect;
 pub mod dataset;
-pub mod db;
 pub mod export;
-pub mod finalize;
+pub mod folder_lock;
 pub mod import;
 pub mod ingest;
 pub mod install;
@@ -41,7 +41,6 @@ pub mod paths;
 pub mod process;
 pub mod redact;
 pub mod requests;
-pub mod staging;
 pub mod submit;
-pub mod task_lock;
+pub mod tasks;
 pub mod view;

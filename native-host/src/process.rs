@@ -21,21 +21,18 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use anyhow::{Context, Result, bail};
-use rusqlite::Connection;
 use trace_analysis::evidence::Evidence;
 use trace_analysis::postprocess::PostProcessed;
 use trace_manifest::archive::{Bundle, parse_manifest};
 use trace_manifest::audit::{AUDIT_FILE, Audit};
-use trace_manifest::bundle::{self, FileEntry};
+use trace_manifest::bundle::{self, BundleManifest, FileEntry};
 use trace_manifest::postprocess::{
     self, CHECKPOINTS_FILE, CREDENTIALS_FILE, Checkpoint, IGNORED_FILE, TRAJECTORY_FILE,
 };
 use trace_manifest::report::{ProcessAudit, ProcessReport};
 use trace_manifest::task::TaskId;
 
-use crate::db;
-use crate::finalize;
-use crate::paths::DataDir;
+use crate::tasks::{Purpose, TaskBundle, TaskStore};
 
 /// Names the `trace-replay` that audits checkpoints, instead of the one beside `trace-host` or on `PATH`.
 pub const TRACE_REPLAY_ENV: &str = "TRACE_REPLAY";
@@ -66,56 +63,35 @@ pub fn derive(bundle: &mut Bundle) -> Result<(PostProcessed, Evidence)> {
 }
 
 /// Processes a task of the data directory, finalizing its bundle first if need be.
-pub fn process_task(
-    conn: &Connection,
-    data: &DataDir,
-    task_id: &TaskId,
-    options: &ProcessOptions,
-) -> Result<ProcessReport> {
-    let (_, dir, _lock) = finalize::locked_bundle(conn, data, task_id, "process")?;
-    process_locked(conn, task_id, &dir, options)
+pub fn process_task(store: &TaskStore, task_id: &TaskId, options: &ProcessOptions) -> Result<ProcessReport> {
+    process_task_bundle(&store.bundle_for(task_id, Purpose::Process)?, options)
 }
 
-/// Processes the finalized bundle `dir` of a task whose lock the caller holds, and records it in `tasks.db`.
-pub fn process_locked(
-    conn: &Connection,
-    task_id: &TaskId,
-    dir: &Path,
-    options: &ProcessOptions,
-) -> Result<ProcessReport> {
-    let (mut report, written) = process_dir(dir, options)?;
-    let transaction = conn.unchecked_transaction()?;
-    for entry in &written {
-        db::record_derived_file(&transaction, task_id, &entry.path, entry.size, &entry.sha256)?;
-    }
-    if !written.iter().any(|entry| entry.path == AUDIT_FILE) {
-        db::forget_derived_file(&transaction, task_id, AUDIT_FILE)?;
-    }
-    db::set_processed(&transaction, task_id, trace_manifest::time_fmt::now_ms())?;
-    transaction.commit()?;
+/// Processes a task's finalized bundle, held under its lock, and records the files written in `tasks.db`.
+pub fn process_task_bundle(bundle: &TaskBundle<'_>, options: &ProcessOptions) -> Result<ProcessReport> {
+    let (mut report, written) = process_dir(bundle.dir(), options)?;
+    // An `audit.json` not written again spoke of other checkpoints.
+    let forgotten: &[&str] = if written.iter().any(|entry| entry.path == AUDIT_FILE) { &[] } else { &[AUDIT_FILE] };
+    bundle.record_processed(&written, forgotten)?;
     report.recorded = true;
     Ok(report)
 }
 
 /// Processes a bundle directory, whether or not it belongs to a data directory. A directory that is the
-/// capture directory of a task in `data` is processed as that task.
-pub fn process_path(
-    path: &Path,
-    data: Option<(&Connection, &DataDir)>,
-    options: &ProcessOptions,
-) -> Result<ProcessReport> {
+/// capture directory of a task in `store` is processed as that task.
+pub fn process_path(path: &Path, store: Option<&TaskStore>, options: &ProcessOptions) -> Result<ProcessReport> {
     if !path.is_dir() {
         bail!(
             "{} is not a bundle directory; process writes into one (unzip the bundle, or `trace-host import` it)",
             path.display()
         );
     }
-    if let Some((conn, data)) = data {
+    if let Some(store) = store {
         let mut bundle = Bundle::open(path).with_context(|| format!("cannot open the bundle {}", path.display()))?;
         let task_id = bundle.manifest()?.task.id;
         let same = |a: &Path, b: &Path| a.canonicalize().ok().is_some_and(|a| Some(a) == b.canonicalize().ok());
-        if same(path, &data.capture(&task_id)) && db::task(conn, &task_id)?.is_some() {
-            return process_task(conn, data, &task_id, options);
+        if same(path, &store.data().capture(&task_id)) && store.task(&task_id)?.is_some() {
+            return process_task(store, &task_id, options);
         }
     }
     Ok(process_dir(path, options)?.0)
@@ -139,13 +115,13 @@ fn process_dir(dir: &Path, options: &ProcessOptions) -> Result<(ProcessReport, V
     // An earlier audit spoke of other checkpoints.
     remove_if_there(&dir.join(AUDIT_FILE))?;
     manifest.audit = None;
-    let index = |manifest: &mut trace_manifest::bundle::BundleManifest, written: &[FileEntry]| {
+    let index = |manifest: &mut BundleManifest, written: &[FileEntry]| {
         manifest.files.retain(|entry| !postprocess::FILES.contains(&entry.path.as_str()) && entry.path != AUDIT_FILE);
         manifest.files.extend(written.iter().cloned());
         manifest.files.sort();
     };
     index(&mut manifest, &written);
-    finalize::write_generated(dir, bundle::MANIFEST_FILE, |out| Ok(serde_json::to_writer_pretty(out, &manifest)?))?;
+    write_manifest(dir, &manifest)?;
 
     let mut checkpoints = derived.checkpoints.len();
     let audit = if options.audit {
@@ -158,9 +134,7 @@ fn process_dir(dir: &Path, options: &ProcessOptions) -> Result<(ProcessReport, V
                 written.push(write_json(dir, AUDIT_FILE, &audit)?);
                 manifest.audit = Some(audit.summary());
                 index(&mut manifest, &written);
-                finalize::write_generated(dir, bundle::MANIFEST_FILE, |out| {
-                    Ok(serde_json::to_writer_pretty(out, &manifest)?)
-                })?;
+                write_manifest(dir, &manifest)?;
                 ProcessAudit::Audited { valid: audit.valid, dropped: audit.dropped.len(), problems: audit.problems }
             }
         }
@@ -253,6 +227,14 @@ fn remove_if_there(path: &Path) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Rewrites the bundle's `manifest.json`, as finalizing writes it (pretty, through a temporary name).
+fn write_manifest(dir: &Path, manifest: &BundleManifest) -> Result<()> {
+    trace_store::atomic::write(&dir.join(bundle::MANIFEST_FILE), |out| {
+        Ok(serde_json::to_writer_pretty(out, manifest)?)
+    })?;
+    Ok(())
 }
 
 fn write_json(dir: &Path, name: &str, value: &impl serde::Serialize) -> Result<FileEntry> {

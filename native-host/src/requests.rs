@@ -9,30 +9,25 @@
 //! replaced too (a person in a crowd cannot be asked about each one), and are sent at once; what cannot
 //! be sent stays queued and goes with the next request that sends.
 
-use std::collections::BTreeSet;
-use std::io::Cursor;
-use std::path::Path;
-use std::time::Duration;
-
 use anyhow::{Context, Result, bail};
 use base64::Engine;
+use std::collections::BTreeSet;
+use std::io::Cursor;
 use trace_analysis::judge::{predicate_in_words, step_in_words};
 use trace_analysis::trajectory;
 use trace_manifest::campaign::{Campaign, Journey};
 use trace_manifest::event::{EventKind, EventRecord};
-use trace_manifest::task::{TaskId, TaskStatus, TaskType};
+use trace_manifest::task::{TaskId, TaskType};
 use trace_manifest::trajectory::ToolAction;
 use trace_manifest::wire::{Answer, MAX_OUTBOUND_BYTES, Request, ReviewCredential, ReviewSheet, ReviewStep, Thumbnail};
 
-use crate::db;
 use crate::export;
-use crate::finalize;
 use crate::journeys;
 use crate::paths::DataDir;
 use crate::process;
 use crate::redact::{SuspectDecisions, SuspectPolicy};
 use crate::submit;
-use crate::task_lock::TaskLock;
+use crate::tasks::{Purpose, TaskStore};
 use crate::view::recording::Recording;
 
 /// What an answer may take of a message, leaving room for its envelope.
@@ -72,9 +67,9 @@ async fn answer_or_fail(data: DataDir, request: Request) -> Result<Answer> {
         Request::Submit { task_id, campaign, campaign_task, pseudonym } => {
             let campaign = Campaign::parse(campaign.as_bytes())?;
             on_blocking_pool(&data, move |data| {
-                let conn = db::open(&data.database())?;
+                let store = TaskStore::open(data)?;
                 let suspects = SuspectDecisions { otherwise: SuspectPolicy::Redact, ..SuspectDecisions::default() };
-                submit::enqueue(&conn, data, &campaign, &campaign_task, &task_id, &pseudonym, &suspects)?;
+                submit::enqueue(&store, &campaign, &campaign_task, &task_id, &pseudonym, &suspects)?;
                 Ok(Answer::Done)
             })
             .await?;
@@ -172,9 +167,9 @@ fn newest_within_budget(mut journeys: Vec<Journey>) -> (Vec<Journey>, usize) {
 
 /// A stopped recording's bundle, processed, opened as the viewer reads it.
 fn open_recording(data: &DataDir, task_id: &TaskId) -> Result<Recording> {
-    let conn = db::open(&data.database())?;
-    let (_, dir, _lock, _) = export::processed_task_bundle(&conn, data, task_id, "review")?;
-    Recording::open(&dir)
+    let store = TaskStore::open(data)?;
+    let (task_bundle, _) = export::processed_task_bundle(&store, task_id, Purpose::Review)?;
+    Recording::open(task_bundle.dir())
 }
 
 fn review(data: &DataDir, task_id: &TaskId) -> Result<ReviewSheet> {
@@ -277,14 +272,14 @@ fn annotate(data: &DataDir, task_id: &TaskId, description: &str, answer: Option<
     if description.is_empty() {
         bail!("the description cannot be empty");
     }
-    let conn = db::open(&data.database())?;
-    let (task, dir, _lock) = finalize::locked_bundle(&conn, data, task_id, "annotate")?;
-    if task.task_type == TaskType::InformationRetrieval && answer.is_none() {
+    let store = TaskStore::open(data)?;
+    let task_bundle = store.bundle_for(task_id, Purpose::Annotate)?;
+    if task_bundle.task().task_type == TaskType::InformationRetrieval && answer.is_none() {
         bail!("an information retrieval task needs its answer");
     }
-    db::set_description_and_answer(&conn, task_id, description, answer)?;
-    finalize::finalize(&conn, data, task_id)?;
-    process::process_locked(&conn, task_id, &dir, &process::ProcessOptions::without_audit())?;
+    task_bundle.set_description_and_answer(description, answer)?;
+    task_bundle.finalize_again()?;
+    process::process_task_bundle(&task_bundle, &process::ProcessOptions::without_audit())?;
     Ok(Answer::Done)
 }
 
@@ -292,14 +287,14 @@ fn annotate(data: &DataDir, task_id: &TaskId, description: &str, answer: Option<
 /// replaced by it is recorded as plain typing from now on (its action no longer flagged a credential),
 /// then the bundle is written again and processed. Answers the review as it now is.
 fn not_a_secret(data: &DataDir, task_id: &TaskId, placeholder: &str) -> Result<Answer> {
-    let conn = db::open(&data.database())?;
-    let (task, dir, _lock) = finalize::locked_bundle(&conn, data, task_id, "change")?;
+    let store = TaskStore::open(data)?;
+    let task_bundle = store.bundle_for(task_id, Purpose::Correct)?;
     let mut events = Vec::new();
-    db::for_each_event(&conn, task_id, |json| {
+    task_bundle.for_each_event(|json| {
         events.push(serde_json::from_str::<EventRecord>(json)?);
         Ok(())
     })?;
-    let derived = trajectory::derive(task_id.clone(), &events, task.answer.as_deref());
+    let derived = trajectory::derive(task_id.clone(), &events, task_bundle.task().answer.as_deref());
     let replaced: BTreeSet<u64> = derived
         .trajectory
         .tool_calls
@@ -307,55 +302,29 @@ fn not_a_secret(data: &DataDir, task_id: &TaskId, placeholder: &str) -> Result<A
         .filter(|call| matches!(&call.action, ToolAction::Input { text } if text.contains(placeholder)))
         .flat_map(|call| call.event_ids.iter().copied())
         .collect();
-    let transaction = conn.unchecked_transaction()?;
-    let mut unflagged = 0;
-    for record in events.iter_mut().filter(|record| replaced.contains(&record.id)) {
+    let mut unflagged = Vec::new();
+    for mut record in events.into_iter().filter(|record| replaced.contains(&record.id)) {
         if let EventKind::Action(action) = &mut record.event.kind
             && action.credential
         {
             action.credential = false;
-            db::rewrite_event(&transaction, task_id, record)?;
-            unflagged += 1;
+            unflagged.push(record);
         }
     }
-    if unflagged == 0 {
+    if unflagged.is_empty() {
         bail!("{task_id} has no credential {placeholder}");
     }
-    transaction.commit()?;
-    tracing::info!(task = %task_id, placeholder, unflagged, "a credential the person says is no secret");
-    finalize::finalize(&conn, data, task_id)?;
-    process::process_locked(&conn, task_id, &dir, &process::ProcessOptions::without_audit())?;
-    Ok(Answer::Review(review_sheet(task_id, &Recording::open(&dir)?)))
+    task_bundle.rewrite_events(&unflagged)?;
+    tracing::info!(task = %task_id, placeholder, unflagged = unflagged.len(), "a credential the person says is no secret");
+    task_bundle.finalize_again()?;
+    process::process_task_bundle(&task_bundle, &process::ProcessOptions::without_audit())?;
+    Ok(Answer::Review(review_sheet(task_id, &Recording::open(task_bundle.dir())?)))
 }
 
 /// Deletes a stopped recording, leaving its row as the tombstone a discarded recording leaves.
 fn discard(data: &DataDir, task_id: &TaskId) -> Result<Answer> {
-    let conn = db::open(&data.database())?;
-    let task = db::task(&conn, task_id)?.with_context(|| format!("no task {task_id}"))?;
-    match task.status {
-        TaskStatus::Recording => bail!("{task_id} is still being recorded; discard it in the popup"),
-        TaskStatus::Discarded => return Ok(Answer::Done),
-        TaskStatus::Stopped | TaskStatus::Interrupted => {}
-    }
-    let dir = data.capture(task_id);
-    let lock = TaskLock::acquire(&dir, Duration::from_secs(5))?
-        .with_context(|| format!("{task_id} is being written by trace-host; try again in a moment"))?;
-    let transaction = conn.unchecked_transaction()?;
-    db::clear_task_data(&transaction, task_id)?;
-    db::set_status(&transaction, task_id, TaskStatus::Discarded)?;
-    transaction.commit()?;
-    drop(lock);
-    remove_capture(&dir)?;
+    TaskStore::open(data)?.discard(task_id)?;
     Ok(Answer::Done)
-}
-
-fn remove_capture(dir: &Path) -> Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            Err(error).with_context(|| format!("cannot delete {}", dir.display()))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// The bytes `answer` takes in its message.

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use rusqlite::Connection;
 use trace_manifest::archive::sha256_hex;
 use trace_manifest::campaign::{
     Campaign, JOURNEYS_FILE, JOURNEYS_SUBMISSION, JourneyAnnotation, JourneySubmission, OutboxEntry, OutboxFile,
@@ -27,11 +26,11 @@ use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_manifest::wire::AnnotatedJourney;
 use trace_store::{Location, PutPayload};
 
-use crate::db;
 use crate::export::{self, ExportOptions};
+use crate::folder_lock::FolderLock;
 use crate::paths::DataDir;
 use crate::redact::SuspectDecisions;
-use crate::task_lock::TaskLock;
+use crate::tasks::TaskStore;
 use trace_store::atomic;
 
 const OUTBOX_DIR: &str = "outbox";
@@ -70,8 +69,7 @@ pub fn pseudonym(data: &DataDir) -> Result<String> {
 /// Puts the recording `task_id`, as `campaign_task` of `campaign`, into the outbox: exported redacted,
 /// annotated. Returns its folder. A submission of the same task waiting already is replaced.
 pub fn enqueue(
-    conn: &Connection,
-    data: &DataDir,
+    store: &TaskStore,
     campaign: &Campaign,
     campaign_task: &str,
     task_id: &TaskId,
@@ -82,7 +80,8 @@ pub fn enqueue(
     let Some(wanted) = campaign.task(campaign_task) else {
         bail!("the campaign {} has no task {campaign_task:?}", campaign.id);
     };
-    let task = db::task(conn, task_id)?.with_context(|| format!("no task {task_id}"))?;
+    let data = store.data();
+    let task = store.task(task_id)?.with_context(|| format!("no task {task_id}"))?;
     if task.task_type != wanted.task_type {
         bail!(
             "{task_id} is a {} task; the campaign's {campaign_task} is {}",
@@ -97,7 +96,7 @@ pub fn enqueue(
     queue(data, campaign, pseudonym, campaign_task, &files, |folder| {
         let zip = folder.join(&zip_file);
         let options = ExportOptions { redact: true, suspects: suspects.clone(), ..ExportOptions::default() };
-        export::export(conn, data, task_id, &zip, &options).context("the recording cannot be exported redacted")?;
+        export::export(store, task_id, &zip, &options).context("the recording cannot be exported redacted")?;
         let bytes = std::fs::read(&zip)?;
         let annotation = TaskAnnotation {
             campaign: campaign.id.clone(),
@@ -227,9 +226,9 @@ fn queue(
 /// page's Submit), and a submission must have one writer, or a send could move a newer submission to
 /// `sent/` as if it had landed. The lock files live apart (`.locks/`), since the folder itself is replaced
 /// and moved.
-fn lock_submission(outbox: &Path, folder_name: &str, wait: Duration) -> Result<Option<TaskLock>> {
+fn lock_submission(outbox: &Path, folder_name: &str, wait: Duration) -> Result<Option<FolderLock>> {
     let dir = outbox.join(LOCKS_DIR).join(folder_name);
-    TaskLock::acquire(&dir, wait).with_context(|| format!("cannot lock {}", dir.display()))
+    FolderLock::acquire(&dir, wait).with_context(|| format!("cannot lock {}", dir.display()))
 }
 
 /// The submissions in the outbox: waiting ones, then sent ones, each in name order.
@@ -237,7 +236,7 @@ pub fn outbox(data: &DataDir) -> Result<Vec<(PathBuf, OutboxEntry)>> {
     let root = data.root().join(OUTBOX_DIR);
     let mut found = entries_in(&root)?;
     for (folder, entry) in &mut found {
-        if folder.file_name().is_some_and(|name| TaskLock::is_held(&root.join(LOCKS_DIR).join(name))) {
+        if folder.file_name().is_some_and(|name| FolderLock::is_held(&root.join(LOCKS_DIR).join(name))) {
             entry.last_error = Some(BEING_SENT_ELSEWHERE.to_owned());
         }
     }

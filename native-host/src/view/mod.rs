@@ -42,8 +42,8 @@ use trace_manifest::eval::{DEMONSTRATION_FILE, EvalResult, RESULT_FILE, RESULTS_
 use trace_manifest::task::TaskId;
 use trace_manifest::trajectory::Trajectory;
 
-use crate::db::{self, TaskRow};
 use crate::paths::DataDir;
+use crate::tasks::{self, TaskRow};
 pub use pages::NetworkFilter;
 use recording::Recording;
 
@@ -229,10 +229,7 @@ async fn index(State(app): State<Arc<App>>, Query(query): Query<IndexQuery>) -> 
         Target::Bundle(_) => Ok(Redirect::to(&format!("{}/r/{BUNDLE_KEY}/", app.root)).into_response()),
         Target::Tasks(root) => {
             let data = DataDir::at(root.clone())?;
-            let tasks: Vec<TaskRow> = match db::open_to_read(&data.database()) {
-                Ok((conn, _)) => db::tasks(&conn)?,
-                Err(_) => Vec::new(),
-            };
+            let tasks: Vec<TaskRow> = tasks::tasks_as_recorded(&data)?;
             Ok(app_page(StatusCode::OK, pages::tasks(&app.root, &tasks, &query.q)))
         }
         Target::Run(run) => {

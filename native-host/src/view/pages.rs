@@ -19,7 +19,7 @@ use trace_manifest::trajectory::ToolCall;
 
 use super::pretty;
 use super::recording::{Excerpt, Recording};
-use crate::db::TaskRow;
+use crate::tasks::TaskRow;
 
 /// Rows of the network table per page: a bundle may have thousands of requests.
 const ENTRIES_PER_PAGE: usize = 500;

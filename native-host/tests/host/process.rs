@@ -115,9 +115,10 @@ fn process_writes_trajectory_credentials_checkpoints_and_ignore_list_into_a_vali
     // The bundle still validates, and the task is recorded as processed.
     let validated = scratch.cli_json(&["validate", dir.to_str().unwrap(), "--json"]);
     assert_eq!(validated["valid"], true, "{validated}");
-    let conn = trace_host::db::open(&scratch.data().join("tasks.db")).unwrap();
-    assert!(trace_host::db::processed_at(&conn, &task_id("login-cart")).unwrap().is_some());
-    drop(conn);
+    let data = trace_host::paths::DataDir::at(scratch.data()).unwrap();
+    let store = trace_host::tasks::TaskStore::open(&data).unwrap();
+    assert!(store.processed_at(&task_id("login-cart")).unwrap().is_some());
+    drop(store);
 
     // Processing again, by the bundle's path this time, replaces the files; an export carries them.
     let again = scratch.cli_json(&["process", dir.to_str().unwrap(), "--no-audit", "--json"]);

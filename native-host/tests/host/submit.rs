@@ -72,7 +72,7 @@ fn a_destination_out_of_reach_keeps_the_submission_until_it_can_be_sent() {
     // alone and says so, and its entry is as the other left it.
     let pseudonym = std::fs::read_to_string(scratch.data().join("pseudonym")).unwrap();
     let folder_name = format!("shop-2026--{pseudonym}--mug");
-    let other = trace_host::task_lock::TaskLock::acquire(
+    let other = trace_host::folder_lock::FolderLock::acquire(
         &scratch.data().join("outbox/.locks").join(&folder_name),
         std::time::Duration::ZERO,
     )

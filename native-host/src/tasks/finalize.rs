@@ -1,7 +1,7 @@
 //! Turns a task's rows and files into a finished bundle directory: `events.jsonl`, `recording.har`,
 //! `storage.json`, and last `manifest.json` with the index of every file. Runs when a task stops, and again
-//! on export for a task that was interrupted (so the bundle holds everything acknowledged so far). A task
-//! left `recording` by a host that is gone is found here too ([`reconcile_interrupted`]).
+//! on export for a task that was interrupted (so the bundle holds everything acknowledged so far). Only the
+//! store calls it, under the task's lock ([`super::TaskStore`]).
 //!
 //! Every generated file is written to a temporary name and renamed into place, and `manifest.json` comes
 //! last: a bundle with a manifest is complete, whatever happened while it was written. The files are not
@@ -10,7 +10,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use rusqlite::Connection;
@@ -24,16 +23,14 @@ use trace_manifest::event::{EventKind, EventRecord};
 use trace_manifest::har::Creator;
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
-use trace_manifest::wire::{TASK_BEING_WRITTEN, TASK_NOT_YET_STOPPED};
 
-use crate::db::{self, TaskRow};
+use super::db::{self, TaskRow};
+use super::staging::recover_staged_files;
 use crate::paths::{DataDir, PARTS_DIR};
-use crate::staging::recover_staged_files;
-use crate::task_lock::TaskLock;
 use trace_store::atomic;
 
 /// Writes the bundle of `task_id` into its capture directory and returns the directory.
-pub fn finalize(conn: &Connection, data: &DataDir, task_id: &TaskId) -> Result<PathBuf> {
+pub(super) fn finalize(conn: &Connection, data: &DataDir, task_id: &TaskId) -> Result<PathBuf> {
     let task = db::task(conn, task_id)?.with_context(|| format!("no task {task_id}"))?;
     if task.status == TaskStatus::Discarded {
         bail!("task {task_id} was discarded");
@@ -94,13 +91,13 @@ fn audit_summary(dir: &Path, files: &[FileEntry]) -> Option<AuditSummary> {
 /// Has this task's bundle been written (and not gone stale since)? Stopped tasks are finalized once; an
 /// interrupted task may grow if its recording resumes, so it is finalized again whenever it is exported.
 /// An imported bundle is kept as it came.
-pub fn needs_finalizing(task: &TaskRow, dir: &Path) -> bool {
+pub(super) fn needs_finalizing(task: &TaskRow, dir: &Path) -> bool {
     let written = std::fs::read(dir.join(bundle::MANIFEST_FILE))
         .is_ok_and(|bytes| trace_manifest::archive::parse_manifest(&bytes).is_ok());
     !written || (task.status != TaskStatus::Stopped && !task.imported)
 }
 
-pub fn bundle_manifest(task: &TaskRow, events: &[EventRecord], files: Vec<FileEntry>) -> BundleManifest {
+fn bundle_manifest(task: &TaskRow, events: &[EventRecord], files: Vec<FileEntry>) -> BundleManifest {
     let last_event =
         events.iter().map(|r| r.event.ts).fold(None, |max: Option<f64>, ts| Some(max.map_or(ts, |m| m.max(ts))));
     let ended_at = task.ended_at.or(last_event);
@@ -140,7 +137,7 @@ fn storage_file(events: &[EventRecord]) -> StorageFile {
     StorageFile { snapshots }
 }
 
-pub fn producer_creator() -> Creator {
+fn producer_creator() -> Creator {
     Creator { name: "trace-host".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() }
 }
 
@@ -153,50 +150,7 @@ fn browser_creator(task: &TaskRow) -> Option<Creator> {
 
 /// Writes one generated file of the bundle directory `dir` through a temporary name, returning its index
 /// entry.
-pub fn write_generated(dir: &Path, name: &str, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<FileEntry> {
+fn write_generated(dir: &Path, name: &str, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<FileEntry> {
     let (size, sha256) = atomic::write(&dir.join(name), write)?;
     Ok(FileEntry { path: name.to_owned(), size, sha256 })
-}
-
-/// A stopped task's bundle directory, finalized if it is not yet, held under the task's lock so that no host
-/// writes it while the caller reads it. `purpose` ("export", "process") words the refusals.
-pub fn locked_bundle(
-    conn: &Connection,
-    data: &DataDir,
-    task_id: &TaskId,
-    purpose: &str,
-) -> Result<(TaskRow, PathBuf, TaskLock)> {
-    reconcile_interrupted(conn, data)?;
-    let task = db::task(conn, task_id)?.with_context(|| format!("no task {task_id}; `trace-host tasks` lists them"))?;
-    match task.status {
-        TaskStatus::Recording => bail!("task {task_id} {TASK_NOT_YET_STOPPED}; stop it in the extension first"),
-        TaskStatus::Discarded => bail!("task {task_id} was discarded; nothing is left to {purpose}"),
-        TaskStatus::Stopped | TaskStatus::Interrupted => {}
-    }
-    let dir = data.capture(task_id);
-    // A host finalizing the task at its stop, or recording it again, holds its lock.
-    let lock = TaskLock::acquire(&dir, Duration::from_secs(5))?
-        .with_context(|| format!("task {task_id} {TASK_BEING_WRITTEN}; try again when it stops"))?;
-    if needs_finalizing(&task, &dir) {
-        finalize(conn, data, task_id)?;
-    }
-    Ok((task, dir, lock))
-}
-
-/// Finds tasks left `recording` by a host that is gone (killed, or its machine restarted) and marks them
-/// `interrupted`. A live host holds its task's lock file, so a lock that can be taken means nobody records.
-pub fn reconcile_interrupted(conn: &Connection, data: &DataDir) -> anyhow::Result<Vec<TaskId>> {
-    let mut interrupted = Vec::new();
-    for task in db::tasks(conn)? {
-        if task.status != TaskStatus::Recording {
-            continue;
-        }
-        let abandoned = !TaskLock::is_held(&data.capture(&task.id));
-        if abandoned {
-            db::set_status(conn, &task.id, TaskStatus::Interrupted)?;
-            tracing::info!(task = %task.id, "no host is recording this task: interrupted");
-            interrupted.push(task.id);
-        }
-    }
-    Ok(interrupted)
 }

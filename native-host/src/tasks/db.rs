@@ -1,4 +1,5 @@
-//! `tasks.db`: the durable record of every task and event. SQLite in WAL mode, so that several host
+//! `tasks.db`: the durable record of every task and event, its schema, migrations and queries; only the
+//! task store ([`super`]) runs them. SQLite in WAL mode, so that several host
 //! processes (Chrome starts one per port) and the CLI can read and write it at once; writers take the lock
 //! with `BEGIN IMMEDIATE` and wait for each other.
 //!
@@ -74,7 +75,7 @@ const MIGRATIONS: [&str; 1] = [
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Opens (and if need be creates) the database.
-pub fn open(path: &Path) -> Result<Connection> {
+pub(super) fn open(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path).with_context(|| format!("cannot open the database {}", path.display()))?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // Switching a new database to WAL, or reading a WAL another process is recovering, can answer "busy"
@@ -96,7 +97,7 @@ pub fn open(path: &Path) -> Result<Connection> {
 /// writes setting up takes), opens it read-only instead, and then as it stands in its main file (what the
 /// write-ahead log holds beyond the last checkpoint is then not seen). The flag says whether it came to
 /// that: such a connection can only read.
-pub fn open_to_read(path: &Path) -> Result<(Connection, bool)> {
+pub(super) fn open_to_read(path: &Path) -> Result<(Connection, bool)> {
     let error = match open(path) {
         Ok(conn) => return Ok((conn, false)),
         Err(error) => error,
@@ -215,20 +216,26 @@ fn task_from_row(row: &Row<'_>) -> rusqlite::Result<TaskRow> {
     })
 }
 
-pub fn task(conn: &Connection, id: &TaskId) -> Result<Option<TaskRow>> {
+pub(super) fn task(conn: &Connection, id: &TaskId) -> Result<Option<TaskRow>> {
     let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
     Ok(conn.query_row(&sql, [id.as_str()], task_from_row).optional()?)
 }
 
 /// Every task, oldest first.
-pub fn tasks(conn: &Connection) -> Result<Vec<TaskRow>> {
+pub(super) fn tasks(conn: &Connection) -> Result<Vec<TaskRow>> {
     let sql = format!("SELECT {TASK_COLUMNS} FROM tasks ORDER BY started_at, id");
     let mut statement = conn.prepare(&sql)?;
     let rows = statement.query_map([], task_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
 }
 
-pub fn insert_task(conn: &Connection, start: &TaskStart, seq: u64, status: TaskStatus, imported: bool) -> Result<()> {
+pub(super) fn insert_task(
+    conn: &Connection,
+    start: &TaskStart,
+    seq: u64,
+    status: TaskStatus,
+    imported: bool,
+) -> Result<()> {
     conn.execute(
         "INSERT INTO tasks (id, source, task_type, description, website, recorder, status, started_at, last_seq, imported)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -248,17 +255,17 @@ pub fn insert_task(conn: &Connection, start: &TaskStart, seq: u64, status: TaskS
     Ok(())
 }
 
-pub fn set_status(conn: &Connection, id: &TaskId, status: TaskStatus) -> Result<()> {
+pub(super) fn set_status(conn: &Connection, id: &TaskId, status: TaskStatus) -> Result<()> {
     conn.execute("UPDATE tasks SET status = ?2 WHERE id = ?1", params![id.as_str(), status.as_str()])?;
     Ok(())
 }
 
-pub fn set_last_seq(conn: &Connection, id: &TaskId, seq: u64) -> Result<()> {
+pub(super) fn set_last_seq(conn: &Connection, id: &TaskId, seq: u64) -> Result<()> {
     conn.execute("UPDATE tasks SET last_seq = ?2 WHERE id = ?1", params![id.as_str(), seq as i64])?;
     Ok(())
 }
 
-pub fn finish_task(conn: &Connection, id: &TaskId, answer: Option<&str>, ended_at: f64) -> Result<()> {
+pub(super) fn finish_task(conn: &Connection, id: &TaskId, answer: Option<&str>, ended_at: f64) -> Result<()> {
     conn.execute(
         "UPDATE tasks SET status = 'stopped', answer = ?2, ended_at = ?3 WHERE id = ?1",
         params![id.as_str(), answer, ended_at],
@@ -267,7 +274,7 @@ pub fn finish_task(conn: &Connection, id: &TaskId, answer: Option<&str>, ended_a
 }
 
 /// The person's corrections of a stopped task, made when reviewing it.
-pub fn set_description_and_answer(
+pub(super) fn set_description_and_answer(
     conn: &Connection,
     id: &TaskId,
     description: &str,
@@ -281,7 +288,7 @@ pub fn set_description_and_answer(
 }
 
 /// Appends an event, numbering it after the task's last one; returns its id.
-pub fn append_event(conn: &Connection, task: &TaskId, seq: u64, record: &mut EventRecord) -> Result<u64> {
+pub(super) fn append_event(conn: &Connection, task: &TaskId, seq: u64, record: &mut EventRecord) -> Result<u64> {
     let id: i64 = conn.query_row(
         "UPDATE tasks SET event_count = event_count + 1 WHERE id = ?1 RETURNING event_count - 1",
         [task.as_str()],
@@ -304,7 +311,7 @@ pub fn append_event(conn: &Connection, task: &TaskId, seq: u64, record: &mut Eve
 
 /// Rewrites a stored event in place (its id, time and type unchanged): only for a decision of the person's
 /// about what the event already holds, such as a field they say is no credential.
-pub fn rewrite_event(conn: &Connection, task: &TaskId, record: &EventRecord) -> Result<()> {
+pub(super) fn rewrite_event(conn: &Connection, task: &TaskId, record: &EventRecord) -> Result<()> {
     let changed = conn.execute(
         "UPDATE events SET json = ?3 WHERE task_id = ?1 AND id = ?2",
         params![task.as_str(), record.id as i64, serde_json::to_string(record)?],
@@ -314,14 +321,14 @@ pub fn rewrite_event(conn: &Connection, task: &TaskId, record: &EventRecord) -> 
 }
 
 /// The id the next event of `task` will get.
-pub fn next_event_id(conn: &Connection, task: &TaskId) -> Result<u64> {
+pub(super) fn next_event_id(conn: &Connection, task: &TaskId) -> Result<u64> {
     let count: i64 =
         conn.query_row("SELECT event_count FROM tasks WHERE id = ?1", [task.as_str()], |row| row.get(0))?;
     Ok(count as u64)
 }
 
 /// Every event of a task, in order, calling `each` on them one at a time.
-pub fn for_each_event(conn: &Connection, task: &TaskId, mut each: impl FnMut(&str) -> Result<()>) -> Result<()> {
+pub(super) fn for_each_event(conn: &Connection, task: &TaskId, mut each: impl FnMut(&str) -> Result<()>) -> Result<()> {
     let mut statement = conn.prepare("SELECT json FROM events WHERE task_id = ?1 ORDER BY id")?;
     let mut rows = statement.query([task.as_str()])?;
     while let Some(row) = rows.next()? {
@@ -331,7 +338,7 @@ pub fn for_each_event(conn: &Connection, task: &TaskId, mut each: impl FnMut(&st
 }
 
 /// Records a file of the capture directory; returns false if it was already recorded (a repeated body).
-pub fn record_file(conn: &Connection, task: &TaskId, path: &str, size: u64, sha256: &str) -> Result<bool> {
+pub(super) fn record_file(conn: &Connection, task: &TaskId, path: &str, size: u64, sha256: &str) -> Result<bool> {
     let inserted = conn.execute(
         "INSERT OR IGNORE INTO files (task_id, path, size, sha256) VALUES (?1, ?2, ?3, ?4)",
         params![task.as_str(), path, size as i64, sha256],
@@ -346,7 +353,7 @@ pub fn record_file(conn: &Connection, task: &TaskId, path: &str, size: u64, sha2
 }
 
 /// Every recorded file of a task: (path, size, sha256), sorted by path.
-pub fn files(conn: &Connection, task: &TaskId) -> Result<Vec<(String, u64, String)>> {
+pub(super) fn files(conn: &Connection, task: &TaskId) -> Result<Vec<(String, u64, String)>> {
     let mut statement = conn.prepare("SELECT path, size, sha256 FROM files WHERE task_id = ?1 ORDER BY path")?;
     let rows = statement
         .query_map([task.as_str()], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? as u64, row.get(2)?)))?
@@ -356,7 +363,7 @@ pub fn files(conn: &Connection, task: &TaskId) -> Result<Vec<(String, u64, Strin
 
 /// Records (or updates) a file the host derived from the recording after it was finalized, such as
 /// `trajectory.json`: unlike a body, its content changes when it is derived again.
-pub fn record_derived_file(conn: &Connection, task: &TaskId, path: &str, size: u64, sha256: &str) -> Result<()> {
+pub(super) fn record_derived_file(conn: &Connection, task: &TaskId, path: &str, size: u64, sha256: &str) -> Result<()> {
     let previous: Option<i64> = conn
         .query_row("SELECT size FROM files WHERE task_id = ?1 AND path = ?2", params![task.as_str(), path], |row| {
             row.get(0)
@@ -375,7 +382,7 @@ pub fn record_derived_file(conn: &Connection, task: &TaskId, path: &str, size: u
 }
 
 /// Forgets a derived file the bundle no longer holds (an audit that spoke of other checkpoints).
-pub fn forget_derived_file(conn: &Connection, task: &TaskId, path: &str) -> Result<()> {
+pub(super) fn forget_derived_file(conn: &Connection, task: &TaskId, path: &str) -> Result<()> {
     let size: Option<i64> = conn
         .query_row("SELECT size FROM files WHERE task_id = ?1 AND path = ?2", params![task.as_str(), path], |row| {
             row.get(0)
@@ -389,13 +396,13 @@ pub fn forget_derived_file(conn: &Connection, task: &TaskId, path: &str) -> Resu
 }
 
 /// Notes that `trace-host process` wrote the task's derived files at `at` (ms since the Unix epoch).
-pub fn set_processed(conn: &Connection, task: &TaskId, at: f64) -> Result<()> {
+pub(super) fn set_processed(conn: &Connection, task: &TaskId, at: f64) -> Result<()> {
     conn.execute("UPDATE tasks SET processed_at = ?2 WHERE id = ?1", params![task.as_str(), at])?;
     Ok(())
 }
 
 /// When `trace-host process` last wrote the task's derived files, if it ever did.
-pub fn processed_at(conn: &Connection, task: &TaskId) -> Result<Option<f64>> {
+pub(super) fn processed_at(conn: &Connection, task: &TaskId) -> Result<Option<f64>> {
     Ok(conn
         .query_row("SELECT processed_at FROM tasks WHERE id = ?1", [task.as_str()], |row| row.get(0))
         .optional()?
@@ -412,7 +419,7 @@ pub struct BodyRow {
     pub sha256: Option<String>,
 }
 
-pub fn body(conn: &Connection, task: &TaskId, body_id: &str) -> Result<Option<BodyRow>> {
+pub(super) fn body(conn: &Connection, task: &TaskId, body_id: &str) -> Result<Option<BodyRow>> {
     Ok(conn
         .query_row(
             "SELECT request_id, part, next_index, size, sha256 FROM bodies WHERE task_id = ?1 AND body_id = ?2",
@@ -430,7 +437,7 @@ pub fn body(conn: &Connection, task: &TaskId, body_id: &str) -> Result<Option<Bo
         .optional()?)
 }
 
-pub fn put_body(conn: &Connection, task: &TaskId, body_id: &str, body: &BodyRow) -> Result<()> {
+pub(super) fn put_body(conn: &Connection, task: &TaskId, body_id: &str, body: &BodyRow) -> Result<()> {
     conn.execute(
         "INSERT INTO bodies (task_id, body_id, request_id, part, next_index, size, sha256)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -450,7 +457,7 @@ pub fn put_body(conn: &Connection, task: &TaskId, body_id: &str, body: &BodyRow)
 
 /// Bodies whose last chunk is committed, as (body_id, sha256): their part files may still await a move
 /// into `resources/` if the host stopped between the commit and the move.
-pub fn completed_bodies(conn: &Connection, task: &TaskId) -> Result<Vec<(String, String)>> {
+pub(super) fn completed_bodies(conn: &Connection, task: &TaskId) -> Result<Vec<(String, String)>> {
     let mut statement = conn.prepare("SELECT body_id, sha256 FROM bodies WHERE task_id = ?1 AND sha256 IS NOT NULL")?;
     let rows = statement
         .query_map([task.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))?
@@ -460,16 +467,11 @@ pub fn completed_bodies(conn: &Connection, task: &TaskId) -> Result<Vec<(String,
 
 /// Forgets everything recorded for a task but the task row itself, which stays as a tombstone so that a
 /// late resend of its messages is refused rather than starting the task again.
-pub fn clear_task_data(conn: &Connection, task: &TaskId) -> Result<()> {
+pub(super) fn clear_task_data(conn: &Connection, task: &TaskId) -> Result<()> {
     for table in ["events", "bodies", "files"] {
         conn.execute(&format!("DELETE FROM {table} WHERE task_id = ?1"), [task.as_str()])?;
     }
     conn.execute("UPDATE tasks SET event_count = 0, byte_count = 0 WHERE id = ?1", [task.as_str()])?;
-    Ok(())
-}
-
-pub fn delete_task(conn: &Connection, task: &TaskId) -> Result<()> {
-    conn.execute("DELETE FROM tasks WHERE id = ?1", [task.as_str()])?;
     Ok(())
 }
 

@@ -1,7 +1,8 @@
 //! A capture's staging area (`.parts/`): where a body's chunks and a screenshot or snapshot wait between
 //! their arrival and the commit that acknowledges them, the move into their place in the bundle after it,
-//! and the recovery of moves a crash interrupted. The writer (`ingest`) stages and moves; finishing a
-//! bundle (`finalize`) first completes whatever a crash left staged.
+//! and the recovery of moves a crash interrupted. The writer (`ingest`) stages and moves through the paths
+//! and the move the store hands out; taking a task to write it and finalizing it ([`super::finalize`])
+//! first complete whatever a crash left staged.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,7 @@ use rusqlite::Connection;
 use trace_manifest::bundle;
 use trace_manifest::task::TaskId;
 
-use crate::db;
+use super::db;
 use crate::paths::{DataDir, PARTS_DIR};
 
 /// Where a body's chunks are written until its commit.
@@ -38,7 +39,7 @@ pub fn move_into_place(from: &Path, to: &Path) -> std::io::Result<()> {
 
 /// Finishes moves that a crash interrupted between a commit and the move that follows it: every committed
 /// body and file whose place is empty is taken from `.parts/`. Idempotent.
-pub fn recover_staged_files(conn: &Connection, data: &DataDir, task_id: &TaskId) -> anyhow::Result<()> {
+pub(super) fn recover_staged_files(conn: &Connection, data: &DataDir, task_id: &TaskId) -> anyhow::Result<()> {
     let capture = data.capture(task_id);
     for (body_id, sha256) in db::completed_bodies(conn, task_id)? {
         let part = body_part_path(&capture, &body_id);
