@@ -330,3 +330,114 @@ impl Import<'_> {
         self.transaction.commit()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use trace_manifest::task::{RecorderInfo, TaskType};
+
+    use super::*;
+
+    fn start(id: &str) -> TaskStart {
+        TaskStart {
+            task_id: id.parse().unwrap(),
+            source: "self".to_owned(),
+            task_type: TaskType::Action,
+            description: "buy a mug".to_owned(),
+            website: "http://127.0.0.1:8000/".to_owned(),
+            recorder: RecorderInfo { name: "test".to_owned(), version: "0".to_owned(), ..RecorderInfo::default() },
+            started_at: 1_000.0,
+        }
+    }
+
+    /// A task started as a host would start it, but with no host holding its lock: what a killed host leaves.
+    fn abandoned_recording(store: &mut TaskStore, id: &str) -> TaskId {
+        let batch = store.begin_batch().unwrap();
+        batch.start_task(&start(id), 1).unwrap();
+        batch.commit().unwrap();
+        id.parse().unwrap()
+    }
+
+    fn stopped_task(store: &mut TaskStore, id: &str) -> TaskId {
+        let task_id = abandoned_recording(store, id);
+        let batch = store.begin_batch().unwrap();
+        batch.stop_task(&task_id, None, 2_000.0).unwrap();
+        batch.commit().unwrap();
+        task_id
+    }
+
+    fn status(store: &TaskStore, task_id: &TaskId) -> TaskStatus {
+        store.task(task_id).unwrap().unwrap().status
+    }
+
+    #[test]
+    fn opening_the_store_marks_recordings_whose_host_is_gone_interrupted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::at(dir.path().to_owned()).unwrap();
+        let mut store = TaskStore::open(&data).unwrap();
+        let gone = abandoned_recording(&mut store, "gone");
+        assert_eq!(status(&store, &gone), TaskStatus::Recording);
+        drop(store);
+
+        let mut store = TaskStore::open(&data).unwrap();
+        assert_eq!(status(&store, &gone), TaskStatus::Interrupted);
+        // Recovery ran when the store opened, not on every read: a recording cut off since is left as it is
+        // until a store opens again.
+        let later = abandoned_recording(&mut store, "later");
+        let stopped = stopped_task(&mut store, "stopped");
+        drop(store.bundle_for(&stopped, Purpose::Export).unwrap());
+        assert_eq!(store.tasks().unwrap().len(), 3);
+        assert_eq!(status(&store, &later), TaskStatus::Recording);
+        drop(store);
+        assert_eq!(status(&TaskStore::open(&data).unwrap(), &later), TaskStatus::Interrupted);
+    }
+
+    #[test]
+    fn a_recording_whose_host_holds_its_lock_is_left_recording() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::at(dir.path().to_owned()).unwrap();
+        let mut store = TaskStore::open(&data).unwrap();
+        let live = abandoned_recording(&mut store, "live");
+        let _host = store.take_for_writing(&live, Duration::ZERO).unwrap().unwrap();
+        assert_eq!(status(&TaskStore::open(&data).unwrap(), &live), TaskStatus::Recording);
+    }
+
+    #[test]
+    fn a_readers_bundle_holds_the_tasks_lock_until_it_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::at(dir.path().to_owned()).unwrap();
+        let mut store = TaskStore::open(&data).unwrap();
+        let task_id = stopped_task(&mut store, "held");
+        let bundle = store.bundle_for(&task_id, Purpose::Export).unwrap();
+        assert_eq!(bundle.task().status, TaskStatus::Stopped);
+        assert!(bundle.dir().join(trace_manifest::bundle::MANIFEST_FILE).is_file(), "finalized before it is read");
+
+        // Another process (a second store on the same directory) can take it neither to write nor to read.
+        let other = TaskStore::open(&data).unwrap();
+        assert!(other.take_for_writing(&task_id, Duration::ZERO).unwrap().is_none());
+        let error = other.bundle_for(&task_id, Purpose::Process).err().unwrap().to_string();
+        assert!(error.contains(TASK_BEING_WRITTEN), "{error}");
+        drop(bundle);
+        assert!(other.take_for_writing(&task_id, Duration::ZERO).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_task_that_cannot_be_read_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::at(dir.path().to_owned()).unwrap();
+        let mut store = TaskStore::open(&data).unwrap();
+        let unknown: TaskId = "nowhere".parse().unwrap();
+        let error = store.bundle_for(&unknown, Purpose::Export).err().unwrap().to_string();
+        assert_eq!(error, "no task nowhere; `trace-host tasks` lists them");
+
+        let recording = abandoned_recording(&mut store, "recording");
+        let _host = store.take_for_writing(&recording, Duration::ZERO).unwrap().unwrap();
+        let error = store.bundle_for(&recording, Purpose::Export).err().unwrap().to_string();
+        assert!(error.contains(TASK_NOT_YET_STOPPED), "{error}");
+
+        let discarded = stopped_task(&mut store, "discarded");
+        store.discard(&discarded).unwrap();
+        assert!(!data.capture(&discarded).exists());
+        let error = store.bundle_for(&discarded, Purpose::AddToDataset).err().unwrap().to_string();
+        assert_eq!(error, "task discarded was discarded; nothing is left to add to a dataset");
+    }
+}
