@@ -4,7 +4,9 @@
 //!
 //! A server's frame that came after the page wrote over HTTP (a `POST` of its tab sent since the page's
 //! last frame on that socket: a deploy, after which the server pushes its notifications) names the latest
-//! such write ([`Frame::after_write`]): replay plays it once the page has made that write, not at once.
+//! such write ([`Frame::after_write`]): replay plays it once the page has made that write, not at once,
+//! and reads the ids the page wrote in it (the deploy's node ids, which a replayed page draws anew) against
+//! the recorded write's body, so that the frame names the page's ids where it named the recorded ones.
 //!
 //! Replay answers each frame the page sends with the server's frames that followed it in the recording, up
 //! to the page's next one. A server that answers requests by their ids (a notebook kernel's `msg_id`, echoed
@@ -38,9 +40,22 @@ pub struct Frame {
     /// 1 for text, 2 for binary (whose `data` is base64).
     pub opcode: u8,
     pub data: String,
-    /// For a server's frame: the write it followed in the recording, as `METHOD /path`.
-    pub after_write: Option<String>,
+    /// For a server's frame: the write it followed in the recording.
+    pub after_write: Option<Write>,
 }
+
+/// A write the page made over HTTP (a request other than `GET`, `HEAD` and `OPTIONS`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Write {
+    /// `METHOD /path`.
+    pub key: String,
+    /// Its body as the recording sent it, when it was text of at most [`WRITE_BODY_CHARS`].
+    pub body: Option<String>,
+}
+
+/// The longest write body a transcript keeps (a flow editor's deploy, a form), to pair its ids with the
+/// replayed page's.
+pub const WRITE_BODY_CHARS: usize = 1 << 20;
 
 impl Frame {
     pub fn is_binary(&self) -> bool {
@@ -106,7 +121,7 @@ pub fn transcripts(events: &[EventRecord]) -> Vec<Transcript> {
                 } else {
                     let since = *page_acted;
                     writes.get(&record.event.tab_id).and_then(|writes| {
-                        writes.iter().rev().find(|(at, _)| since < *at && *at < ts).map(|(_, write)| write.clone())
+                        writes.iter().rev().find(|(at, _)| since < *at && *at < ts).map(|(_, write)| (*write).clone())
                     })
                 };
                 transcripts[*index].frames.push(Frame { sent, opcode, data, after_write });
@@ -192,10 +207,9 @@ fn frame_ids(frame: &Frame) -> HashSet<String> {
         .collect()
 }
 
-/// Each tab's writes (requests other than `GET`, `HEAD` and `OPTIONS`), as `METHOD /path` with the time
-/// they were sent, in time order.
-fn writes_by_tab(events: &[EventRecord]) -> HashMap<Option<i64>, Vec<(f64, String)>> {
-    let mut writes: HashMap<Option<i64>, Vec<(f64, String)>> = HashMap::new();
+/// Each tab's writes with the time they were sent, in time order.
+fn writes_by_tab(events: &[EventRecord]) -> HashMap<Option<i64>, Vec<(f64, Write)>> {
+    let mut writes: HashMap<Option<i64>, Vec<(f64, Write)>> = HashMap::new();
     for record in events {
         let EventKind::Request(request) = &record.event.kind else { continue };
         let method = request.method.to_ascii_uppercase();
@@ -203,7 +217,9 @@ fn writes_by_tab(events: &[EventRecord]) -> HashMap<Option<i64>, Vec<(f64, Strin
             continue;
         }
         let Ok(url) = url::Url::parse(&request.url) else { continue };
-        writes.entry(record.event.tab_id).or_default().push((record.event.ts, format!("{method} {}", url.path())));
+        let key = format!("{method} {}", url.path());
+        let body = request.post_data.clone().filter(|body| body.len() <= WRITE_BODY_CHARS);
+        writes.entry(record.event.tab_id).or_default().push((record.event.ts, Write { key, body }));
     }
     for tab in writes.values_mut() {
         tab.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -268,35 +284,37 @@ mod tests {
     #[test]
     fn a_frame_the_server_pushed_after_a_write_names_it() {
         use WebSocketOp::*;
-        let request = |id: u64, method: &str, url: &str| EventRecord {
+        let request = |id: u64, method: &str, url: &str, body: Option<&str>| EventRecord {
             id,
             event: Event {
                 ts: id as f64,
                 tab_id: Some(1),
                 frame_id: None,
-                kind: trace_manifest::testing::request(&id.to_string(), method, url, &[], None),
+                kind: trace_manifest::testing::request(&id.to_string(), method, url, &[], body),
             },
         };
+        let deploy = r#"{"flows":[{"id":"dad0c6e3e5309984","type":"inject"}]}"#;
         let events = vec![
             socket(1, 1, "A", Opened, Some("ws://red.test/comms"), None),
             socket(2, 1, "A", Sent, None, Some(r#"{"subscribe":"notification/#"}"#)),
             // Answered at once: its answer, as before.
             socket(3, 1, "A", Received, None, Some("subscribed")),
-            request(4, "GET", "http://red.test/flows?_=1795893598357"),
-            request(5, "POST", "http://red.test/flows?x=1"),
+            request(4, "GET", "http://red.test/flows?_=1795893598357", None),
+            request(5, "POST", "http://red.test/flows?x=1", Some(deploy)),
             socket(6, 1, "A", Received, None, Some(r#"[{"topic":"notification/runtime-deploy"}]"#)),
             socket(7, 1, "A", Sent, None, Some("ping")),
             socket(8, 1, "A", Received, None, Some("pong")),
         ];
         let transcribed = transcripts(&events);
-        let frames: Vec<(&str, Option<&str>)> =
-            transcribed[0].frames.iter().map(|frame| (frame.data.as_str(), frame.after_write.as_deref())).collect();
+        let frames: Vec<(&str, Option<&Write>)> =
+            transcribed[0].frames.iter().map(|frame| (frame.data.as_str(), frame.after_write.as_ref())).collect();
+        let deployed = Write { key: "POST /flows".to_owned(), body: Some(deploy.to_owned()) };
         assert_eq!(
             frames,
             [
                 (r#"{"subscribe":"notification/#"}"#, None),
                 ("subscribed", None),
-                (r#"[{"topic":"notification/runtime-deploy"}]"#, Some("POST /flows")),
+                (r#"[{"topic":"notification/runtime-deploy"}]"#, Some(&deployed)),
                 ("ping", None),
                 ("pong", None),
             ]

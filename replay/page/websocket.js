@@ -33,6 +33,9 @@
 // A server's frame the recording has after a write the page made over HTTP (`after`: `POST /flows`, a deploy
 // whose notifications the server pushed) is played once the page has made that write since its last frame
 // on the socket (its `fetch` or `XMLHttpRequest` answered), not at once: the frames after it wait with it.
+// The ids in the recorded write's body (`after_body`) are paired with those in the page's, as a frame's are
+// (a deploy names the nodes the page made, whose ids a replayed page draws anew; the server's pushes name
+// them too).
 (() => {
   const RECORDED = __TRACE_WEBSOCKETS__;
   const NativeWebSocket = globalThis.WebSocket;
@@ -73,14 +76,15 @@
   const opened = new Map();
   // The sockets playing back, to hear of the page's writes.
   const live = new Set();
-  const wrote = (method, url) => {
+  // `body` is the write's text, null when it was not text.
+  const wrote = (method, url, body) => {
     let key;
     try {
       key = `${String(method || "GET").toUpperCase()} ${new URL(url, location.href).pathname}`;
     } catch {
       return;
     }
-    for (const socket of live) socket._wrote(key);
+    for (const socket of live) socket._wrote(key, typeof body === "string" ? body : null);
   };
   // Whether the write the page made (`METHOD /path`) is the one a recorded frame followed: the same method,
   // and the same path but for segments with a digit in both, ids the page may draw anew (Node-RED's
@@ -101,7 +105,8 @@
       const answered = nativeFetch.apply(this, arguments);
       const method = (init && init.method) || (input && typeof input === "object" && input.method) || "GET";
       const url = input && typeof input === "object" && "url" in input ? input.url : String(input);
-      answered.then(() => wrote(method, url), () => {});
+      const body = init && init.body;
+      answered.then(() => wrote(method, url, body), () => {});
       return answered;
     };
   }
@@ -109,7 +114,7 @@
   if (typeof beacon === "function") {
     globalThis.navigator.sendBeacon = function sendBeacon(url) {
       const queued = beacon.apply(this, arguments);
-      if (queued) wrote("POST", url);
+      if (queued) wrote("POST", url, arguments[1]);
       return queued;
     };
   }
@@ -122,7 +127,8 @@
     };
     Xhr.prototype.send = function () {
       const [method, url] = this.__traceReplayWrite || [];
-      this.addEventListener("load", () => wrote(method, url), { once: true });
+      const body = arguments[0];
+      this.addEventListener("load", () => wrote(method, url, body), { once: true });
       return send.apply(this, arguments);
     };
   }
@@ -226,6 +232,8 @@
       // The writes the page made since its last frame, and where play waits for one (see above).
       this._writes = new Set();
       this._waiting = [];
+      // The recorded writes whose bodies have been paired with one of the page's, by their first frame.
+      this._pairedWrites = new Set();
       // Recorded id → the page's own (see above), from the URL first.
       this._ids = new Map();
       pairUrls(this._ids, transcript.url, absolute);
@@ -253,8 +261,14 @@
       if (typeof handler === "function") handler.call(this, event);
     }
 
-    // A write the page made: frames waiting for it play.
-    _wrote(key) {
+    // A write the page made: its ids are paired with the recorded write's, and frames waiting for it play.
+    _wrote(key, body) {
+      const recorded = body === null ? -1 : this._frames.findIndex((frame, at) =>
+        frame.after_body !== undefined && !this._pairedWrites.has(at) && sameWrite(frame.after, key));
+      if (recorded >= 0) {
+        this._pairedWrites.add(recorded);
+        pair(this._ids, this._frames[recorded].after_body, body);
+      }
       this._writes.add(key);
       const ready = this._waiting.filter((at) => sameWrite(this._frames[at].after, key));
       this._waiting = this._waiting.filter((at) => !ready.includes(at));

@@ -95,6 +95,8 @@ pub fn websockets(transcripts: &[Transcript]) -> Option<String> {
     let sockets: Vec<serde_json::Value> = transcripts
         .iter()
         .map(|transcript| {
+            // A write's body goes with the first frame that followed it, not again with each of the others.
+            let mut last_body = None;
             let frames: Vec<serde_json::Value> = transcript
                 .frames
                 .iter()
@@ -102,7 +104,13 @@ pub fn websockets(transcripts: &[Transcript]) -> Option<String> {
                     let mut played =
                         serde_json::json!({"sent": frame.sent, "binary": frame.is_binary(), "data": frame.data});
                     if let Some(write) = &frame.after_write {
-                        played["after"] = serde_json::json!(write);
+                        played["after"] = serde_json::json!(write.key);
+                        if let Some(body) = &write.body
+                            && last_body != Some(body)
+                        {
+                            played["after_body"] = serde_json::json!(body);
+                            last_body = Some(body);
+                        }
                     }
                     played
                 })
@@ -195,12 +203,12 @@ mod tests {
     /// came before anything had been deployed.
     #[test]
     fn a_frame_pushed_after_a_write_waits_for_the_pages_write() {
-        use trace_analysis::websocket::Frame;
+        use trace_analysis::websocket::{Frame, Write};
         let frame = |sent: bool, data: &str, after_write: Option<&str>| Frame {
             sent,
             opcode: 1,
             data: data.to_owned(),
-            after_write: after_write.map(str::to_owned),
+            after_write: after_write.map(|key| Write { key: key.to_owned(), body: None }),
         };
         let transcript = Transcript {
             url: "ws://s.test/comms".to_owned(),
@@ -209,10 +217,20 @@ mod tests {
                 frame(false, "subscribed", None),
                 frame(false, "deployed", Some("POST /flows")),
                 frame(false, "heartbeat", Some("POST /flows")),
-                // A node's button: its id, in the path, is one the replayed page draws anew.
-                frame(false, "debug", Some("POST /inject/dad0c6e3e5309984")),
+                // A node's button: its id, in the path, is one the replayed page draws anew; the message
+                // names the node and its flow by the ids the recorded page drew, which it deployed.
+                frame(
+                    false,
+                    r#"{"id":"dad0c6e3e5309984","z":"f1a2b3c4d5e6f708","msg":42}"#,
+                    Some("POST /inject/dad0c6e3e5309984"),
+                ),
             ],
         };
+        let mut transcript = transcript;
+        transcript.frames[2].after_write.as_mut().unwrap().body = Some(
+            r#"{"flows":[{"id":"f1a2b3c4d5e6f708","type":"tab"},{"id":"dad0c6e3e5309984","z":"f1a2b3c4d5e6f708"}]}"#
+                .to_owned(),
+        );
         let prelude = r#"
             globalThis.location = { href: "http://s.test/" };
             const items = new Map();
@@ -229,7 +247,8 @@ mod tests {
               const before = [...seen];
               await fetch("/flows?_=1", { method: "GET" });
               const afterReading = [...seen];
-              await fetch("http://s.test/flows", { method: "post", body: "{}" });
+              const flows = '{"flows":[{"id":"0a0b0c0d0e0f1011","type":"tab"},{"id":"8f2a77c1b0e94d13","z":"0a0b0c0d0e0f1011"}]}';
+              await fetch("http://s.test/flows", { method: "post", body: flows });
               await new Promise((rest) => setTimeout(rest, 20));
               const deployed = [...seen];
               await fetch("/inject/about", { method: "POST" });
@@ -252,7 +271,8 @@ mod tests {
         assert_eq!(printed[1], serde_json::json!(["subscribed"]), "a read is not the write");
         assert_eq!(printed[2], serde_json::json!(["subscribed", "deployed", "heartbeat"]));
         assert_eq!(printed[3], printed[2], "a write to another path is not the one the push followed");
-        assert_eq!(printed[4], serde_json::json!(["subscribed", "deployed", "heartbeat", "debug"]), "ids drawn anew");
+        let debug = r#"{"id":"8f2a77c1b0e94d13","z":"0a0b0c0d0e0f1011","msg":42}"#;
+        assert_eq!(printed[4], serde_json::json!(["subscribed", "deployed", "heartbeat", debug]), "ids drawn anew");
     }
 
     /// Issue #43: a server-driven interface (NiceGUI's) acknowledges the server's updates on its own clock.

@@ -507,10 +507,12 @@ fn names_field(checkpoint: &Checkpoint, name: &str) -> bool {
 /// over its socket), and the inject node's button, whose debug message comes back over the socket. Each
 /// drag is the person's act (issue #44): recorded as a drag from its source to its target, not as clicks
 /// on the temporary copy under the pointer, and replayed with real pointer events, so that the re-run
-/// builds the same flow and deploys it. What the editor does on its own (saving the user's settings on its
-/// first load) and where a node happens to sit on the canvas are not the task's checkpoints.
+/// builds the same flow and deploys it. The debug message the server pushes names the nodes by the ids the
+/// recorded editor drew; the replayed editor drew others (seeded random numbers), which its deploy sent, so
+/// the message must reach it with those, or the debug panel shows nothing. What the editor does on its own
+/// (saving the user's settings on its first load) and where a node happens to sit on the canvas are not the
+/// task's checkpoints.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue #44, open: the debug message Node-RED pushes after the inject is played back, but it names the recorded node ids, and the replayed editor, whose nodes got other ids from the seeded random numbers, does not show it; ids a page made in its HTTP writes are not yet rewritten in pushed frames"]
 async fn a_canvas_editor_replays_its_drags_and_the_deploy_offline() {
     let test = "a_canvas_editor_replays_its_drags_and_the_deploy_offline";
     let Some(build) = Build::for_tests(test) else { return };
