@@ -232,7 +232,7 @@ fn content(code: ErrorCode, message: impl Into<String>) -> Failure {
 
 impl Ingestor {
     pub fn new(data: DataDir, config: Config) -> anyhow::Result<Ingestor> {
-        let store = TaskStore::open(&data)?;
+        let store = TaskStore::open_to_write(&data)?;
         Ok(Ingestor {
             store,
             state: State { data, config, owned: HashMap::new(), busy: HashSet::new(), open_bodies: HashMap::new() },

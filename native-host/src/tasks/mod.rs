@@ -92,6 +92,17 @@ impl TaskStore {
         Ok(store)
     }
 
+    /// Opens the store for the writer, the native host, as [`TaskStore::open`] does, but a recovery that
+    /// fails (a full disk) is logged rather than fatal: a host that does not start records nothing, and
+    /// the tasks it would have marked are marked by the next store that opens.
+    pub fn open_to_write(data: &DataDir) -> Result<TaskStore> {
+        let store = TaskStore { conn: db::open(&data.database())?, data: data.clone() };
+        if let Err(error) = recovery::mark_interrupted(&store.conn, &store.data) {
+            tracing::error!("cannot mark the recordings whose host is gone interrupted: {error:#}");
+        }
+        Ok(store)
+    }
+
     /// Opens the store as [`TaskStore::open`] does, but for listing, which must work when nothing else does
     /// (a full disk): the database is opened read-only when it must be, and what could not be set right is
     /// said rather than failing.
