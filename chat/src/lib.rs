@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use trace_analysis::judge::Message;
 use trace_manifest::archive::sha256_hex;
 use trace_store::atomic;
 
@@ -39,11 +38,13 @@ pub struct ChatModel {
     client: reqwest::Client,
 }
 
-/// The request body, serialized once: its bytes are what is sent and what is hashed.
+/// The request body, serialized once: its bytes are what is sent and what is hashed. The messages are the
+/// caller's, in OpenAI's shape (`{"role": …, "content": …}`): the prompts are written where the questions
+/// are (`trace_analysis::judge`).
 #[derive(Serialize)]
-struct ChatRequest<'a> {
+struct ChatRequest<'a, M> {
     model: &'a str,
-    messages: &'a [Message],
+    messages: &'a [M],
     temperature: f64,
 }
 
@@ -127,9 +128,9 @@ impl ChatModel {
 
     /// The reply to `messages`, from the cache or the model, as `read` reads it; a reply `read` refuses is
     /// an error and is not cached.
-    pub async fn complete<T>(
+    pub async fn complete<T, M: Serialize>(
         &self,
-        messages: &[Message],
+        messages: &[M],
         read: impl FnOnce(&str) -> Result<T, String>,
     ) -> Result<Completion<T>> {
         let body = serde_json::to_vec(&ChatRequest { model: &self.model, messages, temperature: 0.0 })?;

@@ -7,9 +7,12 @@
 //!
 //! # Layout
 //! - [`atomic`]: the one way a file others read is written (partial name, synced, renamed).
-//! - [`location`]: a directory here or under an object store prefix, with bounded reads from it.
+//! - [`location`]: a directory here or under an object store prefix, with bounded reads from it (the
+//!   `location` feature: the object store's client and its cloud SDKs come with it).
 
 pub mod atomic;
+#[cfg(feature = "location")]
 pub mod location;
 
+#[cfg(feature = "location")]
 pub use location::{Location, PutPayload};
