@@ -19,7 +19,6 @@ mod webarena;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
 use trace_manifest::archive::{self, Bundle};
 use trace_manifest::bundle;
 use trace_manifest::dataset::{self as format, TaskLine, WebArenaEntry};
@@ -33,7 +32,7 @@ use trace_analysis::evidence::Evidence;
 use trace_analysis::postprocess::PostProcessed;
 use trace_manifest::report::{DatasetFormat, DatasetReport, Skipped};
 
-use crate::process;
+use crate::{process, progress};
 
 #[derive(Debug, Clone)]
 pub struct DatasetOptions {
@@ -115,7 +114,11 @@ pub fn build(
     }
     std::fs::create_dir_all(out.join(format::BUNDLES_DIR))
         .with_context(|| format!("cannot create {}", out.display()))?;
-    let progress = progress_bar(sources.len() as u64, options.progress);
+    let progress = progress::bar(
+        sources.len() as u64,
+        options.progress,
+        "{spinner} dataset [{bar:30}] {pos}/{len} bundles ({eta}) {wide_msg}",
+    );
     let mut report = DatasetReport {
         out: out.to_owned(),
         format: options.format,
@@ -316,17 +319,4 @@ fn write_index(out: &Path, name: &str, write: impl FnOnce(&mut dyn std::io::Writ
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
     trace_store::atomic::write(&path, write).map(drop)
-}
-
-fn progress_bar(total: u64, visible: bool) -> ProgressBar {
-    if !visible {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} dataset [{bar:30}] {pos}/{len} bundles ({eta}) {wide_msg}")
-            .expect("the template is valid")
-            .progress_chars("=> "),
-    );
-    bar
 }

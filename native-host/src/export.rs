@@ -20,7 +20,6 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use trace_manifest::archive::{Bundle, HashingWriter};
@@ -33,7 +32,7 @@ use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
 
 use crate::tasks::{Purpose, TaskBundle, TaskStore};
-use crate::{process, redact};
+use crate::{process, progress, redact};
 use trace_store::atomic::AtomicFile;
 
 #[derive(Debug, Clone, Default)]
@@ -161,7 +160,11 @@ fn write_zip(
     // A pack an earlier export made is made anew from the snapshots it holds.
     manifest.files.retain(|entry| entry.path != pack::PACK_FILE);
     let total: u64 = manifest.files.iter().map(|f| f.size).sum();
-    let progress = progress_bar(total, options.progress);
+    let progress = progress::bar(
+        total,
+        options.progress,
+        "{spinner} exporting [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+    );
 
     let mut packed = Vec::new();
     for entry in manifest.files.iter_mut() {
@@ -239,19 +242,6 @@ fn bits_per_byte(bytes: &[u8]) -> f64 {
     }
     let total = bytes.len() as f64;
     counts.iter().filter(|&&n| n > 0).map(|&n| n as f64 / total).map(|p| -p * p.log2()).sum()
-}
-
-fn progress_bar(total: u64, visible: bool) -> ProgressBar {
-    if !visible {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} exporting [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
-            .expect("the template is valid")
-            .progress_chars("=> "),
-    );
-    bar
 }
 
 /// Writes the HAR with each entry's body inline, serialized from the HAR model (so that no field of it is

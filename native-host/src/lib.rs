@@ -20,7 +20,7 @@
 //! - [`journeys`]: a Chrome profile's history (a copy of it) grouped into journeys for annotation.
 //! - [`requests`]: what the extension's pages ask in messages of their own: review, submit, journeys.
 //! - [`view`]: the local, read-only viewer of recordings and runs.
-//! - [`cli`]: the commands people run; [`paths`]: where the data lives.
+//! - [`cli`]: the commands people run; [`paths`]: where the data lives; [`progress`]: their progress bars.
 //! - [`client`]: the extension's side of the protocol, for tests, the benchmark and the demo.
 
 pub mod browser_dirs;
@@ -39,6 +39,7 @@ pub mod messaging;
 pub mod native;
 pub mod paths;
 pub mod process;
+pub mod progress;
 pub mod redact;
 pub mod requests;
 pub mod submit;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use trace_manifest::archive::sha256_hex;
 
-use crate::common::{Scratch, record_login_and_cart};
+use crate::common::{Scratch, copy_dir, record_login_and_cart};
 
 /// A copy of a recorded, finished bundle, outside the data directory.
 fn bundle_copy(scratch: &Scratch) -> std::path::PathBuf {
@@ -19,18 +19,6 @@ fn bundle_copy(scratch: &Scratch) -> std::path::PathBuf {
     elsewhere.cli_json(&["import", zip.to_str().unwrap(), "--json"]);
     copy_dir(&elsewhere.capture("hostile"), &dir);
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]

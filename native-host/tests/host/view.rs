@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
@@ -352,17 +352,4 @@ fn a_body_the_har_declares_empty_is_never_read_whole() {
     assert!(file.text().contains("larger than the 64 MiB"), "{}", file.text());
     let peak = viewer.peak_memory();
     assert!(peak < 120 << 20, "the viewer took {} MiB for a body of {} MiB", peak >> 20, BIG >> 20);
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
