@@ -239,7 +239,7 @@ impl TaskStore {
 }
 
 /// Every task as last recorded, for the viewer, which writes nothing: no recovery runs (a recording whose
-/// host is gone may still show as recording), and the database is opened read-only where it must be. None
+/// host is gone may still show as recording), and the database is opened read-only where it must be. Empty
 /// when there is no database to read.
 pub fn tasks_as_recorded(data: &DataDir) -> Result<Vec<TaskRow>> {
     match db::open_to_read(&data.database()) {
