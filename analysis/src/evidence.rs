@@ -6,7 +6,7 @@
 //! happened, which orders checkpoints.
 
 #[cfg(feature = "native")]
-use trace_manifest::archive::Bundle;
+use trace_bundle::archive::Bundle;
 use trace_manifest::event::{EventKind, EventRecord, WebSocketOp};
 use trace_manifest::postprocess::Predicate;
 use trace_manifest::trajectory::{ToolAction, Trajectory};

@@ -108,7 +108,7 @@ pub fn parse_ignore_list(bytes: &[u8]) -> Result<Vec<String>, serde_json::Error>
 /// the same derivation from its `events`.
 #[cfg(feature = "native")]
 pub fn of_bundle(
-    bundle: &mut trace_manifest::archive::Bundle,
+    bundle: &mut trace_bundle::archive::Bundle,
     events: &[trace_manifest::event::EventRecord],
 ) -> anyhow::Result<Vec<String>> {
     use anyhow::Context as _;

@@ -9,7 +9,7 @@ use trace_manifest::task::TaskId;
 
 fn demo_evidence() -> Evidence {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/demo-events.jsonl");
-    let events = trace_manifest::archive::parse_events(&std::fs::read(path).unwrap()).unwrap();
+    let events = trace_bundle::archive::parse_events(&std::fs::read(path).unwrap()).unwrap();
     Evidence { exchanges: exchange::exchanges(&events), events, ..Evidence::default() }
 }
 

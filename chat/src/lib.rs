@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use trace_manifest::archive::sha256_hex;
+use trace_bundle::archive::sha256_hex;
 use trace_store::atomic;
 
 /// OpenAI's, when `OPENAI_BASE_URL` is not set.

@@ -10,7 +10,7 @@
 //! dom/<id>.html        DOM snapshots, with dom/<id>.a11y.json for the accessibility tree
 //! ```
 //!
-//! Everything here is pure data; reading and checking a bundle on disk lives in [`crate::archive`].
+//! Everything here is pure data; reading and checking a bundle on disk lives in `trace_bundle::archive`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

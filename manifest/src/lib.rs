@@ -5,10 +5,9 @@
 //! bundle is derived by `trace-analysis`.
 //!
 //! It knows nothing of Chrome, tokio, SQLite or object stores, and builds for `wasm32-unknown-unknown` so
-//! that the extension speaks exactly the types the host stores. Its one contact with the file system is
-//! reading bundles (and reading what others wrote, a bounded number of bytes at most), from disk or zip
-//! files, and validating them, which needs the `native` feature. How files are written and where they are
-//! shared is `trace-store`'s; the in-page scripts that record a page are `trace-capture`'s.
+//! that the extension speaks exactly the types the host stores. It does no I/O: reading bundles from disk
+//! or zip files and validating them is `trace-bundle`'s, how files are written and where they are shared
+//! is `trace-store`'s, and the in-page scripts that record a page are `trace-capture`'s.
 //!
 //! # Layout
 //! - [`event`]: the recorded events (network, actions, navigation, tabs, snapshots, storage).
@@ -28,9 +27,6 @@
 //! - [`eval`]: the files of an evaluation: a task's rubric, the agent's answer, results and summary.
 //! - [`report`]: what the command-line tools print with `--json`.
 //! - [`schema`]: JSON Schemas generated from these types, committed under `docs/schema/`.
-//! - [`archive`] (feature `native`): open a bundle directory or zip safely, hash files, validate, read
-//!   what others wrote up to a bound.
-//! - [`pack`] (feature `native`): an exported bundle's DOM snapshots as one compressed pack.
 //! - [`testing`] (feature `testing`, for tests only): recorded network events built by hand.
 
 pub mod audit;
@@ -50,16 +46,12 @@ pub mod time_fmt;
 pub mod trajectory;
 pub mod wire;
 
-#[cfg(feature = "native")]
-pub mod archive;
-#[cfg(feature = "native")]
-pub mod pack;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 /// The version of the bundle format and of the wire protocol that this crate writes. Readers accept any
 /// version up to this one and refuse newer ones with a clear error. Version 2 added the snapshot pack
-/// ([`pack`]): a reader of version 1 would find an exported bundle's DOM snapshots missing. Version 3 packs
+/// (`trace_bundle::pack`): a reader of version 1 would find an exported bundle's DOM snapshots missing. Version 3 packs
 /// the screenshots too: a reader of version 2 would take their paths in the pack for damage.
 pub const FORMAT_VERSION: u32 = 3;
 

@@ -20,7 +20,7 @@ pub fn rfc3339_from_millis(millis: f64) -> String {
 }
 
 /// Now, in epoch milliseconds: the one clock of the native tools (the extension reads JavaScript's).
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub fn now_ms() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }

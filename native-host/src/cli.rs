@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::HumanBytes;
+use trace_bundle::archive::{self, Bundle, ZipLimits};
 use trace_chat::ChatModel;
-use trace_manifest::archive::{self, Bundle, ZipLimits};
 use trace_manifest::task::{TaskId, TaskStatus};
 use trace_manifest::time_fmt::rfc3339_from_millis;
 

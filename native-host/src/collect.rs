@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
-use trace_manifest::archive::{Bundle, HashingWriter};
+use trace_bundle::archive::{Bundle, HashingWriter};
 use trace_manifest::campaign::{
     CollectReport, CollectSkipped, JOURNEYS_FILE, JourneySubmission, MAX_ANNOTATION_BYTES, MAX_JOURNEY_LINE_BYTES,
     MAX_JOURNEYS_BYTES, MAX_SUBMISSION_BYTES, Spread, TaskAnnotation,

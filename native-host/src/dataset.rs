@@ -19,7 +19,7 @@ mod webarena;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use trace_manifest::archive::{self, Bundle};
+use trace_bundle::archive::{self, Bundle};
 use trace_manifest::bundle;
 use trace_manifest::dataset::{self as format, TaskLine, WebArenaEntry};
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use indicatif::HumanBytes;
-use trace_manifest::archive::{self, Bundle, ZipLimits};
+use trace_bundle::archive::{self, Bundle, ZipLimits};
 use trace_manifest::bundle;
 use trace_manifest::report::ImportReport;
 use trace_manifest::task::TaskStart;

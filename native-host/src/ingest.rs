@@ -652,7 +652,7 @@ impl State {
         let capture = self.data.capture(task_id);
         let staged = staged_path(&capture, path);
         std::fs::write(&staged, bytes).with_context(|| format!("cannot write {}", staged.display()))?;
-        let sha256 = trace_manifest::archive::sha256_hex(bytes);
+        let sha256 = trace_bundle::archive::sha256_hex(bytes);
         batch.record_file(task_id, path, bytes.len() as u64, &sha256)?;
         Ok(AfterCommit::Move { from: staged, to: capture.join(path) })
     }

@@ -23,7 +23,7 @@ use std::process::Stdio;
 use anyhow::{Context, Result, bail};
 use trace_analysis::evidence::Evidence;
 use trace_analysis::postprocess::PostProcessed;
-use trace_manifest::archive::{Bundle, parse_manifest};
+use trace_bundle::archive::{Bundle, parse_manifest};
 use trace_manifest::audit::{AUDIT_FILE, Audit};
 use trace_manifest::bundle::{self, BundleManifest, FileEntry};
 use trace_manifest::postprocess::{

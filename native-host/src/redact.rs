@@ -29,11 +29,11 @@ use std::path::Path;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use anyhow::{Context, Result, bail};
-use trace_manifest::archive::{Bundle, HashingWriter, parse_events, parse_manifest};
+use trace_bundle::archive::{Bundle, HashingWriter, parse_events, parse_manifest};
+use trace_bundle::pack;
 use trace_manifest::bundle::{self, Counts, FileEntry, StorageFile};
 use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
-use trace_manifest::pack;
 
 use regex::bytes::{Regex, RegexBuilder};
 use trace_analysis::body::ContentEncoding;
@@ -589,7 +589,7 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path, suspects: &SuspectDecisio
             }
             None => redact(bytes),
         };
-        let written = write_file(dest, &bundle::resource_path(&trace_manifest::archive::sha256_hex(&bytes)), &bytes)?;
+        let written = write_file(dest, &bundle::resource_path(&trace_bundle::archive::sha256_hex(&bytes)), &bytes)?;
         moved.insert(entry.sha256.clone(), (written.sha256.clone(), written.size));
         index.insert(written.path.clone(), written);
     }

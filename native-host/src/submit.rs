@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use trace_manifest::archive::sha256_hex;
+use trace_bundle::archive::sha256_hex;
 use trace_manifest::campaign::{
     Campaign, JOURNEYS_FILE, JOURNEYS_SUBMISSION, JourneyAnnotation, JourneySubmission, OutboxEntry, OutboxFile,
     TaskAnnotation, check_id,

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use trace_analysis::canonical::Clocks;
 use trace_analysis::ignore::{self, ignore_pattern};
 use trace_analysis::websocket::{self, Transcript};
-use trace_manifest::archive::{ArchiveError, Bundle, ZipLimits};
+use trace_bundle::archive::{ArchiveError, Bundle, ZipLimits};
 use trace_manifest::bundle::{self, BundleManifest, StorageFile};
 use trace_manifest::event::{ActionKind, EventKind, StorageSnapshot, Viewport};
 use trace_manifest::har::Entry;
@@ -291,7 +291,7 @@ impl RequestBodies {
                 "the recorded requests' bodies would take more than the limit of {} bytes of memory; set {} to a \
                  number of bytes to raise it",
                 self.limits.max_memory_bytes,
-                trace_manifest::archive::MAX_MEMORY_VARIABLE
+                trace_bundle::archive::MAX_MEMORY_VARIABLE
             );
         }
         Ok(body)

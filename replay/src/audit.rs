@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use futures::StreamExt;
 use trace_analysis::audit::{self, Run, run_name};
 use trace_analysis::evidence::Evidence;
-use trace_manifest::archive::Bundle;
+use trace_bundle::archive::Bundle;
 use trace_manifest::audit::{AUDIT_FILE, Audit, AuditRunKind};
 use trace_manifest::eval::{EvalResult, SESSION_DIR};
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};

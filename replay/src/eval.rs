@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use trace_analysis::evidence::Evidence;
 use trace_analysis::{postprocess, score, trajectory, webarena_infinity};
-use trace_manifest::archive::{self, Bundle, ZipLimits};
+use trace_bundle::archive::{self, Bundle, ZipLimits};
 use trace_manifest::audit::AuditSummary;
 use trace_manifest::bundle::{self, TaskInfo};
 use trace_manifest::dataset;

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use trace_manifest::archive::ZipLimits;
+use trace_bundle::archive::ZipLimits;
 use trace_manifest::postprocess::IGNORED_FILE;
 use trace_manifest::report::BundleSummary;
 

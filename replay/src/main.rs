@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use trace_analysis::ignore::parse_ignore_list;
-use trace_manifest::archive::ZipLimits;
+use trace_bundle::archive::ZipLimits;
 use trace_manifest::bundle::TaskInfo;
 use trace_manifest::eval::{SERVED_FILE, SESSION_DIR, Served};
 use trace_manifest::task::TaskStatus;

@@ -57,7 +57,7 @@ use trace_analysis::canonical::{self, Clocks, Param, Place};
 use trace_analysis::canonical::{canonical_body, canonical_url};
 use trace_analysis::request_state;
 pub use trace_analysis::request_state::RequestState;
-use trace_manifest::archive::sha256_hex;
+use trace_bundle::archive::sha256_hex;
 use trace_manifest::event::header_value;
 use trace_manifest::har::HarRequest;
 

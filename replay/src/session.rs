@@ -25,8 +25,8 @@ use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use trace_analysis::har;
+use trace_bundle::archive::sha256_hex;
 use trace_capture::actions::{self as capture, PageReport, TypingCoalescer};
-use trace_manifest::archive::sha256_hex;
 use trace_manifest::bundle::{self, BundleManifest, Counts, FileEntry, ProducerInfo, TaskInfo};
 use trace_manifest::event::{
     BodyPart, BodyStored, DomSnapshotStored, Event, EventKind, EventRecord, Header, ImageFormat, Navigation,

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use trace_manifest::archive::Bundle;
+use trace_bundle::archive::Bundle;
 use trace_manifest::dataset::{TASKS_FILE, TaskLine};
 use trace_manifest::task::{TaskId, TaskType};
 

@@ -12,7 +12,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use trace_manifest::archive::HashingWriter;
+use trace_bundle::archive::HashingWriter;
 
 /// A file being written under its partial name; [`AtomicFile::commit`] puts it in place, dropping it
 /// uncommitted removes it.
@@ -146,7 +146,7 @@ mod tests {
         assert!(!partial_path(&path).exists());
         let (size, sha256) = write_json(&path, &["new"]).unwrap();
         assert_eq!(size, std::fs::metadata(&path).unwrap().len());
-        assert_eq!(sha256, trace_manifest::archive::sha256_hex(&std::fs::read(&path).unwrap()));
+        assert_eq!(sha256, trace_bundle::archive::sha256_hex(&std::fs::read(&path).unwrap()));
         assert_eq!(partial_path(&path), dir.path().join(".index.json.partial"));
     }
 

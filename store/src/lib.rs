@@ -3,7 +3,7 @@
 //! a campaign's collection) is written through [`atomic`], and every directory that may be an object store
 //! prefix (runs, datasets, campaign submissions) is a [`Location`]. What the files hold is
 //! `trace-manifest`'s; reading what others wrote, a bounded number of bytes at most, is
-//! `trace_manifest::archive`'s ([`trace_manifest::archive::copy_file_bounded`]), which this crate calls.
+//! `trace_bundle::archive`'s ([`trace_bundle::archive::copy_file_bounded`]), which this crate calls.
 //!
 //! # Layout
 //! - [`atomic`]: the one way a file others read is written (partial name, synced, renamed).

@@ -25,7 +25,7 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::path::Path as StorePath;
 use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, ObjectStoreScheme, RetryConfig};
-use trace_manifest::archive::{self, BoundedCopyError, BoundedWriter};
+use trace_bundle::archive::{self, BoundedCopyError, BoundedWriter};
 use trace_manifest::bundle::is_safe_relative_path;
 
 use crate::atomic;

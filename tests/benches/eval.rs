@@ -173,7 +173,7 @@ fn grown(bundle: &Path, out: &Path, bytes: u64) -> Result<PathBuf> {
         }
         let path = format!("screenshots/padding-{index:04}.png");
         std::fs::write(out.join(&path), &pixels)?;
-        let sha256 = trace_manifest::archive::sha256_hex(&pixels);
+        let sha256 = trace_bundle::archive::sha256_hex(&pixels);
         manifest["files"].as_array_mut().context("the manifest's files")?.push(json!({
             "path": path, "size": pixels.len(), "sha256": sha256
         }));

@@ -42,6 +42,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
 use trace_analysis::evidence::page_text;
 use trace_analysis::fidelity::{TEXT_TOLERANCE, compare_text, reaches};
+use trace_bundle::archive::Bundle;
 use trace_e2e::apps::{
     self, Environment,
     datasette::Datasette,
@@ -62,7 +63,6 @@ use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::playwright::{self, Script};
 use trace_e2e::site::DemoSite;
-use trace_manifest::archive::Bundle;
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
 use trace_replay::archive::ReplayArchive;
 use trace_replay::chromium;

@@ -55,7 +55,7 @@ fn main() -> Result<()> {
         getrandom::fill(&mut bytes).map_err(|error| anyhow::anyhow!("no random bytes: {error}"))?;
         std::fs::write(&bundle, &bytes)?;
     }
-    let sha256 = trace_manifest::archive::sha256_hex(&std::fs::read(&bundle)?);
+    let sha256 = trace_bundle::archive::sha256_hex(&std::fs::read(&bundle)?);
     let s3 = S3Server::start()?;
     s3.create_bucket(BUCKET);
     let megabytes = BUNDLE_BYTES as f64 / (1 << 20) as f64;

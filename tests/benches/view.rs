@@ -186,7 +186,7 @@ fn zipped(bundle: &Path, out: &Path, extra: usize) -> Result<PathBuf> {
             state ^= state << 17;
             body.extend_from_slice(&state.to_le_bytes());
         }
-        let path = format!("resources/{}", trace_manifest::archive::sha256_hex(&body));
+        let path = format!("resources/{}", trace_bundle::archive::sha256_hex(&body));
         let mut entry = template.clone();
         entry["request"]["url"] = json!(format!("{origin}/api/items/{index}?page={}", index % 7));
         entry["request"]["method"] = json!("GET");
@@ -201,7 +201,7 @@ fn zipped(bundle: &Path, out: &Path, extra: usize) -> Result<PathBuf> {
         all.push(("recording.har", &har_bytes));
         all.sort_by_key(|(path, _)| *path);
         all.iter()
-            .map(|(path, bytes)| json!({"path": path, "size": bytes.len(), "sha256": trace_manifest::archive::sha256_hex(bytes)}))
+            .map(|(path, bytes)| json!({"path": path, "size": bytes.len(), "sha256": trace_bundle::archive::sha256_hex(bytes)}))
             .collect()
     };
     manifest["files"] = json!(index);

@@ -18,12 +18,12 @@ use std::process::Command;
 
 use std::time::Duration;
 
+use trace_bundle::archive::sha256_hex;
 use trace_e2e::browser::{Build, RecordingBrowser, click, click_and_wait, settle, type_into, visit, wait_for_text};
 use trace_e2e::demo;
 use trace_e2e::s3::S3Server;
 use trace_e2e::site::DemoSite;
 use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER};
-use trace_manifest::archive::sha256_hex;
 use trace_manifest::campaign::TaskAnnotation;
 
 const WAIT: Duration = Duration::from_secs(20);

@@ -14,13 +14,13 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use trace_analysis::evidence::{Evidence, holds};
+use trace_bundle::archive::{Bundle, sha256_hex};
 use trace_e2e::audit::assert_proves as assert_audit_proves;
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::run;
 use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, vault};
-use trace_manifest::archive::{Bundle, sha256_hex};
 use trace_manifest::audit::{Audit, CheckpointVerdict};
 use trace_manifest::bundle::BundleManifest;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};

@@ -66,12 +66,12 @@ fn print_steps(trajectory: &Trajectory) {
 }
 
 fn trajectory_of(zip: &Path) -> Trajectory {
-    let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
+    let mut bundle = trace_bundle::archive::Bundle::open(zip).unwrap();
     serde_json::from_slice(&bundle.read("trajectory.json").unwrap()).unwrap()
 }
 
 fn checkpoints_of(zip: &Path) -> Vec<Checkpoint> {
-    let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
+    let mut bundle = trace_bundle::archive::Bundle::open(zip).unwrap();
     serde_json::from_slice(&bundle.read("checkpoints.json").unwrap()).unwrap()
 }
 
@@ -143,7 +143,7 @@ async fn django_admin_replays_every_step_offline() {
     // cookie: it must be the logged-in dashboard, not the redirect to the login page that the same URL
     // answered before the login in the recording.
     let credentials: Vec<CredentialEntry> = {
-        let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
+        let mut bundle = trace_bundle::archive::Bundle::open(zip).unwrap();
         serde_json::from_slice(&bundle.read("credentials.json").unwrap()).unwrap()
     };
     let options = Options { chromium: Some(build.chromium.clone()), ..Options::default() };
@@ -620,7 +620,7 @@ async fn a_site_behind_basic_authentication_replays_logged_in() {
     let early = tempfile::tempdir().unwrap();
     let early_zip = export_redacted(&build, data.path(), &bundle, early.path());
     let credentials: Vec<CredentialEntry> = {
-        let mut bundle = trace_manifest::archive::Bundle::open(&early_zip).unwrap();
+        let mut bundle = trace_bundle::archive::Bundle::open(&early_zip).unwrap();
         serde_json::from_slice(&bundle.read("credentials.json").unwrap()).unwrap()
     };
     // Redacted, its value is a placeholder, which the re-run gives in its place.

@@ -140,7 +140,7 @@ async fn a_window_resized_mid_task_is_replayed_at_each_steps_viewport() {
     site.stop();
 
     // The recording says so: its last screenshot is at the new size, its first is not.
-    let mut recorded = trace_manifest::archive::Bundle::open(&bundle).unwrap();
+    let mut recorded = trace_bundle::archive::Bundle::open(&bundle).unwrap();
     let viewports: Vec<(u32, u32)> = recorded
         .events()
         .unwrap()

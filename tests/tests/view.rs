@@ -10,10 +10,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use chromiumoxide::Page;
+use trace_bundle::archive::Bundle;
 use trace_e2e::browser::Build;
 use trace_e2e::demo::{self, Recorded, recorded_once as recorded};
 use trace_e2e::run;
-use trace_manifest::archive::Bundle;
 use trace_manifest::bundle::{STORAGE_FILE, StorageFile};
 use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;

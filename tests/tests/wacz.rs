@@ -19,10 +19,10 @@ use axum::response::Response;
 use axum::routing::get;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::target::SetAutoAttachParams;
+use trace_bundle::archive::Bundle;
 use trace_e2e::browser::REQUIRED_ENV;
 use trace_e2e::demo::recorded_once as recorded;
 use trace_e2e::run;
-use trace_manifest::archive::Bundle;
 use trace_replay::chromium::{self, Launch};
 
 /// How long ReplayWeb.page may take to load the WACZ and show the page.

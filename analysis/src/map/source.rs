@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use anyhow::Context as _;
 use sha2::{Digest, Sha256};
-use trace_manifest::archive::Bundle;
+use trace_bundle::archive::Bundle;
 use trace_manifest::event::EventKind;
 use trace_manifest::map::{Control, MapSource, SourcePage, SourceRequest, SourceStep};
 use trace_manifest::trajectory::{ToolAction, ToolCall};

@@ -11,9 +11,10 @@ use regex::Regex;
 use super::names::{is_common_word, is_inert, is_plain_word, is_secret_name, is_small_number, is_word_like};
 use super::{MIN_SECRET_CHARS, PLACEHOLDER_PREFIX};
 use crate::body::{self, ParsedBody};
-use trace_manifest::report::SecretKind;
 #[cfg(feature = "native")]
-use trace_manifest::{archive::Bundle, bundle::StorageFile, event::EventRecord, har::Har, trajectory::Credential};
+use trace_bundle::archive::Bundle;
+use trace_manifest::report::SecretKind;
+use trace_manifest::{bundle::StorageFile, event::EventRecord, har::Har, trajectory::Credential};
 
 /// Bodies larger than this are not parsed for secret fields (they are still searched and replaced).
 #[cfg(feature = "native")]

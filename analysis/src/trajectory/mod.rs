@@ -103,7 +103,7 @@ pub struct Derived {
 /// post-processing wrote (`trajectory.json` and `credentials.json`) when the bundle was processed, or else
 /// [`derive`] from its events.
 #[cfg(feature = "native")]
-pub fn of_bundle(bundle: &mut trace_manifest::archive::Bundle) -> anyhow::Result<(Vec<ToolCall>, Vec<Credential>)> {
+pub fn of_bundle(bundle: &mut trace_bundle::archive::Bundle) -> anyhow::Result<(Vec<ToolCall>, Vec<Credential>)> {
     use anyhow::Context as _;
     use trace_manifest::postprocess::{CREDENTIALS_FILE, CredentialEntry, TRAJECTORY_FILE};
     if bundle.contains(TRAJECTORY_FILE) {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use trace_analysis::webarena_infinity::{self, Outcome};
-use trace_manifest::archive::Bundle;
+use trace_bundle::archive::Bundle;
 use trace_manifest::dataset::{self as format, WebArenaEntry};
 
 use super::Added;

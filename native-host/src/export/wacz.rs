@@ -29,7 +29,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use trace_manifest::archive::{Bundle, HashingWriter};
+use trace_bundle::archive::{Bundle, HashingWriter};
 use trace_manifest::event::{EventKind, NavigationCause, header_value};
 use trace_manifest::har::Entry;
 use trace_manifest::time_fmt::{millis_from_rfc3339, now_ms, rfc3339_from_millis};
@@ -464,7 +464,7 @@ fn record_id(parts: &[&str]) -> String {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    trace_manifest::archive::sha256_hex(bytes)
+    trace_bundle::archive::sha256_hex(bytes)
 }
 
 fn sha256_digest(bytes: &[u8]) -> String {

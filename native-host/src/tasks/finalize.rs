@@ -93,7 +93,7 @@ fn audit_summary(dir: &Path, files: &[FileEntry]) -> Option<AuditSummary> {
 /// An imported bundle is kept as it came.
 pub(super) fn needs_finalizing(task: &TaskRow, dir: &Path) -> bool {
     let written = std::fs::read(dir.join(bundle::MANIFEST_FILE))
-        .is_ok_and(|bytes| trace_manifest::archive::parse_manifest(&bytes).is_ok());
+        .is_ok_and(|bytes| trace_bundle::archive::parse_manifest(&bytes).is_ok());
     !written || (task.status != TaskStatus::Stopped && !task.imported)
 }
 

@@ -15,7 +15,7 @@ use crate::paths::{DataDir, PARTS_DIR};
 
 /// Where a body's chunks are written until its commit.
 pub fn body_part_path(capture: &Path, body_id: &str) -> PathBuf {
-    capture.join(PARTS_DIR).join(format!("body-{}", trace_manifest::archive::sha256_hex(body_id.as_bytes())))
+    capture.join(PARTS_DIR).join(format!("body-{}", trace_bundle::archive::sha256_hex(body_id.as_bytes())))
 }
 
 /// Where a screenshot or snapshot bound for `path` in the bundle waits for its commit.

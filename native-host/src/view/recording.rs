@@ -23,7 +23,7 @@ use trace_analysis::canonical::Clocks;
 use trace_analysis::evidence::{self, Evidence};
 use trace_analysis::request_state::RequestState;
 use trace_analysis::{har, ignore, trajectory};
-use trace_manifest::archive::{Bundle, ZipLimits};
+use trace_bundle::archive::{Bundle, ZipLimits};
 use trace_manifest::bundle::{BundleManifest, HAR_FILE, STORAGE_FILE, StorageFile, is_safe_relative_path};
 use trace_manifest::event::{ConsoleMessage, EventKind, Viewport};
 use trace_manifest::har::{Creator, Entry, Har};

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use trace_manifest::archive::sha256_hex;
+use trace_bundle::archive::sha256_hex;
 use trace_manifest::campaign::{MAX_LABEL_CHARS, MAX_SUBMISSION_BYTES};
 
 use crate::common::{Scratch, read_json, record_login_and_cart};

@@ -377,8 +377,8 @@ pub fn zip_entries(zip: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
             (entry.name().to_owned(), bytes)
         })
         .collect();
-    let mut bundle = trace_manifest::archive::Bundle::open(zip).unwrap();
-    for name in bundle.files().unwrap().into_keys().filter(|name| trace_manifest::pack::is_packed(name)) {
+    let mut bundle = trace_bundle::archive::Bundle::open(zip).unwrap();
+    for name in bundle.files().unwrap().into_keys().filter(|name| trace_bundle::pack::is_packed(name)) {
         let bytes = bundle.read(&name).unwrap();
         entries.insert(name, bytes);
     }

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use trace_bundle::archive::sha256_hex;
 use trace_host::client::TaskMessages;
-use trace_manifest::archive::sha256_hex;
 use trace_manifest::event::BodyPart;
 use trace_manifest::task::TaskType;
 use trace_manifest::wire::{ClientBody, ClientMessage, HostMessage};

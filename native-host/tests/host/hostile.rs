@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use trace_manifest::archive::sha256_hex;
+use trace_bundle::archive::sha256_hex;
 
 use crate::common::{Scratch, copy_dir, record_login_and_cart};
 
@@ -454,7 +454,7 @@ fn zip_with_a_packed_bomb(path: &Path, mib: u64) {
     }
     let snapshot_sha = hex::encode(sha.finalize());
     let mut pack = Vec::new();
-    trace_manifest::pack::write_pack(&mut pack, &[(snapshot.to_owned(), size)], |_, sink| {
+    trace_bundle::pack::write_pack(&mut pack, &[(snapshot.to_owned(), size)], |_, sink| {
         for _ in 0..mib {
             sink.write_all(&chunk)?;
         }
@@ -469,9 +469,9 @@ fn zip_with_a_packed_bomb(path: &Path, mib: u64) {
     let documents: [(&str, &[u8]); 3] =
         [("events.jsonl", b""), ("recording.har", har), ("storage.json", br#"{"snapshots":[]}"#)];
     let mut files: Vec<serde_json::Value> = documents.iter().map(|(name, bytes)| file(name, bytes)).collect();
-    files.push(file(trace_manifest::pack::PACK_FILE, &pack));
+    files.push(file(trace_bundle::pack::PACK_FILE, &pack));
     files.push(serde_json::json!({ "path": snapshot, "size": size, "sha256": snapshot_sha }));
-    for (name, bytes) in documents.into_iter().chain([(trace_manifest::pack::PACK_FILE, pack.as_slice())]) {
+    for (name, bytes) in documents.into_iter().chain([(trace_bundle::pack::PACK_FILE, pack.as_slice())]) {
         zip.start_file(name, stored).unwrap();
         zip.write_all(bytes).unwrap();
     }

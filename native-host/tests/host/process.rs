@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use trace_analysis::evidence::{Evidence, holds};
-use trace_manifest::archive::Bundle;
+use trace_bundle::archive::Bundle;
 use trace_manifest::postprocess::{Checkpoint, CredentialEntry};
 use trace_manifest::trajectory::Trajectory;
 

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use trace_bundle::archive::sha256_hex;
 use trace_host::client::{TINY_PNG, TaskMessages};
-use trace_manifest::archive::sha256_hex;
 use trace_manifest::event::{
     Action, ActionKind, BodyPart, Cookie, ElementDescriptor, EventKind, StoragePhase, StorageSnapshot,
 };
@@ -296,7 +296,7 @@ fn export_writes_a_zip_that_validates_and_embeds_bodies_on_request() {
     let validated = scratch.cli_json(&["validate", zip_path.to_str().unwrap(), "--json"]);
     assert_eq!(validated["valid"], true, "{validated}");
     // The DOM snapshots are packed, and read back exactly as the host stored them.
-    let mut bundle = trace_manifest::archive::Bundle::open(&zip_path).unwrap();
+    let mut bundle = trace_bundle::archive::Bundle::open(&zip_path).unwrap();
     let snapshots: Vec<String> = bundle.files().unwrap().into_keys().filter(|name| name.starts_with("dom/")).collect();
     assert!(!snapshots.is_empty());
     for name in &snapshots {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use trace_manifest::archive::sha256_hex;
+use trace_bundle::archive::sha256_hex;
 
 use crate::common::{PASSWORD, Scratch, contains, read_json, record_login_and_cart, zip_entries};
 

@@ -159,11 +159,11 @@ fn an_exported_zip_keeps_a_screen_shown_again_once_and_gives_every_screenshot_ba
     let mut archive = zip::ZipArchive::new(std::fs::File::open(&zip).unwrap()).unwrap();
     let names: Vec<String> = archive.file_names().map(str::to_owned).collect();
     assert!(names.iter().all(|name| !name.starts_with("screenshots/")), "screenshots are packed: {names:?}");
-    let packed = archive.by_name(trace_manifest::pack::PACK_FILE).unwrap().compressed_size();
+    let packed = archive.by_name(trace_bundle::pack::PACK_FILE).unwrap().compressed_size();
     let distinct = (home.len() + cart.len()) as u64;
     assert!(packed < distinct + 2048, "the pack takes {packed} bytes for {distinct} bytes of distinct screenshots");
 
-    let mut bundle = trace_manifest::archive::Bundle::open(&zip).unwrap();
+    let mut bundle = trace_bundle::archive::Bundle::open(&zip).unwrap();
     let shots: Vec<String> =
         bundle.files().unwrap().into_keys().filter(|name| name.starts_with("screenshots/")).collect();
     let read: Vec<Vec<u8>> = shots.iter().map(|name| bundle.read(name).unwrap()).collect();

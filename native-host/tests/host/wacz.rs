@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use sha2::{Digest, Sha256};
-use trace_manifest::archive::Bundle;
+use trace_bundle::archive::Bundle;
 
 use crate::common::*;
 

@@ -27,7 +27,7 @@ use serde_json::json;
 use trace_analysis::audit::alter_text;
 use trace_analysis::evidence::page_text;
 use trace_analysis::fidelity::{TextComparison, compare_text, reaches};
-use trace_manifest::archive::Bundle;
+use trace_bundle::archive::Bundle;
 use trace_manifest::event::Viewport;
 use trace_manifest::report::{LocatedBy, StepOutcome, WebSocketFrames};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};

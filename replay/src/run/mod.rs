@@ -35,7 +35,7 @@ use driver::{PersonsInput, Runner, untried};
 use trace_analysis::evidence::{PageText, page_text};
 use trace_analysis::fidelity::settled_text;
 use trace_analysis::trajectory;
-use trace_manifest::archive::{Bundle, ZipLimits};
+use trace_bundle::archive::{Bundle, ZipLimits};
 use trace_manifest::report::{FidelityReport, StepFailure, StepOutcome};
 use trace_manifest::trajectory::{Credential, ToolCall};
 

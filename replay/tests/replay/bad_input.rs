@@ -378,7 +378,7 @@ fn a_har_too_large_to_parse_in_memory_is_refused_before_it_is_read() {
 #[test]
 fn a_body_over_the_file_size_limit_is_not_read() {
     let (_scratch, bundle) = minimal_bundle();
-    let limits = trace_manifest::archive::ZipLimits { max_entry_bytes: 16, ..Default::default() };
+    let limits = trace_bundle::archive::ZipLimits { max_entry_bytes: 16, ..Default::default() };
     let archive = ReplayArchive::open_with_limits(&bundle, limits).unwrap();
     let page = archive.exchanges.iter().position(|exchange| exchange.body_file.is_some()).unwrap();
     let error = format!("{:#}", archive.body(page).unwrap_err());

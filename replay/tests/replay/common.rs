@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use trace_manifest::archive::sha256_hex;
+use trace_bundle::archive::sha256_hex;
 
 /// When every bundle written here was recorded (`manifest.json`'s `started_at`).
 pub const STARTED_AT: &str = "2025-11-22T10:00:00.000Z";

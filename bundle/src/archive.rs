@@ -25,11 +25,11 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use tempfile::SpooledTempFile;
 
-use crate::bundle::{self, BundleManifest, FileEntry};
-use crate::event::EventRecord;
-use crate::har::{Entry, Har, Log};
 use crate::pack::{self, PackIndex};
-pub use crate::report::Problem;
+use trace_manifest::bundle::{self, BundleManifest, FileEntry};
+use trace_manifest::event::EventRecord;
+use trace_manifest::har::{Entry, Har, Log};
+pub use trace_manifest::report::Problem;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
@@ -711,8 +711,8 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<BundleManifest> {
         return Err(invalid(format!("\"format\" must be {:?}", bundle::FORMAT_NAME)));
     }
     let version = value.get("format_version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-    if version > crate::FORMAT_VERSION {
-        return Err(ArchiveError::NewerFormat { found: version, supported: crate::FORMAT_VERSION });
+    if version > trace_manifest::FORMAT_VERSION {
+        return Err(ArchiveError::NewerFormat { found: version, supported: trace_manifest::FORMAT_VERSION });
     }
     serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
 }
@@ -1149,7 +1149,7 @@ mod har_stream {
     use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
     use super::ArchiveError;
-    use crate::har::{Creator, Entry, Log, Page};
+    use trace_manifest::har::{Creator, Entry, Log, Page};
 
     pub(super) struct HarSeed<'v, E> {
         pub visit: &'v mut dyn FnMut(Entry) -> Result<(), E>,
@@ -1556,7 +1556,8 @@ mod tests {
     fn a_newer_format_is_refused_by_name() {
         let manifest = br#"{"format":"trace-bundle","format_version":999}"#;
         let error = parse_manifest(manifest).unwrap_err().to_string();
-        let expected = format!("format version 999, newer than this program understands ({})", crate::FORMAT_VERSION);
+        let expected =
+            format!("format version 999, newer than this program understands ({})", trace_manifest::FORMAT_VERSION);
         assert!(error.contains(&expected), "{error}");
     }
 

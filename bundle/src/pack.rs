@@ -40,7 +40,7 @@ const WINDOW_LOG: u32 = 27;
 
 /// Whether a bundle file belongs in the pack: snapshots of the DOM and of the screen.
 pub fn is_packed(path: &str) -> bool {
-    [crate::bundle::DOM_DIR, crate::bundle::SCREENSHOTS_DIR]
+    [trace_manifest::bundle::DOM_DIR, trace_manifest::bundle::SCREENSHOTS_DIR]
         .iter()
         .any(|dir| path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/')))
 }
@@ -130,7 +130,7 @@ pub fn read_index(pack: &[u8], max_total: u64) -> Result<(PackIndex, usize), Str
         serde_json::from_slice(index_bytes).map_err(|error| format!("the pack's index does not parse: {error}"))?;
     let mut index = PackIndex::default();
     for entry in entries {
-        if !is_packed(&entry.path) || !crate::bundle::is_safe_relative_path(&entry.path) {
+        if !is_packed(&entry.path) || !trace_manifest::bundle::is_safe_relative_path(&entry.path) {
             return Err(format!("the pack names {:?}, which is not a snapshot's path", entry.path));
         }
         if entry.offset != index.total {
