@@ -4,13 +4,13 @@
 //! (through `trace_chat`, the judge's client and cache), writes the files and draws `map.html`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
+use maud::{DOCTYPE, PreEscaped, html};
 use trace_analysis::map::BuiltMap;
+use trace_bundle::archive::Bundle;
 use trace_chat::ChatModel;
-use trace_manifest::archive::Bundle;
 use trace_manifest::map::{CONTEXTS_DIR, GRAPH_FILE, MAP_FILE, MapSource, RECORDINGS_DIR, RelationKind, WORKFLOWS_DIR};
 
 use trace_store::atomic;
@@ -150,10 +150,11 @@ const ROW: usize = 18;
 const COLUMNS: usize = 3;
 
 /// `map.html`: contexts as boxes listing their actions (taken ones solid, potential ones grey), sequential
-/// edges as arrows between actions, alternative edges dashed. A static page: no script.
+/// edges as arrows between actions, alternative edges dashed. A static page: no script. Drawn with `maud`,
+/// as the viewer's pages are, which escapes every name and value a site or a model gave.
 pub fn graph_html(built: &BuiltMap) -> String {
     let mut positions: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    let mut boxes = String::new();
+    let mut boxes = Vec::new();
     let mut column_heights = [20usize; COLUMNS];
     for context in &built.contexts {
         let column = (0..COLUMNS).min_by_key(|column| column_heights[*column]).unwrap_or(0);
@@ -161,46 +162,29 @@ pub fn graph_html(built: &BuiltMap) -> String {
         let drawn = context.available_actions.len().min(DRAWN_ACTIONS);
         let more = context.available_actions.len() - drawn;
         let height = 46 + drawn * ROW + if more > 0 { ROW } else { 0 };
-        let _ = write!(
-            boxes,
-            r#"<g class="context"><rect x="{x}" y="{y}" width="{BOX_WIDTH}" height="{height}" rx="6"/><text class="name" x="{}" y="{}">{}</text><text class="pattern" x="{}" y="{}">{}</text>"#,
-            x + 8,
-            y + 18,
-            escape(&clip(&context.name, 44)),
-            x + 8,
-            y + 34,
-            escape(&clip(&context.pattern, 52)),
-        );
         for (row, action) in context.available_actions.iter().take(DRAWN_ACTIONS).enumerate() {
-            let row_y = y + 52 + row * ROW;
-            positions.insert(&action.action_id, (x, row_y - 4));
-            let class = if action.is_taken { "taken" } else { "potential" };
-            let values = if action.is_parameterized {
-                format!(" ({} values)", action.possible_values.len())
-            } else {
-                String::new()
-            };
-            let _ = write!(
-                boxes,
-                r#"<text class="{class}" x="{}" y="{row_y}"><title>{}</title>{}{}</text>"#,
-                x + 12,
-                escape(&action.possible_values.join(", ")),
-                escape(&clip(&action.action, 40)),
-                escape(&values)
-            );
+            positions.insert(&action.action_id, (x, y + 48 + row * ROW));
         }
-        if more > 0 {
-            let _ = write!(
-                boxes,
-                r#"<text class="more" x="{}" y="{}">and {more} more</text>"#,
-                x + 12,
-                y + 52 + drawn * ROW
-            );
-        }
-        boxes.push_str("</g>\n");
+        boxes.push(html! {
+            g.context {
+                rect x=(x) y=(y) width=(BOX_WIDTH) height=(height) rx="6" {}
+                text.name x=(x + 8) y=(y + 18) { (clip(&context.name, 44)) }
+                text.pattern x=(x + 8) y=(y + 34) { (clip(&context.pattern, 52)) }
+                @for (row, action) in context.available_actions.iter().take(DRAWN_ACTIONS).enumerate() {
+                    text class=(if action.is_taken { "taken" } else { "potential" }) x=(x + 12) y=(y + 52 + row * ROW) {
+                        title { (action.possible_values.join(", ")) }
+                        (clip(&action.action, 40))
+                        @if action.is_parameterized { " (" (action.possible_values.len()) " values)" }
+                    }
+                }
+                @if more > 0 {
+                    text.more x=(x + 12) y=(y + 52 + drawn * ROW) { "and " (more) " more" }
+                }
+            }
+        });
         column_heights[column] += height + 30;
     }
-    let mut edges = String::new();
+    let mut edges = Vec::new();
     for relation in &built.map.relations {
         let (Some(&(x1, y1)), Some(&(x2, y2))) =
             (positions.get(relation.from.as_str()), positions.get(relation.to.as_str()))
@@ -208,8 +192,8 @@ pub fn graph_html(built: &BuiltMap) -> String {
             continue;
         };
         let (class, marker) = match relation.kind {
-            RelationKind::Sequential => ("sequential", r#" marker-end="url(#arrow)""#),
-            RelationKind::Alternative => ("alternative", ""),
+            RelationKind::Sequential => ("sequential", Some("url(#arrow)")),
+            RelationKind::Alternative => ("alternative", None),
         };
         // From the right edge of one action to the left edge of the other (or around, in one column).
         let (start, end) = if x1 == x2 {
@@ -220,44 +204,54 @@ pub fn graph_html(built: &BuiltMap) -> String {
             (x1, x2 + BOX_WIDTH)
         };
         let bend = if x1 == x2 { x1.saturating_sub(30) } else { (start + end) / 2 };
-        let _ = writeln!(
-            edges,
-            r#"<path class="{class}"{marker} d="M{start},{y1} C{bend},{y1} {bend},{y2} {end},{y2}"><title>{:?} ×{}</title></path>"#,
-            relation.kind, relation.count
-        );
+        edges.push(html! {
+            path class=(class) marker-end=[marker] d={ "M" (start) "," (y1) " C" (bend) "," (y1) " " (bend) "," (y2) " " (end) "," (y2) } {
+                title { (format!("{:?} ×{}", relation.kind, relation.count)) }
+            }
+        });
     }
     let height = column_heights.iter().max().copied().unwrap_or(0) + 20;
     let width = 40 + COLUMNS * (BOX_WIDTH + 60);
     let statistics = &built.map.statistics;
-    format!(
-        r##"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Map of {name}</title>
-<style>
-body {{ font: 14px system-ui, sans-serif; margin: 16px; }}
-rect {{ fill: #f7f7fb; stroke: #557; }}
-.name {{ font-weight: 600; }} .pattern {{ fill: #555; font-family: monospace; font-size: 12px; }}
-.taken {{ fill: #000; }} .potential {{ fill: #999; }} .more {{ fill: #777; font-style: italic; }}
-path {{ fill: none; }} .sequential {{ stroke: #36c; }} .alternative {{ stroke: #c33; stroke-dasharray: 5 4; }}
-</style></head>
-<body>
-<h1>Map of {name}</h1>
-<p>{description}</p>
-<p>{recordings} recording(s), {contexts} context(s), {actions} action(s): {taken} taken (black), {potential} only seen
-on a page (grey). Blue arrows: actions taken one after the other; red dashes: alternative ways out of one context.</p>
-<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">
-<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#36c"/></marker></defs>
-{boxes}{edges}</svg>
-</body></html>
-"##,
-        name = escape(&built.map.name),
-        description = escape(&built.map.description),
-        recordings = statistics.recordings,
-        contexts = statistics.contexts,
-        actions = statistics.actions,
-        taken = statistics.taken_actions,
-        potential = statistics.potential_actions,
-    )
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "Map of " (built.map.name) }
+                style { (PreEscaped(GRAPH_STYLE)) }
+            }
+            body {
+                h1 { "Map of " (built.map.name) }
+                p { (built.map.description) }
+                p {
+                    (statistics.recordings) " recording(s), " (statistics.contexts) " context(s), "
+                    (statistics.actions) " action(s): " (statistics.taken_actions) " taken (black), "
+                    (statistics.potential_actions) " only seen on a page (grey). Blue arrows: actions taken one "
+                    "after the other; red dashes: alternative ways out of one context."
+                }
+                svg xmlns="http://www.w3.org/2000/svg" width=(width) height=(height) {
+                    defs {
+                        marker #arrow viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto" {
+                            path d="M0,0 L10,5 L0,10 z" fill="#36c" {}
+                        }
+                    }
+                    @for drawn in &boxes { (drawn) }
+                    @for edge in &edges { (edge) }
+                }
+            }
+        }
+    };
+    page.into_string()
 }
+
+const GRAPH_STYLE: &str = "
+body { font: 14px system-ui, sans-serif; margin: 16px; }
+rect { fill: #f7f7fb; stroke: #557; }
+.name { font-weight: 600; } .pattern { fill: #555; font-family: monospace; font-size: 12px; }
+.taken { fill: #000; } .potential { fill: #999; } .more { fill: #777; font-style: italic; }
+path { fill: none; } .sequential { stroke: #36c; } .alternative { stroke: #c33; stroke-dasharray: 5 4; }
+";
 
 fn clip(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -266,6 +260,57 @@ fn clip(text: &str, max: usize) -> String {
     text.chars().take(max - 1).chain(['…']).collect()
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use trace_manifest::map::{EnvironmentMap, PageContext};
+
+    use super::*;
+
+    fn action(id: &str, label: &str, values: &[&str]) -> serde_json::Value {
+        json!({ "action": label, "action_id": id, "type": "click", "role": null, "target": label,
+                "is_parameterized": !values.is_empty(), "parameter_name": null, "possible_values": values,
+                "is_taken": true, "instances": [] })
+    }
+
+    /// A map whose one context holds two actions taken one after the other, named by `name`.
+    fn built_map(name: &str) -> BuiltMap {
+        let context: PageContext = serde_json::from_value(json!({
+            "context_id": "c1", "name": name, "description": "", "pattern": "/item/{item}",
+            "example_urls": [], "available_actions": [action("a1", name, &["<b>", "Tom & Jerry"]), action("a2", "Buy", &[])],
+        }))
+        .unwrap();
+        let map: EnvironmentMap = serde_json::from_value(json!({
+            "id": "m", "name": name, "description": "Shop \"A\" & co", "base_url": "http://shop.test",
+            "page_contexts": [], "workflows": [], "tacit_knowledge": { "definitions": [], "procedures": [] },
+            "relations": [{ "kind": "sequential", "from": "a1", "to": "a2", "count": 2 }],
+            "statistics": { "recordings": 1, "steps": 2, "contexts": 1, "actions": 2, "taken_actions": 2,
+                            "potential_actions": 0, "parameterized_actions": 1, "procedures": 0 },
+        }))
+        .unwrap();
+        BuiltMap { map, contexts: vec![context], workflows: Vec::new() }
+    }
+
+    #[test]
+    fn the_graph_escapes_what_a_site_named() {
+        let graph = graph_html(&built_map("<script>alert(1)</script>"));
+        assert!(!graph.contains("<script>"), "{graph}");
+        assert!(graph.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{graph}");
+        assert!(graph.contains("Shop &quot;A&quot; &amp; co"), "{graph}");
+        assert!(graph.contains("&lt;b&gt;, Tom &amp; Jerry"), "{graph}");
+    }
+
+    #[test]
+    fn the_graph_draws_each_context_its_actions_and_the_arrows_between_them() {
+        let graph = graph_html(&built_map("Item page"));
+        assert!(graph.starts_with("<!DOCTYPE html>"), "{graph}");
+        assert_eq!(graph.matches("<g class=\"context\">").count(), 1, "{graph}");
+        assert!(graph.contains(">Item page (2 values)</text>") && graph.contains(">Buy</text>"), "{graph}");
+        assert!(graph.contains("/item/{item}"), "{graph}");
+        assert!(
+            graph.contains(r#"<path class="sequential" marker-end="url(#arrow)" d="M20,68 C0,68 0,86 20,86">"#),
+            "{graph}"
+        );
+        assert!(graph.contains("<title>Sequential ×2</title>"), "{graph}");
+    }
 }
