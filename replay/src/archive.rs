@@ -247,6 +247,14 @@ impl ReplayArchive {
         self.ignored = ignored;
     }
 
+    /// Replaces the ignore list with the one in `file`, a JSON array of scheme-less URL substrings.
+    pub fn set_ignore_list_from(&mut self, file: &Path) -> Result<()> {
+        let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let list = ignore::parse_ignore_list(&bytes).context("an ignore list is a JSON array of strings");
+        self.set_ignore_list(list.with_context(|| file.display().to_string())?);
+        Ok(())
+    }
+
     /// The ignore-list entry that names `url`, if any (by [`trace_analysis::urls`]'s rule).
     pub fn ignore_pattern(&self, url: &str) -> Option<&str> {
         ignore_pattern(&self.ignored, url)

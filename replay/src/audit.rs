@@ -54,6 +54,24 @@ pub struct TaskAudit {
     pub dir: PathBuf,
 }
 
+/// `trace-replay audit`: audits every task of `source` (a bundle or a dataset), one after another, into
+/// `out/<task>/`, handing each audit to `audited` as it is done; returns them in task order.
+pub async fn audit_tasks(
+    source: &Path,
+    out: &Path,
+    options: &AuditOptions,
+    mut audited: impl FnMut(&Audit),
+) -> Result<Vec<Audit>> {
+    let tasks = crate::tasks::tasks(source)?;
+    let mut audits = Vec::with_capacity(tasks.len());
+    for task in &tasks {
+        let task_audit = audit_task(task, out, options).await?;
+        audited(&task_audit.audit);
+        audits.push(task_audit.audit);
+    }
+    Ok(audits)
+}
+
 /// Audits one task into `out/<task>/`.
 pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -> Result<TaskAudit> {
     let reference = Reference::read(&task.bundle, options.episode.limits)?;

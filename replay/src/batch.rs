@@ -189,6 +189,21 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     Ok(summary)
 }
 
+/// A run's summary in one line, as `eval` and `eval-merge` print it.
+pub fn summary_line(summary: &EvalSummary) -> String {
+    format!(
+        "{} task(s): success {:.1}% [{:.1}%, {:.1}%], partial credit {:.1}%, rubric {:.1}%, SPL {:.3}; {} agent error(s)",
+        summary.tasks,
+        summary.success_rate * 100.0,
+        summary.success_interval[0] * 100.0,
+        summary.success_interval[1] * 100.0,
+        summary.partial_credit_mean * 100.0,
+        summary.rubric_averaged_mean * 100.0,
+        summary.spl_averaged,
+        summary.errors
+    )
+}
+
 /// The result of a task whose bundle or browser could not be used: no score, and why.
 fn unusable(task: &TaskSource, options: &EvalOptions, error: &str) -> EvalResult {
     EvalResult {

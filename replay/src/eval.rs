@@ -252,6 +252,21 @@ pub fn score_proxied(bundle: &Path, episode: &Path, answer: Option<String>, limi
     Ok(result)
 }
 
+/// What `trace-replay score` prints of a proxied episode's `result` (in `episode`): its verdict, and
+/// where its `result.json` is.
+pub fn proxied_text(result: &EvalResult, episode: &Path) -> String {
+    format!(
+        "{}: success {} ({}); checkpoints {} of {} in order; live attempts {}\nresult: {}\n",
+        result.task_id,
+        result.success,
+        result.success_basis,
+        result.checkpoints.reached_in_order,
+        result.checkpoints.items.len(),
+        result.live_attempts,
+        episode.join(files::RESULT_FILE).display()
+    )
+}
+
 /// The scores of one session ([`Reference::score`]).
 pub struct Scores {
     pub checkpoints: CheckpointScores,

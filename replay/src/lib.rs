@@ -20,11 +20,14 @@
 //!   summary, and merging the runs of shards.
 //! - [`inspect`]: a bundle's summary (task, pages, hosts with request counts and bytes).
 //! - [`judge`]: the optional judge of an episode, asking `trace_chat`'s model.
+//! - [`stop`]: a command's work run until it ends or the process is asked to stop.
+//! - [`error`]: how a command ends when it does not succeed, and the exit code of each ending.
 
 pub mod archive;
 pub mod audit;
 pub mod batch;
 pub mod chromium;
+pub mod error;
 pub mod eval;
 pub mod inspect;
 pub mod judge;
@@ -38,4 +41,7 @@ pub mod responder;
 pub mod run;
 pub mod serve;
 pub mod session;
+pub mod stop;
 pub mod tasks;
+
+pub use error::Error;

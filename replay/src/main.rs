@@ -1,73 +1,23 @@
-//! The `trace-replay` binary: command line and exit codes; the work is in the library.
+//! The `trace-replay` binary: the command line, its checks, and the exit code; the work is in the library,
+//! and how each ending maps to its exit code is [`trace_replay::Error`]'s.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use trace_analysis::ignore::parse_ignore_list;
 use trace_bundle::archive::ZipLimits;
-use trace_manifest::bundle::TaskInfo;
-use trace_manifest::eval::{SERVED_FILE, SESSION_DIR, Served};
-use trace_manifest::task::TaskStatus;
+use trace_replay::Error;
 use trace_replay::archive::ReplayArchive;
 use trace_replay::audit::AuditOptions;
 use trace_replay::batch::{BatchOptions, Layout, Shard};
-use trace_replay::eval::{Agent, EvalOptions, Reference};
+use trace_replay::eval::{Agent, EvalOptions};
 use trace_replay::judge::Judge;
-use trace_replay::proxy::{Proxy, ProxyOptions};
-use trace_replay::run::{RunOptions, human_trajectory, note_late_misses, run_human};
-use trace_replay::serve::{Options, Replay};
-use trace_replay::session::SessionRecorder;
-
-/// A re-run that differed from the recording: the report says how; exit code 1.
-#[derive(Debug)]
-struct Unfaithful;
-
-impl std::fmt::Display for Unfaithful {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the re-run differed from the recording (see the report)")
-    }
-}
-
-impl std::error::Error for Unfaithful {}
-
-/// An audit found a bundle whose checkpoints do not discriminate: the report says which; exit code 1.
-#[derive(Debug)]
-struct Invalid(usize);
-
-impl std::fmt::Display for Invalid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} bundle(s) failed their audit (see the report)", self.0)
-    }
-}
-
-impl std::error::Error for Invalid {}
-
-/// The process was asked to stop (Ctrl+C, `SIGTERM`, `SIGHUP`) before its work was done: exit code 130.
-#[derive(Debug)]
-struct Stopped;
-
-impl std::fmt::Display for Stopped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("stopped before the work was done; the browsers it started are closed")
-    }
-}
-
-impl std::error::Error for Stopped {}
-
-/// There is no Chromium to run: exit code 3, so that a caller can tell it from a bundle's fault
-/// (`trace-host process` skips its audit then).
-#[derive(Debug)]
-struct NoBrowser(String);
-
-impl std::fmt::Display for NoBrowser {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for NoBrowser {}
+use trace_replay::proxy::ProxyOptions;
+use trace_replay::run::RunOptions;
+use trace_replay::serve::Options;
+use trace_replay::stop::{asked_to_stop, until_stopped};
 
 /// Serve a TRACE bundle to Chromium offline, and re-run its recorded trajectory.
 #[derive(Debug, Parser)]
@@ -293,6 +243,12 @@ struct BrowserArgs {
     headless: bool,
 }
 
+impl BrowserArgs {
+    fn options(&self) -> Options {
+        Options::launching(self.chromium.clone(), self.headless)
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Replay decisions are logged at info: a user reads them to see why a page differs (TRACE_LOG filters).
@@ -302,23 +258,11 @@ fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_new(trace_replay::chromium::quiet_chromiumoxide(&filter))
         .unwrap_or_else(|_| default.into());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-    match run(cli) {
+    match run(cli).map_err(Error::from) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) if error.is::<Unfaithful>() || error.is::<Invalid>() => {
-            eprintln!("trace-replay: {error}");
-            ExitCode::from(1)
-        }
-        Err(error) if error.is::<Stopped>() => {
-            eprintln!("trace-replay: {error}");
-            ExitCode::from(130)
-        }
-        Err(error) if error.is::<NoBrowser>() => {
-            eprintln!("trace-replay: {error}");
-            ExitCode::from(3)
-        }
         Err(error) => {
-            eprintln!("trace-replay: {error:#}");
-            ExitCode::from(2)
+            eprintln!("trace-replay: {error}");
+            ExitCode::from(error.exit_code())
         }
     }
 }
@@ -327,12 +271,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Inspect { bundle, limits, json } => {
             let summary = trace_replay::inspect::inspect(&bundle, limits.limits())?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&summary)?);
-            } else {
-                print!("{}", trace_replay::inspect::text(&summary));
-            }
-            Ok(())
+            print_output(json, &summary, trace_replay::inspect::text)
         }
         Command::Serve {
             bundle,
@@ -348,9 +287,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let mut archive = ReplayArchive::open_with_limits(&bundle, limits.limits())?;
             if let Some(file) = ignore_list {
-                let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-                let list = parse_ignore_list(&bytes).context("an ignore list is a JSON array of strings");
-                archive.set_ignore_list(list.with_context(|| file.display().to_string())?);
+                archive.set_ignore_list_from(&file)?;
             }
             if let Some(port) = proxy_port {
                 anyhow::ensure!(
@@ -358,52 +295,27 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "--allow-network-fallback needs the browser replay launches; the proxy answers from the bundle alone"
                 );
                 let options = ProxyOptions { port, ca_dir, determinism: !no_determinism };
-                return tokio::runtime::Runtime::new()?
-                    .block_on(serve_proxy(&bundle, archive, &options, episode, limits));
+                let serving = trace_replay::proxy::serve_until(
+                    &bundle,
+                    archive,
+                    &options,
+                    episode.as_deref(),
+                    limits.limits(),
+                    asked_to_stop(),
+                );
+                return tokio::runtime::Runtime::new()?.block_on(serving);
             }
-            let options = Options {
-                chromium: browser.chromium,
-                headless: browser.headless || std::env::var_os("DISPLAY").is_none(),
-                cdp_port,
-                allow_network_fallback,
-                determinism: !no_determinism,
-            };
-            tokio::runtime::Runtime::new()?.block_on(async {
-                let start_url = archive.start_url().to_owned();
-                let replay = Replay::launch(archive, &options).await?;
-                println!("serving {} at {start_url}", bundle.display());
-                println!("DevTools endpoint: {}", replay.cdp_endpoint());
-                println!("press Ctrl+C to stop");
-                replay.open(&start_url).await?;
-                asked_to_stop().await?;
-                let stats = replay.close().await?;
-                print!("{stats}");
-                anyhow::Ok(())
-            })
+            let options =
+                Options { cdp_port, allow_network_fallback, determinism: !no_determinism, ..browser.options() };
+            let serving = trace_replay::serve::serve_until(&bundle, archive, &options, asked_to_stop());
+            tokio::runtime::Runtime::new()?.block_on(serving)
         }
         Command::Score { bundle, episode, answer, json, limits } => {
             let result = trace_replay::eval::score_proxied(&bundle, &episode, answer, limits.limits())?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&result)?);
-            } else {
-                println!(
-                    "{}: success {} ({}); checkpoints {} of {} in order; live attempts {}",
-                    result.task_id,
-                    result.success,
-                    result.success_basis,
-                    result.checkpoints.reached_in_order,
-                    result.checkpoints.items.len(),
-                    result.live_attempts
-                );
-                println!("result: {}", episode.join(trace_manifest::eval::RESULT_FILE).display());
-            }
-            Ok(())
+            print_output(json, &result, |result| trace_replay::eval::proxied_text(result, &episode))
         }
         Command::Eval { source, eval, browser, limits } => {
-            anyhow::ensure!(
-                eval.timeout.is_finite() && eval.timeout > 0.0,
-                "--timeout takes a positive number of seconds"
-            );
+            let timeout = seconds(eval.timeout, "--timeout")?;
             anyhow::ensure!(eval.parallel > 0, "--parallel takes at least 1");
             if let Some(map) = &eval.map {
                 anyhow::ensure!(
@@ -415,7 +327,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let agent = Agent::parse(&eval.agent);
             let judge = match &eval.judge {
-                Some(model) => Some(std::sync::Arc::new(Judge::from_env(model, eval.judge_cache.clone())?)),
+                Some(model) => Some(Arc::new(Judge::from_env(model, eval.judge_cache.clone())?)),
                 None => None,
             };
             let options = BatchOptions {
@@ -426,12 +338,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     },
                     agent,
                     max_steps: eval.max_steps,
-                    timeout: std::time::Duration::from_secs_f64(eval.timeout),
-                    browser: Options {
-                        chromium: browser.chromium,
-                        headless: browser.headless || std::env::var_os("DISPLAY").is_none(),
-                        ..Options::default()
-                    },
+                    timeout,
+                    browser: browser.options(),
                     limits: limits.limits(),
                     judge,
                     map: eval.map.clone(),
@@ -448,7 +356,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Audit { source, out, prune, llm, llm_cache, parallel, json, browser, limits } => {
             anyhow::ensure!(parallel > 0, "--parallel takes at least 1");
             trace_replay::chromium::find(browser.chromium.as_deref())
-                .map_err(|error| NoBrowser(format!("{error:#}")))?;
+                .map_err(|error| Error::NoBrowser(format!("{error:#}")))?;
             let proposer = match &llm {
                 Some(model) => Some(trace_replay::proposals::Proposer::from_env(model, llm_cache)?),
                 None => None,
@@ -458,12 +366,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     agent: Agent::Human,
                     agent_name: "human".to_owned(),
                     max_steps: None,
-                    timeout: std::time::Duration::from_secs(600),
-                    browser: Options {
-                        chromium: browser.chromium,
-                        headless: browser.headless || std::env::var_os("DISPLAY").is_none(),
-                        ..Options::default()
-                    },
+                    timeout: Duration::from_secs(600),
+                    browser: browser.options(),
                     limits: limits.limits(),
                     judge: None,
                     map: None,
@@ -473,28 +377,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 parallel,
                 proposer,
             };
-            let tasks = trace_replay::tasks::tasks(&source)?;
-            let audits = until_stopped(async {
-                let mut audits = Vec::new();
-                for task in &tasks {
-                    let audited = trace_replay::audit::audit_task(task, &out, &options).await?;
-                    if !json {
-                        print!("{}", trace_analysis::audit::table(&audited.audit));
-                    }
-                    audits.push(audited.audit);
+            let audits = until_stopped(trace_replay::audit::audit_tasks(&source, &out, &options, |audit| {
+                if !json {
+                    print!("{}", trace_analysis::audit::table(audit));
                 }
-                anyhow::Ok(audits)
-            })?;
+            }))?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&audits)?);
             } else {
                 println!("audits in {}", out.display());
             }
-            let invalid = audits.iter().filter(|audit| !audit.valid).count();
-            if invalid > 0 {
-                return Err(Invalid(invalid).into());
+            match audits.iter().filter(|audit| !audit.valid).count() {
+                0 => Ok(()),
+                invalid => Err(Error::Invalid(invalid).into()),
             }
-            Ok(())
         }
         Command::EvalMerge { runs, out, json } => {
             let summary = until_stopped(trace_replay::batch::merge(&runs, out.as_deref()))?;
@@ -502,128 +398,33 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Run { bundle, human, json, step_timeout, browser, limits } => {
             anyhow::ensure!(human, "say --human: the recorded demonstration is the only runner built in");
-            anyhow::ensure!(
-                step_timeout.is_finite() && step_timeout > 0.0,
-                "--step-timeout takes a positive number of seconds"
-            );
             let run_options =
-                RunOptions { step_timeout: std::time::Duration::from_secs_f64(step_timeout), ..RunOptions::default() };
-            let archive = ReplayArchive::open_with_limits(&bundle, limits.limits())?;
-            let (calls, credentials) = human_trajectory(&bundle, limits.limits())?;
-            let options = Options {
-                chromium: browser.chromium,
-                headless: browser.headless || std::env::var_os("DISPLAY").is_none(),
-                ..Options::default()
-            };
-            let report = until_stopped(async {
-                let replay = Replay::launch(archive, &options).await?;
-                let report = run_human(&replay, &bundle, &calls, &credentials, run_options).await;
-                let final_stats = replay.close().await?;
-                let mut report = report?;
-                note_late_misses(&mut report, &final_stats);
-                anyhow::Ok(report)
-            })?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("{}", trace_replay::run::text(&report));
-            }
-            if !report.is_faithful() {
-                return Err(Unfaithful.into());
-            }
-            Ok(())
+                RunOptions { step_timeout: seconds(step_timeout, "--step-timeout")?, ..RunOptions::default() };
+            let options = browser.options();
+            let rerun = trace_replay::run::rerun_demonstration(&bundle, limits.limits(), &options, run_options);
+            let report = until_stopped(rerun)?;
+            print_output(json, &report, trace_replay::run::text)?;
+            if report.is_faithful() { Ok(()) } else { Err(Error::Unfaithful.into()) }
         }
     }
+}
+
+/// `value` as one pretty JSON object with `--json`, else as `text` says it.
+fn print_output<T: serde::Serialize>(json: bool, value: &T, text: impl FnOnce(&T) -> String) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        print!("{}", text(value));
+    }
+    Ok(())
 }
 
 fn print_summary(summary: &trace_manifest::eval::EvalSummary, json: bool, run: &str) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(summary)?);
-    } else {
-        println!(
-            "{} task(s): success {:.1}% [{:.1}%, {:.1}%], partial credit {:.1}%, rubric {:.1}%, SPL {:.3}; {} agent error(s)",
-            summary.tasks,
-            summary.success_rate * 100.0,
-            summary.success_interval[0] * 100.0,
-            summary.success_interval[1] * 100.0,
-            summary.partial_credit_mean * 100.0,
-            summary.rubric_averaged_mean * 100.0,
-            summary.spl_averaged,
-            summary.errors
-        );
-        println!("results in {run}");
-    }
-    Ok(())
+    print_output(json, summary, |summary| format!("{}\nresults in {run}\n", trace_replay::batch::summary_line(summary)))
 }
 
-/// Runs `work` to its end, or until the process is asked to stop ([`asked_to_stop`]). Then the work is
-/// dropped, and the runtime with every task it spawned: each browser the work started goes with them
-/// (chromiumoxide kills its Chromium when the last handle to it is dropped), rather than being left
-/// running after its replay is gone, as a default `SIGTERM` would leave it.
-fn until_stopped<T>(work: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
-    tokio::runtime::Runtime::new()?.block_on(async {
-        tokio::select! {
-            result = work => result,
-            asked = asked_to_stop() => {
-                asked?;
-                Err(Stopped.into())
-            }
-        }
-    })
-}
-
-/// Waits until the process is asked to stop: Ctrl+C (`SIGINT`), `SIGTERM` (a job runner, `kill`) or
-/// `SIGHUP` (the terminal closed).
-/// `serve --proxy-port`: serves until asked to stop, then writes the session when one was asked for.
-async fn serve_proxy(
-    bundle: &Path,
-    archive: ReplayArchive,
-    options: &ProxyOptions,
-    episode: Option<PathBuf>,
-    limits: LimitArgs,
-) -> anyhow::Result<()> {
-    let start_url = archive.start_url().to_owned();
-    let session = episode.as_deref().map(|dir| SessionRecorder::create(&dir.join(SESSION_DIR))).transpose()?;
-    let (started, started_at_ms) = (std::time::Instant::now(), trace_manifest::time_fmt::now_ms());
-    let proxy = Proxy::start(archive, options, session.clone()).await?;
-    println!("serving {} at {start_url}", bundle.display());
-    println!("proxy: {}", proxy.url());
-    println!("certificate authority: {}", proxy.authority().certificate_path().display());
-    println!("certificate key fingerprint (SPKI, SHA-256): {}", proxy.authority().spki_fingerprint());
-    println!("press Ctrl+C to stop");
-    // Whoever waits for the port reads the lines above whole.
-    std::io::Write::flush(&mut std::io::stdout())?;
-    asked_to_stop().await?;
-    let stats = proxy.close();
-    if let (Some(session), Some(episode)) = (session, episode) {
-        let reference = Reference::read(bundle, limits.limits())?;
-        let task = TaskInfo { status: TaskStatus::Stopped, ..reference.task };
-        session.finish(task, None)?;
-        let served = Served {
-            requests: stats.request_counts(),
-            live_attempts: stats.live_attempts,
-            started_at: trace_manifest::time_fmt::rfc3339_from_millis(started_at_ms),
-            duration_seconds: started.elapsed().as_secs_f64(),
-        };
-        trace_store::atomic::write_json(&episode.join(SERVED_FILE), &served)?;
-        println!(
-            "episode: {} (score it with `trace-replay score {} --episode {}`)",
-            episode.display(),
-            bundle.display(),
-            episode.display()
-        );
-    }
-    print!("{stats}");
-    Ok(())
-}
-
-async fn asked_to_stop() -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
-    let mut hangup = signal(SignalKind::hangup()).context("cannot watch for SIGHUP")?;
-    tokio::select! {
-        interrupted = tokio::signal::ctrl_c() => interrupted.context("cannot watch for Ctrl+C"),
-        _ = terminate.recv() => Ok(()),
-        _ = hangup.recv() => Ok(()),
-    }
+/// The positive number of seconds `value` given to `flag`, as a duration.
+fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
+    anyhow::ensure!(value.is_finite() && value > 0.0, "{flag} takes a positive number of seconds");
+    Ok(Duration::from_secs_f64(value))
 }

@@ -20,8 +20,12 @@
 //!
 //! What the DevTools path has and this one cannot: IndexedDB restored before the page runs, WebRTC
 //! connections counted (they never reach a proxy), and the recorded answer's status text.
+//!
+//! [`serve_until`] is the command: it serves until asked to stop, and with `--episode DIR` writes the
+//! episode the proxy recorded there when it stops ([`ProxyEpisode`]), for `trace-replay score`.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,9 +48,14 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+use trace_manifest::archive::ZipLimits;
+use trace_manifest::bundle::TaskInfo;
+use trace_manifest::eval::{SERVED_FILE, SESSION_DIR, Served};
 use trace_manifest::event::{Cookie, EventKind, Header, Navigation, NavigationCause};
+use trace_manifest::task::TaskStatus;
 
 use crate::archive::ReplayArchive;
+use crate::eval::Reference;
 use crate::matcher::{Request, RequestState};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
@@ -122,6 +131,82 @@ impl Proxy {
     pub fn close(self) -> Stats {
         self.accepting.abort();
         self.shared.responder.stats()
+    }
+}
+
+/// `trace-replay serve --proxy-port`: serves `archive` (read from `bundle`) as a proxy until `stop`
+/// resolves, printing where and how to trust it; with `episode`, records what crosses it and writes the
+/// episode there when it stops ([`ProxyEpisode`]). Prints what was served.
+pub async fn serve_until(
+    bundle: &Path,
+    archive: ReplayArchive,
+    options: &ProxyOptions,
+    episode: Option<&Path>,
+    limits: ZipLimits,
+    stop: impl Future<Output = Result<()>>,
+) -> Result<()> {
+    let start_url = archive.start_url().to_owned();
+    let episode = episode.map(ProxyEpisode::create).transpose()?;
+    let proxy = Proxy::start(archive, options, episode.as_ref().map(ProxyEpisode::session)).await?;
+    println!("serving {} at {start_url}", bundle.display());
+    println!("proxy: {}", proxy.url());
+    println!("certificate authority: {}", proxy.authority().certificate_path().display());
+    println!("certificate key fingerprint (SPKI, SHA-256): {}", proxy.authority().spki_fingerprint());
+    println!("press Ctrl+C to stop");
+    // Whoever waits for the port reads the lines above whole.
+    std::io::stdout().flush()?;
+    stop.await?;
+    let stats = proxy.close();
+    if let Some(episode) = episode {
+        let dir = episode.finish(bundle, limits, &stats)?;
+        println!(
+            "episode: {} (score it with `trace-replay score {} --episode {}`)",
+            dir.display(),
+            bundle.display(),
+            dir.display()
+        );
+    }
+    print!("{stats}");
+    Ok(())
+}
+
+/// An episode recorded through a proxy (`serve --proxy-port --episode DIR`): the session of every request
+/// that crossed it (`DIR/session/`, a bundle) and what was served (`DIR/served.json`), which
+/// `trace-replay score` scores as `eval` scores its own.
+pub struct ProxyEpisode {
+    dir: PathBuf,
+    session: Arc<SessionRecorder>,
+    started: std::time::Instant,
+    started_at_ms: f64,
+}
+
+impl ProxyEpisode {
+    /// Starts recording into `dir`.
+    pub fn create(dir: &Path) -> Result<ProxyEpisode> {
+        let session = SessionRecorder::create(&dir.join(SESSION_DIR))?;
+        let (started, started_at_ms) = (std::time::Instant::now(), trace_manifest::time_fmt::now_ms());
+        Ok(ProxyEpisode { dir: dir.to_owned(), session, started, started_at_ms })
+    }
+
+    /// The session the proxy records into ([`Proxy::start`]).
+    pub fn session(&self) -> Arc<SessionRecorder> {
+        self.session.clone()
+    }
+
+    /// Writes the session, as a bundle of the task of `bundle` stopped where the agent left it, and what
+    /// the proxy served (`stats`); returns the episode's folder.
+    pub fn finish(self, bundle: &Path, limits: ZipLimits, stats: &Stats) -> Result<PathBuf> {
+        let reference = Reference::read(bundle, limits)?;
+        let task = TaskInfo { status: TaskStatus::Stopped, ..reference.task };
+        self.session.finish(task, None)?;
+        let served = Served {
+            requests: stats.request_counts(),
+            live_attempts: stats.live_attempts,
+            started_at: trace_manifest::time_fmt::rfc3339_from_millis(self.started_at_ms),
+            duration_seconds: self.started.elapsed().as_secs_f64(),
+        };
+        trace_store::atomic::write_json(&self.dir.join(SERVED_FILE), &served)?;
+        Ok(self.dir)
     }
 }
 

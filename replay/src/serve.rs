@@ -8,9 +8,11 @@
 //! page opens for real (the recorded ones are played without one) and a WebRTC connection with ICE
 //! servers or a remote candidate. A connection the browser opens ahead of a request (a preconnect)
 //! carries none and is not counted; like every connection, it fails before a socket opens.
+//! [`serve_until`] is `trace-replay serve`: the replay served to whoever attaches until asked to stop.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -63,6 +65,34 @@ impl Default for Options {
     fn default() -> Options {
         Options { chromium: None, headless: true, cdp_port: None, allow_network_fallback: false, determinism: true }
     }
+}
+
+impl Options {
+    /// The options of a browser a command launches for a person or an agent: `chromium`, and without a
+    /// window when `headless` is asked or when there is no display to open one on.
+    pub fn launching(chromium: Option<PathBuf>, headless: bool) -> Options {
+        Options { chromium, headless: headless || std::env::var_os("DISPLAY").is_none(), ..Options::default() }
+    }
+}
+
+/// `trace-replay serve`: launches a browser serving `archive` (read from `bundle`), opens its start page,
+/// and serves until `stop` resolves; then closes the browser and prints what was served.
+pub async fn serve_until(
+    bundle: &Path,
+    archive: ReplayArchive,
+    options: &Options,
+    stop: impl Future<Output = Result<()>>,
+) -> Result<()> {
+    let start_url = archive.start_url().to_owned();
+    let replay = Replay::launch(archive, options).await?;
+    println!("serving {} at {start_url}", bundle.display());
+    println!("DevTools endpoint: {}", replay.cdp_endpoint());
+    println!("press Ctrl+C to stop");
+    replay.open(&start_url).await?;
+    stop.await?;
+    let stats = replay.close().await?;
+    print!("{stats}");
+    Ok(())
 }
 
 /// A browser serving one bundle.

@@ -28,8 +28,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::archive::ReplayArchive;
 use crate::responder::Stats;
-use crate::serve::Replay;
+use crate::serve::{Options, Replay};
 use anyhow::{Context, Result, bail};
 use driver::{PersonsInput, Runner, untried};
 use trace_analysis::evidence::{PageText, page_text};
@@ -150,6 +151,25 @@ pub fn expected_text(bundle: &mut Bundle, snapshot: &str, settled: Option<&str>)
         Some(settled) => settled_text(&recorded, &read(settled)?),
         None => recorded,
     })
+}
+
+/// `trace-replay run --human`: re-runs the demonstration of the bundle at `bundle` in a replay of it
+/// launched with `browser`, and reports, with the misses after the last step noted once the replay is
+/// closed ([`note_late_misses`]).
+pub async fn rerun_demonstration(
+    bundle: &Path,
+    limits: ZipLimits,
+    browser: &Options,
+    options: RunOptions,
+) -> Result<FidelityReport> {
+    let archive = ReplayArchive::open_with_limits(bundle, limits)?;
+    let (calls, credentials) = human_trajectory(bundle, limits)?;
+    let replay = Replay::launch(archive, browser).await?;
+    let report = run_human(&replay, bundle, &calls, &credentials, options).await;
+    let final_stats = replay.close().await?;
+    let mut report = report?;
+    note_late_misses(&mut report, &final_stats);
+    Ok(report)
 }
 
 /// Runs `calls` in `replay`, then reports. Requests missed once the last call's page has settled (a

@@ -1,0 +1,39 @@
+//! Stopping when asked: a command's work runs until it ends or until the process is asked to stop
+//! (Ctrl+C, `SIGTERM`, `SIGHUP`), and then ends as [`Error::Stopped`] with every browser it started
+//! closed; `serve` waits for the same request to stop serving.
+
+use std::future::Future;
+
+use anyhow::Context as _;
+
+use crate::error::Error;
+
+/// Runs `work` to its end, or until the process is asked to stop ([`asked_to_stop`]). Then the work is
+/// dropped, and the runtime with every task it spawned: each browser the work started goes with them
+/// (chromiumoxide kills its Chromium when the last handle to it is dropped), rather than being left
+/// running after its replay is gone, as a default `SIGTERM` would leave it.
+pub fn until_stopped<T>(work: impl Future<Output = anyhow::Result<T>>) -> Result<T, Error> {
+    let runtime = tokio::runtime::Runtime::new().map_err(anyhow::Error::from)?;
+    runtime.block_on(async {
+        tokio::select! {
+            result = work => Ok(result?),
+            asked = asked_to_stop() => {
+                asked?;
+                Err(Error::Stopped)
+            }
+        }
+    })
+}
+
+/// Waits until the process is asked to stop: Ctrl+C (`SIGINT`), `SIGTERM` (a job runner, `kill`) or
+/// `SIGHUP` (the terminal closed).
+pub async fn asked_to_stop() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
+    let mut hangup = signal(SignalKind::hangup()).context("cannot watch for SIGHUP")?;
+    tokio::select! {
+        interrupted = tokio::signal::ctrl_c() => interrupted.context("cannot watch for Ctrl+C"),
+        _ = terminate.recv() => Ok(()),
+        _ = hangup.recv() => Ok(()),
+    }
+}
