@@ -1,7 +1,8 @@
 //! A run of episodes: the task of one bundle, or every task of a TRACE dataset (`tasks.jsonl` and its
 //! bundles), sharded across machines by the schedulers people already run, episodes in parallel, and
-//! resumable: each result is appended to the run's results file as it comes, and a task already there
-//! is not run again. Then the run's summary. [`merge`] joins the runs of shards into the summary one
+//! resumable: each result is added to the run's results file as it comes (the file written anew through
+//! `trace_store::atomic`, so that a run stopped mid-write keeps every whole line), and a task already
+//! there is not run again. Then the run's summary. [`merge`] joins the runs of shards into the summary one
 //! machine would have written (a summary depends only on the results, taken in task order).
 //!
 //! The dataset and the run may be in an object store ([`crate::store`]): shards on many machines then
@@ -11,7 +12,6 @@
 //! that its evaluator finds `<run>/<digits>/agent_response.json` and `network.har`.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -130,7 +130,15 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     let results_name = options.shard.map_or_else(|| files::RESULTS_FILE.to_owned(), Shard::results_file);
     location.fetch(|relative| relative == results_name).await?;
     let results_path = run.join(&results_name);
-    let mut results = read_results(&results_path)?;
+    // The results file as it will be rewritten: the lines already there (less one cut short), then one
+    // per finished task.
+    let mut results = Vec::new();
+    let mut results_jsonl = String::new();
+    for (result, line) in read_result_lines(&results_path)? {
+        results.push(result);
+        results_jsonl.push_str(&line);
+        results_jsonl.push('\n');
+    }
     let done: HashSet<TaskId> = results.iter().map(|result| result.task_id.clone()).collect();
     let pending: Vec<(TaskSource, PathBuf)> =
         tasks_in_dirs.into_iter().filter(|(task, _)| !done.contains(&task.task_id)).collect();
@@ -147,11 +155,9 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     } else {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let mut results_file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&results_path)
-        .with_context(|| format!("cannot open {}", results_path.display()))?;
+    // Written at once, so that the file is there (empty with no task to run, as a shard may be) for
+    // `eval-merge`.
+    write_results_file(&results_path, &results_jsonl)?;
     let mut episodes = futures::stream::iter(pending.into_iter().map(|(task, dir)| async move {
         let episode = Episode { task: &task, out: &run.join(&dir), options: &options.episode };
         let result = match episode.run().await {
@@ -163,9 +169,9 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     .buffer_unordered(options.parallel.max(1));
     while let Some((result, dir)) = episodes.next().await {
         // One line per finished task, written at once: a run stopped half-way keeps every task it finished.
-        let mut line = serde_json::to_vec(&result)?;
-        line.push(b'\n');
-        results_file.write_all(&line).and_then(|()| results_file.sync_data()).context("cannot append a result")?;
+        results_jsonl.push_str(&serde_json::to_string(&result)?);
+        results_jsonl.push('\n');
+        write_results_file(&results_path, &results_jsonl).context("cannot append a result")?;
         if location.is_store() {
             location.put(&dir.to_string_lossy()).await?;
             let environment = dataset::environment_name(&result.website);
@@ -245,8 +251,18 @@ fn unusable(task: &TaskSource, options: &EvalOptions, error: &str) -> EvalResult
     }
 }
 
+/// Puts a results file's whole text at `path`, atomically: a results file is only ever whole lines.
+fn write_results_file(path: &Path, jsonl: &str) -> Result<()> {
+    atomic::write(path, |out| Ok(out.write_all(jsonl.as_bytes())?)).map(drop)
+}
+
 /// The results already in a results file; a last line cut short (a run killed mid-write) is dropped.
 fn read_results(path: &Path) -> Result<Vec<EvalResult>> {
+    Ok(read_result_lines(path)?.into_iter().map(|(result, _)| result).collect())
+}
+
+/// [`read_results`], each result with its line as it is in the file (kept as it was when a run resumes).
+fn read_result_lines(path: &Path) -> Result<Vec<(EvalResult, String)>> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -256,7 +272,7 @@ fn read_results(path: &Path) -> Result<Vec<EvalResult>> {
     let lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
     for (number, line) in lines.iter().enumerate() {
         match serde_json::from_str(line) {
-            Ok(result) => results.push(result),
+            Ok(result) => results.push((result, (*line).to_owned())),
             Err(_) if number + 1 == lines.len() && !text.ends_with('\n') => {
                 tracing::warn!("the last line of {} was cut short; its task runs again", path.display());
             }

@@ -36,6 +36,7 @@ use trace_manifest::event::{
 use trace_manifest::har::Creator;
 use trace_manifest::task::RecorderInfo;
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
+use trace_store::atomic;
 
 /// How long after an action its capture waits, so that the page shows the action's effect (as the
 /// extension waits).
@@ -175,7 +176,9 @@ impl SessionRecorder {
 
     fn write_hashed(&self, path: &str, bytes: &[u8], sha256: String) -> Result<FileEntry> {
         let target = self.dir.join(path);
-        std::fs::write(&target, bytes).with_context(|| format!("cannot write {}", target.display()))?;
+        // Whole or not at all: a session stopped mid-write (an episode's time limit, Ctrl+C) must leave no
+        // half body under its hash for scoring to read.
+        atomic::write(&target, |out| Ok(out.write_all(bytes)?))?;
         Ok(FileEntry { path: path.to_owned(), size: bytes.len() as u64, sha256 })
     }
 
