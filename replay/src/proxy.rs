@@ -48,7 +48,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject as _;
-use trace_manifest::archive::ZipLimits;
+use trace_bundle::archive::ZipLimits;
 use trace_manifest::bundle::TaskInfo;
 use trace_manifest::eval::{SERVED_FILE, SESSION_DIR, Served};
 use trace_manifest::event::{Cookie, EventKind, Header, Navigation, NavigationCause};
