@@ -247,6 +247,11 @@ impl Bundle {
         }
     }
 
+    /// The limits the bundle was opened with, which whatever reads it further uses too.
+    pub fn limits(&self) -> ZipLimits {
+        self.limits
+    }
+
     /// Every file in the bundle with its size, sorted by path: packed files too.
     pub fn files(&self) -> Result<BTreeMap<String, u64>> {
         let mut files = self.source.files()?;

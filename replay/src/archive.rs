@@ -97,10 +97,19 @@ impl ReplayArchive {
             bail!("cannot open the bundle {}: it is neither a directory nor a zip file", path.display());
         }
         let bundle = Bundle::open_with_limits(path, limits).map_err(flatten).with_context(cannot_open)?;
-        ReplayArchive::load(path, bundle, limits).with_context(|| format!("{} is not a usable bundle", path.display()))
+        ReplayArchive::from_bundle(bundle)
     }
 
-    fn load(path: &Path, mut bundle: Bundle, limits: ZipLimits) -> Result<ReplayArchive> {
+    /// [`ReplayArchive::open`] over a bundle already open, with the limits it was opened with: what an
+    /// episode read first (its task, its checkpoints) is read from the same bundle, and a snapshot pack
+    /// that reading unpacked is not unpacked again.
+    pub fn from_bundle(bundle: Bundle) -> Result<ReplayArchive> {
+        let path = bundle.path().to_owned();
+        ReplayArchive::load(&path, bundle).with_context(|| format!("{} is not a usable bundle", path.display()))
+    }
+
+    fn load(path: &Path, mut bundle: Bundle) -> Result<ReplayArchive> {
+        let limits = bundle.limits();
         let manifest = bundle.manifest().map_err(flatten)?;
         // Parsed as it streams in, and refused first when it would take more memory than the limit.
         let har = match bundle.har() {
@@ -240,6 +249,13 @@ impl ReplayArchive {
     /// The limits the bundle was opened with, which whatever else reads it uses too.
     pub fn limits(&self) -> ZipLimits {
         self.limits
+    }
+
+    /// Runs `read` on the open bundle, for what replay reads of it besides the responses (the re-run's
+    /// snapshots and screenshots): through the one open bundle, its snapshot pack is unpacked once. The
+    /// bundle is the responses' too, so `read` should read, not parse at length.
+    pub fn with_bundle<T>(&self, read: impl FnOnce(&mut Bundle) -> T) -> T {
+        read(&mut self.bundle.lock().expect("no panics while locked"))
     }
 
     /// Replaces the ignore list (`--ignore-list`).

@@ -74,16 +74,18 @@ pub async fn audit_tasks(
 
 /// Audits one task into `out/<task>/`.
 pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -> Result<TaskAudit> {
-    let reference = Reference::read(&task.bundle, options.episode.limits)?;
+    // The reference and a model's evidence are read from one open bundle, closed before the runs start:
+    // each run's episode opens the bundle once for itself.
+    let mut bundle = Bundle::open_with_limits(&task.bundle, options.episode.limits)
+        .with_context(|| format!("cannot open the bundle {}", task.bundle.display()))?;
+    let reference = Reference::of_bundle(&mut bundle)?;
     let dir = out.join(task.task_id.as_str());
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let candidates = match &options.proposer {
-        Some(proposer) => {
-            let mut bundle = Bundle::open_with_limits(&task.bundle, options.episode.limits)?;
-            proposer.propose(&reference, &Evidence::load_recording(&mut bundle)?).await?
-        }
+        Some(proposer) => proposer.propose(&reference, &Evidence::load_recording(&mut bundle)?).await?,
         None => reference.checkpoints.clone(),
     };
+    drop(bundle);
     let mut kinds = vec![AuditRunKind::Demonstration, AuditRunKind::Nothing];
     kinds.extend(audit::perturbations(reference.task.task_type, &reference.calls, &candidates));
 

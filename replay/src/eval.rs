@@ -145,8 +145,13 @@ pub struct Reference {
 impl Reference {
     /// Reads the bundle's task, demonstration, checkpoints (derived when it was never processed) and rubric.
     pub fn read(path: &Path, limits: ZipLimits) -> Result<Reference> {
-        let mut bundle = Bundle::open_with_limits(path, limits)
-            .with_context(|| format!("cannot open the bundle {}", path.display()))?;
+        Reference::of_bundle(&mut open_bundle(path, limits)?)
+    }
+
+    /// [`Reference::read`] from a bundle already open, which goes on to serve the episode: its snapshot
+    /// pack, if deriving the checkpoints unpacked it, is not unpacked again.
+    pub fn of_bundle(bundle: &mut Bundle) -> Result<Reference> {
+        let path = bundle.path().to_owned();
         let manifest = bundle.manifest()?;
         let task = manifest.task.clone();
         let audit = manifest.audit.clone();
@@ -154,7 +159,7 @@ impl Reference {
             serde_json::from_slice(&bundle.read(CHECKPOINTS_FILE)?)
                 .with_context(|| format!("{CHECKPOINTS_FILE} of {} does not parse", path.display()))?
         } else {
-            postprocess::derive(&task, &Evidence::load_recording(&mut bundle)?).checkpoints
+            postprocess::derive(&task, &Evidence::load_recording(bundle)?).checkpoints
         };
         let rubric = if bundle.contains(files::RUBRIC_FILE) {
             let rubric: Rubric = serde_json::from_slice(&bundle.read(files::RUBRIC_FILE)?)
@@ -166,7 +171,7 @@ impl Reference {
         } else {
             None
         };
-        let (calls, credentials) = trajectory::of_bundle(&mut bundle)?;
+        let (calls, credentials) = trajectory::of_bundle(bundle)?;
         Ok(Reference { task, calls, credentials, checkpoints, rubric, audit })
     }
 
@@ -200,6 +205,11 @@ impl Reference {
             _ => None,
         })
     }
+}
+
+/// The bundle at `path`, opened once for all an episode reads of it (the reference, then the replay).
+fn open_bundle(path: &Path, limits: ZipLimits) -> Result<Bundle> {
+    Bundle::open_with_limits(path, limits).with_context(|| format!("cannot open the bundle {}", path.display()))
 }
 
 /// Scores an episode that `serve --proxy-port --episode DIR` recorded (`DIR/session/`, `DIR/served.json`),
@@ -289,8 +299,11 @@ impl Episode<'_> {
     /// writes a malformed answer, never connects) gives a result with its `error`; an unusable bundle or
     /// browser is an `Err`.
     pub async fn run(&self) -> Result<EvalResult> {
-        let reference = Reference::read(&self.task.bundle, self.options.limits)?;
-        let archive = ReplayArchive::open_with_limits(&self.task.bundle, self.options.limits)?;
+        // One open bundle for the episode: the reference is read from it, then it is served, and the
+        // re-run's captures are read through it ([`run_human`]), so that its snapshot pack is unpacked once.
+        let mut bundle = open_bundle(&self.task.bundle, self.options.limits)?;
+        let reference = Reference::of_bundle(&mut bundle)?;
+        let archive = ReplayArchive::from_bundle(bundle)?;
         let start_url = reference.start_url().unwrap_or(archive.start_url()).to_owned();
         if self.out.exists() {
             std::fs::remove_dir_all(self.out).with_context(|| format!("cannot clear {}", self.out.display()))?;
@@ -313,7 +326,7 @@ impl Episode<'_> {
                     Agent::Perturbed(Perturbation::ValueAltered(step)) => run_options.alter_step = Some(*step),
                     _ => {}
                 }
-                let report = run_human(&replay, &self.task.bundle, &calls, &reference.credentials, run_options).await;
+                let report = run_human(&replay, &calls, &reference.credentials, run_options).await;
                 let error = match report {
                     Ok(report) if report.steps_failed == 0 => None,
                     Ok(report) => Some(format!("{} of the person's steps failed in the replay", report.steps_failed)),

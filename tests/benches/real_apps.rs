@@ -500,7 +500,7 @@ async fn judge_step(
     }
     tokio::time::sleep(SETTLE).await;
     if let Some(snapshot) = &call.dom_snapshot {
-        let recorded = expected_text(bundle, snapshot, settled)?;
+        let recorded = expected_text(|file| Ok(bundle.read(file)?), snapshot, settled)?;
         let deadline = Instant::now() + timeout;
         loop {
             let html = playwright.ask(&json!({ "html": true }), WAIT).await?;

@@ -27,7 +27,6 @@ use serde_json::json;
 use trace_analysis::audit::alter_text;
 use trace_analysis::evidence::page_text;
 use trace_analysis::fidelity::{TextComparison, compare_text, reaches};
-use trace_bundle::archive::Bundle;
 use trace_manifest::event::Viewport;
 use trace_manifest::report::{LocatedBy, StepOutcome, WebSocketFrames};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall};
@@ -115,7 +114,6 @@ impl PersonsInput {
 
 pub(super) struct Runner<'a> {
     replay: &'a Replay,
-    bundle: Bundle,
     /// The replay's tabs, numbered as the trajectory numbers the recording's.
     tabs: Vec<Page>,
     current: usize,
@@ -127,9 +125,9 @@ pub(super) struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    /// A re-run in `replay` of the recording `bundle`, with no tab open yet.
-    pub(super) fn new(replay: &'a Replay, bundle: Bundle, options: RunOptions) -> Runner<'a> {
-        Runner { replay, bundle, tabs: Vec::new(), current: 0, options, fitted: HashMap::new(), previous: None }
+    /// A re-run in `replay` of the recording it serves, with no tab open yet.
+    pub(super) fn new(replay: &'a Replay, options: RunOptions) -> Runner<'a> {
+        Runner { replay, tabs: Vec::new(), current: 0, options, fitted: HashMap::new(), previous: None }
     }
 }
 
@@ -568,7 +566,7 @@ impl Runner<'_> {
     /// Compares the current page's text with `snapshot`'s, less what `settled` (the capture of the
     /// person's next step on the same page) no longer shows: text only on screen while the page loaded.
     async fn compare_text(&mut self, snapshot: &str, settled: Option<&str>) -> Result<TextComparison> {
-        let recorded = expected_text(&mut self.bundle, snapshot, settled)?;
+        let recorded = expected_text(|file| self.recorded_file(file), snapshot, settled)?;
         let deadline = Instant::now() + self.options.step_timeout;
         loop {
             let page = self.page()?;
@@ -607,9 +605,15 @@ impl Runner<'_> {
         total
     }
 
+    /// A file of the recording (a capture, a screenshot), read from the bundle the replay serves: the one
+    /// open bundle, whose snapshot pack is unpacked once.
+    fn recorded_file(&self, file: &str) -> Result<Vec<u8>> {
+        Ok(self.replay.responder().archive().with_bundle(|bundle| bundle.read(file))?)
+    }
+
     /// The share of pixels of the current tab that differ from the recorded screenshot, if they are of one size.
     async fn screenshot_difference(&mut self, recorded: &str) -> Result<Option<f64>> {
-        let recorded = self.bundle.read(recorded)?;
+        let recorded = self.recorded_file(recorded)?;
         let params = ScreenshotParams::builder().format(CaptureScreenshotFormat::Png).build();
         let now = self.page()?.screenshot(params).await?;
         pixel_difference(&recorded, &now)

@@ -142,10 +142,16 @@ pub fn settled_snapshot(calls: &[ToolCall], index: usize) -> Option<&str> {
 }
 
 /// The text a step's page must show: its capture's (`snapshot`), less what the capture of the person's
-/// next step on the same page (`settled`, see [`settled_snapshot`]) no longer shows.
-pub fn expected_text(bundle: &mut Bundle, snapshot: &str, settled: Option<&str>) -> Result<PageText> {
+/// next step on the same page (`settled`, see [`settled_snapshot`]) no longer shows. The captures are read
+/// by `read_file` (a file of the bundle by its name), so that a caller sharing its bundle holds it only
+/// while a file is read, not while the text is taken out of it.
+pub fn expected_text(
+    mut read_file: impl FnMut(&str) -> Result<Vec<u8>>,
+    snapshot: &str,
+    settled: Option<&str>,
+) -> Result<PageText> {
     let mut read =
-        |file: &str| -> Result<PageText> { Ok(page_text(0, "", file, &String::from_utf8_lossy(&bundle.read(file)?))) };
+        |file: &str| -> Result<PageText> { Ok(page_text(0, "", file, &String::from_utf8_lossy(&read_file(file)?))) };
     let recorded = read(snapshot)?;
     Ok(match settled {
         Some(settled) => settled_text(&recorded, &read(settled)?),
@@ -163,27 +169,28 @@ pub async fn rerun_demonstration(
     options: RunOptions,
 ) -> Result<FidelityReport> {
     let archive = ReplayArchive::open_with_limits(bundle, limits)?;
-    let (calls, credentials) = human_trajectory(bundle, limits)?;
+    let (calls, credentials) = archive.with_bundle(trajectory::of_bundle)?;
     let replay = Replay::launch(archive, browser).await?;
-    let report = run_human(&replay, bundle, &calls, &credentials, options).await;
+    let report = run_human(&replay, &calls, &credentials, options).await;
     let final_stats = replay.close().await?;
     let mut report = report?;
     note_late_misses(&mut report, &final_stats);
     Ok(report)
 }
 
-/// Runs `calls` in `replay`, then reports. Requests missed once the last call's page has settled (a
-/// beacon sent as the browser closes) are not in the report: [`note_late_misses`] lists them apart once
-/// the replay is closed.
+/// Runs `calls` in `replay`, then reports. The recorded captures the steps are judged against are read
+/// from the bundle `replay` serves, through its one open bundle ([`ReplayArchive::with_bundle`]).
+/// Requests missed once the last call's page has settled (a beacon sent as the browser closes) are not in
+/// the report: [`note_late_misses`] lists them apart once the replay is closed.
+///
+/// [`ReplayArchive::with_bundle`]: crate::archive::ReplayArchive::with_bundle
 pub async fn run_human(
     replay: &Replay,
-    bundle: &Path,
     calls: &[ToolCall],
     credentials: &[Credential],
     options: RunOptions,
 ) -> Result<FidelityReport> {
-    let bundle = Bundle::open_with_limits(bundle, replay.responder().archive().limits())?;
-    let mut runner = Runner::new(replay, bundle, options);
+    let mut runner = Runner::new(replay, options);
     let persons = PersonsInput::of(calls, credentials);
     let mut steps = Vec::new();
     let deadline = options.step_deadline();

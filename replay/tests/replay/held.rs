@@ -65,7 +65,7 @@ async fn dialogs_are_answered_as_the_person_went_on() {
     );
     let options = RunOptions { step_timeout: Duration::from_secs(3), ..RunOptions::default() };
     let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
-    let report = run_human(&replay, &dir, &calls_of(&dir), &[], options).await.unwrap();
+    let report = run_human(&replay, &calls_of(&dir), &[], options).await.unwrap();
     replay.close().await.unwrap();
     let text = trace_replay::run::text(&report);
     assert_eq!(report.steps_failed, 0, "{text}");
@@ -91,7 +91,7 @@ async fn a_step_that_never_ends_fails_on_its_deadline_and_the_run_goes_on() {
     let options = RunOptions { step_timeout: Duration::from_millis(500), ..RunOptions::default() };
     let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
     let started = Instant::now();
-    let report = run_human(&replay, &dir, &calls_of(&dir), &[], options).await.unwrap();
+    let report = run_human(&replay, &calls_of(&dir), &[], options).await.unwrap();
     let took = started.elapsed();
     replay.close().await.unwrap();
     let text = trace_replay::run::text(&report);

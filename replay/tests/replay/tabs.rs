@@ -38,7 +38,7 @@ async fn every_tab_has_the_page_scripts_before_its_first_document() {
     // Many times over: the first tab's race with the watch on new tabs was lost only now and then.
     for attempt in 0..4 {
         let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
-        let report = run_human(&replay, &dir, &calls, &[], RunOptions::default()).await.unwrap();
+        let report = run_human(&replay, &calls, &[], RunOptions::default()).await.unwrap();
         assert_eq!(report.steps_failed, 0, "attempt {attempt}: {}", trace_replay::run::text(&report));
         replay.open(PAGE).await.unwrap();
         let mut titles = Vec::new();
