@@ -676,34 +676,20 @@ async fn run_command(
         }
         EpisodeEnd::Replayed | EpisodeEnd::Idle | EpisodeEnd::Proxied => {}
     }
-    let done = match answers.read(files::DONE_FILE).await {
-        Ok(Some(raw)) => match serde_json::from_slice::<AgentDone>(&raw) {
-            Ok(done) => Some(done),
-            Err(error) => {
-                errors.push(format!("the agent's {} is malformed: {error}", files::DONE_FILE));
-                None
-            }
-        },
-        Ok(None) => None,
-        Err(error) => {
+    let done = parse_answer_file::<AgentDone>(files::DONE_FILE, answers.read(files::DONE_FILE).await)
+        .unwrap_or_else(|error| {
             errors.push(error);
             None
-        }
-    };
-    let response = match answers.read(files::AGENT_RESPONSE_FILE).await {
-        Ok(Some(raw)) => match serde_json::from_slice::<AgentResponse>(&raw) {
-            Ok(_) => Some(raw),
-            Err(error) => {
-                errors.push(format!("the agent's {} is malformed: {error}", files::AGENT_RESPONSE_FILE));
+        })
+        .map(|(done, _)| done);
+    // Kept as the agent wrote it, byte for byte, once it is known to parse.
+    let response =
+        parse_answer_file::<AgentResponse>(files::AGENT_RESPONSE_FILE, answers.read(files::AGENT_RESPONSE_FILE).await)
+            .unwrap_or_else(|error| {
+                errors.push(error);
                 None
-            }
-        },
-        Ok(None) => None,
-        Err(error) => {
-            errors.push(error);
-            None
-        }
-    };
+            })
+            .map(|(_, raw)| raw);
     if done.is_none() && response.is_none() && errors.is_empty() {
         errors.push(format!(
             "the agent wrote no answer ({} or {} in TRACE_OUT)",
@@ -946,6 +932,20 @@ fn read_agent_file(dir: &std::os::fd::OwnedFd, name: &str) -> Result<Option<Vec<
     }
 }
 
+/// One of the agent's answer files, as [`AnswerDir::read`] read it, parsed as a `T`: the parsed answer and
+/// its bytes, `Ok(None)` when the agent wrote none, and what went wrong (it could not be read, it does not
+/// parse) as the agent's fault, for the result's `error`.
+fn parse_answer_file<T: serde::de::DeserializeOwned>(
+    name: &str,
+    read: Result<Option<Vec<u8>>, String>,
+) -> Result<Option<(T, Vec<u8>)>, String> {
+    let Some(raw) = read? else { return Ok(None) };
+    match serde_json::from_slice::<T>(&raw) {
+        Ok(parsed) => Ok(Some((parsed, raw))),
+        Err(error) => Err(format!("the agent's {name} is malformed: {error}")),
+    }
+}
+
 /// How long the session may take to handle what the browser sent before an episode starts or ends.
 const CATCH_UP: Duration = Duration::from_secs(10);
 
@@ -1086,6 +1086,29 @@ mod tests {
         refused("dir.json", "a folder");
         std::fs::File::create(out.join("huge.json")).unwrap().set_len(AGENT_FILE_MAX_BYTES + 1).unwrap();
         refused("huge.json", "is larger than 4 MiB");
+    }
+
+    #[test]
+    fn an_agents_answer_file_is_parsed_or_its_fault_said() {
+        let parse = |read: Result<Option<&[u8]>, &str>| {
+            parse_answer_file::<AgentDone>(
+                files::DONE_FILE,
+                read.map(|raw| raw.map(<[u8]>::to_vec)).map_err(str::to_owned),
+            )
+        };
+        let written = br#"{"text": "42", "success": true}"#;
+        let (done, raw) = parse(Ok(Some(written))).unwrap().unwrap();
+        assert_eq!((done.text.as_deref(), done.success), (Some("42"), Some(true)));
+        assert_eq!(raw, written, "the bytes as the agent wrote them");
+        // None written: no answer, and no fault of the file's own.
+        assert!(parse(Ok(None)).unwrap().is_none());
+        let malformed = parse(Ok(Some(b"{not json"))).err().unwrap();
+        assert!(malformed.starts_with("the agent's done.json is malformed: "), "{malformed}");
+        // Refused as it was read: said as the reading said it.
+        assert_eq!(
+            parse(Err("the agent's done.json is a symbolic link")).err().unwrap(),
+            "the agent's done.json is a symbolic link"
+        );
     }
 
     #[test]
