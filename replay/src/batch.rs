@@ -1,9 +1,9 @@
 //! A run of episodes: the task of one bundle, or every task of a TRACE dataset (`tasks.jsonl` and its
 //! bundles), sharded across machines by the schedulers people already run, episodes in parallel, and
-//! resumable: each result is added to the run's results file as it comes (the file written anew through
-//! `trace_store::atomic`, so that a run stopped mid-write keeps every whole line), and a task already
-//! there is not run again. Then the run's summary. [`merge`] joins the runs of shards into the summary one
-//! machine would have written (a summary depends only on the results, taken in task order).
+//! resumable: each result is appended to the run's results file as it comes, one whole line at a time,
+//! and a task already there is not run again (a line cut short by a killed run is dropped when the run
+//! resumes, the file written anew through `trace_store::atomic` before anything is appended). Then the
+//! run's summary. [`merge`] joins the runs of shards into the summary one machine would have written (a summary depends only on the results, taken in task order).
 //!
 //! The dataset and the run may be in an object store ([`crate::store`]): shards on many machines then
 //! share one run there, each putting its files as they are done.
@@ -12,6 +12,7 @@
 //! that its evaluator finds `<run>/<digits>/agent_response.json` and `network.har`.
 
 use std::collections::{BTreeMap, HashSet};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -155,9 +156,15 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     } else {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    // Written at once, so that the file is there (empty with no task to run, as a shard may be) for
-    // `eval-merge`.
+    // Written anew once, whole lines only (a line a killed run cut short is dropped here, not appended
+    // to), and so that the file is there (empty with no task to run, as a shard may be) for `eval-merge`.
+    // Then each result is appended: rewriting the file per episode would cost a run of n tasks n² bytes.
     write_results_file(&results_path, &results_jsonl)?;
+    drop(results_jsonl);
+    let mut results_file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&results_path)
+        .with_context(|| format!("cannot open {}", results_path.display()))?;
     let mut episodes = futures::stream::iter(pending.into_iter().map(|(task, dir)| async move {
         let episode = Episode { task: &task, out: &run.join(&dir), options: &options.episode };
         let result = match episode.run().await {
@@ -169,9 +176,9 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     .buffer_unordered(options.parallel.max(1));
     while let Some((result, dir)) = episodes.next().await {
         // One line per finished task, written at once: a run stopped half-way keeps every task it finished.
-        results_jsonl.push_str(&serde_json::to_string(&result)?);
-        results_jsonl.push('\n');
-        write_results_file(&results_path, &results_jsonl).context("cannot append a result")?;
+        let mut line = serde_json::to_vec(&result)?;
+        line.push(b'\n');
+        results_file.write_all(&line).and_then(|()| results_file.sync_data()).context("cannot append a result")?;
         if location.is_store() {
             location.put(&dir.to_string_lossy()).await?;
             let environment = dataset::environment_name(&result.website);

@@ -295,14 +295,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "--allow-network-fallback needs the browser replay launches; the proxy answers from the bundle alone"
                 );
                 let options = ProxyOptions { port, ca_dir, determinism: !no_determinism };
-                let serving = trace_replay::proxy::serve_until(
-                    &bundle,
-                    archive,
-                    &options,
-                    episode.as_deref(),
-                    limits.limits(),
-                    asked_to_stop(),
-                );
+                let serving =
+                    trace_replay::proxy::serve_until(&bundle, archive, &options, episode.as_deref(), asked_to_stop());
                 return tokio::runtime::Runtime::new()?.block_on(serving);
             }
             let options =

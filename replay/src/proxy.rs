@@ -48,14 +48,12 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject as _;
-use trace_bundle::archive::ZipLimits;
 use trace_manifest::bundle::TaskInfo;
 use trace_manifest::eval::{SERVED_FILE, SESSION_DIR, Served};
 use trace_manifest::event::{Cookie, EventKind, Header, Navigation, NavigationCause};
 use trace_manifest::task::TaskStatus;
 
 use crate::archive::ReplayArchive;
-use crate::eval::Reference;
 use crate::matcher::{Request, RequestState};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
@@ -142,10 +140,10 @@ pub async fn serve_until(
     archive: ReplayArchive,
     options: &ProxyOptions,
     episode: Option<&Path>,
-    limits: ZipLimits,
     stop: impl Future<Output = Result<()>>,
 ) -> Result<()> {
     let start_url = archive.start_url().to_owned();
+    let task = archive.manifest.task.clone();
     let episode = episode.map(ProxyEpisode::create).transpose()?;
     let proxy = Proxy::start(archive, options, episode.as_ref().map(ProxyEpisode::session)).await?;
     println!("serving {} at {start_url}", bundle.display());
@@ -158,7 +156,7 @@ pub async fn serve_until(
     stop.await?;
     let stats = proxy.close();
     if let Some(episode) = episode {
-        let dir = episode.finish(bundle, limits, &stats)?;
+        let dir = episode.finish(task, &stats)?;
         println!(
             "episode: {} (score it with `trace-replay score {} --episode {}`)",
             dir.display(),
@@ -193,11 +191,10 @@ impl ProxyEpisode {
         self.session.clone()
     }
 
-    /// Writes the session, as a bundle of the task of `bundle` stopped where the agent left it, and what
-    /// the proxy served (`stats`); returns the episode's folder.
-    pub fn finish(self, bundle: &Path, limits: ZipLimits, stats: &Stats) -> Result<PathBuf> {
-        let reference = Reference::read(bundle, limits)?;
-        let task = TaskInfo { status: TaskStatus::Stopped, ..reference.task };
+    /// Writes the session, as a bundle of the served bundle's `task` stopped where the agent left it, and
+    /// what the proxy served (`stats`); returns the episode's folder.
+    pub fn finish(self, task: TaskInfo, stats: &Stats) -> Result<PathBuf> {
+        let task = TaskInfo { status: TaskStatus::Stopped, ..task };
         self.session.finish(task, None)?;
         let served = Served {
             requests: stats.request_counts(),

@@ -177,8 +177,10 @@ impl SessionRecorder {
     fn write_hashed(&self, path: &str, bytes: &[u8], sha256: String) -> Result<FileEntry> {
         let target = self.dir.join(path);
         // Whole or not at all: a session stopped mid-write (an episode's time limit, Ctrl+C) must leave no
-        // half body under its hash for scoring to read.
-        atomic::write(&target, |out| Ok(out.write_all(bytes)?))?;
+        // half body under its hash for scoring to read. Not synced (`atomic::write_unsynced`): the page
+        // waits on its bodies being stored, and a session is scored on this machine when its episode
+        // ends, so a power cut loses the episode whatever is on disk.
+        atomic::write_unsynced(&target, |out| Ok(out.write_all(bytes)?))?;
         Ok(FileEntry { path: path.to_owned(), size: bytes.len() as u64, sha256 })
     }
 

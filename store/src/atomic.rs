@@ -71,9 +71,15 @@ impl AtomicFile {
     }
 
     /// Syncs the file and renames it to its name.
-    pub fn commit(mut self) -> Result<()> {
+    pub fn commit(self) -> Result<()> {
+        self.put_in_place(Sync::ToDisk)
+    }
+
+    fn put_in_place(mut self, sync: Sync) -> Result<()> {
         let file = self.file.take().expect("the file is open until commit");
-        file.sync_all().with_context(|| format!("cannot write {}", self.path.display()))?;
+        if sync == Sync::ToDisk {
+            file.sync_all().with_context(|| format!("cannot write {}", self.path.display()))?;
+        }
         drop(file);
         std::fs::rename(&self.partial, &self.path).with_context(|| format!("cannot write {}", self.path.display()))
     }
@@ -87,27 +93,43 @@ impl Drop for AtomicFile {
     }
 }
 
+/// Whether a file is synced to disk before it is renamed into place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sync {
+    ToDisk,
+    No,
+}
+
 /// Writes `path` atomically with what `write` writes, and returns its size and lowercase hex sha256.
 pub fn write(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<(u64, String)> {
-    write_through(AtomicFile::create(path)?, path, write)
+    write_through(AtomicFile::create(path)?, path, write, Sync::ToDisk)
+}
+
+/// As [`write`], renamed into place without a sync to disk first: whole against a process stopped
+/// mid-write (a reader finds no file or all of it), not against a power cut. For files written while
+/// someone waits on them, many a second: a replay session's bodies, stored as its page loads, where a
+/// sync each would slow the page the agent is being timed on.
+pub fn write_unsynced(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<(u64, String)> {
+    write_through(AtomicFile::create(path)?, path, write, Sync::No)
 }
 
 /// As [`write`], for a file other processes may be writing at the same moment ([`AtomicFile::create_unique`]):
 /// the last one renamed is the file, whole.
 pub fn write_shared(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<(u64, String)> {
-    write_through(AtomicFile::create_unique(path)?, path, write)
+    write_through(AtomicFile::create_unique(path)?, path, write, Sync::ToDisk)
 }
 
 fn write_through(
     mut atomic: AtomicFile,
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<()>,
+    sync: Sync,
 ) -> Result<(u64, String)> {
     let mut out = HashingWriter::new(BufWriter::new(atomic.file()));
     write(&mut out).with_context(|| format!("cannot write {}", path.display()))?;
     let (buffered, size, sha256) = out.finish();
     buffered.into_inner().map_err(|e| e.into_error()).with_context(|| format!("cannot write {}", path.display()))?;
-    atomic.commit()?;
+    atomic.put_in_place(sync)?;
     Ok((size, sha256))
 }
 

@@ -355,11 +355,13 @@ async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() 
     assert_eq!((summary.tasks, summary.errors), (modes.len(), 5));
     assert!(std::fs::read_to_string(single.join("summary.md")).unwrap().contains("| other-path |"));
 
-    // Resumed: finished tasks are not run again; a task whose line was lost is.
+    // Resumed: finished tasks are not run again; a task whose line a killed run cut short is, and its
+    // line is whole again (not appended to what was cut).
     let kept = std::fs::read_to_string(single.join("results.jsonl")).unwrap();
-    let without_last: Vec<&str> = kept.lines().collect();
-    let lost: EvalResult = serde_json::from_str(without_last[without_last.len() - 1]).unwrap();
-    std::fs::write(single.join("results.jsonl"), without_last[..without_last.len() - 1].join("\n") + "\n").unwrap();
+    let lines: Vec<&str> = kept.lines().collect();
+    let (last, before_last) = lines.split_last().unwrap();
+    let lost: EvalResult = serde_json::from_str(last).unwrap();
+    std::fs::write(single.join("results.jsonl"), before_last.join("\n") + "\n" + &last[..last.len() / 2]).unwrap();
     let untouched = results.iter().find(|r| r.task_id != lost.task_id).unwrap().task_id.clone();
     let untouched_result = single.join(untouched.as_str()).join("result.json");
     let before = std::fs::metadata(&untouched_result).unwrap().modified().unwrap();
@@ -367,6 +369,7 @@ async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() 
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let resumed = std::fs::read_to_string(single.join("results.jsonl")).unwrap();
     assert_eq!(resumed.lines().count(), modes.len(), "{resumed}");
+    assert!(resumed.lines().all(|line| serde_json::from_str::<EvalResult>(line).is_ok()), "{resumed}");
     assert!(resumed.lines().last().unwrap().contains(&format!("\"task_id\":\"{}\"", lost.task_id)));
     assert_eq!(std::fs::metadata(&untouched_result).unwrap().modified().unwrap(), before, "not run again");
 
