@@ -81,6 +81,12 @@ struct BodyCache {
     bytes: usize,
 }
 
+/// The bundle at `path`, opened for what replay reads of it besides serving it (a task's reference, its
+/// demonstration), with the error every command gives for a bundle it cannot open.
+pub fn open_bundle(path: &Path, limits: ZipLimits) -> Result<Bundle> {
+    Bundle::open_with_limits(path, limits).with_context(|| format!("cannot open the bundle {}", path.display()))
+}
+
 impl ReplayArchive {
     /// Opens a bundle directory or an exported zip with the default limits, refusing it with the reason
     /// if anything replay needs is missing or damaged.

@@ -27,6 +27,7 @@ use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_store::atomic;
 
+use crate::archive::open_bundle;
 use crate::eval::{Agent, Episode, EvalOptions, Perturbation, Reference};
 use crate::proposals::Proposer;
 use crate::tasks::TaskSource;
@@ -76,8 +77,7 @@ pub async fn audit_tasks(
 pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -> Result<TaskAudit> {
     // The reference and a model's evidence are read from one open bundle, closed before the runs start:
     // each run's episode opens the bundle once for itself.
-    let mut bundle = Bundle::open_with_limits(&task.bundle, options.episode.limits)
-        .with_context(|| format!("cannot open the bundle {}", task.bundle.display()))?;
+    let mut bundle = open_bundle(&task.bundle, options.episode.limits)?;
     let reference = Reference::of_bundle(&mut bundle)?;
     let dir = out.join(task.task_id.as_str());
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;

@@ -3,7 +3,8 @@
 //! resumable: each result is appended to the run's results file as it comes, one whole line at a time,
 //! and a task already there is not run again (a line cut short by a killed run is dropped when the run
 //! resumes, the file written anew through `trace_store::atomic` before anything is appended). Then the
-//! run's summary. [`merge`] joins the runs of shards into the summary one machine would have written (a summary depends only on the results, taken in task order).
+//! run's summary. [`merge`] joins the runs of shards into the summary one machine would have written
+//! (a summary depends only on the results, taken in task order).
 //!
 //! The dataset and the run may be in an object store ([`crate::store`]): shards on many machines then
 //! share one run there, each putting its files as they are done.
@@ -131,8 +132,7 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     let results_name = options.shard.map_or_else(|| files::RESULTS_FILE.to_owned(), Shard::results_file);
     location.fetch(|relative| relative == results_name).await?;
     let results_path = run.join(&results_name);
-    // The results file as it will be rewritten: the lines already there (less one cut short), then one
-    // per finished task.
+    // The results file as it is written anew below: the lines already there, less one cut short.
     let mut results = Vec::new();
     let mut results_jsonl = String::new();
     for (result, line) in read_result_lines(&results_path)? {

@@ -46,7 +46,7 @@ use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 use trace_store::atomic;
 
-use crate::archive::ReplayArchive;
+use crate::archive::{ReplayArchive, open_bundle};
 use crate::judge::{self, Judge};
 use crate::run::{RunOptions, run_human};
 use crate::serve::{Options, Replay};
@@ -205,11 +205,6 @@ impl Reference {
             _ => None,
         })
     }
-}
-
-/// The bundle at `path`, opened once for all an episode reads of it (the reference, then the replay).
-fn open_bundle(path: &Path, limits: ZipLimits) -> Result<Bundle> {
-    Bundle::open_with_limits(path, limits).with_context(|| format!("cannot open the bundle {}", path.display()))
 }
 
 /// Scores an episode that `serve --proxy-port --episode DIR` recorded (`DIR/session/`, `DIR/served.json`),

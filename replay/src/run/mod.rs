@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::archive::ReplayArchive;
+use crate::archive::{ReplayArchive, open_bundle};
 use crate::responder::Stats;
 use crate::serve::{Options, Replay};
 use anyhow::{Context, Result, bail};
@@ -36,7 +36,7 @@ use driver::{PersonsInput, Runner, untried};
 use trace_analysis::evidence::{PageText, page_text};
 use trace_analysis::fidelity::settled_text;
 use trace_analysis::trajectory;
-use trace_bundle::archive::{Bundle, ZipLimits};
+use trace_bundle::archive::ZipLimits;
 use trace_manifest::report::{FidelityReport, StepFailure, StepOutcome};
 use trace_manifest::trajectory::{Credential, ToolCall};
 
@@ -126,9 +126,7 @@ pub fn text(report: &FidelityReport) -> String {
 
 /// The demonstration of the bundle at `path` (`trace_analysis::trajectory::of_bundle`).
 pub fn human_trajectory(path: &Path, limits: ZipLimits) -> Result<(Vec<ToolCall>, Vec<Credential>)> {
-    let mut bundle =
-        Bundle::open_with_limits(path, limits).with_context(|| format!("cannot open the bundle {}", path.display()))?;
-    trajectory::of_bundle(&mut bundle)
+    trajectory::of_bundle(&mut open_bundle(path, limits)?)
 }
 
 /// The first capture of the person's next steps that stayed on the page call `index` left them on: what
