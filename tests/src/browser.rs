@@ -212,6 +212,18 @@ pub async fn wait_for_text(
     bail!("{selector} still says {last:?} after {timeout:?}")
 }
 
+/// Waits until no element matches `selector` (a dialog closed, a notification dismissed).
+pub async fn wait_until_gone(page: &Page, selector: &str, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if page.find_elements(selector).await.is_ok_and(|found| found.is_empty()) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("{selector} is still on the page after {timeout:?}")
+}
+
 /// Clicks an element with real mouse events, waiting for it to be there (the page may still be loading).
 pub async fn click(page: &Page, selector: &str) -> Result<()> {
     on_element(page, selector, "click", async |element| element.click().await.map(drop)).await

@@ -273,19 +273,37 @@ pub async fn record_resized(build: &Build, site: &DemoSite, data_dir: &Path) -> 
 }
 
 /// Starts a task from the popup, as a person does: its description and website typed in, Start pressed.
-/// Returns the popup and the task's tab, once the website has loaded there.
+/// Returns the popup and the task's tab, once the website has loaded there and the recorder has captured
+/// it: a person reads the page before acting, and a scripted one that navigated away at once would leave
+/// the recording without its start page (what an agent doing nothing sees), a race no person meets.
 pub async fn start_task(browser: &RecordingBrowser, description: &str, website: &str) -> Result<(Page, Page)> {
     let popup = browser.popup().await?;
     wait_for_text(&popup, "#status", WAIT, |t| t.contains("Host connected")).await?;
     type_into(&popup, "#description", description).await?;
     type_into(&popup, "#website", website).await?;
     click(&popup, "#start").await?;
-    wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Recording")).await?;
+    let status = wait_for_text(&popup, "#status", WAIT, |t| t.starts_with("Recording")).await?;
     let origin = url::Url::parse(website).context("the website is not a URL")?.origin().ascii_serialization();
     let tab = recorded_tab(browser, &origin).await?;
     tab.wait_for_navigation().await?;
+    let task_id = status.trim_start_matches("Recording ").split(['.', ' ']).next().unwrap_or_default();
+    first_page_captured(&browser.data_dir, task_id).await?;
     settle().await;
     Ok((popup, tab))
+}
+
+/// Waits until the host has stored a DOM snapshot of the recording `task_id`.
+async fn first_page_captured(data_dir: &Path, task_id: &str) -> Result<()> {
+    let snapshots = data_dir.join("captures").join(task_id).join(trace_manifest::bundle::DOM_DIR);
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline {
+        let stored = std::fs::read_dir(&snapshots).into_iter().flatten().flatten();
+        if stored.map(|entry| entry.path()).any(|path| path.extension().is_some_and(|ext| ext == "html")) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the recording {task_id} has no capture of its start page after {WAIT:?} (looked in {})", snapshots.display())
 }
 
 /// Stops the task from the popup, closes the browser, and returns the bundle the host finished.

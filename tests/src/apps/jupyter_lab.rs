@@ -12,7 +12,9 @@ use anyhow::Result;
 use chromiumoxide::Page;
 
 use super::{Server, free_port};
-use crate::browser::{Build, RecordingBrowser, click, control_key, settle, shift_enter, type_into, wait_for_text};
+use crate::browser::{
+    Build, RecordingBrowser, click, control_key, settle, shift_enter, type_into, wait_for_text, wait_until_gone,
+};
 use crate::demo::{start_task, stop_task, wait_for_url};
 
 pub const DESCRIPTION: &str = "Work out six times seven in the lantern notebook and save it";
@@ -109,6 +111,10 @@ impl JupyterLab {
         click(&page, ".jp-Dialog .jp-mod-accept").await?;
         wait_for_url(&page, &format!("/lab/tree/{RENAMED}.ipynb")).await?;
         kernel_idle(&page).await?;
+        // A person stops once the page has come to rest: the dialog gone and the status bar's "Saving
+        // completed" cleared (two seconds after the save), not in the instant the dialog is fading out.
+        wait_until_gone(&page, ".jp-Dialog", WAIT).await?;
+        wait_for_text(&page, "#jp-main-statusbar", WAIT, |text| !text.contains("Saving")).await?;
         settle().await;
         stop_task(&popup, browser, data_dir).await
     }
