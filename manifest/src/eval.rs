@@ -11,6 +11,8 @@
 //! RUN/<task>/network.har           the agent's traffic, bodies inline as text where they are text
 //! RUN/<task>/trajectory.json       the agent's steps as browser-use tool calls
 //! RUN/<task>/demonstration.json    the person's steps, the same way
+//! RUN/<task>/rerun.json            for the agent `human` (and the audit's perturbed runs): the re-run's
+//!                                  report, step by step (a `trace-replay run --human --json` report)
 //! RUN/<task>/session/              the agent's session as a bundle (events, bodies, screenshots, DOM)
 //! RUN/webarena-infinity/data/       the run in WebArena-Infinity's trajectory layout (crate::dataset)
 //! ```
@@ -37,6 +39,11 @@ pub const NETWORK_HAR_FILE: &str = "network.har";
 /// In a task's output: the person's demonstration (a `trajectory.json` of the bundle's), to set the agent's
 /// steps beside.
 pub const DEMONSTRATION_FILE: &str = "demonstration.json";
+/// In a task's output when the agent re-ran the person's steps: the re-run's [`FidelityReport`], so that a
+/// demonstration that failed says which step and why.
+///
+/// [`FidelityReport`]: crate::report::FidelityReport
+pub const RERUN_FILE: &str = "rerun.json";
 /// The agent's session, a bundle directory inside the task's output.
 pub const SESSION_DIR: &str = "session";
 /// In an episode served by `trace-replay serve --proxy-port --episode DIR`: what the proxy answered ([`Served`]).

@@ -7,7 +7,8 @@
 //! ```text
 //! OUT/<task>/audit.json          the verdict, each run's scores, each checkpoint's evidence per run
 //! OUT/<task>/checkpoints.json    the checkpoints judged (with --prune, those that discriminate)
-//! OUT/<task>/<run>/              each run's episode (result.json, session/, ...)
+//! OUT/<task>/<run>/              each run's episode (result.json, session/, and for the demonstration and
+//!                                the perturbed runs rerun.json, the re-run step by step)
 //! ```
 //!
 //! A model may propose checkpoints too ([`crate::proposals`]); its proposals are judged with the rules'

@@ -13,7 +13,8 @@
 //! from a FIFO, and up to a size (`read_agent_file`); one that is refused is the agent's fault, said in
 //! the result's `error`.
 //!
-//! The built-in `human` agent re-runs the person's demonstration ([`crate::run`]); the built-in `nothing`
+//! The built-in `human` agent re-runs the person's demonstration ([`crate::run`]) and writes the re-run's
+//! report (`rerun.json`); the built-in `nothing`
 //! agent opens the start page and does nothing (the baseline every checkpoint must fail); the audit
 //! ([`crate::audit`]) runs perturbed demonstrations too.
 //!
@@ -322,6 +323,9 @@ impl Episode<'_> {
                     _ => {}
                 }
                 let report = run_human(&replay, &calls, &reference.credentials, run_options).await;
+                if let Ok(report) = &report {
+                    write_json(&self.out.join(files::RERUN_FILE), report)?;
+                }
                 let error = match report {
                     Ok(report) if report.steps_failed == 0 => None,
                     Ok(report) => Some(format!("{} of the person's steps failed in the replay", report.steps_failed)),

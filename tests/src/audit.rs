@@ -5,19 +5,35 @@
 
 use std::path::Path;
 
+use trace_analysis::audit::run_name;
 use trace_manifest::audit::{Audit, AuditRunKind, CheckpointVerdict};
+use trace_manifest::eval::RERUN_FILE;
+use trace_manifest::report::FidelityReport;
 
 use crate::browser::Build;
 
 /// `trace-replay audit BUNDLE --json` in this build's Chromium: the bundle's audit, whatever its verdict.
 pub fn audit(build: &Build, bundle: &Path) -> Audit {
+    audit_into(build, bundle, tempfile::tempdir().unwrap().path())
+}
+
+/// [`audit`], with the report of its demonstration's re-run (its `rerun.json`): the person's steps re-run
+/// offline, step by step, as `trace-replay run --human` reports them, without running them once more.
+pub fn audit_with_rerun(build: &Build, bundle: &Path) -> (Audit, FidelityReport) {
     let out = tempfile::tempdir().unwrap();
+    let audit = audit_into(build, bundle, out.path());
+    let rerun = out.path().join(audit.task_id.as_str()).join(run_name(&AuditRunKind::Demonstration)).join(RERUN_FILE);
+    let report = std::fs::read(&rerun).unwrap_or_else(|error| panic!("{}: {error}", rerun.display()));
+    (audit, serde_json::from_slice(&report).unwrap())
+}
+
+fn audit_into(build: &Build, bundle: &Path, out: &Path) -> Audit {
     let output = std::process::Command::new(&build.trace_replay)
         // Two runs at once: tests run two at a time on these two-core machines.
         .args(["audit", "--json", "--parallel", "2", "--chromium"])
         .arg(&build.chromium)
         .arg("--out")
-        .arg(out.path())
+        .arg(out)
         .arg(bundle)
         .output()
         .unwrap();

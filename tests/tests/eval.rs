@@ -17,8 +17,10 @@ use trace_e2e::demo::{self, Recorded, recorded_once as recorded};
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::s3::S3Server;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
-use trace_manifest::eval::{EpisodeEnd, EvalResult, EvalSummary, WebsiteSummary};
+use trace_manifest::eval::{DEMONSTRATION_FILE, EpisodeEnd, EvalResult, EvalSummary, RERUN_FILE, WebsiteSummary};
 use trace_manifest::postprocess::Predicate;
+use trace_manifest::report::FidelityReport;
+use trace_manifest::trajectory::Trajectory;
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -142,6 +144,13 @@ async fn agents_are_scored_by_the_checkpoints_they_reach_and_by_webarena_verifie
     let digits: String = human.task_id.as_str().chars().filter(char::is_ascii_digit).collect();
     let digits = digits.trim_start_matches('0').to_owned();
     let har: Value = read_json(&runs.path().join("other-path").join(&digits).join("network.har"));
+    // The person's steps re-run are reported step by step; an agent's steps are not the person's.
+    let human_dir = runs.path().join("human").join(&digits);
+    let rerun: FidelityReport = read_json(&human_dir.join(RERUN_FILE));
+    let person: Trajectory = read_json(&human_dir.join(DEMONSTRATION_FILE));
+    let text = trace_replay::run::text(&rerun);
+    assert!(rerun.is_faithful() && rerun.steps.len() == person.tool_calls.len(), "{text}");
+    assert!(!runs.path().join("other-path").join(&digits).join(RERUN_FILE).exists());
     let entries = har["log"]["entries"].as_array().unwrap();
     let cart = entries
         .iter()

@@ -1,10 +1,11 @@
 //! End to end on real applications that nobody on this team wrote (see [`trace_e2e::apps`]), through the
 //! command line a user runs: a demonstration is recorded in Chromium with the extension and the host, the
-//! application is stopped and a sentinel listens on its port, the task is exported redacted, and
-//! `trace-replay run --human` must re-run every step of it offline, reaching each step's recorded URL,
-//! with no request missed and nothing reaching the network. Then its checkpoints, as the rules chose them,
-//! are audited offline (`trace-replay audit`): the demonstration earns full marks in order, an agent that
-//! does nothing zero, every perturbed demonstration zero. Needs `cargo xtask dist` and the applications
+//! application is stopped and a sentinel listens on its port, the task is exported redacted, and its
+//! checkpoints, as the rules chose them, are audited offline (`trace-replay audit`): the audit's re-run of
+//! the person's demonstration (the report `trace-replay run --human` gives, from its `rerun.json`) must
+//! pass every step, reaching each step's recorded URL, with no request missed and nothing reaching the
+//! network, and earn full marks in order; an agent that does nothing earns zero, every perturbed
+//! demonstration zero. Needs `cargo xtask dist` and the applications
 //! (`bash .ci/install`, in a Python virtual environment).
 
 use std::path::{Path, PathBuf};
@@ -26,7 +27,7 @@ use trace_e2e::apps::tinymce_notes::{self, TinyMceNotes};
 use trace_e2e::apps::trac_tickets::{self, TracTickets};
 use trace_e2e::apps::wagtail_pages::{self, WagtailPages};
 use trace_e2e::apps::{self, Server, django_admin, django_admin::DjangoAdmin};
-use trace_e2e::audit::{assert_proves, audit};
+use trace_e2e::audit::{assert_proves, audit_with_rerun};
 use trace_e2e::browser::{Build, click, type_into, wait_for_text};
 use trace_e2e::sentinel::Sentinel;
 use trace_manifest::postprocess::{Checkpoint, CredentialEntry, Predicate};
@@ -87,9 +88,10 @@ struct Offline {
     _out: tempfile::TempDir,
 }
 
-/// Stops the application, listens on its port, exports the recording redacted, and re-runs it with
-/// `run --human`, which must pass every step with nothing missed, no live attempt and nothing reaching
-/// the port; then audits its checkpoints, which must discriminate, still with nothing reaching the port.
+/// Stops the application, listens on its port, exports the recording redacted, and audits it: the
+/// audit's re-run of the demonstration (its `rerun.json`, what `run --human` reports) must pass every step
+/// with nothing missed and no live attempt, the checkpoints must discriminate, and nothing may reach the
+/// port.
 fn replayed_offline(build: &Build, server: &mut Server, data: &Path, bundle: &Path) -> Offline {
     let port = server.port();
     server.stop();
@@ -98,12 +100,11 @@ fn replayed_offline(build: &Build, server: &mut Server, data: &Path, bundle: &Pa
     let zip = export_redacted(build, data, bundle, out.path());
     let trajectory = trajectory_of(&zip);
     print_steps(&trajectory);
-    let (report, faithful) = build.replay_human(&zip).unwrap();
+    let (audit, report) = audit_with_rerun(build, &zip);
     let text = trace_replay::run::text(&report);
-    assert!(faithful && report.steps_failed == 0, "{text}");
+    assert!(report.is_faithful() && report.steps_failed == 0, "{text}");
     assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
-    assert_eq!(sentinel.connections(), 0, "replay reached the stopped application");
-    assert_proves(&audit(build, &zip));
+    assert_proves(&audit);
     assert_eq!(sentinel.connections(), 0, "the audit reached the stopped application");
     Offline { zip, trajectory, report, text, sentinel, _out: out }
 }
