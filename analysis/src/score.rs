@@ -228,10 +228,18 @@ pub fn total_rubric(scores: &mut RubricScores) {
     scores.judged = items.iter().filter(|item| item.judged_by.is_some() && item.satisfied.is_some()).count();
 }
 
-/// SPL of one episode: the rubric scores over the agent's step count (at least one).
-pub fn spl(rubric: &RubricScores, steps: usize) -> Spl {
-    let steps = steps.max(1) as f64;
-    Spl { averaged: rubric.averaged / steps, perfect: rubric.perfect / steps }
+/// SPL of one episode ([`Spl`]): the rubric scores over the agent's `steps` (at least one), beside its
+/// `navigation` SPL ([`navigation_spl`]).
+pub fn spl(rubric: &RubricScores, steps: usize, navigation: f64) -> Spl {
+    let taken = steps.max(1) as f64;
+    Spl { averaged: rubric.averaged / taken, perfect: rubric.perfect / taken, navigation }
+}
+
+/// The navigation SPL of Anderson et al.: `success` × l / max(p, l), p the agent's `steps` and l the
+/// person's `person_steps` (each at least one).
+pub fn navigation_spl(success: bool, steps: usize, person_steps: usize) -> f64 {
+    let (taken, shortest) = (steps.max(1) as f64, person_steps.max(1) as f64);
+    if success { shortest / taken.max(shortest) } else { 0.0 }
 }
 
 /// One event of a session in words: the request and its answer, the page reached, the page shown.
@@ -359,6 +367,7 @@ pub fn summarize(results: &[EvalResult]) -> EvalSummary {
         rubric_perfect_rate: mean(&mut results.iter().map(|r| r.rubric.perfect)),
         spl_averaged: mean(&mut results.iter().map(|r| r.spl.averaged)),
         spl_perfect: mean(&mut results.iter().map(|r| r.spl.perfect)),
+        spl_navigation: mean(&mut results.iter().map(|r| r.spl.navigation)),
         steps_mean: mean(&mut results.iter().map(|r| r.steps as f64)),
         seconds_mean: mean(&mut results.iter().map(|r| r.duration_seconds)),
         macro_success_rate: mean(&mut websites.iter().map(|w| w.success_rate)),
@@ -435,7 +444,12 @@ pub fn summary_text(summary: &EvalSummary, results: &[EvalResult]) -> String {
         percent(summary.rubric_averaged_mean),
         percent(summary.rubric_perfect_rate)
     );
-    let _ = writeln!(text, "| SPL averaged / perfect | {:.3} / {:.3} |", summary.spl_averaged, summary.spl_perfect);
+    let _ = writeln!(
+        text,
+        "| SPL (Odysseys) averaged / perfect | {:.3} / {:.3} |",
+        summary.spl_averaged, summary.spl_perfect
+    );
+    let _ = writeln!(text, "| SPL (navigation, against the person's path) | {:.3} |", summary.spl_navigation);
     let _ = writeln!(text, "| steps, seconds (mean) | {:.1}, {:.1} |", summary.steps_mean, summary.seconds_mean);
     let _ = writeln!(
         text,
@@ -650,6 +664,18 @@ mod tests {
     }
 
     #[test]
+    fn navigation_spl_weighs_a_success_by_the_persons_path_and_a_failure_not_at_all() {
+        // The person's own path, and a shorter one: full marks; twice as long: half.
+        assert_eq!(navigation_spl(true, 8, 8), 1.0);
+        assert_eq!(navigation_spl(true, 5, 8), 1.0);
+        assert_eq!(navigation_spl(true, 16, 8), 0.5);
+        // A failure earns nothing however short.
+        assert_eq!(navigation_spl(false, 1, 8), 0.0);
+        // An agent that answered at once took no step: counted as one, never a division by zero.
+        assert_eq!(navigation_spl(true, 0, 0), 1.0);
+    }
+
+    #[test]
     fn a_rubric_scores_its_predicates_and_leaves_text_items_to_a_judge() {
         use trace_manifest::eval::RubricItem;
         let item = |id: &str, weight: f64, verification: Verification| RubricItem {
@@ -668,7 +694,7 @@ mod tests {
         let scores = rubric_scores(&rubric);
         assert_eq!((scores.averaged, scores.perfect, scores.unjudged), (0.75, 0.0, 1));
         assert_eq!(scores.items[2].satisfied, None);
-        assert_eq!(spl(&scores, 3).averaged, 0.25);
+        assert_eq!(spl(&scores, 3, 0.0).averaged, 0.25);
         let from_checkpoints = super::rubric(None, &pages(&["/cart"]), &reached(&["/cart"]));
         assert_eq!((from_checkpoints.source.as_str(), from_checkpoints.perfect), ("checkpoints", 1.0));
     }

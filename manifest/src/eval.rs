@@ -172,8 +172,11 @@ pub struct EvalResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The agent's steps: its trajectory's tool calls but the initial navigation to the start page and the
-    /// final `done`.
+    /// final `done` (on the proxy path, the actions its harness counted; see `step_basis`).
     pub steps: usize,
+    /// What `steps` counts.
+    #[serde(default)]
+    pub step_basis: StepBasis,
     /// Whether the agent said it was done (`done.json`, or an `agent_response.json` with SUCCESS).
     pub said_done: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -309,11 +312,33 @@ pub struct RubricOutcome {
     pub judged_by: Option<String>,
 }
 
-/// Success weighted by steps, as Odysseys defines it: the rubric score over the agent's step count.
+/// What an episode's steps count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepBasis {
+    /// The agent's actions: its tool calls (`eval`), or the actions its harness says it took
+    /// (`trace-replay score --steps`, which BrowserGym's package passes).
+    #[default]
+    Actions,
+    /// The pages the agent reached after the first: a proxied episode scored without `--steps`, whose
+    /// session holds no actions. Fewer than its actions whenever it acted within a page.
+    Pages,
+}
+
+/// Success weighted by path length, two ways. Steps are the agent's actions on the page, counted alike on
+/// every path (`eval`'s tool calls, the actions a BrowserGym agent took), neither the opening of the start
+/// page nor the final answer counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Spl {
+    /// Odysseys' SPL: the averaged rubric score over the agent's steps (at least one).
     pub averaged: f64,
+    /// Odysseys' SPL of the perfect rubric score (1 when every item is satisfied) over the agent's steps.
     pub perfect: f64,
+    /// The navigation SPL of Anderson et al. (2018): success × l / max(p, l), with l the person's steps in
+    /// the demonstration and p the agent's. 1 for a success in as few steps as the person took or fewer,
+    /// 0 for a failure; a recording gives TRACE the shortest known path that Odysseys lacks.
+    #[serde(default)]
+    pub navigation: f64,
 }
 
 /// `summary.json`: a run's scores, overall and per website.
@@ -339,6 +364,9 @@ pub struct EvalSummary {
     pub rubric_perfect_rate: f64,
     pub spl_averaged: f64,
     pub spl_perfect: f64,
+    /// The mean of [`Spl::navigation`].
+    #[serde(default)]
+    pub spl_navigation: f64,
     pub steps_mean: f64,
     pub seconds_mean: f64,
     /// The mean of the websites' success rates.

@@ -20,7 +20,9 @@ use anyhow::{Context, Result, bail};
 use futures::StreamExt;
 use trace_analysis::score;
 use trace_manifest::dataset::{self, WebArenaEntry, WebArenaResult};
-use trace_manifest::eval::{self as files, CheckpointScores, EpisodeEnd, EvalResult, EvalSummary, RubricScores, Spl};
+use trace_manifest::eval::{
+    self as files, CheckpointScores, EpisodeEnd, EvalResult, EvalSummary, RubricScores, Spl, StepBasis,
+};
 use trace_manifest::report::RequestCounts;
 use trace_manifest::task::TaskId;
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
@@ -205,7 +207,7 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
 /// A run's summary in one line, as `eval` and `eval-merge` print it.
 pub fn summary_line(summary: &EvalSummary) -> String {
     format!(
-        "{} task(s): success {:.1}% [{:.1}%, {:.1}%], partial credit {:.1}%, rubric {:.1}%, SPL {:.3}; {} agent error(s)",
+        "{} task(s): success {:.1}% [{:.1}%, {:.1}%], partial credit {:.1}%, rubric {:.1}%, SPL {:.3} (navigation {:.3}); {} agent error(s)",
         summary.tasks,
         summary.success_rate * 100.0,
         summary.success_interval[0] * 100.0,
@@ -213,6 +215,7 @@ pub fn summary_line(summary: &EvalSummary) -> String {
         summary.partial_credit_mean * 100.0,
         summary.rubric_averaged_mean * 100.0,
         summary.spl_averaged,
+        summary.spl_navigation,
         summary.errors
     )
 }
@@ -230,6 +233,7 @@ fn unusable(task: &TaskSource, options: &EvalOptions, error: &str) -> EvalResult
         ended: EpisodeEnd::Exited { code: None },
         error: Some(format!("the episode could not run: {error}")),
         steps: 0,
+        step_basis: StepBasis::Actions,
         said_done: false,
         answer: None,
         success: 0.0,

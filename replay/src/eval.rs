@@ -37,7 +37,7 @@ use trace_manifest::bundle::{self, TaskInfo};
 use trace_manifest::dataset;
 use trace_manifest::eval::{
     self as files, AgentDone, AgentResponse, CheckpointScores, EpisodeEnd, EvalResult, ResponseStatus,
-    ResponseTaskType, Rubric, RubricScores, Served, Spl,
+    ResponseTaskType, Rubric, RubricScores, Served, Spl, StepBasis,
 };
 use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
@@ -195,8 +195,19 @@ impl Reference {
             (TaskType::Action, _) => score::action_success(&checkpoints),
         };
         let rubric = score::rubric(self.rubric.as_ref(), &self.checkpoints, evidence);
-        let spl = score::spl(&rubric, steps);
+        let spl = score::spl(&rubric, steps, score::navigation_spl(success, steps, self.person_steps()));
         Scores { checkpoints, success, success_basis, rubric, spl }
+    }
+
+    /// The person's steps, counted as an agent's are ([`count_steps`]): the demonstration's path length.
+    pub fn person_steps(&self) -> usize {
+        Reference::count_person_steps(&self.calls)
+    }
+
+    /// The steps of `calls` of the person's (all of the demonstration's, or some left out), their first
+    /// call, the opening of the start page, not counted.
+    fn count_person_steps(calls: &[ToolCall]) -> usize {
+        count_steps(calls, |index, call| index == 0 && matches!(call.action, ToolAction::Navigate { .. }))
     }
 
     /// The task's start: the URL the demonstration first navigated to.
@@ -209,10 +220,18 @@ impl Reference {
 }
 
 /// Scores an episode that `serve --proxy-port --episode DIR` recorded (`DIR/session/`, `DIR/served.json`),
-/// as `eval` scores its own, with the agent's `answer`; writes and returns `DIR/result.json`. The session
+/// as `eval` scores its own, with the agent's `answer` and its `steps` (the actions it took, which its
+/// harness knows: BrowserGym's package passes them); writes and returns `DIR/result.json`. The session
 /// holds what crossed the proxy: requests, the documents the browser was sent, and the pages its tabs
-/// reached; no actions, so the agent's steps are its pages after the first.
-pub fn score_proxied(bundle: &Path, episode: &Path, answer: Option<String>, limits: ZipLimits) -> Result<EvalResult> {
+/// reached, but no actions: without `steps`, the agent's pages after the first stand in for them, fewer
+/// than its actions whenever it acted within a page, and the result says so in `step_basis`.
+pub fn score_proxied(
+    bundle: &Path,
+    episode: &Path,
+    answer: Option<String>,
+    steps: Option<usize>,
+    limits: ZipLimits,
+) -> Result<EvalResult> {
     let reference = Reference::read(bundle, limits)?;
     let served_file = episode.join(files::SERVED_FILE);
     let served: Served = serde_json::from_slice(
@@ -223,12 +242,17 @@ pub fn score_proxied(bundle: &Path, episode: &Path, answer: Option<String>, limi
     let mut bundle = Bundle::open_with_limits(&session, limits)
         .with_context(|| format!("cannot open the session {}", session.display()))?;
     let evidence = Evidence::load(&mut bundle)?;
-    let pages = evidence
-        .events
-        .iter()
-        .filter(|record| matches!(&record.event.kind, EventKind::Navigation(navigation) if navigation.main_frame))
-        .count();
-    let steps = pages.saturating_sub(1);
+    let pages = || {
+        let reached = evidence
+            .events
+            .iter()
+            .filter(|record| matches!(&record.event.kind, EventKind::Navigation(navigation) if navigation.main_frame));
+        reached.count().saturating_sub(1)
+    };
+    let (steps, step_basis) = match steps {
+        Some(steps) => (steps, StepBasis::Actions),
+        None => (pages(), StepBasis::Pages),
+    };
     let Scores { checkpoints, success, success_basis, rubric, spl } =
         reference.score(&evidence, answer.as_deref(), steps);
     let result = EvalResult {
@@ -242,6 +266,7 @@ pub fn score_proxied(bundle: &Path, episode: &Path, answer: Option<String>, limi
         ended: EpisodeEnd::Proxied,
         error: None,
         steps,
+        step_basis,
         said_done: answer.is_some(),
         answer,
         success: if success { 1.0 } else { 0.0 },
@@ -338,7 +363,10 @@ impl Episode<'_> {
                     done: Some(done),
                     response: None,
                     connected: true,
-                    first_event: None,
+                    // Its steps are the person's it took, not what its session derives from them: a value
+                    // the re-run types after a click into its field derives as two calls, as an agent's
+                    // would, though the person's one `input` is what it re-ran.
+                    steps: Steps::Known(Reference::count_person_steps(&calls)),
                 }
             }
             Agent::Nothing => {
@@ -352,7 +380,7 @@ impl Episode<'_> {
                     done: None,
                     response: None,
                     connected: true,
-                    first_event: Some(session.next_event_id()),
+                    steps: Steps::FromSession { first_event: session.next_event_id() },
                 }
             }
             Agent::Command(command) => {
@@ -402,6 +430,7 @@ impl Episode<'_> {
             ended: outcome.ended.clone(),
             error,
             steps,
+            step_basis: StepBasis::Actions,
             said_done: outcome.said_done(),
             answer,
             success: if success { 1.0 } else { 0.0 },
@@ -533,24 +562,37 @@ struct AgentOutcome {
     response: Option<Vec<u8>>,
     /// Whether it ever reached the browser.
     connected: bool,
-    /// The first session event that can be the agent's: the ones before are the runner opening the start
-    /// page. `None` when the agent opens it itself (the person's re-run).
-    first_event: Option<u64>,
+    steps: Steps,
+}
+
+/// How an agent's steps are counted ([`count_steps`]).
+enum Steps {
+    /// The runner knows them: the person's calls the re-run took.
+    Known(usize),
+    /// From the tool calls its session derives; `first_event` is the first session event that can be the
+    /// agent's, the ones before being the runner opening the start page.
+    FromSession { first_event: u64 },
+}
+
+/// Steps as every path counts them ([`files::Spl`]): the tool calls but the opening of the start page
+/// (`initial`, by index and call) and the final `done`.
+fn count_steps(calls: &[ToolCall], initial: impl Fn(usize, &ToolCall) -> bool) -> usize {
+    calls
+        .iter()
+        .enumerate()
+        .filter(|(index, call)| !initial(*index, call) && !matches!(call.action, ToolAction::Done { .. }))
+        .count()
 }
 
 impl AgentOutcome {
-    /// The agent's steps: its tool calls but the initial navigation to the start page (the runner's, or the
-    /// re-run's first) and the final `done`.
+    /// The agent's steps, of its session's tool calls `calls` unless the runner knows them.
     fn steps(&self, calls: &[ToolCall]) -> usize {
-        let initial = |index: usize, call: &ToolCall| match self.first_event {
-            Some(first) => !call.event_ids.is_empty() && call.event_ids.iter().all(|id| *id < first),
-            None => index == 0 && matches!(call.action, ToolAction::Navigate { .. }),
-        };
-        calls
-            .iter()
-            .enumerate()
-            .filter(|(index, call)| !initial(*index, call) && !matches!(call.action, ToolAction::Done { .. }))
-            .count()
+        match self.steps {
+            Steps::Known(steps) => steps,
+            Steps::FromSession { first_event } => count_steps(calls, |_, call| {
+                !call.event_ids.is_empty() && call.event_ids.iter().all(|id| *id < first_event)
+            }),
+        }
     }
 
     fn parsed_response(&self) -> Option<AgentResponse> {
@@ -697,7 +739,7 @@ async fn run_command(
         ));
     }
     let error = (!errors.is_empty()).then(|| errors.join("; "));
-    Ok(AgentOutcome { ended, error, done, response, connected, first_event: Some(first_event) })
+    Ok(AgentOutcome { ended, error, done, response, connected, steps: Steps::FromSession { first_event } })
 }
 
 /// Opens the start page as the only page: the browser's own first tab (a new-tab page) would be one more

@@ -77,7 +77,8 @@ pub async fn judge_episode(
         }
     }
     score::total_rubric(&mut result.rubric);
-    result.spl = score::spl(&result.rubric, result.steps);
+    // The judge changes the rubric's scores, not the rules' success the navigation SPL weighs.
+    result.spl = score::spl(&result.rubric, result.steps, result.spl.navigation);
     result.judge = Some(scores);
 }
 

@@ -79,6 +79,10 @@ enum Command {
         /// The agent's answer (an information-retrieval task's is compared with the person's).
         #[arg(long, value_name = "TEXT")]
         answer: Option<String>,
+        /// The actions the agent took (its answer not counted), as its harness counted them; without it,
+        /// the pages it reached after the first stand in (fewer, when it acted within a page).
+        #[arg(long, value_name = "N")]
+        steps: Option<usize>,
         /// Print result.json instead of the summary.
         #[arg(long)]
         json: bool,
@@ -304,8 +308,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let serving = trace_replay::serve::serve_until(&bundle, archive, &options, asked_to_stop());
             tokio::runtime::Runtime::new()?.block_on(serving)
         }
-        Command::Score { bundle, episode, answer, json, limits } => {
-            let result = trace_replay::eval::score_proxied(&bundle, &episode, answer, limits.limits())?;
+        Command::Score { bundle, episode, answer, steps, json, limits } => {
+            let result = trace_replay::eval::score_proxied(&bundle, &episode, answer, steps, limits.limits())?;
             print_output(json, &result, |result| trace_replay::eval::proxied_text(result, &episode))
         }
         Command::Eval { source, eval, browser, limits } => {

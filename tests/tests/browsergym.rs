@@ -12,6 +12,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use trace_e2e::apps::{Environment, python_of_for_tests};
 use trace_e2e::demo;
+use trace_manifest::trajectory::{ToolAction, Trajectory};
 
 /// Runs one episode of the recorded task with `actions` (Playwright code, then the answer); its report.
 fn episode(python: &Path, recorded: &demo::Recorded, actions: &[String]) -> Value {
@@ -40,6 +41,16 @@ fn episode(python: &Path, recorded: &demo::Recorded, actions: &[String]) -> Valu
     report
 }
 
+/// The person's steps in `bundle`'s demonstration, counted as an agent's are: its tool calls but the
+/// opening of the start page and the final `done`.
+fn person_steps(bundle: &Path) -> usize {
+    let mut bundle = trace_bundle::archive::Bundle::open(bundle).unwrap();
+    let trajectory: Trajectory = serde_json::from_slice(&bundle.read("trajectory.json").unwrap()).unwrap();
+    let calls = &trajectory.tool_calls;
+    let opening = calls.first().is_some_and(|call| matches!(call.action, ToolAction::Navigate { .. }));
+    calls.iter().filter(|call| !matches!(call.action, ToolAction::Done { .. })).count() - usize::from(opening)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0() {
     let test = "a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0";
@@ -60,10 +71,21 @@ async fn a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0() 
     let result = &report["result"];
     assert_eq!(result["live_attempts"], 0, "{report:#}");
     assert_eq!(result["checkpoints"]["reached_in_order"], result["checkpoints"]["items"].as_array().unwrap().len());
+    // Steps are the agent's actions, its answer not among them, counted as `eval` counts an agent's; the
+    // navigation SPL weighs them against the person's.
+    let steps = demonstration.len() - 1;
+    assert_eq!((result["steps"].as_u64(), result["step_basis"].as_str()), (Some(steps as u64), Some("actions")));
+    let person = person_steps(&recorded.exported.bundle);
+    let navigation = person as f64 / steps.max(person) as f64;
+    assert!((result["spl"]["navigation"].as_f64().unwrap() - navigation).abs() < 1e-9, "{report:#}");
 
     let nothing = ["send_message_to_user('Done.')".to_owned()];
     let report = episode(&python, recorded, &nothing);
     assert_eq!(report["terminated"], true, "{report:#}");
     assert_eq!(report["rewards"], json!([0.0]), "{report:#}");
     assert_eq!(report["result"]["checkpoints"]["reached_any_order"], 0, "{report:#}");
+    assert_eq!(
+        (report["result"]["steps"].as_u64(), report["result"]["spl"]["navigation"].as_f64()),
+        (Some(0), Some(0.0))
+    );
 }

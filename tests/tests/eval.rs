@@ -102,6 +102,8 @@ async fn agents_are_scored_by_the_checkpoints_they_reach_and_by_webarena_verifie
     assert!(other.error.is_none() && other.said_done, "{other:#?}");
     assert!(other.steps < human.steps, "another, shorter path: {} against {}", other.steps, human.steps);
     assert!(other.spl.averaged > human.spl.averaged, "fewer steps, higher SPL");
+    // Against the person's path: their own steps and a shorter path earn full marks.
+    assert_eq!((human.spl.navigation, other.spl.navigation), (1.0, 1.0), "{:?} {:?}", human.spl, other.spl);
     let search = other
         .checkpoints
         .items
@@ -126,6 +128,7 @@ async fn agents_are_scored_by_the_checkpoints_they_reach_and_by_webarena_verifie
     // Logged in, then stopped: the credit of the checkpoints reached in order, and no success.
     let halfway = evaluate(recorded, &scripted("halfway"), &runs.path().join("halfway"), &layout);
     assert_eq!(halfway.success, 0.0, "{halfway:#?}");
+    assert_eq!(halfway.spl.navigation, 0.0, "a failure earns no navigation SPL: {:?}", halfway.spl);
     let reached = halfway.checkpoints.items.iter().take_while(|item| item.in_order).count();
     assert!(reached >= 1 && reached < halfway.checkpoints.total, "{:#?}", halfway.checkpoints);
     assert_eq!(halfway.checkpoints.reached_in_order, reached);

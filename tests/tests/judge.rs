@@ -124,7 +124,7 @@ impl Fixture {
             "requests": {"exact": 0, "canonical": 0, "fuzzy": 0, "ignored": 0, "missed": 0}
         }))
         .unwrap();
-        result.spl = score::spl(&result.rubric, result.steps);
+        result.spl = score::spl(&result.rubric, result.steps, 0.0);
         result
     }
 }

@@ -188,6 +188,9 @@ class TraceTask(AbstractBrowserTask):
         self.episode = Path(tempfile.mkdtemp(prefix=f"{env_name(spec.task_id)}-", dir=episodes))
         self.server: subprocess.Popen | None = None
         self.result: dict | None = None
+        # BrowserGym validates the task once after each action the agent takes: its actions, counted as
+        # `trace-replay eval` counts an agent's (the answer not among them), for SPL.
+        self.actions = 0
 
     def setup(self, page: playwright.sync_api.Page) -> tuple[str, dict]:
         self._serve()
@@ -197,11 +200,13 @@ class TraceTask(AbstractBrowserTask):
     def validate(self, page: playwright.sync_api.Page, chat_messages: list[dict]) -> tuple[float, bool, str, dict]:
         if self.result is not None:
             return float(self.result["success"]), True, "", {"trace_result": self.result}
+        self.actions += 1
         last = chat_messages[-1] if chat_messages else None
         if last is None or last.get("role") not in ENDING_ROLES:
             return 0.0, False, "", {}
         answer = last.get("message") if last["role"] == "assistant" else None
-        self.result = self._score(answer)
+        # The action that answered (or gave up) is not a step, as `done` is not one in `eval`.
+        self.result = self._score(answer, steps=self.actions - 1)
         return float(self.result["success"]), True, "", {"trace_result": self.result}
 
     def teardown(self) -> None:
@@ -262,9 +267,10 @@ class TraceTask(AbstractBrowserTask):
             server.kill()
             server.wait()
 
-    def _score(self, answer: str | None) -> dict:
+    def _score(self, answer: str | None, steps: int) -> dict:
         self._stop()
         command = [self.trace_replay, "score", str(self.spec.bundle), "--episode", str(self.episode / "episode"), "--json"]
+        command += ["--steps", str(steps)]
         if answer is not None:
             command += ["--answer", answer]
         scored = subprocess.run(command, capture_output=True, text=True)
