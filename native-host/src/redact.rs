@@ -864,7 +864,8 @@ mod tests {
         let redacted = checking_a_cookie_no_rule_chose();
         let file = tempfile::NamedTempFile::new().unwrap();
         let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
-        zip.start_file(pack::PACK_FILE, zip::write::SimpleFileOptions::default()).unwrap();
+        let stored = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        zip.start_file(pack::PACK_FILE, stored).unwrap();
         let snapshot = b"<p>session q7Zx9-sid</p>";
         let files = [("dom/000001.html".to_owned(), snapshot.len() as u64)];
         pack::write_pack(&mut zip, &files, |_, sink| sink.write_all(snapshot).map(|()| snapshot.len() as u64)).unwrap();

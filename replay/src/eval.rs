@@ -296,7 +296,7 @@ impl Episode<'_> {
     /// browser is an `Err`.
     pub async fn run(&self) -> Result<EvalResult> {
         // One open bundle for the episode: the reference is read from it, then it is served, and the
-        // re-run's captures are read through it ([`run_human`]), so that its snapshot pack is unpacked once.
+        // re-run's captures are read through it ([`run_human`]), so that its snapshot pack is decoded once.
         let mut bundle = open_bundle(&self.task.bundle, self.options.limits)?;
         let reference = Reference::of_bundle(&mut bundle)?;
         let archive = ReplayArchive::from_bundle(bundle)?;
