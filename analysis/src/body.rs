@@ -11,7 +11,11 @@
 //! Finding secrets cannot take a page at its word: [`readings`] gives every way a body parses, whatever its
 //! type says (JSON sent as a form by jQuery, a form sent as `text/plain` by `fetch`). A body the page
 //! compressed before sending it (`Content-Encoding: gzip` or `deflate`, as `CompressionStream` makes) is read
-//! decoded ([`ContentEncoding`]) and, once its secrets are replaced, encoded again the same way.
+//! decoded ([`ContentEncoding`]) and, once its secrets are replaced, encoded again the same way; so is one
+//! whose headers say nothing of it (`application/octet-stream`), known by its first bytes
+//! ([`ContentEncoding::sniff`], [`decode_compressed`]). DevTools gives a request body that is not UTF-8, a
+//! compressed one among them, as text of one character per byte (`postData`): [`compressed_text`] reads such
+//! text back as the bytes it stands for.
 
 use serde_json::Value;
 
@@ -340,6 +344,21 @@ impl ContentEncoding {
         }
     }
 
+    /// The encoding `bytes` start as, whatever any header says: a gzip stream's magic number, or a zlib
+    /// header (deflate with a window of at most 32 KiB, and check bits that make its two bytes a multiple
+    /// of 31). A guess until they decode ([`decode_compressed`]).
+    pub fn sniff(bytes: &[u8]) -> Option<ContentEncoding> {
+        match bytes {
+            [0x1f, 0x8b, ..] => Some(ContentEncoding::Gzip),
+            [first, second, ..]
+                if first & 0x0f == 8 && first >> 4 <= 7 && (u16::from(*first) << 8 | u16::from(*second)) % 31 == 0 =>
+            {
+                Some(ContentEncoding::Deflate)
+            }
+            _ => None,
+        }
+    }
+
     /// The encoding of a HAR request's body, from its `Content-Encoding` header.
     pub fn of_request(request: &trace_manifest::har::HarRequest) -> Option<ContentEncoding> {
         trace_manifest::event::header_value(&request.headers, "content-encoding").and_then(ContentEncoding::from_header)
@@ -353,7 +372,7 @@ impl ContentEncoding {
             ContentEncoding::Gzip => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
             ContentEncoding::Deflate => Box::new(flate2::read::ZlibDecoder::new(bytes)),
         };
-        reader.take(limit + 1).read_to_end(&mut decoded).ok()?;
+        reader.take(limit.saturating_add(1)).read_to_end(&mut decoded).ok()?;
         (decoded.len() as u64 <= limit).then_some(decoded)
     }
 
@@ -373,6 +392,36 @@ impl ContentEncoding {
         };
         written.expect("writing to memory does not fail")
     }
+}
+
+/// `bytes` decoded, when by their first bytes they are a gzip or zlib stream ([`ContentEncoding::sniff`])
+/// and decode whole to at most `limit` bytes: a body a page compressed itself, whatever its headers say.
+#[cfg(feature = "native")]
+pub fn decode_compressed(bytes: &[u8], limit: u64) -> Option<(ContentEncoding, Vec<u8>)> {
+    let encoding = ContentEncoding::sniff(bytes)?;
+    Some((encoding, encoding.decode(bytes, limit)?))
+}
+
+/// The bytes a body's text stands for when it holds one character per byte (`U+0000` to `U+00FF`), as
+/// DevTools gives a request body that is not UTF-8; `None` when a character is past `U+00FF`.
+pub fn latin1_bytes(text: &str) -> Option<Vec<u8>> {
+    text.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect()
+}
+
+/// `bytes` as text of one character per byte, as DevTools gives a request body that is not UTF-8.
+pub fn latin1_text(bytes: &[u8]) -> String {
+    bytes.iter().map(|&byte| char::from(byte)).collect()
+}
+
+/// A request body's text that stands for a compressed stream, one character per byte ([`latin1_bytes`]):
+/// its encoding and what it decodes to (at most `limit` bytes). What the recorder keeps of a body a page
+/// gzipped itself and sent without saying so.
+#[cfg(feature = "native")]
+pub fn compressed_text(text: &str, limit: u64) -> Option<(ContentEncoding, Vec<u8>)> {
+    // Its first two characters say whether it can be one, before the whole text is turned into bytes.
+    let mut head = text.chars().map(|c| u8::try_from(u32::from(c)).ok());
+    ContentEncoding::sniff(&[head.next()??, head.next()??])?;
+    decode_compressed(&latin1_bytes(text)?, limit)
 }
 
 #[cfg(test)]
@@ -452,6 +501,29 @@ mod tests {
         check("var a=1;", "application/javascript", &[]);
         check("token=abc and more", "text/plain", &[]);
         check("{\"a\":\"b=c&token=d\"}", "text/plain", &["json"]);
+    }
+
+    /// Issue #45: a page that gzips a JSON body itself and sends it as `application/octet-stream`, saying
+    /// nothing of it: the body is known by its bytes, and so is the text DevTools gives of it (one
+    /// character per byte, `\u{1f}\u{8b}…`); text that only looks like it at first is not.
+    #[cfg(feature = "native")]
+    #[test]
+    fn a_body_compressed_without_saying_so_is_known_by_its_bytes_and_so_is_its_text() {
+        let json = br#"{"user":"ann","password":"Tr0ub4dor&3-horse"}"#;
+        for encoding in [ContentEncoding::Gzip, ContentEncoding::Deflate] {
+            let compressed = encoding.encode(json);
+            assert_eq!(ContentEncoding::sniff(&compressed), Some(encoding));
+            assert_eq!(decode_compressed(&compressed, 1 << 20), Some((encoding, json.to_vec())));
+            let text = latin1_text(&compressed);
+            assert!(String::from_utf8(compressed.clone()).is_err(), "not UTF-8: why DevTools gives it so");
+            assert_eq!(latin1_bytes(&text).as_deref(), Some(compressed.as_slice()));
+            assert_eq!(compressed_text(&text, 1 << 20), Some((encoding, json.to_vec())));
+            assert_eq!(compressed_text(&text, 8), None, "past the limit it is not decoded");
+        }
+        for text in ["user=ann&pass=x", "x=1", "xylophone", "\u{1f}\u{8b} not gzip", "grüße", "{\"a\":1}", ""] {
+            assert_eq!(compressed_text(text, 1 << 20), None, "{text:?}");
+        }
+        assert_eq!(latin1_bytes("ok €"), None, "a character past U+00FF stands for no byte");
     }
 
     #[test]

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use trace_manifest::bundle::resource_path;
+use trace_manifest::bundle::body_file;
 use trace_manifest::event::{
     BodyPart, BodyStored, EventKind, EventRecord, Request, RequestFailed, RequestFinished, Response, header_value,
 };
@@ -174,10 +174,10 @@ impl From<&Hop<'_>> for Exchange {
             resource_type: request.resource_type.clone(),
             post_data: request.post_data.clone(),
             content_type: header_value(&request.headers, "content-type").map(str::to_owned),
-            request_body_file: hop.request_body.map(|body| (resource_path(&body.sha256), body.size)),
+            request_body_file: hop.request_body.and_then(|body| Some((body_file(body)?, body.size))),
             status: hop.response.map(|response| response.value.status),
             response_body_size: hop.response_body.map(|body| body.size),
-            response_body_file: hop.response_body.map(|body| resource_path(&body.sha256)),
+            response_body_file: hop.response_body.and_then(body_file),
             response_mime: hop
                 .response
                 .map(|response| response.value.mime_type.clone())
@@ -214,7 +214,7 @@ mod tests {
     }
 
     fn body(id: &str, part: BodyPart, size: u64) -> EventKind {
-        EventKind::Body(BodyStored { request_id: id.into(), part, sha256: format!("{size:064}"), size })
+        EventKind::Body(BodyStored { request_id: id.into(), part, sha256: format!("{size:064}"), size, omitted: false })
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use trace_manifest::bundle::resource_path;
+use trace_manifest::bundle::body_file;
 use trace_manifest::event::{EventKind, EventRecord, NavigationCause, Request, Response, WebSocketOp, header_value};
 use trace_manifest::har::{
     Cache, Content, Creator, Entry, Har, HarCookie, HarRequest, HarResponse, Log, NameValue, Page, PageTimings,
@@ -109,9 +109,10 @@ fn entry(hop: &Hop<'_>, pageref: Option<String>) -> Entry {
         None if hop.response.is_none() => Some("no response was recorded".to_owned()),
         None => None,
     };
+    // A body its recorder left out (`omitted`) has its size and no `_file`: the bundle holds none.
     if let Some(body) = hop.response_body {
         entry.response.content.size = body.size as i64;
-        entry.response.content.file = Some(resource_path(&body.sha256));
+        entry.response.content.file = body_file(body);
     }
     if let Some(body) = hop.request_body {
         let request = &mut entry.request;
@@ -123,7 +124,7 @@ fn entry(hop: &Hop<'_>, pageref: Option<String>) -> Entry {
             params: Vec::new(),
             file: None,
         });
-        post_data.file = Some(resource_path(&body.sha256));
+        post_data.file = body_file(body);
     }
     entry.timings = timings(hop);
     entry.time = entry.timings.total();
@@ -411,6 +412,7 @@ mod tests {
                     part: BodyPart::Response,
                     sha256: "ab".repeat(32),
                     size: 5,
+                    omitted: false,
                 }),
             ),
             record(
@@ -494,6 +496,7 @@ mod tests {
                     part: BodyPart::Response,
                     sha256: "cd".repeat(32),
                     size: 9,
+                    omitted: false,
                 }),
             ),
             record(3, 120.0, request("fast", "GET", "http://h/b.css", &[], None)),
@@ -506,6 +509,38 @@ mod tests {
         assert_eq!(har.log.entries[0].pageref.as_deref(), Some("page_1"));
         assert_eq!(har.log.entries[1].pageref.as_deref(), Some("page_2"));
         assert_eq!(har.log.entries[0].response.content.size, 9);
+    }
+
+    /// Issue #45: a body its recorder left out (past a replay session's budget) keeps its size and names
+    /// no file, so that the HAR references nothing the bundle lacks.
+    #[test]
+    fn a_body_left_out_has_its_size_and_no_file() {
+        let left_out = |id: u64, part| {
+            record(
+                id,
+                2.0,
+                EventKind::Body(BodyStored {
+                    request_id: "up".into(),
+                    part,
+                    sha256: "ef".repeat(32),
+                    size: 60 << 20,
+                    omitted: true,
+                }),
+            )
+        };
+        let events = vec![
+            record(0, 0.0, request("up", "POST", "http://h/upload", &[("Content-Type", "text/plain")], None)),
+            left_out(1, BodyPart::Request),
+            record(2, 3.0, response("up", "http://h/upload", 200, "text/plain", &[])),
+            left_out(3, BodyPart::Response),
+        ];
+        let har = build(creator(), None, &events);
+        let entry = &har.log.entries[0];
+        assert_eq!(entry.request.body_size, 60 << 20);
+        assert_eq!(entry.request.post_data.as_ref().map(|post| post.file.clone()), Some(None));
+        assert_eq!((entry.response.content.size, entry.response.content.file.as_deref()), (60 << 20, None));
+        let exchange = crate::exchange::exchanges(&events).remove(0);
+        assert_eq!((exchange.request_body_file, exchange.response_body_file), (None, None));
     }
 
     #[test]

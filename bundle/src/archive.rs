@@ -23,7 +23,6 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use tempfile::SpooledTempFile;
 
 use crate::pack::{self, PackIndex};
 use trace_manifest::bundle::{self, BundleManifest, FileEntry};
@@ -165,22 +164,22 @@ enum Source {
     Zip { path: PathBuf, archive: zip::ZipArchive<File>, entries: BTreeMap<String, (usize, u64)> },
 }
 
-/// A snapshot pack: its index, and the unpacked stream once a packed file was read, held in memory while it
-/// is a small share of the memory limit ([`ZipLimits::in_memory_bytes`]) and in an unnamed temporary file
-/// past it, so that a pack of any size is unpacked once and takes no more memory than that share.
+/// A snapshot pack: its index, and a decoder of its stream kept where it stopped, so that reading files in
+/// the pack's order (validating, hashing, redacting, reading snapshots in capture order) decodes it once;
+/// a file before the last one read is decoded from the start again. Nothing is unpacked but what lies
+/// before the file read and the file itself, and nothing of it is kept: no temporary file, and no memory
+/// but the decoder's window.
 struct OpenPack {
     index: PackIndex,
     /// Where the compressed stream starts in the pack file.
     stream_start: u64,
-    unpacked: Option<SpooledTempFile>,
+    cursor: Option<PackCursor>,
 }
 
-impl ZipLimits {
-    /// The most one of a reader's buffers (a pack, an unpacked pack) holds in memory before it moves to
-    /// a temporary file: a quarter of the memory limit, so that the documents read whole beside it fit too.
-    pub fn in_memory_bytes(&self) -> usize {
-        usize::try_from(self.max_memory_bytes / 4).unwrap_or(usize::MAX)
-    }
+/// A decoder of a pack's stream and where it stands in the unpacked stream.
+struct PackCursor {
+    decoder: zstd::stream::read::Decoder<'static, io::BufReader<Box<dyn Read + Send>>>,
+    at: u64,
 }
 
 impl OpenPack {
@@ -188,33 +187,88 @@ impl OpenPack {
     fn open(source: &mut Source) -> Result<OpenPack> {
         let invalid = |message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message };
         let io_error = |source| ArchiveError::Io { path: PathBuf::from(pack::PACK_FILE), source };
-        let mut reader = source.reader(pack::PACK_FILE)?;
+        let mut reader = source.pack_reader()?;
         let mut head = vec![0; pack::MAGIC.len() + 8];
         reader.read_exact(&mut head).map_err(|_| invalid("the pack ends in its header".to_owned()))?;
         let index_length = u64::from_le_bytes(head[pack::MAGIC.len()..].try_into().expect("eight bytes"));
         reader.take(index_length.min(pack::MAX_INDEX_BYTES + 1)).read_to_end(&mut head).map_err(io_error)?;
         // Its total is checked by the caller, with the bundle's other files.
         let (index, stream_start) = pack::read_index(&head, u64::MAX).map_err(invalid)?;
-        Ok(OpenPack { index, stream_start: stream_start as u64, unpacked: None })
+        Ok(OpenPack { index, stream_start: stream_start as u64, cursor: None })
     }
 
-    /// Copies the packed file `name` to `sink`, unpacking the pack first if this is its first read.
-    fn copy_to(&mut self, source: &mut Source, name: &str, sink: &mut dyn Write, limits: ZipLimits) -> Result<u64> {
-        let invalid = |message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message };
-        let io_error = |source| ArchiveError::Io { path: PathBuf::from(name), source };
+    /// Copies the packed file `name` to `sink`, decoding the pack up to its end (see [`OpenPack`]).
+    fn copy_to(&mut self, source: &mut Source, name: &str, sink: &mut dyn Write) -> Result<u64> {
         let range = self.index.range(name).ok_or_else(|| ArchiveError::Missing(name.to_owned()))?;
-        let unpacked = match &mut self.unpacked {
-            Some(unpacked) => unpacked,
-            None => {
-                let mut unpacked = SpooledTempFile::new(limits.in_memory_bytes());
-                let mut stored = source.reader(pack::PACK_FILE)?;
-                io::copy(&mut (&mut stored).take(self.stream_start), &mut io::sink()).map_err(io_error)?;
-                pack::unpack(stored, self.index.total(), &mut unpacked).map_err(invalid)?;
-                self.unpacked.insert(unpacked)
-            }
+        let (start, end) = (range.start as u64, range.end as u64);
+        let copied = self.copy_range(source, start, end, sink);
+        if copied.is_err() {
+            // Stopped somewhere in the file: the next read starts again.
+            self.cursor = None;
+        }
+        copied.map(|()| end - start)
+    }
+
+    fn copy_range(&mut self, source: &mut Source, start: u64, end: u64, sink: &mut dyn Write) -> Result<()> {
+        let damaged = |error: io::Error| ArchiveError::Invalid {
+            file: pack::PACK_FILE.to_owned(),
+            message: format!("the pack's stream is damaged: {error}"),
         };
-        unpacked.seek(SeekFrom::Start(range.start as u64)).map_err(io_error)?;
-        io::copy(&mut unpacked.take((range.end - range.start) as u64), sink).map_err(io_error)
+        let short = |at: u64| ArchiveError::Invalid {
+            file: pack::PACK_FILE.to_owned(),
+            message: format!("the pack unpacks to {at} bytes, fewer than its index says"),
+        };
+        if self.cursor.as_ref().is_none_or(|cursor| cursor.at > start) {
+            let mut raw = source.pack_reader()?;
+            io::copy(&mut (&mut raw).take(self.stream_start), &mut io::sink()).map_err(damaged)?;
+            let decoder = pack::decoder(raw)
+                .map_err(|message| ArchiveError::Invalid { file: pack::PACK_FILE.to_owned(), message })?;
+            self.cursor = Some(PackCursor { decoder, at: 0 });
+        }
+        let cursor = self.cursor.as_mut().expect("made above");
+        let skip = start - cursor.at;
+        let skipped = io::copy(&mut (&mut cursor.decoder).take(skip), &mut io::sink()).map_err(damaged)?;
+        cursor.at += skipped;
+        if skipped < skip {
+            return Err(short(cursor.at));
+        }
+        // The sink's own failure (a reader that has read enough) is told from the stream's.
+        let mut watched = WatchedSink { inner: sink, failed: None };
+        let copied = io::copy(&mut (&mut cursor.decoder).take(end - start), &mut watched);
+        let copied = match (copied, watched.failed) {
+            (_, Some(failure)) => {
+                return Err(ArchiveError::Io { path: PathBuf::from(pack::PACK_FILE), source: failure });
+            }
+            (copied, None) => copied.map_err(damaged)?,
+        };
+        cursor.at += copied;
+        if copied < end - start {
+            return Err(short(cursor.at));
+        }
+        if cursor.at == self.index.total() && cursor.decoder.read(&mut [0]).map_err(damaged)? != 0 {
+            return Err(ArchiveError::Invalid {
+                file: pack::PACK_FILE.to_owned(),
+                message: format!("the pack unpacks to more than the {} bytes its index says", self.index.total()),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A sink that keeps its own error apart, so that a copy into it tells a sink that refused from a
+/// source that failed.
+struct WatchedSink<'s> {
+    inner: &'s mut dyn Write,
+    failed: Option<io::Error>,
+}
+
+impl Write for WatchedSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf).inspect_err(|error| self.failed = Some(io::Error::new(error.kind(), error.to_string())))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -227,8 +281,13 @@ impl Bundle {
     pub fn open_with_limits(path: &Path, limits: ZipLimits) -> Result<Bundle> {
         let mut source = Source::open(path, limits)?;
         let pack = if source.contains(pack::PACK_FILE) { Some(OpenPack::open(&mut source)?) } else { None };
-        // What the pack unpacks to counts with a zip's own entries (which `Source::open` checked alone).
+        // Each packed file is a file, within a file's limit; what the pack unpacks to counts with a zip's
+        // own entries (which `Source::open` checked alone). Both are known from the index, before a byte
+        // of the pack is decoded.
         if let Some(pack) = &pack {
+            if let Some((name, size)) = pack.index.files().find(|(_, size)| *size > limits.max_entry_bytes) {
+                return Err(ArchiveError::EntryTooLarge { name: name.to_owned(), size, limit: limits.max_entry_bytes });
+            }
             let entries: u64 = match &source {
                 Source::Zip { entries, .. } => entries.values().map(|&(_, size)| size).sum(),
                 Source::Dir(_) => 0,
@@ -267,15 +326,15 @@ impl Bundle {
         self.source.contains(name) || self.pack.as_ref().is_some_and(|pack| pack.index.contains(name))
     }
 
-    /// Streams one file to `sink`, returning the number of bytes copied. A packed file is read from the
-    /// pack, which is unpacked once, on the first such read, and kept ([`OpenPack`]).
+    /// Streams one file to `sink`, returning the number of bytes copied. A packed file is decoded from the
+    /// pack as it is read, from where the last read stopped when it lies after it ([`OpenPack`]).
     pub fn copy_to(&mut self, name: &str, sink: &mut dyn Write) -> Result<u64> {
         if !bundle::is_safe_relative_path(name) {
             return Err(ArchiveError::UnsafePath(name.to_owned()));
         }
         let packed = self.pack.as_mut().filter(|pack| pack.index.contains(name));
         match packed.filter(|_| !self.source.contains(name)) {
-            Some(pack) => pack.copy_to(&mut self.source, name, sink, self.limits),
+            Some(pack) => pack.copy_to(&mut self.source, name, sink),
             None => self.source.copy_to(name, sink),
         }
     }
@@ -458,7 +517,11 @@ impl Source {
             check_dir(path, path)?;
             return Ok(Source::Dir(path.to_owned()));
         }
-        let mut file = File::open(path).map_err(io_error)?;
+        // A FIFO named as a bundle would hold the open until a writer comes: refused without waiting.
+        let mut file = open_regular(path).map_err(|error| match error.kind() {
+            io::ErrorKind::InvalidInput => ArchiveError::NotRegular(path.display().to_string()),
+            _ => io_error(error),
+        })?;
         // The zip crate keeps one entry per name, so two entries of one name are looked for in the central
         // directory itself.
         if let Some(name) = duplicate_entry_name(&mut file).map_err(io_error)? {
@@ -525,6 +588,35 @@ impl Source {
         }
     }
 
+    /// The snapshot pack's bytes as a reader of its own, from its first byte: a file opened apart from
+    /// the zip's, so that its decoder can be kept between reads. A zip must hold the pack stored (TRACE's
+    /// export stores it: it is compressed already).
+    fn pack_reader(&mut self) -> Result<Box<dyn Read + Send>> {
+        match self {
+            Source::Dir(root) => Ok(Box::new(open_in_dir(root, pack::PACK_FILE)?)),
+            Source::Zip { path, archive, entries } => {
+                let &(index, size) =
+                    entries.get(pack::PACK_FILE).ok_or_else(|| ArchiveError::Missing(pack::PACK_FILE.to_owned()))?;
+                let entry = archive
+                    .by_index_raw(index)
+                    .map_err(|source| ArchiveError::BadEntry { name: pack::PACK_FILE.to_owned(), source })?;
+                if entry.compression() != zip::CompressionMethod::Stored || entry.compressed_size() != size {
+                    return Err(ArchiveError::Invalid {
+                        file: pack::PACK_FILE.to_owned(),
+                        message: "it is compressed inside the zip; a pack is compressed already and is stored"
+                            .to_owned(),
+                    });
+                }
+                let start = entry.data_start();
+                drop(entry);
+                let io_error = |source| ArchiveError::Io { path: path.clone(), source };
+                let mut file = open_regular(path).map_err(io_error)?;
+                file.seek(SeekFrom::Start(start)).map_err(io_error)?;
+                Ok(Box::new(file.take(size)))
+            }
+        }
+    }
+
     /// The size of one file, or 0 when it is not there (reading it then says so).
     fn size(&self, name: &str) -> u64 {
         match self {
@@ -532,6 +624,19 @@ impl Source {
             Source::Zip { entries, .. } => entries.get(name).map_or(0, |&(_, size)| size),
         }
     }
+}
+
+/// Opens the regular file at `path` for reading, without waiting (a FIFO opens at once, and is refused
+/// as [`check_regular`] refuses anything but a regular file, with [`io::ErrorKind::InvalidInput`]).
+fn open_regular(path: &Path) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    check_regular(options.open(path)?)
 }
 
 /// Opens the file `name` of the directory bundle at `root` as it is at this moment. The bundle was checked
@@ -1289,7 +1394,12 @@ mod tests {
         let file = tempfile::NamedTempFile::new().unwrap();
         let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
         for (name, bytes) in entries {
-            zip.start_file(*name, SimpleFileOptions::default()).unwrap();
+            // As the export writes it: a pack is stored, being compressed already.
+            let options = match *name {
+                pack::PACK_FILE => SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored),
+                _ => SimpleFileOptions::default(),
+            };
+            zip.start_file(*name, options).unwrap();
             zip.write_all(bytes).unwrap();
         }
         zip.finish().unwrap();
@@ -1359,43 +1469,68 @@ mod tests {
         assert!(error.contains("recording.har is 220200960 bytes, which would take about"), "{error}");
     }
 
+    /// Issue #45: a pack of a few KB declaring one snapshot of 1,900 MiB was unpacked whole into a
+    /// temporary file on every open that read it (validate, collect) and took 3.8 GB of disk to import. A
+    /// packed file is a file, within a file's limit, refused on opening from the index alone; and a pack
+    /// is decoded as its files are read, never into a file of its own.
     #[test]
-    fn a_pack_larger_than_a_share_of_memory_is_unpacked_once_to_a_temporary_file() {
-        // 64 MiB of zeros pack into a few KB: unpacked into memory, such a pack could claim any it liked.
+    fn a_packed_snapshot_past_a_files_limit_is_refused_before_a_byte_is_decoded() {
         let files = [("dom/000001.html", vec![0u8; 64 << 20]), ("screenshots/000002.webp", b"RIFF-image".to_vec())];
         let packed = pack::tests::pack_of(&files);
         assert!(packed.len() < 64 << 10, "{} bytes", packed.len());
         let zip = zip_with(&[(pack::PACK_FILE, &packed)]);
-
-        let small = ZipLimits { max_memory_bytes: 16 << 20, ..ZipLimits::default() };
-        let mut bundle = Bundle::open_with_limits(zip.path(), small).unwrap();
-        assert_eq!(bundle.read("screenshots/000002.webp").unwrap(), b"RIFF-image");
-        assert_eq!(bundle.read_start("dom/000001.html", 4).unwrap(), [0; 4]);
-        assert!(bundle.pack.as_ref().unwrap().unpacked.as_ref().unwrap().is_rolled(), "the pack was held in memory");
-        // Read whole, the snapshot would pass the memory limit: refused, naming it.
-        let error = bundle.read("dom/000001.html").unwrap_err().to_string();
-        assert!(error.contains("dom/000001.html is 67108864 bytes") && error.contains("TRACE_MAX_MEMORY"), "{error}");
-        let (size, _) = bundle.hash("dom/000001.html").unwrap();
-        assert_eq!(size, 64 << 20, "streamed, it reads whole");
-
-        let mut bundle = Bundle::open(zip.path()).unwrap();
-        assert_eq!(bundle.read("screenshots/000002.webp").unwrap(), b"RIFF-image");
-        assert!(!bundle.pack.as_ref().unwrap().unpacked.as_ref().unwrap().is_rolled(), "a small pack stays in memory");
-
-        // Cut short, it says so on either path.
-        let mut cut = packed.clone();
-        cut.truncate(cut.len() - 8);
-        let zip = zip_with(&[(pack::PACK_FILE, &cut)]);
-        for limits in [small, ZipLimits::default()] {
-            let error = Bundle::open_with_limits(zip.path(), limits).unwrap().read("screenshots/000002.webp");
-            let error = error.unwrap_err().to_string();
-            assert!(error.contains("dom.pack is not valid"), "{error}");
-        }
+        let limits = ZipLimits { max_entry_bytes: 32 << 20, ..ZipLimits::default() };
+        let error = Bundle::open_with_limits(zip.path(), limits).err().unwrap().to_string();
+        assert!(error.contains("dom/000001.html") && error.contains("more than the limit of 33554432"), "{error}");
         // What the pack unpacks to counts against what the bundle may unpack to.
-        let zip = zip_with(&[(pack::PACK_FILE, &packed)]);
         let limits = ZipLimits { max_total_bytes: 32 << 20, ..ZipLimits::default() };
         let error = Bundle::open_with_limits(zip.path(), limits).err().unwrap().to_string();
         assert!(error.contains("more than the limit of 33554432") && error.contains("TRACE_MAX_UNPACKED"), "{error}");
+    }
+
+    /// The other side: a real pack's files read whole, in its order and out of it, again, and by their
+    /// first bytes; a snapshot too large to read whole is refused by name and still streams; a pack cut
+    /// short or stored compressed inside its zip says so.
+    #[test]
+    fn a_pack_is_decoded_as_its_files_are_read_in_any_order() {
+        let files: Vec<(String, Vec<u8>)> = (1..=6)
+            .map(|n| (format!("dom/{n:06}.html"), format!("<p>page {n}</p>{}", "x".repeat(n * 1000)).into_bytes()))
+            .chain([("screenshots/000007.webp".to_owned(), b"RIFF-image".to_vec())])
+            .collect();
+        let borrowed: Vec<(&str, Vec<u8>)> = files.iter().map(|(p, b)| (p.as_str(), b.clone())).collect();
+        let packed = pack::tests::pack_of(&borrowed);
+        let zip = zip_with(&[(pack::PACK_FILE, &packed)]);
+        let mut bundle = Bundle::open(zip.path()).unwrap();
+        for order in [vec![0, 1, 2, 3, 4, 5, 6], vec![6, 2, 0, 5, 5, 1, 3, 4]] {
+            for at in order {
+                let (path, bytes) = &files[at];
+                assert_eq!(&bundle.read(path).unwrap(), bytes, "{path}");
+            }
+        }
+        assert_eq!(bundle.read_start("dom/000004.html", 4).unwrap(), b"<p>p");
+        assert_eq!(bundle.read("dom/000005.html").unwrap(), files[4].1, "read after reading the start of another");
+
+        let huge = [("dom/000001.html", vec![0u8; 24 << 20]), ("screenshots/000002.webp", b"RIFF-image".to_vec())];
+        let zip = zip_with(&[(pack::PACK_FILE, &pack::tests::pack_of(&huge))]);
+        let small = ZipLimits { max_memory_bytes: 16 << 20, ..ZipLimits::default() };
+        let mut bundle = Bundle::open_with_limits(zip.path(), small).unwrap();
+        let error = bundle.read("dom/000001.html").unwrap_err().to_string();
+        assert!(error.contains("dom/000001.html is 25165824 bytes") && error.contains("TRACE_MAX_MEMORY"), "{error}");
+        assert_eq!(bundle.hash("dom/000001.html").unwrap().0, 24 << 20, "streamed, it reads whole");
+        assert_eq!(bundle.read("screenshots/000002.webp").unwrap(), b"RIFF-image");
+
+        let mut cut = packed.clone();
+        cut.truncate(cut.len() - 8);
+        let zip = zip_with(&[(pack::PACK_FILE, &cut)]);
+        let error = Bundle::open(zip.path()).unwrap().read("screenshots/000007.webp").unwrap_err().to_string();
+        assert!(error.contains("dom.pack is not valid"), "{error}");
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut writer = zip::ZipWriter::new(file.reopen().unwrap());
+        writer.start_file(pack::PACK_FILE, zip::write::SimpleFileOptions::default()).unwrap();
+        writer.write_all(&packed).unwrap();
+        writer.finish().unwrap();
+        let error = Bundle::open(file.path()).err().unwrap().to_string();
+        assert!(error.contains("compressed inside the zip"), "{error}");
     }
 
     #[test]
@@ -1427,6 +1562,21 @@ mod tests {
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
         let error = bundle.read("resources/ab").unwrap_err().to_string();
         assert!(error.contains("neither a regular file"), "{error}");
+    }
+
+    /// Issue #45: a bundle that is a FIFO held `eval` and `audit` in its open, deaf to SIGTERM. It is
+    /// refused at once, saying what it is; a zip bundle opens as before.
+    #[test]
+    fn a_bundle_that_is_a_fifo_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("task.zip");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let started = std::time::Instant::now();
+        let error = Bundle::open(&fifo).err().unwrap().to_string();
+        assert!(error.contains("neither a regular file"), "{error}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let zip = zip_with(&[("storage.json", b"{}")]);
+        assert_eq!(Bundle::open(zip.path()).unwrap().read("storage.json").unwrap(), b"{}");
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //! offset in the unpacked stream and its size), then the zstd stream of the files' contents, one after the
 //! other. The files keep their names: `manifest.json` indexes each (size and sha256) as it indexes any
 //! file, and lists `dom.pack` too; [`crate::archive::Bundle`] reads packed files as if they were entries
-//! of their own, and never unpacks more than the index declares, once, into memory when that is a small share
-//! of the memory limit and into a temporary file otherwise.
+//! of their own, each within a file's limit, and never unpacks more than the index declares: the stream is
+//! decoded as its files are read, and nothing of it is kept but the decoder's window.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -166,7 +166,9 @@ pub fn unpack(compressed: impl Read, total: u64, out: &mut dyn Write) -> Result<
 }
 
 /// A decoder of a pack's stream that accepts the window the pack was written with.
-fn decoder<R: Read>(compressed: R) -> Result<zstd::stream::read::Decoder<'static, io::BufReader<R>>, String> {
+pub(crate) fn decoder<R: Read>(
+    compressed: R,
+) -> Result<zstd::stream::read::Decoder<'static, io::BufReader<R>>, String> {
     let mut decoder =
         zstd::stream::read::Decoder::new(compressed).map_err(|e| format!("the pack cannot be read: {e}"))?;
     decoder.window_log_max(WINDOW_LOG).map_err(|e| format!("the pack cannot be read: {e}"))?;

@@ -15,7 +15,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::event::{EventRecord, StorageSnapshot};
+use crate::event::{BodyStored, EventRecord, StorageSnapshot};
 use crate::task::{RecorderInfo, TaskId, TaskStatus, TaskType};
 
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -31,6 +31,12 @@ pub const FORMAT_NAME: &str = "trace-bundle";
 
 pub fn resource_path(sha256: &str) -> String {
     format!("{RESOURCES_DIR}/{sha256}")
+}
+
+/// The file that holds a stored body (`resources/<sha256>`), when the bundle has one: a body its recorder
+/// left out (`omitted`) has none.
+pub fn body_file(body: &BodyStored) -> Option<String> {
+    (!body.omitted).then(|| resource_path(&body.sha256))
 }
 
 pub fn screenshot_path(event_id: u64, extension: &str) -> String {
@@ -113,6 +119,8 @@ impl Counts {
                 K::Navigation(nav) if nav.main_frame => counts.pages += 1,
                 K::Request(_) => counts.requests += 1,
                 K::Action(_) => counts.actions += 1,
+                // One left out is not in the bundle.
+                K::Body(body) if body.omitted => {}
                 K::Body(body) => {
                     counts.bodies += 1;
                     if seen_bodies.insert(body.sha256.clone()) {

@@ -152,6 +152,22 @@ pub struct Served {
     /// RFC 3339: when the proxy started and stopped.
     pub started_at: String,
     pub duration_seconds: f64,
+    /// The bodies the session left out, past its budget; absent when it kept them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bodies_left_out: Option<BodiesLeftOut>,
+}
+
+/// The bodies an episode's session kept by their SHA-256 and size alone (its `body` events say
+/// `omitted`): those that came past its budget (`--max-episode-bytes`), which bounds what an agent or a
+/// page can make an episode hold, on disk and in memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BodiesLeftOut {
+    /// How many bodies were left out.
+    pub bodies: u64,
+    /// Their bytes in all.
+    pub bytes: u64,
+    /// The budget they came past.
+    pub budget_bytes: u64,
 }
 
 /// `result.json`: one task's scores, each with what it rests on.
@@ -191,6 +207,9 @@ pub struct EvalResult {
     /// How replay answered the agent's requests.
     pub requests: RequestCounts,
     pub live_attempts: u64,
+    /// The bodies the session left out, past the episode's budget; absent when it kept them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bodies_left_out: Option<BodiesLeftOut>,
     /// What the optional judge said (`--judge MODEL`); absent when none was asked. Its verdicts stand
     /// beside the deterministic scores above and never replace them, but for the rubric's text items,
     /// which only a judge can score (each marked `judged_by`).

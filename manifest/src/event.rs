@@ -245,6 +245,10 @@ pub struct BodyStored {
     pub part: BodyPart,
     pub sha256: String,
     pub size: u64,
+    /// The body is not in the bundle: it came past its recorder's budget for bodies (a replay session's,
+    /// `--max-episode-bytes`), so only its size and SHA-256 are known and no file holds it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub omitted: bool,
 }
 
 /// Something the person did in a page.

@@ -36,6 +36,21 @@ pub struct TaskSummary {
     pub imported: bool,
 }
 
+/// `trace-replay list --json`: one task of a bundle or dataset, as `eval` runs it (and BrowserGym's tasks
+/// are registered from it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskToRun {
+    pub task_id: TaskId,
+    /// The task's bundle, an absolute path.
+    pub bundle: PathBuf,
+    pub description: String,
+    pub task_type: TaskType,
+    pub website: String,
+    /// The page the episode opens first: the demonstration's first navigation, else the website; always
+    /// `http` or `https`.
+    pub start_url: String,
+}
+
 /// `trace-host install --json` and `uninstall --json`: one native messaging host manifest written or removed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Installed {

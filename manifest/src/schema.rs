@@ -17,7 +17,7 @@ use crate::map::{EnvironmentMap, MapCoverage, MapSource, PageContext, Workflow};
 use crate::postprocess::{Checkpoint, CredentialEntry};
 use crate::report::{
     BundleSummary, DatasetReport, ExportReport, FidelityReport, ImportReport, Installed, ProcessReport, TaskSummary,
-    ValidateReport,
+    TaskToRun, ValidateReport,
 };
 use crate::trajectory::Trajectory;
 use crate::wire::{ClientMessage, HostMessage, Request};
@@ -66,6 +66,7 @@ pub fn schemas() -> Vec<(&'static str, Schema)> {
         ("report-inspect.schema.json", schema_for!(BundleSummary)),
         ("report-fidelity.schema.json", schema_for!(FidelityReport)),
         ("report-audit.schema.json", schema_for!(Vec<Audit>)),
+        ("report-list.schema.json", schema_for!(Vec<TaskToRun>)),
     ]
 }
 

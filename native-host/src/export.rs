@@ -63,6 +63,15 @@ pub fn export(store: &TaskStore, task_id: &TaskId, out: &Path, options: &ExportO
     let (task_bundle, processed) = processed_task_bundle(store, task_id, Purpose::Export)?;
     let mut source = Bundle::open(task_bundle.dir())?;
     let written = export_bundle(&mut source, out, options)?;
+    if !options.redact {
+        // Said alike whatever the format: a WACZ holds the secrets in its records and its index as a zip
+        // holds them in its files.
+        tracing::warn!(
+            "{} is not redacted: it holds the passwords, cookies and tokens of the recording as they were; to \
+             share it, export with --redact",
+            out.display()
+        );
+    }
     Ok(ExportReport {
         task_id: task_id.clone(),
         status: task_bundle.task().status,

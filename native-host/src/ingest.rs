@@ -631,6 +631,7 @@ impl State {
                 part,
                 sha256: sha256.clone(),
                 size: row.size,
+                omitted: false,
             });
             let event = Event { ts: now_ms(), tab_id: None, frame_id: None, kind };
             batch.append_event(task_id, seq, &mut EventRecord { id: 0, event })?;

@@ -36,7 +36,7 @@ use trace_manifest::event::EventKind;
 use trace_manifest::har::Har;
 
 use regex::bytes::{Regex, RegexBuilder};
-use trace_analysis::body::ContentEncoding;
+use trace_analysis::body::{self, ContentEncoding};
 use trace_analysis::secrets::{Kept, Secrets, encoded_forms, encoded_pattern, request_body_text, values_to_check};
 use trace_analysis::suspects::{Suspect, Suspects};
 use trace_manifest::report::{RedactionSummary, SecretKind};
@@ -496,6 +496,17 @@ fn each_file(path: &Path, visit: &mut dyn FnMut(&str, &mut dyn Read) -> Result<(
         if name == pack::PACK_FILE {
             continue;
         }
+        if name == bundle::EVENTS_FILE || name == bundle::HAR_FILE {
+            // Request bodies a page compressed itself are text in them, one character per byte: searched
+            // decoded too.
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).with_context(|| format!("cannot read {name} back"))?;
+            visit(&name, &mut bytes.as_slice())?;
+            for decoded in compressed_request_texts(&bytes) {
+                visit(&format!("{name} (a compressed request body)"), &mut decoded.as_slice())?;
+            }
+            continue;
+        }
         if !name.starts_with(bundle::RESOURCES_DIR) || entry.size() > MAX_DECODED_BODY_BYTES {
             visit(&name, &mut entry)?;
             continue;
@@ -519,17 +530,32 @@ fn each_file(path: &Path, visit: &mut dyn FnMut(&str, &mut dyn Read) -> Result<(
     Ok(())
 }
 
-/// `bytes` decoded when they start as a gzip stream or a zlib one does (and decode).
-fn decoded_if_compressed(bytes: &[u8]) -> Option<Vec<u8>> {
-    let encoding = match bytes {
-        [0x1f, 0x8b, ..] => ContentEncoding::Gzip,
-        // zlib's header: deflate with a window of at most 32 KiB, and a checksum of the two bytes.
-        [first, second, ..] if first & 0x0f == 8 && (u16::from(*first) << 8 | u16::from(*second)) % 31 == 0 => {
-            ContentEncoding::Deflate
-        }
-        _ => return None,
+/// What the request bodies a page compressed itself decode to, where a JSON document (`recording.har`) or
+/// a file of JSON lines (`events.jsonl`) holds them as text ([`body::compressed_text`]): every string of it
+/// is looked at, whatever field holds it. What does not parse holds none.
+fn compressed_request_texts(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let documents: Vec<serde_json::Value> = match serde_json::from_slice(bytes) {
+        Ok(document) => vec![document],
+        Err(_) => bytes.split(|byte| *byte == b'\n').filter_map(|line| serde_json::from_slice(line).ok()).collect(),
     };
-    encoding.decode(bytes, MAX_DECODED_BODY_BYTES)
+    let mut decoded = Vec::new();
+    let mut values: Vec<&serde_json::Value> = documents.iter().collect();
+    while let Some(value) = values.pop() {
+        match value {
+            serde_json::Value::String(text) => {
+                decoded.extend(body::compressed_text(text, MAX_DECODED_BODY_BYTES).map(|(_, bytes)| bytes));
+            }
+            serde_json::Value::Array(items) => values.extend(items),
+            serde_json::Value::Object(members) => values.extend(members.values()),
+            _ => {}
+        }
+    }
+    decoded
+}
+
+/// `bytes` decoded when they are a gzip or zlib stream by their first bytes (and decode).
+fn decoded_if_compressed(bytes: &[u8]) -> Option<Vec<u8>> {
+    body::decode_compressed(bytes, MAX_DECODED_BODY_BYTES).map(|(_, decoded)| decoded)
 }
 
 /// Writes `source`, redacted, into the empty directory `dest` as a complete bundle (indexed, valid).
@@ -587,7 +613,14 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path, suspects: &SuspectDecisio
                 let redacted = redact(decoded.clone());
                 if redacted == decoded { bytes } else { encoding.encode(&redacted) }
             }
-            None => redact(bytes),
+            // One compressed without a word of it in its headers is known by its bytes.
+            None => match body::decode_compressed(&bytes, MAX_DECODED_BODY_BYTES) {
+                Some((encoding, decoded)) => {
+                    let redacted = redact(decoded.clone());
+                    if redacted == decoded { bytes } else { encoding.encode(&redacted) }
+                }
+                None => redact(bytes),
+            },
         };
         let written = write_file(dest, &bundle::resource_path(&trace_bundle::archive::sha256_hex(&bytes)), &bytes)?;
         moved.insert(entry.sha256.clone(), (written.sha256.clone(), written.size));
@@ -600,7 +633,12 @@ pub fn redact_bundle(source: &mut Bundle, dest: &Path, suspects: &SuspectDecisio
     for entry in rest.filter(|entry| entry.path != pack::PACK_FILE) {
         let mut bytes = source.read(&entry.path)?;
         if entry.path == bundle::EVENTS_FILE {
-            let (decoded, count) = redact_binary_frames(&bytes, &replacer)?;
+            let (decoded, count) = redact_inside_events(&bytes, &replacer)?;
+            binary_replacements += count;
+            bytes = decoded;
+        }
+        if entry.path == bundle::HAR_FILE {
+            let (decoded, count) = redact_inside_har(&bytes, &replacer)?;
             binary_replacements += count;
             bytes = decoded;
         }
@@ -641,17 +679,26 @@ fn compressed_request_bodies(har: &Har) -> HashMap<&str, ContentEncoding> {
         .collect()
 }
 
-/// `events.jsonl` with each binary WebSocket frame's secrets replaced in its decoded payload. Kept in
-/// base64, a secret's own base64 forms could be replaced only up to the characters it shares with its
-/// neighbours (a byte of the secret left at each end); decoded, its stand-in is whole, the same in every
-/// frame (a replayed page's id is matched against it), and of the secret's length (see
-/// [`Replacer::replace_in_binary`]). Returns the file as it was when no frame held a secret.
-fn redact_binary_frames(bytes: &[u8], replacer: &Replacer) -> Result<(Vec<u8>, usize)> {
+/// `events.jsonl` with the secrets replaced inside what its text hides them in: each binary WebSocket
+/// frame's decoded payload, and each request body a page compressed itself, which DevTools gives as text
+/// of one character per byte ([`redact_compressed_text`]).
+///
+/// A binary frame is redacted decoded: kept in base64, a secret's own base64 forms could be replaced only
+/// up to the characters it shares with its neighbours (a byte of the secret left at each end); decoded, its
+/// stand-in is whole, the same in every frame (a replayed page's id is matched against it), and of the
+/// secret's length (see [`Replacer::replace_in_binary`]). Returns the file as it was when nothing inside
+/// held a secret.
+fn redact_inside_events(bytes: &[u8], replacer: &Replacer) -> Result<(Vec<u8>, usize)> {
     use base64::Engine;
     let engine = base64::engine::general_purpose::STANDARD;
     let mut events = parse_events(bytes).context("events.jsonl does not parse")?;
     let mut count = 0;
     for record in &mut events {
+        if let EventKind::Request(request) = &mut record.event.kind
+            && let Some(text) = request.post_data.as_mut()
+        {
+            count += redact_compressed_text(text, replacer);
+        }
         let EventKind::WebSocket(frame) = &mut record.event.kind else { continue };
         let Some(data) = frame.data.as_mut().filter(|_| frame.opcode == Some(2)) else { continue };
         let Ok(payload) = engine.decode(data.as_bytes()) else { continue };
@@ -670,6 +717,35 @@ fn redact_binary_frames(bytes: &[u8], replacer: &Replacer) -> Result<(Vec<u8>, u
         out.push(b'\n');
     }
     Ok((out, count))
+}
+
+/// `recording.har` with the secrets replaced inside each request body a page compressed itself
+/// ([`redact_compressed_text`]); the file as it was when none held one.
+fn redact_inside_har(bytes: &[u8], replacer: &Replacer) -> Result<(Vec<u8>, usize)> {
+    let mut har: Har = serde_json::from_slice(bytes).context("recording.har does not parse")?;
+    let mut count = 0;
+    for entry in &mut har.log.entries {
+        if let Some(text) = entry.request.post_data.as_mut().and_then(|post| post.text.as_mut()) {
+            count += redact_compressed_text(text, replacer);
+        }
+    }
+    if count == 0 {
+        return Ok((bytes.to_vec(), 0));
+    }
+    Ok((serde_json::to_vec_pretty(&har)?, count))
+}
+
+/// A request body's text that stands for a compressed stream ([`body::compressed_text`]: a page gzipped
+/// it, and DevTools gave it one character per byte), with its secrets replaced in what it decodes to and
+/// compressed again the same way; how many were. Text of anything else is left to the replacement of the
+/// whole file.
+fn redact_compressed_text(text: &mut String, replacer: &Replacer) -> usize {
+    let Some((encoding, decoded)) = body::compressed_text(text, MAX_DECODED_BODY_BYTES) else { return 0 };
+    let (redacted, found) = replacer.replace(&decoded);
+    if found > 0 {
+        *text = body::latin1_text(&encoding.encode(&redacted));
+    }
+    found
 }
 
 /// `events.jsonl` with each body event pointing at where its body moved, and the counts of the new events.
@@ -785,7 +861,7 @@ mod tests {
             )
         };
         let events = (0..3).map(frame).collect::<Vec<_>>().join("\n") + "\n";
-        let (out, count) = redact_binary_frames(events.as_bytes(), &replacer).unwrap();
+        let (out, count) = redact_inside_events(events.as_bytes(), &replacer).unwrap();
         assert_eq!(count, 3);
         let stand_in = "trace-redacted-url-parameter-session";
         assert_eq!(stand_in.len(), session.len());
@@ -797,7 +873,7 @@ mod tests {
         assert_eq!(replacer.find_in(&out[..]).unwrap(), None);
         // A file with no secret in a frame is left byte for byte.
         let plain = frame(0).replace(&engine.encode(payload(session, 0)), &engine.encode(b"hello"));
-        assert_eq!(redact_binary_frames(plain.as_bytes(), &replacer).unwrap(), (plain.into_bytes(), 0));
+        assert_eq!(redact_inside_events(plain.as_bytes(), &replacer).unwrap(), (plain.into_bytes(), 0));
     }
 
     /// Issue #11: what no enumerated form holds (a text node's `&amp;` beside a bare `"`, HTML numeric
@@ -864,7 +940,8 @@ mod tests {
         let redacted = checking_a_cookie_no_rule_chose();
         let file = tempfile::NamedTempFile::new().unwrap();
         let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
-        zip.start_file(pack::PACK_FILE, zip::write::SimpleFileOptions::default()).unwrap();
+        let stored = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        zip.start_file(pack::PACK_FILE, stored).unwrap();
         let snapshot = b"<p>session q7Zx9-sid</p>";
         let files = [("dom/000001.html".to_owned(), snapshot.len() as u64)];
         pack::write_pack(&mut zip, &files, |_, sink| sink.write_all(snapshot).map(|()| snapshot.len() as u64)).unwrap();
@@ -912,6 +989,29 @@ mod tests {
         assert!(error.contains("archive/data.warc.gz (record 2)"), "{error}");
 
         redacted.verify_wacz(wacz_with_payload(b"<p>nothing to see</p>").path()).unwrap();
+    }
+
+    /// Issue #45: the export's own search read `events.jsonl` and `recording.har` as text, where a body a
+    /// page gzipped itself is text of one character per byte: it said the zip held no secret while the
+    /// body gunzipped to one. It decodes such bodies too.
+    #[test]
+    fn the_final_search_decodes_the_compressed_bodies_the_documents_hold_as_text() {
+        let redacted = checking_a_cookie_no_rule_chose();
+        let compressed = body::latin1_text(&ContentEncoding::Gzip.encode(br#"{"session":"q7Zx9-sid"}"#));
+        let event = serde_json::json!({
+            "id": 0, "ts": 1.0, "type": "request", "request_id": "1", "url": "http://h/api", "method": "POST",
+            "headers": [], "post_data": compressed,
+        });
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut zip = zip::ZipWriter::new(file.reopen().unwrap());
+        zip.start_file(bundle::EVENTS_FILE, zip::write::SimpleFileOptions::default()).unwrap();
+        zip.write_all(format!("{event}\n").as_bytes()).unwrap();
+        zip.finish().unwrap();
+        let error = redacted.verify_zip(file.path()).unwrap_err().to_string();
+        assert!(
+            error.contains("events.jsonl (a compressed request body)") && error.contains("cookie value"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -295,6 +295,11 @@ fn not_a_secret(data: &DataDir, task_id: &TaskId, placeholder: &str) -> Result<A
         Ok(())
     })?;
     let derived = trajectory::derive(task_id.clone(), &events, task_bundle.task().answer.as_deref());
+    // Only a credential's whole placeholder: any text contains an empty one, and every credential's
+    // contains `{{credentials.`, which would unflag them all.
+    if !derived.credentials.iter().any(|credential| credential.placeholder() == placeholder) {
+        bail!("{task_id} has no credential {placeholder:?}");
+    }
     let replaced: BTreeSet<u64> = derived
         .trajectory
         .tool_calls

@@ -258,7 +258,8 @@ impl ReplayArchive {
     }
 
     /// Runs `read` on the open bundle, for what replay reads of it besides the responses (the re-run's
-    /// snapshots and screenshots): through the one open bundle, its snapshot pack is unpacked once. The
+    /// snapshots and screenshots): through the one open bundle, its snapshot pack is decoded once when they
+    /// are read in order. The
     /// bundle is the responses' too, so `read` should read, not parse at length.
     pub fn with_bundle<T>(&self, read: impl FnOnce(&mut Bundle) -> T) -> T {
         read(&mut self.bundle.lock().expect("no panics while locked"))

@@ -64,7 +64,7 @@ pub async fn audit_tasks(
     options: &AuditOptions,
     mut audited: impl FnMut(&Audit),
 ) -> Result<Vec<Audit>> {
-    let tasks = crate::tasks::tasks(source)?;
+    let tasks = crate::tasks::tasks(source, options.episode.limits)?;
     let mut audits = Vec::with_capacity(tasks.len());
     for task in &tasks {
         let task_audit = audit_task(task, out, options).await?;

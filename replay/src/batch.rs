@@ -116,7 +116,7 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     let location = Location::parse(run)?;
     let run = location.local().to_owned();
     let run = run.as_path();
-    let mut tasks = tasks(source.local())?;
+    let mut tasks = tasks(source.local(), options.episode.limits)?;
     if let Some(shard) = options.shard {
         tasks = tasks.into_iter().enumerate().filter(|(k, _)| k % shard.count == shard.index).map(|(_, t)| t).collect();
     }
@@ -257,6 +257,7 @@ fn unusable(task: &TaskSource, options: &EvalOptions, error: &str) -> EvalResult
         spl: Spl::default(),
         requests: RequestCounts::default(),
         live_attempts: 0,
+        bodies_left_out: None,
         judge: None,
         audit: None,
     }

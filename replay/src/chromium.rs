@@ -71,6 +71,8 @@ const BACKGROUND_FEATURES: &[&str] = &[
     "CertificateTransparencyComponentUpdater",
     "InterestFeedContentSuggestions",
     "PrivacySandboxSettings4",
+    // The mDNS responder WebRTC starts to name a page's local addresses: it listens on 224.0.0.251:5353.
+    "WebRtcHideLocalIpsWithMdns",
 ];
 
 /// The preferences a fresh profile starts with: what no command-line flag turns off. No sign-in, no
@@ -171,6 +173,65 @@ pub fn command_line_flags() -> Vec<String> {
         flags.push("--no-sandbox".to_owned());
     }
     flags
+}
+
+/// The command line of a Chromium that another program launches (BrowserGym's Playwright, which takes no
+/// flags of ours): `given` as it is, with each offline flag it lacks ([`command_line_flags`]) added, and
+/// the features both turn off in one `--disable-features` (Chromium reads only the last one given).
+pub fn offline_arguments(given: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
+    let name_of = |flag: &str| flag.trim_start_matches('-').split('=').next().unwrap_or_default().to_owned();
+    let mut features: Vec<String> = Vec::new();
+    let mut arguments: Vec<std::ffi::OsString> = Vec::new();
+    let mut named = std::collections::HashSet::new();
+    fn add_features(value: &str, features: &mut Vec<String>) {
+        for feature in value.split(',').filter(|feature| !feature.is_empty()) {
+            if !features.iter().any(|known| known == feature) {
+                features.push(feature.to_owned());
+            }
+        }
+    }
+    for argument in given {
+        match argument.to_str().and_then(|flag| flag.strip_prefix("--disable-features=")) {
+            Some(value) => add_features(value, &mut features),
+            None => {
+                if let Some(flag) = argument.to_str().filter(|flag| flag.starts_with("--")) {
+                    named.insert(name_of(flag));
+                }
+                arguments.push(argument.clone());
+            }
+        }
+    }
+    for flag in command_line_flags() {
+        match flag.strip_prefix("--disable-features=") {
+            Some(value) => add_features(value, &mut features),
+            None if !named.contains(&name_of(&flag)) => arguments.push(flag.into()),
+            None => {}
+        }
+    }
+    if !features.is_empty() {
+        arguments.push(format!("--disable-features={}", features.join(",")).into());
+    }
+    arguments
+}
+
+/// Replaces this process by Chromium (`chromium`, else [`resolve`]d) run with [`offline_arguments`] of
+/// `given`, its profile (`--user-data-dir`, when given) seeded with TRACE's preferences if it has none.
+/// The file descriptors it was given stay open (Playwright talks to the browser through two of them).
+#[cfg(unix)]
+pub fn exec_offline(chromium: Option<&Path>, given: &[std::ffi::OsString]) -> Result<std::convert::Infallible> {
+    use std::os::unix::process::CommandExt as _;
+    let chromium = find(chromium)?;
+    let profile = given.iter().rev().find_map(|argument| argument.to_str()?.strip_prefix("--user-data-dir="));
+    if let Some(profile) = profile {
+        let preferences = Path::new(profile).join("Default/Preferences");
+        if !preferences.exists() {
+            std::fs::create_dir_all(Path::new(profile).join("Default"))
+                .and_then(|()| std::fs::write(&preferences, PROFILE_PREFERENCES))
+                .with_context(|| format!("cannot write {}", preferences.display()))?;
+        }
+    }
+    let error = std::process::Command::new(&chromium).args(offline_arguments(given)).exec();
+    Err(error).with_context(|| format!("cannot run Chromium ({})", chromium.display()))
 }
 
 /// Launches Chromium as `launch` says.
@@ -583,6 +644,40 @@ impl Unparsed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #45: BrowserGym's browser, launched by Playwright with flags of its own, lacked the offline
+    /// flags (WebRTC sent STUN packets past the proxy; an mDNS socket was held). They are added to what
+    /// Playwright gives, a flag it gave itself left as it is, and every feature to turn off in the one
+    /// `--disable-features` Chromium reads.
+    #[test]
+    fn a_harness_command_line_gets_the_offline_flags_and_one_list_of_features() {
+        let given: Vec<std::ffi::OsString> = [
+            "--disable-background-networking",
+            "--disable-features=ImprovedCookieControls,LazyFrameLoading",
+            "--remote-debugging-pipe",
+            "--proxy-server=http://127.0.0.1:4000",
+            "--disable-features=OverlayScrollbars",
+            "--user-data-dir=/tmp/profile",
+            "about:blank",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        let arguments: Vec<String> =
+            offline_arguments(&given).into_iter().map(|argument| argument.into_string().unwrap()).collect();
+        let count = |name: &str| arguments.iter().filter(|argument| argument.starts_with(name)).count();
+        assert_eq!(count("--disable-background-networking"), 1);
+        assert_eq!(count("--disable-features="), 1);
+        assert_eq!(count("--force-webrtc-ip-handling-policy=disable_non_proxied_udp"), 1);
+        assert_eq!(count("--disable-quic"), 1);
+        let features = arguments.iter().find_map(|argument| argument.strip_prefix("--disable-features=")).unwrap();
+        for feature in ["ImprovedCookieControls", "OverlayScrollbars", "WebRtcHideLocalIpsWithMdns", "MediaRouter"] {
+            assert!(features.split(',').any(|known| known == feature), "{feature} in {features}");
+        }
+        let first =
+            ["--disable-background-networking", "--remote-debugging-pipe", "--proxy-server=http://127.0.0.1:4000"];
+        assert_eq!(&arguments[..3], first, "what Playwright gave comes first, in its order");
+    }
 
     #[test]
     fn the_path_comes_from_the_argument_then_the_environment_then_debian() {

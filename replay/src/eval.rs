@@ -130,6 +130,8 @@ pub struct EvalOptions {
     pub map: Option<PathBuf>,
     /// Also write the episode in WebArena-Infinity's layout, beside the task's outputs.
     pub webarena_infinity: bool,
+    /// What the episode's session keeps of the bodies that cross it ([`session::bodies`]).
+    pub episode_budget: session::Budget,
 }
 
 /// What the bundle says the task is and what reaching it looks like.
@@ -212,11 +214,45 @@ impl Reference {
 
     /// The task's start: the URL the demonstration first navigated to.
     pub fn start_url(&self) -> Option<&str> {
-        self.calls.iter().find_map(|call| match &call.action {
-            ToolAction::Navigate { url } => Some(url.as_str()),
-            _ => None,
-        })
+        first_navigation(&self.calls)
     }
+}
+
+/// The URL the demonstration first navigated to.
+fn first_navigation(calls: &[ToolCall]) -> Option<&str> {
+    calls.iter().find_map(|call| match &call.action {
+        ToolAction::Navigate { url } => Some(url.as_str()),
+        _ => None,
+    })
+}
+
+/// Where an episode starts: the demonstration's first navigation, else the task's website. The one rule
+/// for `eval` and for BrowserGym's tasks (`trace-replay list`): a web page only (`http` or `https`), since
+/// the agent is shown its first page, and a bundle starting at a local file (`file://`) or a browser's
+/// own page would show it what is outside the replay.
+pub fn episode_start(calls: &[ToolCall], website: &str) -> Result<String> {
+    let url = first_navigation(calls).unwrap_or(website);
+    match url::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(url.to_owned()),
+        _ => bail!("the task starts at {url:?}, which is no web page (http or https): an agent is shown nothing else"),
+    }
+}
+
+/// A task of `source` ([`crate::tasks::tasks`]) as `eval` would run it: its bundle's absolute path and
+/// where its episode starts ([`episode_start`]), read from the bundle.
+pub fn task_to_run(task: &TaskSource, limits: ZipLimits) -> Result<trace_manifest::report::TaskToRun> {
+    let mut bundle = Bundle::open_with_limits(&task.bundle, limits)
+        .with_context(|| format!("cannot open the bundle {} of task {}", task.bundle.display(), task.task_id))?;
+    let website = bundle.manifest()?.task.website;
+    let (calls, _) = trajectory::of_bundle(&mut bundle)?;
+    Ok(trace_manifest::report::TaskToRun {
+        task_id: task.task_id.clone(),
+        bundle: absolute(&task.bundle)?,
+        description: task.description.clone(),
+        task_type: task.task_type,
+        website: task.website.clone(),
+        start_url: episode_start(&calls, &website).with_context(|| format!("task {}", task.task_id))?,
+    })
 }
 
 /// Scores an episode that `serve --proxy-port --episode DIR` recorded (`DIR/session/`, `DIR/served.json`),
@@ -276,6 +312,7 @@ pub fn score_proxied(
         spl,
         requests: served.requests,
         live_attempts: served.live_attempts,
+        bodies_left_out: served.bodies_left_out,
         judge: None,
         audit: reference.audit.clone(),
     };
@@ -321,17 +358,18 @@ impl Episode<'_> {
     /// browser is an `Err`.
     pub async fn run(&self) -> Result<EvalResult> {
         // One open bundle for the episode: the reference is read from it, then it is served, and the
-        // re-run's captures are read through it ([`run_human`]), so that its snapshot pack is unpacked once.
+        // re-run's captures are read through it ([`run_human`]), so that its snapshot pack is decoded once.
         let mut bundle = open_bundle(&self.task.bundle, self.options.limits)?;
         let reference = Reference::of_bundle(&mut bundle)?;
         let archive = ReplayArchive::from_bundle(bundle)?;
-        let start_url = reference.start_url().unwrap_or(archive.start_url()).to_owned();
+        let start_url = episode_start(&reference.calls, &reference.task.website)?;
         if self.out.exists() {
             std::fs::remove_dir_all(self.out).with_context(|| format!("cannot clear {}", self.out.display()))?;
         }
         let agent_out = self.out.join("agent");
         std::fs::create_dir_all(&agent_out).with_context(|| format!("cannot create {}", agent_out.display()))?;
-        let session = SessionRecorder::create(&self.out.join(files::SESSION_DIR))?;
+        let session =
+            SessionRecorder::create_with_budget(&self.out.join(files::SESSION_DIR), self.options.episode_budget)?;
         let started = Instant::now();
         let started_at_ms = now_ms();
 
@@ -440,6 +478,7 @@ impl Episode<'_> {
             spl,
             requests: stats.request_counts(),
             live_attempts: stats.live_attempts,
+            bodies_left_out: session.bodies_left_out(),
             judge: None,
             audit: reference.audit.clone(),
         };
@@ -664,10 +703,10 @@ async fn run_command(
     let mark = crate::processes::AgentMark::new();
     let (output, output_end) = std::io::pipe().context("cannot make a pipe for the agent's output")?;
     let log = AgentLog::start(&agent_out.join(AGENT_LOG_FILE), output)?;
-    let mut shell = tokio::process::Command::new("sh");
+    // Under its keeper: however trace-replay ends, even killed, the agent ends with it.
+    let crate::processes::KeptAgent { command: mut shell, lifeline, reading_end } =
+        crate::processes::kept_agent(command).context("cannot prepare the agent's keeper")?;
     shell
-        .arg("-c")
-        .arg(command)
         .envs(environment)
         .env("TRACE_CDP_URL", format!("http://127.0.0.1:{}", port.port))
         .env(mark.variable().0, mark.variable().1)
@@ -680,8 +719,10 @@ async fn run_command(
         .with_context(|| format!("cannot start the agent {command:?}"))?;
     // The command holds the pipe's writing end until dropped: the log would never see its end.
     drop(shell);
+    drop(reading_end);
     let shell_id = child.id();
-    let running = RunningGroup { group: process_group(&child), shell: shell_id, mark: Some(mark) };
+    let running =
+        RunningGroup { group: process_group(&child), shell: shell_id, mark: Some(mark), lifeline: Some(lifeline) };
     let deadline = Instant::now() + options.timeout;
     let ended = loop {
         if let Some(status) = child.try_wait()? {
@@ -761,6 +802,8 @@ struct RunningGroup {
     group: Option<rustix::process::Pid>,
     shell: Option<u32>,
     mark: Option<crate::processes::AgentMark>,
+    /// The agent's keeper's lifeline ([`crate::processes::kept_agent`]), closed when the episode ends.
+    lifeline: Option<std::io::PipeWriter>,
 }
 
 impl RunningGroup {
@@ -773,6 +816,8 @@ impl RunningGroup {
 
 impl Drop for RunningGroup {
     fn drop(&mut self) {
+        // The keeper ends what the agent left, wherever it is, once its lifeline closes.
+        drop(self.lifeline.take());
         if let Some(group) = self.group {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }
@@ -1034,22 +1079,39 @@ impl AgentPort {
     }
 }
 
-/// The session's HAR as WebArena Verified reads it: bodies that are text inline in `text`, others left
-/// as files of the session (`session/resources/<sha256>`).
+/// The largest body [`network_har`] puts inline: real forms, JSON and pages are far smaller, and a body a
+/// page made huge stays a file rather than making the HAR as large.
+const MAX_NETWORK_HAR_INLINE_BYTES: u64 = 4 << 20;
+/// The most body text [`network_har`] puts inline in all.
+const MAX_NETWORK_HAR_INLINE_TOTAL: u64 = 64 << 20;
+
+/// The session's HAR as WebArena Verified reads it: bodies that are text inline in `text` (each up to
+/// [`MAX_NETWORK_HAR_INLINE_BYTES`], [`MAX_NETWORK_HAR_INLINE_TOTAL`] in all), others left as files of the
+/// session (`session/resources/<sha256>`).
 fn network_har(session: &mut Bundle) -> Result<Har> {
     let mut har: Har = serde_json::from_slice(&session.read(bundle::HAR_FILE)?)
         .with_context(|| format!("the session's {} does not parse", bundle::HAR_FILE))?;
+    let sizes = session.files()?;
+    let mut inline_left = MAX_NETWORK_HAR_INLINE_TOTAL;
+    let mut inline = |session: &mut Bundle, file: &str| -> Result<Option<Vec<u8>>> {
+        let size = sizes.get(file).copied().unwrap_or(u64::MAX);
+        if size > MAX_NETWORK_HAR_INLINE_BYTES || size > inline_left {
+            return Ok(None);
+        }
+        inline_left -= size;
+        Ok(Some(session.read(file)?))
+    };
     let in_session = |file: &str| format!("{}/{file}", files::SESSION_DIR);
     for entry in &mut har.log.entries {
         let content = &mut entry.response.content;
         if let Some(file) = content.file.clone()
-            && !content.set_inline_if_text(&session.read(&file)?)
+            && !inline(session, &file)?.is_some_and(|bytes| content.set_inline_if_text(&bytes))
         {
             content.file = Some(in_session(&file));
         }
         if let Some(post) = entry.request.post_data.as_mut()
             && let Some(file) = post.file.clone()
-            && !post.set_inline_if_text(session.read(&file)?)
+            && !inline(session, &file)?.is_some_and(|bytes| post.set_inline_if_text(bytes))
         {
             post.file = Some(in_session(&file));
         }

@@ -17,7 +17,8 @@ use trace_replay::judge::Judge;
 use trace_replay::proxy::ProxyOptions;
 use trace_replay::run::RunOptions;
 use trace_replay::serve::Options;
-use trace_replay::stop::{asked_to_stop, until_stopped};
+use trace_replay::session::Budget;
+use trace_replay::stop::{asked_to_stop, stdin_closed, until_stopped};
 
 /// Serve a TRACE bundle to Chromium offline, and re-run its recorded trajectory.
 #[derive(Debug, Parser)]
@@ -69,6 +70,31 @@ enum Command {
         /// what was served (DIR/served.json). `trace-replay score` scores it.
         #[arg(long, value_name = "DIR", requires = "proxy_port")]
         episode: Option<PathBuf>,
+        /// With --episode: what the episode keeps of the request and response bodies that cross the
+        /// proxy, in bytes; past it a body is kept as its SHA-256 and size alone, and served.json says how
+        /// many were.
+        #[arg(
+            long,
+            value_name = "BYTES",
+            requires = "episode",
+            default_value_t = trace_replay::session::bodies::DEFAULT_BUDGET_BYTES
+        )]
+        max_episode_bytes: u64,
+        /// With --proxy-port: stop, writing the episode, when standard input ends: the caller that holds a
+        /// pipe to it has closed it or is gone (killed, crashed), and the proxy goes with it.
+        #[arg(long, requires = "proxy_port")]
+        stop_when_stdin_closes: bool,
+    },
+    /// List the tasks of a bundle or dataset as `eval` runs them: id, bundle, description and the page each
+    /// starts at, checked as `eval` checks them (BrowserGym's tasks are registered from this list).
+    List {
+        /// A bundle (directory or zip), or a dataset (with tasks.jsonl).
+        source: PathBuf,
+        #[command(flatten)]
+        limits: LimitArgs,
+        /// Print the tasks as one JSON array.
+        #[arg(long)]
+        json: bool,
     },
     /// Score an episode that `serve --proxy-port --episode DIR` recorded, as `eval` scores its own: writes
     /// DIR/result.json and prints its summary.
@@ -153,6 +179,24 @@ enum Command {
         #[command(flatten)]
         limits: LimitArgs,
     },
+    /// Run Chromium with ARGS and TRACE's offline flags (no background traffic, WebRTC only through the
+    /// proxy, no mDNS), for a harness that launches its own browser: BrowserGym's tasks point Playwright's
+    /// executable at a script that runs this. Replaces itself by Chromium.
+    Chromium {
+        /// The Chromium to run [default: $TRACE_CHROMIUM, else Debian's].
+        #[arg(long, value_name = "PATH")]
+        chromium: Option<PathBuf>,
+        /// Chromium's own arguments, after `--`.
+        #[arg(last = true)]
+        arguments: Vec<std::ffi::OsString>,
+    },
+    /// An agent's keeper, started by `eval` (not for people): runs the agent and ends all it started when
+    /// trace-replay is gone (see `trace_replay::processes`).
+    #[command(name = "agent-keeper", hide = true)]
+    AgentKeeper {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Join the runs of shards into one results file and summary, as one machine would have written them.
     EvalMerge {
         /// Runs (directories or object store URLs, each with its results files).
@@ -210,6 +254,10 @@ struct EvalArgs {
     /// be compared with and without a map.
     #[arg(long, value_name = "DIR")]
     map: Option<PathBuf>,
+    /// What each episode keeps of the request and response bodies that cross it, in bytes; past it a
+    /// body is kept as its SHA-256 and size alone, and the result says how many were.
+    #[arg(long, value_name = "BYTES", default_value_t = trace_replay::session::bodies::DEFAULT_BUDGET_BYTES)]
+    max_episode_bytes: u64,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -288,6 +336,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             proxy_port,
             ca_dir,
             episode,
+            max_episode_bytes,
+            stop_when_stdin_closes,
         } => {
             let mut archive = ReplayArchive::open_with_limits(&bundle, limits.limits())?;
             if let Some(file) = ignore_list {
@@ -299,14 +349,38 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "--allow-network-fallback needs the browser replay launches; the proxy answers from the bundle alone"
                 );
                 let options = ProxyOptions { port, ca_dir, determinism: !no_determinism };
-                let serving =
-                    trace_replay::proxy::serve_until(&bundle, archive, &options, episode.as_deref(), asked_to_stop());
+                let episode = episode.as_deref().map(|dir| (dir, Budget(max_episode_bytes)));
+                let stop = async move {
+                    if !stop_when_stdin_closes {
+                        return asked_to_stop().await;
+                    }
+                    tokio::select! {
+                        asked = asked_to_stop() => asked,
+                        () = stdin_closed() => {
+                            tracing::info!("standard input ended: the proxy stops");
+                            Ok(())
+                        }
+                    }
+                };
+                let serving = trace_replay::proxy::serve_until(&bundle, archive, &options, episode, stop);
                 return tokio::runtime::Runtime::new()?.block_on(serving);
             }
             let options =
                 Options { cdp_port, allow_network_fallback, determinism: !no_determinism, ..browser.options() };
             let serving = trace_replay::serve::serve_until(&bundle, archive, &options, asked_to_stop());
             tokio::runtime::Runtime::new()?.block_on(serving)
+        }
+        Command::List { source, limits, json } => {
+            let listed = trace_replay::tasks::tasks(&source, limits.limits())?
+                .iter()
+                .map(|task| trace_replay::eval::task_to_run(task, limits.limits()))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            print_output(json, &listed, |listed| {
+                listed
+                    .iter()
+                    .map(|task| format!("{}  {}  {}\n", task.task_id, task.start_url, task.bundle.display()))
+                    .collect()
+            })
         }
         Command::Score { bundle, episode, answer, steps, json, limits } => {
             let result = trace_replay::eval::score_proxied(&bundle, &episode, answer, steps, limits.limits())?;
@@ -342,6 +416,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     judge,
                     map: eval.map.clone(),
                     webarena_infinity: true,
+                    episode_budget: Budget(eval.max_episode_bytes),
                 },
                 parallel: eval.parallel,
                 shard: eval.shard.as_deref().map(Shard::parse).transpose()?,
@@ -370,6 +445,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     judge: None,
                     map: None,
                     webarena_infinity: false,
+                    episode_budget: Budget::default(),
                 },
                 prune,
                 parallel,
@@ -390,6 +466,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 invalid => Err(Error::Invalid(invalid).into()),
             }
         }
+        Command::Chromium { chromium, arguments } => {
+            let chromium = trace_replay::chromium::find(chromium.as_deref())
+                .map_err(|error| Error::NoBrowser(format!("{error:#}")))?;
+            match trace_replay::chromium::exec_offline(Some(&chromium), &arguments)? {}
+        }
+        #[cfg(target_os = "linux")]
+        Command::AgentKeeper { command } => trace_replay::processes::keep_agent(&command),
+        #[cfg(not(target_os = "linux"))]
+        Command::AgentKeeper { .. } => anyhow::bail!("an agent's keeper runs on Linux only"),
         Command::EvalMerge { runs, out, json } => {
             let summary = until_stopped(trace_replay::batch::merge(&runs, out.as_deref()))?;
             print_summary(&summary, json, out.as_deref().unwrap_or(&runs[0]))

@@ -13,9 +13,17 @@
 //! Chromium carries a mark too, [`BROWSER_MARK`]: the helpers it detaches (its crash handler) are left to
 //! it while an episode ends, and ended with the rest when the run does ([`end_all_orphans`]).
 //!
-//! Elsewhere than Linux there is no subreaper: the process group is all there is. What a subreaper
-//! cannot catch is an agent that outlives trace-replay itself (trace-replay killed by `SIGKILL`):
-//! Chromium dies with it ([`crate::chromium`] asks for that), an agent's detached children do not.
+//! An agent must not outlive trace-replay itself either (trace-replay killed by `SIGKILL`, which nothing
+//! of it sees): Chromium dies with it ([`crate::chromium`] asks for that), and an agent runs under a
+//! keeper ([`kept_agent`], [`keep_agent`]): trace-replay itself, started again as the agent's parent and
+//! the subreaper of everything the agent starts, holding the reading end of a pipe only trace-replay
+//! writes to. However trace-replay ends, the kernel closes the pipe's other end; the keeper reads its end,
+//! kills the agent and whatever it detached, and exits. (A PID namespace would do the same where it can be
+//! made, but its first process is an init, which ignores the polite `SIGTERM` an agent is stopped with;
+//! the keeper works wherever a pipe and a subreaper do.) When the agent exits, the keeper ends what it
+//! left too, and exits as the agent did.
+//!
+//! Elsewhere than Linux there is no subreaper: the process group is all there is.
 
 use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -30,6 +38,68 @@ pub const BROWSER_MARK: &str = "browser";
 /// How long ending orphans may take, when new ones keep coming (an agent that forks as fast as it is
 /// killed): past it, what is left is said at warn.
 const ENDING_ORPHANS: Duration = Duration::from_secs(3);
+
+/// The word that starts trace-replay as an agent's keeper ([`keep_agent`]); a hidden command.
+pub const KEEPER_COMMAND: &str = "agent-keeper";
+
+/// The file descriptor on which an agent's keeper reads to learn that trace-replay is gone: the reading
+/// end of a pipe whose writing end only trace-replay holds.
+const LIFELINE_FD: i32 = 3;
+
+/// An agent's command run under its keeper, and the writing end of its lifeline: trace-replay holds it for
+/// as long as the agent may run; once it is closed (dropped, or trace-replay gone), the keeper ends the
+/// agent.
+pub struct KeptAgent {
+    pub command: tokio::process::Command,
+    pub lifeline: std::io::PipeWriter,
+    /// The reading end, held here until the keeper has its own copy: drop it once the command is spawned.
+    pub reading_end: std::io::PipeReader,
+}
+
+/// `sh -c shell_command` under a keeper ([`keep_agent`]), tied to this process by a lifeline.
+#[cfg(target_os = "linux")]
+pub fn kept_agent(shell_command: &str) -> std::io::Result<KeptAgent> {
+    use std::os::fd::{AsRawFd as _, FromRawFd as _};
+    let (reading_end, lifeline) = std::io::pipe()?;
+    let mut command = tokio::process::Command::new(std::env::current_exe()?);
+    command.args([KEEPER_COMMAND, "--", "sh", "-c", shell_command]);
+    let reading = reading_end.as_raw_fd();
+    // SAFETY: between fork and exec only `dup2` and `fcntl`, which are async-signal-safe, are called;
+    // nothing is allocated. The copy at LIFELINE_FD has no close-on-exec flag; the writing end, which std
+    // made close-on-exec, stays behind.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || {
+            let from = rustix::fd::BorrowedFd::borrow_raw(reading);
+            let mut to = std::mem::ManuallyDrop::new(rustix::fd::OwnedFd::from_raw_fd(LIFELINE_FD));
+            if reading != LIFELINE_FD {
+                rustix::io::dup2(from, &mut to)?;
+            } else {
+                rustix::io::fcntl_setfd(&*to, rustix::io::FdFlags::empty())?;
+            }
+            Ok(())
+        });
+    }
+    Ok(KeptAgent { command, lifeline, reading_end })
+}
+
+/// `sh -c shell_command` as it is, elsewhere than Linux: no keeper.
+#[cfg(not(target_os = "linux"))]
+pub fn kept_agent(shell_command: &str) -> std::io::Result<KeptAgent> {
+    let (reading_end, lifeline) = std::io::pipe()?;
+    let mut command = tokio::process::Command::new("sh");
+    command.arg("-c").arg(shell_command);
+    Ok(KeptAgent { command, lifeline, reading_end })
+}
+
+/// The keeper of an agent (`trace-replay agent-keeper -- PROGRAM ARGS…`, started by [`kept_agent`]): runs
+/// the agent as its child and the subreaper of everything the agent starts; ends the agent and all it
+/// left when the lifeline closes (trace-replay is gone), and what the agent left when it exits, then
+/// exits as the agent did. Never returns.
+#[cfg(target_os = "linux")]
+pub fn keep_agent(program_and_arguments: &[std::ffi::OsString]) -> ! {
+    linux::keep_agent(program_and_arguments)
+}
 
 /// The children trace-replay started on purpose and has not yet waited for, by process id.
 static KNOWN: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
@@ -212,6 +282,88 @@ mod linux {
                 (parent == me).then_some((id, state == b"Z"))
             })
             .collect()
+    }
+
+    /// See [`super::keep_agent`].
+    pub(super) fn keep_agent(program_and_arguments: &[std::ffi::OsString]) -> ! {
+        use std::os::fd::FromRawFd as _;
+        let fail = |what: &str, error: &dyn std::fmt::Display| -> ! {
+            eprintln!("trace-replay agent-keeper: {what}: {error}");
+            std::process::exit(126)
+        };
+        if let Err(error) = rustix::process::set_child_subreaper(Some(rustix::process::getpid())) {
+            fail("cannot become the agent's subreaper", &error);
+        }
+        // SAFETY: the descriptor was put there for this process by `kept_agent`, and nothing else owns it.
+        #[allow(unsafe_code)]
+        let lifeline = unsafe { std::fs::File::from_raw_fd(LIFELINE_FD) };
+        // The agent must not hold it: its copy would keep the pipe open after trace-replay is gone.
+        if let Err(error) = rustix::io::fcntl_setfd(&lifeline, rustix::io::FdFlags::CLOEXEC) {
+            fail("no lifeline to trace-replay", &error);
+        }
+        // The agent is in this process's group: a signal trace-replay sends the group reaches it directly,
+        // and the keeper, which handles these three without doing anything, waits for it to act on it.
+        // (A handler, unlike an ignored signal, is not inherited through `exec`.)
+        extern "C" fn noted(_: libc::c_int) {}
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            // SAFETY: the handler does nothing, which is async-signal-safe.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::signal(signal, noted as *const () as libc::sighandler_t)
+            };
+        }
+        let Some((program, arguments)) = program_and_arguments.split_first() else { fail("no agent to run", &"") };
+        let agent = match std::process::Command::new(program).args(arguments).spawn() {
+            Ok(agent) => agent.id() as i32,
+            Err(error) => fail(&format!("cannot start {}", program.to_string_lossy()), &error),
+        };
+        std::thread::spawn(move || {
+            let mut lifeline = lifeline;
+            // Ends when trace-replay closes its end or is gone: nothing is ever written.
+            let _ = std::io::copy(&mut lifeline, &mut std::io::sink());
+            end_descendants();
+            std::process::exit(137);
+        });
+        // Every child is waited for, orphans of the agent included, so that none is left a zombie.
+        let status = loop {
+            match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+                Ok(Some((pid, status))) if pid.as_raw_nonzero().get() == agent => break status,
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                Err(error) => fail("cannot wait for the agent", &error),
+            }
+        };
+        end_descendants();
+        if let Some(signal) = status.terminating_signal() {
+            // SAFETY: back to the default action, then the signal the agent died of, on this process.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::raise(signal);
+            }
+            std::process::exit(128 + signal);
+        }
+        std::process::exit(status.exit_status().unwrap_or(1))
+    }
+
+    /// Kills every process this one is the parent of, and what that orphans next (it is this process's,
+    /// its subreaper's), until none is left, [`ENDING_ORPHANS`] at most.
+    fn end_descendants() {
+        let deadline = Instant::now() + ENDING_ORPHANS;
+        loop {
+            let children = children();
+            if children.is_empty() || Instant::now() >= deadline {
+                return;
+            }
+            for (id, zombie) in children {
+                let Some(pid) = Pid::from_raw(id) else { continue };
+                if !zombie {
+                    let _ = rustix::process::kill_process(pid, Signal::KILL);
+                }
+                let _ = rustix::process::waitpid(Some(pid), WaitOptions::NOHANG);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// The [`EPISODE_ENV`] mark in a process's environment, if it has one that can be read.

@@ -18,18 +18,30 @@
 //! own word is the state (a page that logs out loses them as it should). Two browsers sharing one proxy
 //! would share its matcher and the one-time handing of the cookies: run one proxy per episode.
 //!
+//! Load: the proxy holds at most [`MAX_CONNECTIONS`] connections (the next ones wait in the kernel's
+//! queue until one ends), closes one that has not sent a request's head within [`HEAD_TIMEOUT`] (a
+//! tunnel's TLS handshake too), holds at most [`MAX_BODIES_IN_MEMORY`] of request bodies at once (the
+//! matcher reads a body whole; past that, requests wait before their body is read), and keeps at most
+//! [`MAX_CERTIFICATES`] hosts' certificates. At the open-file limit it waits, longer each time, rather
+//! than retrying at once, and says so once.
+//!
+//! The certificate authority is short-lived and name-constrained ([`Authority`]): it can vouch only for
+//! the hosts the recording reached over HTTPS (and its own `.invalid` name when there are none), for two
+//! days when made for a run, thirty when kept in `--ca-dir`.
+//!
 //! What the DevTools path has and this one cannot: IndexedDB restored before the page runs, WebRTC
 //! connections counted (they never reach a proxy), and the recorded answer's status text.
 //!
 //! [`serve_until`] is the command: it serves until asked to stop, and with `--episode DIR` writes the
 //! episode the proxy recorded there when it stops ([`ProxyEpisode`]), for `trace-replay score`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
@@ -37,13 +49,14 @@ use std::os::unix::fs::PermissionsExt as _;
 use anyhow::{Context, Result};
 use base64::Engine as _;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Method, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls;
@@ -57,10 +70,29 @@ use crate::archive::ReplayArchive;
 use crate::matcher::{Request, RequestState};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
-use crate::session::{self, Origin, SessionRecorder};
+use crate::session::{self, Budget, Kept, Origin, SessionRecorder};
 
 /// The largest request body the proxy reads; a larger one fails its request.
 const MAX_REQUEST_BODY: usize = 64 << 20;
+
+/// Request bodies held at once, in bytes: each is held whole until it is answered (the matcher reads it
+/// whole), so past this a request waits, its body unread, for others to be answered.
+pub const MAX_BODIES_IN_MEMORY: usize = 256 << 20;
+
+/// Connections served at once, tunnels included; past this, new ones wait to be accepted. A browser
+/// opens at most 32 to one proxy.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// How long a client has to send a request's head, and a tunnel's TLS handshake, before its connection
+/// is closed; an idle kept-alive connection is closed after as long.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a request's body may pause between two pieces before the request fails.
+const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Hosts whose certificate is kept; past this many, the one used longest ago is dropped (and made again
+/// if asked for).
+pub const MAX_CERTIFICATES: usize = 1024;
 
 /// How a proxy serves.
 #[derive(Debug, Clone, Default)]
@@ -89,7 +121,7 @@ impl Proxy {
         options: &ProxyOptions,
         session: Option<Arc<SessionRecorder>>,
     ) -> Result<Proxy> {
-        let authority = Authority::load_or_create(options.ca_dir.as_deref())?;
+        let authority = Authority::load_or_create(options.ca_dir.as_deref(), &secure_hosts(&archive))?;
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}; choose another --proxy-port", options.port))?;
@@ -103,6 +135,8 @@ impl Proxy {
             authority,
             session,
             exchanges: AtomicU64::new(0),
+            connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            bodies_in_memory: Arc::new(Semaphore::new(MAX_BODIES_IN_MEMORY)),
         });
         let accepting = tokio::spawn(accept(listener, shared.clone()));
         Ok(Proxy { address, shared, accepting })
@@ -139,12 +173,12 @@ pub async fn serve_until(
     bundle: &Path,
     archive: ReplayArchive,
     options: &ProxyOptions,
-    episode: Option<&Path>,
+    episode: Option<(&Path, Budget)>,
     stop: impl Future<Output = Result<()>>,
 ) -> Result<()> {
     let start_url = archive.start_url().to_owned();
     let task = archive.manifest.task.clone();
-    let episode = episode.map(ProxyEpisode::create).transpose()?;
+    let episode = episode.map(|(dir, budget)| ProxyEpisode::create(dir, budget)).transpose()?;
     let proxy = Proxy::start(archive, options, episode.as_ref().map(ProxyEpisode::session)).await?;
     println!("serving {} at {start_url}", bundle.display());
     println!("proxy: {}", proxy.url());
@@ -179,9 +213,9 @@ pub struct ProxyEpisode {
 }
 
 impl ProxyEpisode {
-    /// Starts recording into `dir`.
-    pub fn create(dir: &Path) -> Result<ProxyEpisode> {
-        let session = SessionRecorder::create(&dir.join(SESSION_DIR))?;
+    /// Starts recording into `dir`, keeping bodies within `budget`.
+    pub fn create(dir: &Path, budget: Budget) -> Result<ProxyEpisode> {
+        let session = SessionRecorder::create_with_budget(&dir.join(SESSION_DIR), budget)?;
         let (started, started_at_ms) = (std::time::Instant::now(), trace_manifest::time_fmt::now_ms());
         Ok(ProxyEpisode { dir: dir.to_owned(), session, started, started_at_ms })
     }
@@ -201,6 +235,7 @@ impl ProxyEpisode {
             live_attempts: stats.live_attempts,
             started_at: trace_manifest::time_fmt::rfc3339_from_millis(self.started_at_ms),
             duration_seconds: self.started.elapsed().as_secs_f64(),
+            bodies_left_out: self.session.bodies_left_out(),
         };
         trace_store::atomic::write_json(&self.dir.join(SERVED_FILE), &served)?;
         Ok(self.dir)
@@ -215,18 +250,64 @@ struct Shared {
     session: Option<Arc<SessionRecorder>>,
     /// Numbers the exchanges the session records.
     exchanges: AtomicU64,
+    /// A place for each connection served ([`MAX_CONNECTIONS`]).
+    connections: Arc<Semaphore>,
+    /// A byte for each byte of request body held ([`MAX_BODIES_IN_MEMORY`]).
+    bodies_in_memory: Arc<Semaphore>,
 }
 
+/// A connection's place among those served, held until its last tunnel ends.
+type Place = Arc<OwnedSemaphorePermit>;
+
 async fn accept(listener: TcpListener, shared: Arc<Shared>) {
+    let mut pause = AcceptPause::default();
     loop {
+        // A connection waits for a place before it is taken: the kernel queues it meanwhile.
+        let place = shared.connections.clone().acquire_owned().await.expect("the semaphore is never closed");
         let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
+            Ok((stream, _)) => {
+                pause.accepted();
+                stream
+            }
             Err(error) => {
-                tracing::warn!("the proxy cannot accept a connection: {error}");
+                pause.failed(&error).await;
                 continue;
             }
         };
-        tokio::spawn(serve_connection(TokioIo::new(stream), shared.clone(), None));
+        tokio::spawn(serve_connection(TokioIo::new(stream), shared.clone(), None, Arc::new(place)));
+    }
+}
+
+/// How the accept loop waits after a failure: out of file descriptors (or memory), the same failure
+/// comes back at once until a connection closes, so it waits, from 10 ms doubling to a second, and says
+/// so once; any other failure is one connection's, and the next is taken.
+#[derive(Default)]
+struct AcceptPause {
+    next: Option<Duration>,
+    said: bool,
+}
+
+impl AcceptPause {
+    fn accepted(&mut self) {
+        self.next = None;
+    }
+
+    async fn failed(&mut self, error: &std::io::Error) {
+        use rustix::io::Errno;
+        let out_of_resources = Errno::from_io_error(error)
+            .is_some_and(|errno| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&errno));
+        if !out_of_resources {
+            tracing::debug!("the proxy could not accept a connection: {error}");
+            return;
+        }
+        if !std::mem::replace(&mut self.said, true) {
+            tracing::warn!(
+                "the proxy has reached a limit of open files or memory ({error}): new connections wait until                  others close (raise the limit with `ulimit -n`); said once"
+            );
+        }
+        let pause = self.next.map_or(Duration::from_millis(10), |last| (last * 2).min(Duration::from_secs(1)));
+        self.next = Some(pause);
+        tokio::time::sleep(pause).await;
     }
 }
 
@@ -237,16 +318,21 @@ struct Tunnel {
     authority: String,
 }
 
-async fn serve_connection<S>(io: TokioIo<S>, shared: Arc<Shared>, tunnel: Option<Tunnel>)
+async fn serve_connection<S>(io: TokioIo<S>, shared: Arc<Shared>, tunnel: Option<Tunnel>, place: Place)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |request| {
         let shared = shared.clone();
         let tunnel = tunnel.clone();
-        async move { handle(request, shared, tunnel).await }
+        let place = place.clone();
+        async move { handle(request, shared, tunnel, place).await }
     });
-    let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, service).with_upgrades();
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .serve_connection(io, service)
+        .with_upgrades();
     if let Err(error) = connection.await {
         // A request refused by closing its connection ends here too, as do browsers hanging up.
         tracing::debug!("proxy connection ended: {error}");
@@ -265,9 +351,10 @@ async fn handle(
     request: hyper::Request<Incoming>,
     shared: Arc<Shared>,
     tunnel: Option<Tunnel>,
+    place: Place,
 ) -> Result<Answer, Refused> {
     if request.method() == Method::CONNECT {
-        return Ok(connect(request, shared));
+        return Ok(connect(request, shared, place));
     }
     let asked = match (&tunnel, request.uri().scheme_str()) {
         (_, Some(_)) => request.uri().to_string(),
@@ -290,17 +377,16 @@ async fn handle(
         .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
         .collect();
     let is_upgrade = request.headers().contains_key(hyper::header::UPGRADE);
-    let body = match Limited::new(request.into_body(), MAX_REQUEST_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) => return Err(Refused(format!("cannot read the body of {method} {url}: {error}"))),
-    };
     if !shared.responder.recording_reached_origin_of(&url) && !made_by_page(&headers) {
         // The browser's own traffic (its updater, its account check), which no flag stops entirely: no
         // page asked for it, so it is neither a live attempt of the agent's nor part of its session.
         tracing::debug!("refused the browser's own {method} {url}");
         return Err(Refused(format!("the browser's own request {method} {url}")));
     }
-    let exchange = Exchange::start(&shared, &method, &url, &headers, &body);
+    let (body, kept, _held) = read_body(request, &shared)
+        .await
+        .map_err(|error| Refused(format!("cannot read the body of {method} {url}: {error:#}")))?;
+    let exchange = Exchange::start(&shared, &method, &url, &headers, kept);
     if is_upgrade {
         // The recorded sockets are played inside the page (`page/websocket.js`): one that reaches the
         // network is the page's own, as a socket the DevTools path sees opened is.
@@ -309,6 +395,61 @@ async fn handle(
         return Err(Refused(format!("a WebSocket the recording does not hold: {url}")));
     }
     answer(&shared, &exchange, &method, &url, &headers, &body)
+}
+
+/// Reads a request's body as it arrives, within the proxy's bounds: at most [`MAX_REQUEST_BODY`], with
+/// its bytes counted against [`MAX_BODIES_IN_MEMORY`] before they are read (the place its length says,
+/// the most a body may take when it says none) and held until the returned permit is dropped, and no
+/// pause longer than [`BODY_IDLE_TIMEOUT`]. Each piece goes to the session too, which keeps what its
+/// budget allows ([`Kept`]).
+async fn read_body(
+    request: hyper::Request<Incoming>,
+    shared: &Shared,
+) -> Result<(Vec<u8>, Option<Kept>, Option<OwnedSemaphorePermit>)> {
+    use hyper::body::Body as _;
+    let declared = request
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > MAX_REQUEST_BODY as u64) {
+        anyhow::bail!("it is larger than {MAX_REQUEST_BODY} bytes");
+    }
+    let mut incoming = request.into_body();
+    let room = match declared {
+        _ if incoming.is_end_stream() => 0,
+        Some(length) => length as usize,
+        None => MAX_REQUEST_BODY,
+    };
+    let held = match room {
+        0 => None,
+        room => Some(
+            shared
+                .bodies_in_memory
+                .clone()
+                .acquire_many_owned(room as u32)
+                .await
+                .expect("the semaphore is never closed"),
+        ),
+    };
+    let mut sink = shared.session.as_ref().map(|session| session.body_sink());
+    let mut body = Vec::with_capacity(room.min(1 << 20));
+    loop {
+        let frame = match tokio::time::timeout(BODY_IDLE_TIMEOUT, incoming.frame()).await {
+            Err(_) => anyhow::bail!("it paused for more than {BODY_IDLE_TIMEOUT:?}"),
+            Ok(None) => break,
+            Ok(Some(frame)) => frame?,
+        };
+        let Ok(data) = frame.into_data() else { continue };
+        if body.len() + data.len() > room {
+            anyhow::bail!("it is larger than its length said, or than {MAX_REQUEST_BODY} bytes");
+        }
+        if let Some(sink) = sink.as_mut() {
+            sink.write(&data)?;
+        }
+        body.extend_from_slice(&data);
+    }
+    let kept = sink.map(|sink| sink.finish(true)).transpose()?;
+    Ok((body, kept, held))
 }
 
 /// Answers a request from the bundle, as `serve::answer` does for a paused one.
@@ -393,7 +534,7 @@ fn answer(
 
 /// Opens a tunnel to an origin the recording reached: TLS with a certificate for its host when it was
 /// reached over `https`, plain otherwise. Anywhere else is a live attempt, refused.
-fn connect(request: hyper::Request<Incoming>, shared: Arc<Shared>) -> Answer {
+fn connect(request: hyper::Request<Incoming>, shared: Arc<Shared>, place: Place) -> Answer {
     let Some(authority) = request.uri().authority().map(|a| a.as_str().to_owned()) else {
         return plain(StatusCode::BAD_REQUEST, "CONNECT needs a host and port");
     };
@@ -421,11 +562,12 @@ fn connect(request: hyper::Request<Incoming>, shared: Arc<Shared>) -> Answer {
             Err(error) => return tracing::debug!("CONNECT not upgraded: {error}"),
         };
         match acceptor {
-            Some(acceptor) => match acceptor.accept(upgraded).await {
-                Ok(tls) => serve_connection(TokioIo::new(tls), shared, Some(tunnel)).await,
-                Err(error) => tracing::debug!("TLS with the browser failed for {}: {error}", tunnel.authority),
+            Some(acceptor) => match tokio::time::timeout(HEAD_TIMEOUT, acceptor.accept(upgraded)).await {
+                Ok(Ok(tls)) => serve_connection(TokioIo::new(tls), shared, Some(tunnel), place).await,
+                Ok(Err(error)) => tracing::debug!("TLS with the browser failed for {}: {error}", tunnel.authority),
+                Err(_) => tracing::debug!("no TLS handshake for {} within {HEAD_TIMEOUT:?}", tunnel.authority),
             },
-            None => serve_connection(TokioIo::new(upgraded), shared, Some(tunnel)).await,
+            None => serve_connection(TokioIo::new(upgraded), shared, Some(tunnel), place).await,
         }
     });
     respond(200, &[], Vec::new())
@@ -638,7 +780,7 @@ struct Exchange {
 }
 
 impl Exchange {
-    fn start(shared: &Shared, method: &str, url: &str, headers: &[(String, String)], body: &[u8]) -> Exchange {
+    fn start(shared: &Shared, method: &str, url: &str, headers: &[(String, String)], body: Option<Kept>) -> Exchange {
         let number = shared.exchanges.fetch_add(1, Ordering::Relaxed) + 1;
         let exchange = Exchange {
             request_id: format!("proxy-{number}"),
@@ -661,10 +803,7 @@ impl Exchange {
                     .to_owned(),
                 ),
             };
-            let body = (!body.is_empty()).then_some(body);
-            if let Err(error) = session.request(&Origin::default(), request, body) {
-                tracing::warn!("the session cannot keep {url}: {error:#}");
-            }
+            session.request_kept(&Origin::default(), request, body.unwrap_or(Kept::Empty));
         }
         exchange
     }
@@ -711,26 +850,71 @@ fn header_of(headers: &[(String, String)], name: &str) -> Option<String> {
     headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.clone())
 }
 
+/// The hosts a recording reached over TLS (`https`, `wss`), in lower case: those the proxy's authority
+/// may vouch for.
+fn secure_hosts(archive: &ReplayArchive) -> BTreeSet<String> {
+    let requests = archive.exchanges.iter().map(|exchange| exchange.request.url.as_str());
+    let sockets = archive.websockets.iter().map(|socket| socket.url.as_str());
+    requests
+        .chain(sockets)
+        .filter_map(|url| url::Url::parse(url).ok())
+        .filter(|url| matches!(url.scheme(), "https" | "wss"))
+        .filter_map(|url| Some(url.host_str()?.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase()))
+        .collect()
+}
+
 /// The proxy's certificate authority: a key and a self-signed certificate, kept in a folder (made on first
 /// use with `--ca-dir`, else for the run), and the certificates it made for each host asked for. Every
 /// host's certificate has the same key, so that one fingerprint ([`Authority::spki_fingerprint`]) lets a
 /// browser take them all.
+///
+/// A browser that trusts the authority, rather than one key's fingerprint, trusts whatever it signs: so it
+/// is name-constrained to the hosts the recording reached over TLS (a DNS name with its subdomains, an IP
+/// address alone; `trace-replay.invalid`, which no host is, when there are none), and short-lived: two
+/// days for a run's own, thirty for one kept in a folder. A kept one that has expired, will within a
+/// day, or does not cover a bundle's hosts is made anew, for its hosts and the new ones, and the new one
+/// must be trusted again (said at warn). Certificates for other hosts are still made, for browsers that
+/// take the fingerprint; a browser that trusts only the authority refuses them.
 pub struct Authority {
     issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
     certificate_path: PathBuf,
     certificate_der: rustls::pki_types::CertificateDer<'static>,
     host_key: rcgen::KeyPair,
-    acceptors: Mutex<HashMap<String, TlsAcceptor>>,
+    /// When the authority's certificates start and stop being valid, in seconds since the epoch.
+    valid: (u64, u64),
+    acceptors: Mutex<Certificates>,
     /// The run's own folder, removed with the proxy.
     _temporary: Option<tempfile::TempDir>,
 }
 
 const CA_CERTIFICATE_FILE: &str = "trace-replay-ca.pem";
 const CA_KEY_FILE: &str = "trace-replay-ca.key.pem";
+/// What the kept authority covers (its hosts and validity), beside it: read back to decide whether it
+/// still serves.
+const CA_SCOPE_FILE: &str = "trace-replay-ca.json";
+
+/// How long an authority made for one run is valid.
+const RUN_AUTHORITY_DAYS: u64 = 2;
+/// How long an authority kept in a folder is valid.
+const KEPT_AUTHORITY_DAYS: u64 = 30;
+/// The name a constrained authority permits when the recording reached no host over TLS: an `.invalid`
+/// name, which no host has (RFC 6761).
+const NO_HOST: &str = "trace-replay.invalid";
+const DAY_SECONDS: u64 = 24 * 60 * 60;
+
+/// What a kept authority covers: `trace-replay-ca.json`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Scope {
+    hosts: BTreeSet<String>,
+    not_before: u64,
+    not_after: u64,
+}
 
 impl Authority {
-    /// The authority kept in `dir` (made there if it holds none), or a new one for this run.
-    pub fn load_or_create(dir: Option<&Path>) -> Result<Authority> {
+    /// The authority kept in `dir` (made there if it holds none, or none that covers `hosts` for another
+    /// day), or a new one for this run; either vouches for `hosts` only.
+    pub fn load_or_create(dir: Option<&Path>, hosts: &BTreeSet<String>) -> Result<Authority> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
         let (dir, temporary) = match dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -743,30 +927,60 @@ impl Authority {
         };
         let certificate_path = dir.join(CA_CERTIFICATE_FILE);
         let key_path = dir.join(CA_KEY_FILE);
-        let (key, certificate_pem) = if key_path.exists() {
-            let read =
-                |path: &Path| std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()));
-            let key = rcgen::KeyPair::from_pem(&read(&key_path)?)
-                .with_context(|| format!("{} is not a private key in PEM", key_path.display()))?;
-            (key, read(&certificate_path)?)
-        } else {
-            let key = rcgen::KeyPair::generate()?;
-            let certificate = authority_params().self_signed(&key)?;
-            // The key is written readable by its owner alone, before it holds anything.
-            let mut file = trace_store::atomic::AtomicFile::create(&key_path)?;
-            std::fs::set_permissions(file.partial_path(), std::fs::Permissions::from_mode(0o600))?;
-            file.file().write_all(key.serialize_pem().as_bytes())?;
-            file.commit()?;
-            trace_store::atomic::write(&certificate_path, |out| Ok(out.write_all(certificate.pem().as_bytes())?))?;
-            (key, certificate.pem())
+        let scope_path = dir.join(CA_SCOPE_FILE);
+        let read =
+            |path: &Path| std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()));
+        let kept: Option<Scope> = key_path
+            .exists()
+            .then(|| read(&scope_path).ok())
+            .flatten()
+            .and_then(|text| serde_json::from_str(&text).ok());
+        let serves =
+            kept.as_ref().filter(|scope| scope.not_after > now + DAY_SECONDS && scope.hosts.is_superset(hosts));
+        let (key, certificate_pem, scope) = match serves {
+            Some(scope) => {
+                let key = rcgen::KeyPair::from_pem(&read(&key_path)?)
+                    .with_context(|| format!("{} is not a private key in PEM", key_path.display()))?;
+                (key, read(&certificate_path)?, scope.clone())
+            }
+            None => {
+                let days = if temporary.is_some() { RUN_AUTHORITY_DAYS } else { KEPT_AUTHORITY_DAYS };
+                // A kept one's hosts stay covered, so that bundles served in turn share one authority.
+                let mut covered = kept.map(|scope| scope.hosts).unwrap_or_default();
+                covered.extend(hosts.iter().cloned());
+                let scope = Scope {
+                    hosts: covered,
+                    not_before: now.saturating_sub(DAY_SECONDS),
+                    not_after: now + days * DAY_SECONDS,
+                };
+                if key_path.exists() {
+                    tracing::warn!(
+                        "the certificate authority in {} expires within a day or does not cover {}: a new one \
+                         was made there; a browser that trusted the old one must trust the new one",
+                        dir.display(),
+                        hosts.iter().cloned().collect::<Vec<_>>().join(", ")
+                    );
+                }
+                let key = rcgen::KeyPair::generate()?;
+                let certificate = authority_params(&scope)?.self_signed(&key)?;
+                // The key is written readable by its owner alone, before it holds anything.
+                let mut file = trace_store::atomic::AtomicFile::create(&key_path)?;
+                std::fs::set_permissions(file.partial_path(), std::fs::Permissions::from_mode(0o600))?;
+                file.file().write_all(key.serialize_pem().as_bytes())?;
+                file.commit()?;
+                trace_store::atomic::write(&certificate_path, |out| Ok(out.write_all(certificate.pem().as_bytes())?))?;
+                trace_store::atomic::write_json(&scope_path, &scope)?;
+                (key, certificate.pem(), scope)
+            }
         };
         let certificate_der = rustls::pki_types::CertificateDer::from_pem_slice(certificate_pem.as_bytes())
             .with_context(|| format!("{} holds no certificate in PEM", certificate_path.display()))?;
         Ok(Authority {
-            issuer: rcgen::Issuer::new(authority_params(), key),
+            issuer: rcgen::Issuer::new(authority_params(&scope)?, key),
             certificate_path,
             certificate_der,
             host_key: rcgen::KeyPair::generate()?,
+            valid: (scope.not_before, scope.not_after),
             acceptors: Mutex::default(),
             _temporary: temporary,
         })
@@ -777,6 +991,11 @@ impl Authority {
         &self.certificate_path
     }
 
+    /// The authority's certificate, DER-encoded.
+    pub fn certificate_der(&self) -> &rustls::pki_types::CertificateDer<'static> {
+        &self.certificate_der
+    }
+
     /// The base64 SHA-256 of the hosts' certificates' public key, as Chromium's
     /// `--ignore-certificate-errors-spki-list` takes it.
     pub fn spki_fingerprint(&self) -> String {
@@ -784,15 +1003,18 @@ impl Authority {
         base64::engine::general_purpose::STANDARD.encode(Sha256::digest(self.host_key.subject_public_key_info()))
     }
 
+    /// How many hosts' certificates are kept now.
+    pub fn certificates_kept(&self) -> usize {
+        self.acceptors.lock().expect("no panics while locked").len()
+    }
+
     fn acceptor_for(&self, host: &str) -> Result<TlsAcceptor> {
-        let mut acceptors = self.acceptors.lock().expect("no panics while locked");
-        if let Some(acceptor) = acceptors.get(host) {
-            return Ok(acceptor.clone());
+        if let Some(acceptor) = self.acceptors.lock().expect("no panics while locked").get(host) {
+            return Ok(acceptor);
         }
         let mut params = rcgen::CertificateParams::new(vec![host.to_owned()])?;
         params.distinguished_name.push(rcgen::DnType::CommonName, host);
-        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
-        params.not_after = rcgen::date_time_ymd(2099, 12, 31);
+        set_validity(&mut params, self.valid);
         let certificate = params.signed_by(&self.host_key, &self.issuer)?;
         let key = rustls::pki_types::PrivateKeyDer::Pkcs8(self.host_key.serialize_der().into());
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
@@ -803,22 +1025,78 @@ impl Authority {
         // One HTTP/1.1 server answers every tunnel.
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         let acceptor = TlsAcceptor::from(Arc::new(config));
-        acceptors.insert(host.to_owned(), acceptor.clone());
+        self.acceptors.lock().expect("no panics while locked").insert(host.to_owned(), acceptor.clone());
         Ok(acceptor)
     }
 }
 
-/// The authority's certificate, the same each time, so that its key (kept) and these make the
+/// The hosts' certificates, at most [`MAX_CERTIFICATES`], the one used longest ago dropped first.
+#[derive(Default)]
+struct Certificates {
+    by_host: HashMap<String, (TlsAcceptor, u64)>,
+    /// Counts uses, to tell which was used longest ago.
+    uses: u64,
+}
+
+impl Certificates {
+    fn len(&self) -> usize {
+        self.by_host.len()
+    }
+
+    fn get(&mut self, host: &str) -> Option<TlsAcceptor> {
+        self.uses += 1;
+        let (acceptor, used) = self.by_host.get_mut(host)?;
+        *used = self.uses;
+        Some(acceptor.clone())
+    }
+
+    fn insert(&mut self, host: String, acceptor: TlsAcceptor) {
+        if self.by_host.len() >= MAX_CERTIFICATES && !self.by_host.contains_key(&host) {
+            // A linear search, once per certificate made: making one costs far more.
+            let oldest = self.by_host.iter().min_by_key(|(_, (_, used))| *used).map(|(host, _)| host.clone());
+            if let Some(oldest) = oldest {
+                self.by_host.remove(&oldest);
+            }
+        }
+        self.uses += 1;
+        self.by_host.insert(host, (acceptor, self.uses));
+    }
+}
+
+/// Makes `params` valid from `not_before` to `not_after`, in seconds since the epoch.
+fn set_validity(params: &mut rcgen::CertificateParams, (not_before, not_after): (u64, u64)) {
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    params.not_before = epoch + Duration::from_secs(not_before);
+    params.not_after = epoch + Duration::from_secs(not_after);
+}
+
+/// The authority's certificate for `scope`, the same each time, so that its key (kept) and these make the
 /// certificate a browser was told to trust.
-fn authority_params() -> rcgen::CertificateParams {
+fn authority_params(scope: &Scope) -> Result<rcgen::CertificateParams> {
     let mut params = rcgen::CertificateParams::default();
     params.distinguished_name.push(rcgen::DnType::CommonName, "trace-replay certificate authority");
     params.distinguished_name.push(rcgen::DnType::OrganizationName, "TRACE");
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    // It signs hosts' certificates, not other authorities'.
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Constrained(0));
     params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::CrlSign];
-    params.not_before = rcgen::date_time_ymd(2000, 1, 1);
-    params.not_after = rcgen::date_time_ymd(2099, 12, 31);
-    params
+    let mut permitted: Vec<rcgen::GeneralSubtree> = scope
+        .hosts
+        .iter()
+        .map(|host| match host.parse::<std::net::IpAddr>() {
+            Ok(address) => {
+                let bits = if address.is_ipv4() { 32 } else { 128 };
+                rcgen::GeneralSubtree::IpAddress(rcgen::CidrSubnet::from_addr_prefix(address, bits))
+            }
+            Err(_) => rcgen::GeneralSubtree::DnsName(host.clone()),
+        })
+        .collect();
+    if permitted.is_empty() {
+        permitted.push(rcgen::GeneralSubtree::DnsName(NO_HOST.to_owned()));
+    }
+    params.name_constraints =
+        Some(rcgen::NameConstraints { permitted_subtrees: permitted, excluded_subtrees: Vec::new() });
+    set_validity(&mut params, (scope.not_before, scope.not_after));
+    Ok(params)
 }
 
 #[cfg(test)]

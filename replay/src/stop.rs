@@ -1,6 +1,8 @@
 //! Stopping when asked: a command's work runs until it ends or until the process is asked to stop
 //! (Ctrl+C, `SIGTERM`, `SIGHUP`), and then ends as [`Error::Stopped`] with every browser it started
-//! closed; `serve` waits for the same request to stop serving.
+//! closed; `serve` waits for the same request to stop serving, and a proxy a harness started may also
+//! stop when its standard input ends ([`stdin_closed`]), so that it goes with the harness however the
+//! harness ends.
 
 use std::future::Future;
 
@@ -35,5 +37,23 @@ pub async fn asked_to_stop() -> anyhow::Result<()> {
         interrupted = tokio::signal::ctrl_c() => interrupted.context("cannot watch for Ctrl+C"),
         _ = terminate.recv() => Ok(()),
         _ = hangup.recv() => Ok(()),
+    }
+}
+
+/// Waits until standard input ends (or fails): the process that holds a pipe to it has closed it or is
+/// gone, killed included. Read on a thread of its own, since a read of a pipe blocks; whatever is written
+/// to it is read and dropped.
+pub async fn stdin_closed() {
+    let (ended, end) = tokio::sync::oneshot::channel();
+    let reading = std::thread::Builder::new().name("stdin".to_owned()).spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        let _ = ended.send(());
+    });
+    match reading {
+        Ok(_) => {
+            let _ = end.await;
+        }
+        // No thread to watch with: never ends, as if it were never closed.
+        Err(_) => std::future::pending().await,
     }
 }

@@ -2,15 +2,21 @@
 BrowserGym's own loop (`gym.make`, `reset`, `step`): a scripted agent, no model, whose actions are Playwright
 code (the environment made with `action_mapping=None`) and whose last action is its answer.
 
-Usage: python episode.py CONFIG_JSON, with {bundle, trace_replay, chromium, actions}. Prints one JSON line:
-{env_id, goal, rewards, terminated, result, reset_seconds} (`env.reset()` to the first observation).
+Usage: python episode.py CONFIG_JSON, with {bundle, trace_replay, chromium, actions} and, optionally,
+`kill_after_reset` (the process kills itself with SIGKILL once the episode has started, as a crashed or
+killed harness would end). Prints one JSON line: {env_id, goal, rewards, terminated, result,
+reset_seconds, seen} (`env.reset()` to the first observation; `seen`, per step, the URL of the page
+observed and the text of its accessibility tree, as the agent is shown it).
 """
 
 import json
+import os
+import signal
 import sys
 import time
 
 import gymnasium as gym
+from browsergym.utils.obs import flatten_axtree_to_str
 
 import browsergym_trace
 
@@ -20,10 +26,13 @@ env = gym.make(env_ids[0], action_mapping=None, headless=True)
 started = time.monotonic()
 obs, info = env.reset()
 reset_seconds = time.monotonic() - started
-rewards, terminated, result = [], False, None
+if config.get("kill_after_reset"):
+    os.kill(os.getpid(), signal.SIGKILL)
+rewards, terminated, result, seen = [], False, None, []
 for action in config["actions"]:
     obs, reward, terminated, truncated, info = env.step(action)
     rewards.append(reward)
+    seen.append({"url": obs["url"], "open_pages": obs["open_pages_urls"], "text": flatten_axtree_to_str(obs["axtree_object"])})
     if obs.get("last_action_error"):
         print(json.dumps({"error": obs["last_action_error"], "action": action}), file=sys.stderr)
     if terminated or truncated:
@@ -37,5 +46,6 @@ report = {
     "terminated": terminated,
     "result": result,
     "reset_seconds": reset_seconds,
+    "seen": seen,
 }
 print(json.dumps(report))

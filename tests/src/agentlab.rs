@@ -201,15 +201,17 @@ impl Drop for RayCluster {
 }
 
 /// What AgentLab's processes (the study's driver, a Ray cluster's workers) need from their environment:
-/// the scripted agent importable, Debian's Chromium where BrowserGym looks for Playwright's, AgentLab's
+/// the scripted agent and this repository's `browsergym-trace` importable (first, whichever copy the
+/// environment has installed), Debian's Chromium where BrowserGym looks for Playwright's, AgentLab's
 /// downloads made beforehand (see `.ci/install`), Ray on 127.0.0.1 alone with its files in `work` and no
 /// usage report sent, its token (a cluster's processes show it to each other) given here rather than
 /// written into the home directory, and the episodes' files in `work`.
 fn with_agentlab_environment(command: &mut Command, python: &Path, work: &Path) -> Result<()> {
     let venv = python.parent().and_then(Path::parent).context("the venv of the AgentLab interpreter")?;
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = std::env::join_paths([here.join("agentlab"), here.join("../integrations/browsergym/src")])?;
     command
-        .env("PYTHONPATH", here.join("agentlab"))
+        .env("PYTHONPATH", path)
         .env("PLAYWRIGHT_BROWSERS_PATH", here.join("../target/ms-playwright"))
         .env("TIKTOKEN_CACHE_DIR", venv.join("tiktoken-cache"))
         .env("NLTK_DATA", venv.join("nltk-data"))

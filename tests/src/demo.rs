@@ -25,7 +25,7 @@ use crate::browser::{
     Build, RecordingBrowser, click, click_and_wait, click_in_frame, control_key, double_click, press_key, scroll_by,
     settle, type_into, visit, wait_for_text,
 };
-use crate::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, ServedRequest, ask, chat, vault};
+use crate::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, ServedRequest, ask, chat, sealed, vault};
 
 pub const DESCRIPTION: &str = "Log in and put a blue mug in the cart";
 const WAIT: Duration = Duration::from_secs(20);
@@ -213,6 +213,21 @@ pub async fn record_vault(build: &Build, site: &DemoSite, data_dir: &Path) -> Re
     type_into(&page, "#vault-passphrase", vault::VAULT_PASSPHRASE).await?;
     click(&page, "#vault-open").await?;
     wait_for_text(&page, "#vault-status", WAIT, |t| t.starts_with("Vault open")).await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop_task(&popup, browser, data_dir).await
+}
+
+/// Records sending the sealed note (`/sealed`): the user, [`DEMO_PASSWORD`] and
+/// [`sealed::SEALED_PASSPHRASE`] typed, the button pressed, until the page says it was sealed; returns the
+/// bundle.
+pub async fn record_sealed(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<PathBuf> {
+    let browser = RecordingBrowser::launch(build, data_dir, true).await?;
+    let (popup, page) = start_task(&browser, "Seal a note", &site.url("/sealed")).await?;
+    type_into(&page, "#sealed-user", DEMO_USER).await?;
+    type_into(&page, "#sealed-password", DEMO_PASSWORD).await?;
+    type_into(&page, "#sealed-passphrase", sealed::SEALED_PASSPHRASE).await?;
+    click(&page, "#sealed-send").await?;
+    wait_for_text(&page, "#sealed-status", WAIT, |t| t.starts_with("Sealed for")).await?;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     stop_task(&popup, browser, data_dir).await
 }

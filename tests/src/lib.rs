@@ -8,6 +8,7 @@
 //! - [`audit`]: `trace-replay audit` as the tests ask for it, and what a passing audit is.
 //! - [`demo`]: the demonstration of the demo shop that the README's main job records and the end-to-end
 //!   test checks, in Chromium with the extension and the real `trace-host`.
+//! - [`handmade`]: bundles written by hand, for a page no real site has (one that posts huge bodies).
 //! - [`site`]: the TRACE Demo Shop, the local site that tests and the demo record (`trace-demo-site` serves it).
 //! - [`playwright`]: Playwright from npm and the Node scripts of the benchmarks that measure TRACE against it.
 //! - [`s3`]: an S3 server on loopback (moto's) for runs and datasets in an object store.
@@ -28,6 +29,7 @@ pub mod audit;
 pub mod bench;
 pub mod browser;
 pub mod demo;
+pub mod handmade;
 pub mod judge;
 pub mod playwright;
 pub mod s3;

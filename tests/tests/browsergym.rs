@@ -14,22 +14,45 @@ use trace_e2e::apps::{Environment, python_of_for_tests};
 use trace_e2e::demo;
 use trace_manifest::trajectory::{ToolAction, Trajectory};
 
-/// Runs one episode of the recorded task with `actions` (Playwright code, then the answer); its report.
-fn episode(python: &Path, recorded: &demo::Recorded, actions: &[String]) -> Value {
+/// `episode.py` of `bundle`, with `actions` (Playwright code, then the answer) and `extra` configuration,
+/// its episodes under `episodes`, run with this repository's `browsergym-trace` (whichever copy the
+/// environment has installed).
+fn episode_command(
+    python: &Path,
+    recorded: &demo::Recorded,
+    bundle: &Path,
+    actions: &[String],
+    extra: Value,
+    episodes: &Path,
+) -> Command {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("browsergym/episode.py");
-    let config = json!({
-        "bundle": recorded.exported.bundle,
+    let mut config = json!({
+        "bundle": bundle,
         "trace_replay": recorded.build.trace_replay,
         "chromium": recorded.build.chromium,
         "actions": actions,
     });
-    let episodes = tempfile::tempdir().unwrap();
-    let output = Command::new(python)
+    config.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+    let mut command = Command::new(python);
+    command
         .arg(script)
         .arg(config.to_string())
-        .env("TRACE_EPISODES", episodes.path())
+        .env("TRACE_EPISODES", episodes)
+        .env("PYTHONPATH", package_source())
         // Where `.ci/install` put Debian's Chromium for BrowserGym's chat window (Playwright's own build).
-        .env("PLAYWRIGHT_BROWSERS_PATH", Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ms-playwright"))
+        .env("PLAYWRIGHT_BROWSERS_PATH", Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ms-playwright"));
+    command
+}
+
+/// This repository's `browsergym-trace`, first on Python's path.
+fn package_source() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../integrations/browsergym/src")
+}
+
+/// Runs one episode of the recorded task with `actions` (Playwright code, then the answer); its report.
+fn episode(python: &Path, recorded: &demo::Recorded, actions: &[String]) -> Value {
+    let episodes = tempfile::tempdir().unwrap();
+    let output = episode_command(python, recorded, &recorded.exported.bundle, actions, json!({}), episodes.path())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -88,4 +111,182 @@ async fn a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0() 
         (report["result"]["steps"].as_u64(), report["result"]["spl"]["navigation"].as_f64()),
         (Some(0), Some(0.0))
     );
+}
+
+/// Issue #45: BrowserGym's episode was not as closed as `trace-replay eval`'s. Its browser lacked the
+/// offline flags: a page's WebRTC sent STUN packets to a UDP sentinel outside the proxy (4 of them), and
+/// the browser held an mDNS socket; and the agent could open `file:///etc/hostname` and `chrome://version`
+/// and read them in its observation. Now no packet reaches the sentinel, the local file is refused, the
+/// browser's page is never observed; and the person's demonstration, run after them, still earns 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browsergym_agent_reaches_nothing_outside_the_replay() {
+    let test = "a_browsergym_agent_reaches_nothing_outside_the_replay";
+    let Some(recorded) = demo::recorded_once(test).await else { return };
+    let Some(python) = python_of_for_tests(test, Environment::BrowserGym) else { return };
+    let sentinel = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sentinel.set_read_timeout(Some(std::time::Duration::from_millis(200))).unwrap();
+    let port = sentinel.local_addr().unwrap().port();
+    let hostname = std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim().to_owned();
+    let webrtc = format!(
+        "page.evaluate(\"\"\"() => {{ const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{port}'}}]}}); \
+         pc.createDataChannel('x'); return pc.createOffer().then((o) => pc.setLocalDescription(o)); }}\"\"\"); page.wait_for_timeout(3000)"
+    );
+    let mut actions = vec![
+        webrtc,
+        "page.goto('file:///etc/hostname')".to_owned(),
+        "page.goto('chrome://version')".to_owned(),
+        "page.context.new_page().goto('chrome://version')".to_owned(),
+    ];
+    actions.extend(demo::in_playwright(&recorded.exported.origin));
+    let report = episode(&python, recorded, &actions);
+    let mut packets = 0;
+    let mut buffer = [0u8; 2048];
+    while sentinel.recv_from(&mut buffer).is_ok() {
+        packets += 1;
+    }
+    assert_eq!(packets, 0, "STUN packets reached the sentinel");
+    for (step, seen) in report["seen"].as_array().unwrap().iter().enumerate() {
+        let text = seen["text"].as_str().unwrap_or_default();
+        let url = seen["url"].as_str().unwrap_or_default();
+        assert!(!url.starts_with("file:") && !url.starts_with("chrome:"), "step {step} observed {url}");
+        assert!(hostname.is_empty() || !text.contains(&hostname), "step {step} showed the host's name: {text}");
+        assert!(!text.contains("Chromium Authors") && !text.contains("Command Line"), "step {step}: {text}");
+        let pages = seen["open_pages"].as_array().unwrap();
+        assert!(pages.iter().all(|page| !page.as_str().unwrap_or_default().starts_with("chrome:")), "{pages:?}");
+    }
+    assert_eq!(report["rewards"].as_array().unwrap().last().unwrap(), 1.0, "{report:#}");
+}
+
+/// Issue #45: `register` read a dataset itself, and took a bundle named by an absolute path outside the
+/// dataset, and a task starting at a `file://` page, which `eval` refuses. It takes the tasks from
+/// `trace-replay list`, the reading `eval` uses: both are refused, saying why; the dataset's own bundle
+/// is registered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browsergym_registers_only_what_eval_would_run() {
+    let test = "browsergym_registers_only_what_eval_would_run";
+    let Some(recorded) = demo::recorded_once(test).await else { return };
+    let Some(python) = python_of_for_tests(test, Environment::BrowserGym) else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let line = |bundle: &str| {
+        json!({
+            "task_id": "demo", "task_description": "x", "task_type": "action", "website_url": "http://shop.test/",
+            "num_steps": 0, "duration_seconds": 0.0, "answer": null, "tool_calls": [], "credentials": [],
+            "checkpoints": [], "checkpoints_reasoning": "", "ignored": [], "bundle": bundle, "redacted": false,
+        })
+        .to_string()
+    };
+    let register = |dataset: &Path| {
+        let script =
+            "import sys, browsergym_trace\nprint(browsergym_trace.register(sys.argv[1], trace_replay=sys.argv[2]))";
+        Command::new(&python)
+            .args(["-c", script])
+            .arg(dataset)
+            .arg(&recorded.build.trace_replay)
+            .env("PYTHONPATH", package_source())
+            .output()
+            .unwrap()
+    };
+    let outside = scratch.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("tasks.jsonl"), line(recorded.exported.bundle.to_str().unwrap()) + "\n").unwrap();
+    let refused = register(&outside);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && stderr.contains("outside the dataset"), "{stderr}");
+
+    let own = scratch.path().join("own");
+    std::fs::create_dir_all(own.join("bundles")).unwrap();
+    std::fs::copy(&recorded.exported.bundle, own.join("bundles/demo.zip")).unwrap();
+    std::fs::write(own.join("tasks.jsonl"), line("bundles/demo.zip") + "\n").unwrap();
+    let registered = register(&own);
+    assert!(registered.status.success(), "{}", String::from_utf8_lossy(&registered.stderr));
+    assert!(String::from_utf8_lossy(&registered.stdout).contains("browsergym/trace.demo"));
+
+    // A bundle whose demonstration starts at a local file.
+    let local = scratch.path().join("local");
+    std::fs::create_dir_all(local.join("bundles/demo")).unwrap();
+    let unpacked = local.join("bundles/demo");
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&recorded.exported.bundle).unwrap()).unwrap();
+    zip.extract(&unpacked).unwrap();
+    let trajectory_path = unpacked.join("trajectory.json");
+    let mut trajectory: Value = serde_json::from_slice(&std::fs::read(&trajectory_path).unwrap()).unwrap();
+    let first = trajectory["tool_calls"].as_array_mut().unwrap().iter_mut().find(|call| call["name"] == "navigate");
+    first.unwrap()["params"]["url"] = json!("file:///etc/hostname");
+    std::fs::write(&trajectory_path, trajectory.to_string()).unwrap();
+    reindex(&unpacked);
+    std::fs::write(local.join("tasks.jsonl"), line("bundles/demo") + "\n").unwrap();
+    let refused = register(&local);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && stderr.contains("which is no web page"), "{stderr}");
+}
+
+/// Rewrites the index of the bundle directory `dir` (sizes and hashes in `manifest.json`) after a file of it
+/// was changed by hand.
+fn reindex(dir: &Path) {
+    let manifest_path = dir.join("manifest.json");
+    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    for file in manifest["files"].as_array_mut().unwrap() {
+        let path = dir.join(file["path"].as_str().unwrap());
+        if let Ok(bytes) = std::fs::read(&path) {
+            file["size"] = json!(bytes.len());
+            file["sha256"] = json!(trace_bundle::archive::sha256_hex(&bytes));
+        }
+    }
+    std::fs::write(&manifest_path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+}
+
+/// Issue #45: when the Python process running BrowserGym was killed (SIGKILL, or SIGTERM, which Python does
+/// not catch), `trace-replay serve --proxy-port --episode` went on listening for good and never wrote its
+/// episode. Its standard input is a pipe only that process holds: killed, the proxy stops within seconds,
+/// and the episode it has is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_dies_with_a_killed_browsergym_and_writes_its_episode() {
+    let test = "the_proxy_dies_with_a_killed_browsergym_and_writes_its_episode";
+    let Some(recorded) = demo::recorded_once(test).await else { return };
+    let Some(python) = python_of_for_tests(test, Environment::BrowserGym) else { return };
+    let episodes = tempfile::tempdir().unwrap();
+    let output = episode_command(
+        &python,
+        recorded,
+        &recorded.exported.bundle,
+        &[],
+        json!({ "kill_after_reset": true }),
+        episodes.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(!output.status.success(), "the harness was killed");
+    let serving = || {
+        let needle = episodes.path().to_str().unwrap().as_bytes().to_vec();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|entry| {
+                let pid = entry.ok()?.file_name().to_str()?.parse::<u32>().ok()?;
+                let command = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+                (command.windows(needle.len()).any(|window| window == needle.as_slice())
+                    && command.windows(5).any(|window| window == b"serve"))
+                .then_some(pid)
+            })
+            .collect::<Vec<u32>>()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !serving().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the proxy outlived its harness: {:?}", serving());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let written: Vec<std::path::PathBuf> = walk(episodes.path());
+    assert!(written.iter().any(|path| path.ends_with("episode/served.json")), "{written:?}");
+    assert!(written.iter().any(|path| path.ends_with("episode/session/manifest.json")), "{written:?}");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }

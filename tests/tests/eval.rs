@@ -441,3 +441,85 @@ async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() 
     };
     assert_eq!(stepless_summary(&merged), stepless_summary(&single));
 }
+
+/// A process's resident memory at its peak so far (`VmHWM`), in bytes.
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .map_or(0, |rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap_or(0) << 10)
+}
+
+/// The bytes of the files under `dir`.
+fn disk_use(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .flatten()
+            .map(|entry| match entry.file_type() {
+                Ok(kind) if kind.is_dir() => disk_use(&entry.path()),
+                _ => entry.metadata().map_or(0, |metadata| metadata.len()),
+            })
+            .sum()
+    })
+}
+
+/// Issue #45: an agent whose page POSTs ten 60 MiB text bodies took `trace-replay eval` past 3 GB of
+/// memory (about seven times each body, held as text and written twice) and lost the episode (its HAR
+/// passed the limit of a file read whole). The session keeps each body as a file as it comes, within the
+/// episode's budget (`--max-episode-bytes`, 128 MiB here): past it, a body is kept by its digest and size,
+/// the result says how many were, and nothing else is lost. The first, a real upload of 10 MiB, is kept
+/// whole.
+#[test]
+fn an_episode_whose_page_posts_huge_bodies_is_kept_within_its_budget() {
+    use trace_e2e::handmade::{Exchange, posted_body, posting_page, write_bundle};
+    let Some(build) = trace_e2e::browser::Build::for_tests("an_episode_whose_page_posts_huge_bodies") else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("bundle");
+    let sizes = [10, 60, 60, 60, 60, 60];
+    let page = posting_page(&sizes);
+    write_bundle(
+        &bundle,
+        "posting",
+        &[
+            Exchange { method: "GET", url: "http://shop.test/", mime_type: "text/html", body: page.as_bytes() },
+            Exchange { method: "POST", url: "http://shop.test/upload", mime_type: "application/json", body: b"{}" },
+        ],
+    );
+    let out = scratch.path().join("run");
+    const BUDGET: u64 = 128 << 20;
+    let agent = r#"sleep 70; echo '{"text":"ok"}' > "$TRACE_OUT/done.json""#;
+    let mut eval = Command::new(&build.trace_replay)
+        .args(["eval", bundle.to_str().unwrap(), "--agent", agent, "--out", out.to_str().unwrap()])
+        .args(["--timeout", "150", "--headless", "--max-episode-bytes", &BUDGET.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut peak = 0;
+    while eval.try_wait().unwrap().is_none() {
+        peak = peak.max(peak_memory(eval.id()));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let results = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let result: EvalResult = serde_json::from_str(results.lines().next().unwrap()).unwrap();
+    assert_eq!(result.error, None, "{results}");
+    let left_out = result.bodies_left_out.expect("bodies past the budget");
+    assert!(left_out.bodies >= 1 && left_out.budget_bytes == BUDGET, "{left_out:?}");
+    let session = out.join("posting/session");
+    let kept = disk_use(&session);
+    assert!(kept < BUDGET + (16 << 20), "the session holds {kept} bytes");
+    let upload = session.join(format!("resources/{}", trace_bundle::archive::sha256_hex(&posted_body(0, 10))));
+    assert!(upload.is_file(), "the 10 MiB upload is kept whole");
+    let events = std::fs::read_to_string(session.join("events.jsonl")).unwrap();
+    assert!(events.contains(r#""omitted":true"#), "a body left out says so");
+    eprintln!(
+        "{} bodies posted: trace-replay peaked at {} MiB; the session holds {} MiB; {} bodies ({} MiB) left out",
+        sizes.len(),
+        peak >> 20,
+        kept >> 20,
+        left_out.bodies,
+        left_out.bytes >> 20
+    );
+    assert!(peak < 1 << 30, "trace-replay peaked at {peak} bytes");
+}

@@ -20,7 +20,7 @@ use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::run;
-use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, vault};
+use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, sealed, vault};
 use trace_manifest::audit::{Audit, CheckpointVerdict};
 use trace_manifest::bundle::BundleManifest;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
@@ -430,4 +430,91 @@ async fn secrets_a_page_sends_by_script_leave_no_trace_in_the_redacted_export_wh
     assert!(report.misses.is_empty() && report.live_attempts == 0, "{text}");
     let opened = report.steps.last().and_then(|step| step.text_shown);
     assert!(opened.is_some_and(|shown| shown >= 0.9), "the vault did not open offline: {text}");
+}
+
+/// Every way a secret can sit in `bytes`, a file of an export: as they are, gunzipped or inflated when
+/// they are a compressed stream, and each JSON string in them that stands for one, one character per byte
+/// (DevTools' text of a body that is not UTF-8), decoded.
+fn decoded_views(bytes: &[u8]) -> Vec<Vec<u8>> {
+    use trace_analysis::body::{compressed_text, decode_compressed};
+    let mut views = vec![bytes.to_vec()];
+    views.extend(decode_compressed(bytes, 1 << 26).map(|(_, decoded)| decoded));
+    let documents: Vec<serde_json::Value> = match serde_json::from_slice(bytes) {
+        Ok(document) => vec![document],
+        Err(_) => bytes.split(|byte| *byte == b'\n').filter_map(|line| serde_json::from_slice(line).ok()).collect(),
+    };
+    let mut values: Vec<&serde_json::Value> = documents.iter().collect();
+    while let Some(value) = values.pop() {
+        match value {
+            serde_json::Value::String(text) => views.extend(compressed_text(text, 1 << 26).map(|(_, decoded)| decoded)),
+            serde_json::Value::Array(items) => values.extend(items),
+            serde_json::Value::Object(members) => values.extend(members.values()),
+            _ => {}
+        }
+    }
+    views
+}
+
+/// Issue #45: a page that gzips a JSON sign-in itself and POSTs it as `application/octet-stream`, with no
+/// `Content-Encoding` (the shop's sealed note), recorded through the extension: the redacted zip and WACZ
+/// still gunzipped to the typed password and the passphrase (2 of 19 secrets survived, in the HAR's
+/// `postData.text` and in `events.jsonl`, where DevTools' text of the body is one character per byte), and
+/// the export's own search said the zip held none. Now neither export holds either, however decoded; the
+/// body is still gzip, and the redacted environment still replays: the server's answer, which it gave only
+/// to that gzipped JSON, comes back offline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_a_page_gzipped_itself_is_redacted_inside_and_the_export_still_replays() {
+    let test = "a_body_a_page_gzipped_itself_is_redacted_inside_and_the_export_still_replays";
+    let Some(build) = Build::for_tests(test) else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = demo::record_sealed(&build, &site, data.path()).await.unwrap();
+    site.stop();
+    let secrets = [DEMO_PASSWORD, sealed::SEALED_PASSPHRASE];
+    let mut recorded = Bundle::open(&bundle).unwrap();
+    let recorded_views: Vec<Vec<u8>> =
+        recorded.files().unwrap().into_keys().flat_map(|name| decoded_views(&recorded.read(&name).unwrap())).collect();
+    for secret in secrets {
+        assert!(recorded_views.iter().any(|view| contains(view, secret.as_bytes())), "the recording lacks {secret}");
+    }
+
+    let manifest: serde_json::Value = read_json(&bundle.join("manifest.json"));
+    let task = manifest["task"]["id"].as_str().unwrap().to_owned();
+    let data_dir = data.path().to_str().unwrap();
+    let zip = data.path().join("sealed.zip");
+    let wacz = data.path().join("sealed.wacz");
+    for (format, out) in [("zip", &zip), ("wacz", &wacz)] {
+        let args = ["--data", data_dir, "export", &task, "--format", format, "--out", out.to_str().unwrap()];
+        json_of(&run(&build.trace_host, &[&args[..], &["--redact", "--suspects", "redact", "--json"]].concat()));
+    }
+    let mut redacted = Bundle::open(&zip).unwrap();
+    for (name, _) in redacted.files().unwrap() {
+        for view in decoded_views(&redacted.read(&name).unwrap()) {
+            for secret in secrets {
+                assert!(!contains(&view, secret.as_bytes()), "{name} still holds {secret:?}");
+            }
+        }
+    }
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&wacz).unwrap()).unwrap();
+    let mut warc_gz = Vec::new();
+    archive.by_name("archive/data.warc.gz").unwrap().read_to_end(&mut warc_gz).unwrap();
+    let mut warc = Vec::new();
+    flate2::read::MultiGzDecoder::new(&warc_gz[..]).read_to_end(&mut warc).unwrap();
+    for at in (0..warc.len().saturating_sub(1)).filter(|&at| warc[at..].starts_with(&[0x1f, 0x8b])) {
+        let mut decoded = Vec::new();
+        if flate2::read::GzDecoder::new(&warc[at..]).take(1 << 26).read_to_end(&mut decoded).is_ok() {
+            for secret in secrets {
+                assert!(!contains(&decoded, secret.as_bytes()), "the WACZ still gunzips to {secret:?}");
+            }
+        }
+    }
+    let validated = json_of(&run(&build.trace_host, &["validate", zip.to_str().unwrap(), "--json"]));
+    assert_eq!(validated["valid"], true, "{validated}");
+
+    let (report, faithful) = build.replay_human(&zip).unwrap();
+    let text = trace_replay::run::text(&report);
+    assert!(faithful && report.steps_failed == 0, "{text}");
+    assert!(report.live_attempts == 0, "{text}");
+    let sealed = report.steps.last().and_then(|step| step.text_shown);
+    assert!(sealed.is_some_and(|shown| shown >= 0.9), "the note was not sealed offline: {text}");
 }

@@ -182,3 +182,85 @@ async fn playwrights_own_chromium_logs_in_to_a_recorded_django_admin_through_the
     assert!(summary.contains("live: 0"), "{summary}");
     assert_eq!(sentinel.connections(), 0, "the browser reached the application's port");
 }
+
+/// Issue #45: forty 60 MiB POSTs through `serve --proxy-port --episode` (what BrowserGym runs) kept 2.4 GB
+/// resident for good, peaked at 12 GB as the episode was written, and wrote 4.8 GB (each body as text in
+/// `events.jsonl` and again in `recording.har`). Each body goes to the session as it arrives, within the
+/// episode's budget, and memory holds only the bodies being answered: the proxy stays under 512 MiB,
+/// the episode under its budget, `served.json` says what was left out, and the score still comes. The
+/// first, a real 10 MiB upload, is kept whole.
+#[test]
+fn an_episode_of_huge_posts_through_the_proxy_is_kept_within_its_budget() {
+    use trace_e2e::handmade::{Exchange, posted_body, write_bundle};
+    let Some(build) = Build::for_tests("an_episode_of_huge_posts_through_the_proxy") else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("bundle");
+    write_bundle(
+        &bundle,
+        "posting",
+        &[
+            Exchange { method: "GET", url: "http://shop.test/", mime_type: "text/html", body: b"<p>shop</p>" },
+            Exchange { method: "POST", url: "http://shop.test/upload", mime_type: "application/json", body: b"{}" },
+        ],
+    );
+    let episode = scratch.path().join("episode");
+    let served = Served::start(&build, &bundle, &episode);
+    let pid = served.serve.id();
+    let peak = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .map_or(0, |rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap_or(0) << 10)
+    };
+    let address = served.proxy.trim_start_matches("http://").to_owned();
+    for (i, mib) in std::iter::once(10).chain(std::iter::repeat_n(60, 40)).enumerate() {
+        post_through(&address, "http://shop.test/upload", &posted_body(i, mib));
+    }
+    let peak_serving = peak();
+    let summary = served.stop();
+    let session = episode.join("session");
+    let upload = session.join(format!("resources/{}", trace_bundle::archive::sha256_hex(&posted_body(0, 10))));
+    assert!(upload.is_file(), "the 10 MiB upload is kept whole: {summary}");
+    let served_file: Value = serde_json::from_slice(&std::fs::read(episode.join("served.json")).unwrap()).unwrap();
+    let left_out = &served_file["bodies_left_out"];
+    assert!(left_out["bodies"].as_u64().unwrap_or(0) >= 30, "{served_file:#}");
+    let kept: u64 = walk_sizes(&episode);
+    let budget = left_out["budget_bytes"].as_u64().unwrap();
+    assert!(kept < budget + (8 << 20), "the episode holds {kept} bytes, its budget {budget}");
+    let result = score(&build, &bundle, &episode);
+    assert_eq!(result["bodies_left_out"], *left_out, "{result:#}");
+    eprintln!(
+        "41 posts (2.4 GB): the proxy peaked at {} MiB; the episode holds {} MiB",
+        peak_serving >> 20,
+        kept >> 20
+    );
+    assert!(peak_serving < 512 << 20, "the proxy peaked at {peak_serving} bytes");
+}
+
+/// POSTs `body` to `url` through the proxy at `address`, as a page's `fetch` sends it, and reads the answer
+/// (or the refusal, a closed connection) to its end.
+fn post_through(address: &str, url: &str, body: &[u8]) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    let head = format!(
+        "POST {url} HTTP/1.1\r\nHost: shop.test\r\nContent-Type: text/plain\r\nOrigin: http://shop.test\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let _ = stream.write_all(body);
+    let _ = stream.read_to_end(&mut Vec::new());
+}
+
+fn walk_sizes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .flatten()
+            .map(|entry| match entry.file_type() {
+                Ok(kind) if kind.is_dir() => walk_sizes(&entry.path()),
+                _ => entry.metadata().map_or(0, |metadata| metadata.len()),
+            })
+            .sum()
+    })
+}

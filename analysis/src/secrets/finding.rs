@@ -577,8 +577,10 @@ fn is_parsed_text(mime_type: &str) -> bool {
 }
 
 /// A request's body as text: inline in the HAR, or read from its file when that holds UTF-8 of at most
-/// [`MAX_PARSED_BODY_BYTES`], decoded first when the page compressed it ([`body::ContentEncoding`]).
-/// `file_sizes` is the bundle's index ([`Bundle::files`]), read once by the caller for every body.
+/// [`MAX_PARSED_BODY_BYTES`], decoded first when the page compressed it: as its `Content-Encoding` says
+/// ([`body::ContentEncoding`]), or as its bytes show when it says nothing ([`body::decode_compressed`],
+/// [`body::compressed_text`] for the text DevTools gives of such a body). `file_sizes` is the bundle's
+/// index ([`Bundle::files`]), read once by the caller for every body.
 #[cfg(feature = "native")]
 pub fn request_body_text(
     bundle: &mut Bundle,
@@ -587,12 +589,21 @@ pub fn request_body_text(
 ) -> Option<String> {
     let post_data = request.post_data.as_ref()?;
     match (&post_data.text, &post_data.file, body::ContentEncoding::of_request(request)) {
-        (Some(text), _, _) => Some(text.clone()),
-        (None, Some(file), None) => read_text(bundle, file_sizes, file),
-        (None, Some(file), Some(encoding)) => {
+        (Some(text), _, _) => match body::compressed_text(text, MAX_PARSED_BODY_BYTES) {
+            Some((_, decoded)) => String::from_utf8(decoded).ok(),
+            None => Some(text.clone()),
+        },
+        (None, Some(file), declared) => {
             let size = file_sizes.get(file).copied()?;
-            let compressed = bundle.read(file).ok().filter(|_| size <= MAX_PARSED_BODY_BYTES)?;
-            String::from_utf8(encoding.decode(&compressed, MAX_PARSED_BODY_BYTES)?).ok()
+            let bytes = bundle.read(file).ok().filter(|_| size <= MAX_PARSED_BODY_BYTES)?;
+            let decoded = match declared {
+                Some(encoding) => encoding.decode(&bytes, MAX_PARSED_BODY_BYTES)?,
+                None => match body::decode_compressed(&bytes, MAX_PARSED_BODY_BYTES) {
+                    Some((_, decoded)) => decoded,
+                    None => bytes,
+                },
+            };
+            String::from_utf8(decoded).ok()
         }
         (None, None, _) => None,
     }

@@ -91,6 +91,7 @@ pub fn write_wacz(source: &mut Bundle, out: &mut (impl Write + Seek)) -> Result<
             continue;
         }
         let body = response_body(source, entry)?;
+        let url = target_uri(&entry.request.url).expect("archived entries have one").to_string();
         let date = warc_date(&entry.started_date_time);
         let response_id = record_id(&[&task_id, &entry_index.to_string(), "response"]);
         let block = response_block(entry, &body);
@@ -100,7 +101,7 @@ pub fn write_wacz(source: &mut Bundle, out: &mut (impl Write + Seek)) -> Result<
                 ("WARC-Type", "response".to_owned()),
                 ("WARC-Record-ID", response_id.clone()),
                 ("WARC-Date", date.clone()),
-                ("WARC-Target-URI", entry.request.url.clone()),
+                ("WARC-Target-URI", url.clone()),
                 ("WARC-Payload-Digest", payload_digest.clone()),
                 ("WARC-Block-Digest", sha256_digest(&block)),
                 ("Content-Type", "application/http; msgtype=response".to_owned()),
@@ -114,7 +115,7 @@ pub fn write_wacz(source: &mut Bundle, out: &mut (impl Write + Seek)) -> Result<
                 ("WARC-Type", "request".to_owned()),
                 ("WARC-Record-ID", record_id(&[&task_id, &entry_index.to_string(), "request"])),
                 ("WARC-Date", date.clone()),
-                ("WARC-Target-URI", entry.request.url.clone()),
+                ("WARC-Target-URI", url.clone()),
                 ("WARC-Concurrent-To", response_id),
                 ("WARC-Payload-Digest", sha256_digest(&request_body)),
                 ("WARC-Block-Digest", sha256_digest(&block)),
@@ -122,7 +123,7 @@ pub fn write_wacz(source: &mut Bundle, out: &mut (impl Write + Seek)) -> Result<
             ],
             &block,
         )?;
-        index.push(cdxj_line(entry, &date, &payload_digest, offset, length));
+        index.push(cdxj_line(entry, &url, &date, &payload_digest, offset, length));
         exchanges += 1;
     }
     let (_, size, sha256) = hashing.finish();
@@ -187,7 +188,7 @@ impl<W: Write> WarcWriter<W> {
         gzip.write_all(b"WARC/1.1\r\n")?;
         for (name, value) in headers {
             // A value never spans lines: a line break would end the header block.
-            let value = value.replace(['\r', '\n'], " ");
+            let value = one_line(value);
             write!(gzip, "{name}: {value}\r\n")?;
         }
         write!(gzip, "Content-Length: {}\r\n\r\n", block.len())?;
@@ -202,13 +203,21 @@ impl<W: Write> WarcWriter<W> {
 }
 
 /// Whether an entry is an HTTP exchange with a response to archive: not a WebSocket, not a request that
-/// failed before any status, not a `data:` or `blob:` URL.
+/// failed before any status, not a `data:` or `blob:` URL, and not a URL that is no URL at all (a bundle
+/// made by hand can hold anything: one with a line break would write a line of its own into the index).
 fn is_archived(entry: &Entry) -> bool {
-    let scheme = entry.request.url.split(':').next().unwrap_or_default().to_ascii_lowercase();
-    (scheme == "http" || scheme == "https")
+    target_uri(&entry.request.url).is_some()
         && entry.response.status > 0
         && entry.response.status != 101
         && entry.web_socket_messages.is_empty()
+}
+
+/// An `http` or `https` URL as the records and the index name it: parsed and written again, so that it
+/// holds no white space or control character (a browser's URLs are this form already).
+fn target_uri(url: &str) -> Option<url::Url> {
+    let parsed = url::Url::parse(url).ok().filter(|parsed| matches!(parsed.scheme(), "http" | "https"))?;
+    // The parser drops tabs and line breaks where it finds them; a URL that had any is not the one recorded.
+    (!url.chars().any(char::is_control)).then_some(parsed)
 }
 
 /// The response body as recorded: its file in the bundle, or the HAR's inline text.
@@ -221,10 +230,20 @@ fn response_body(source: &mut Bundle, entry: &Entry) -> Result<Vec<u8>> {
     inline_text(content.text.as_deref(), content.encoding.as_deref())
 }
 
+/// The most a compressed request body is decoded to, to tell it is one.
+const MAX_DECODED_REQUEST_BYTES: u64 = 256 << 20;
+
+/// The request body as it was sent: its file, or the HAR's inline text, which for a body a page compressed
+/// itself is one character per byte (DevTools gives it so) and is written as the bytes it stands for.
 fn request_body(source: &mut Bundle, entry: &Entry) -> Result<Vec<u8>> {
     let Some(post_data) = &entry.request.post_data else { return Ok(Vec::new()) };
     if let Some(file) = &post_data.file {
         return Ok(source.read(file)?);
+    }
+    if let Some(text) = &post_data.text
+        && trace_analysis::body::compressed_text(text, MAX_DECODED_REQUEST_BYTES).is_some()
+    {
+        return Ok(trace_analysis::body::latin1_bytes(text).unwrap_or_default());
     }
     inline_text(post_data.text.as_deref(), None)
 }
@@ -283,7 +302,7 @@ fn request_block(entry: &Entry, body: &[u8]) -> Vec<u8> {
             None => url.path().to_owned(),
         },
     );
-    let mut block = format!("{} {target} HTTP/1.1\r\n", one_line(&request.method));
+    let mut block = format!("{} {target} HTTP/1.1\r\n", one_token(&request.method));
     let has_host = request.headers.iter().any(|header| header.name.eq_ignore_ascii_case("host"));
     if !has_host && let Some(url) = &parsed {
         let host = url.host_str().unwrap_or_default();
@@ -312,22 +331,33 @@ fn push_header(block: &mut String, name: &str, value: &str) {
     for line in value.split('\n') {
         block.push_str(name);
         block.push_str(": ");
-        block.push_str(line.trim_end_matches('\r'));
+        // A carriage return left inside a line (or any other control character) would end the header
+        // for some readers and not for others: it becomes a space.
+        block.push_str(&one_line(line.trim_end_matches('\r')));
         block.push_str("\r\n");
     }
 }
 
+/// `text` on one line: every control character (a line break, a bare carriage return, a NUL) a space.
 fn one_line(text: &str) -> String {
-    text.replace(['\r', '\n'], " ")
+    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+}
+
+/// A method as a request line and an index key take it: an HTTP token, else `GET`'s place taken by what
+/// the recording could not have sent (`INVALID`).
+fn one_token(method: &str) -> String {
+    let token = !method.is_empty()
+        && method.bytes().all(|byte| byte.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&byte));
+    if token { method.to_owned() } else { "INVALID".to_owned() }
 }
 
 /// One CDXJ line for an exchange's response record: SURT key (with the method for other than `GET`, as
 /// pywb's indexer appends it), the 14-digit timestamp, and the record's place in the WARC.
-fn cdxj_line(entry: &Entry, date: &str, digest: &str, offset: u64, length: u64) -> String {
-    let method = entry.request.method.to_ascii_uppercase();
-    let mut key = surt(&entry.request.url);
+fn cdxj_line(entry: &Entry, url: &str, date: &str, digest: &str, offset: u64, length: u64) -> String {
+    let method = one_token(&entry.request.method.to_ascii_uppercase());
+    let mut key = surt(url);
     let mut fields = json!({
-        "url": entry.request.url,
+        "url": url,
         "mime": mime(entry),
         "status": entry.response.status.to_string(),
         "digest": digest,

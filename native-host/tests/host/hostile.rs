@@ -483,8 +483,8 @@ fn zip_with_a_packed_bomb(path: &Path, mib: u64) {
 
 /// Issue #31: a small zip whose snapshot pack unpacks to 1000 MiB took 2.06 GB in `validate`, `import`
 /// (which unpacked it whole into memory, twice over as the buffer grew) and aborted under a 1 GiB cap. A
-/// pack is now unpacked once into a temporary file past a share of `TRACE_MAX_MEMORY`: a 384 MiB pack, within
-/// a limit of 512 MiB (which held it whole), is validated and imported under 512 MiB of address space. What a bundle unpacks to in all, its pack
+/// pack is decoded as its files are read (issue #45: no longer into a temporary file): a 384 MiB pack is
+/// validated and imported under 512 MiB of address space. What a bundle unpacks to in all, its pack
 /// included, is bounded by `TRACE_MAX_UNPACKED`, named when an import is refused, before anything is written.
 #[test]
 fn a_snapshot_pack_that_unpacks_to_more_than_memory_holds_is_read_within_a_memory_limit() {
@@ -591,4 +591,33 @@ fn large_page_requests_wait_for_the_hosts_byte_budget() {
     eprintln!("sent before the first answer: {} MiB; resident after three: {} MiB", ahead / MIB, peak_kib / 1024);
     assert!([&first, &more[0], &more[1]].iter().all(|answer| answer["kind"] == "done"), "{first} {more:?}");
     assert!(ahead < 100 * MIB, "the host read {} MiB ahead of its answers", ahead / MIB);
+}
+
+/// Issue #45: a pack of 61 KB declaring one snapshot of 1,900 MiB was unpacked whole into a temporary file
+/// on every open that read it (`validate`: 1.99 GB) and took 3.98 GB of disk to import. A packed snapshot
+/// is a file, within a file's limit, checked from the pack's index before a byte is decoded: one past the
+/// limit is refused by name and nothing is written. One within it is validated with no file written at all
+/// (no temporary one: the pack is decoded as its files are hashed), which `prlimit --fsize` proves.
+#[test]
+fn a_packed_snapshot_is_refused_past_a_files_limit_and_validated_without_a_temporary_file() {
+    let scratch = Scratch::new();
+    let zip = scratch.path("packed.zip");
+    zip_with_a_packed_bomb(&zip, 192);
+    let zip = zip.to_str().unwrap();
+    let refused = scratch.cli(&["import", zip, "--max-file-size", "134217728"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("dom/000001.html") && stderr.contains("more than the limit of 134217728"), "{stderr}");
+    assert!(!scratch.capture("packed").exists(), "nothing was written");
+
+    let validated = std::process::Command::new("prlimit")
+        .arg("--fsize=1048576")
+        .arg(crate::common::host_exe())
+        .args(["validate", zip, "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&validated.stderr);
+    assert!(validated.status.success(), "{:?}: {stderr}", validated.status);
+    let report: serde_json::Value = serde_json::from_slice(&validated.stdout).expect(&stderr);
+    assert_eq!(report["valid"], true, "{report}");
 }

@@ -478,3 +478,119 @@ fn secrets_in_compressed_bodies_socket_frames_and_page_text_are_redacted() {
     assert!(contains(&warc, ORDER.as_bytes()), "the order number was redacted");
     assert!(contains(&warc, &telemetry_gzipped), "the telemetry body changed");
 }
+
+/// Every way a compressed body can sit in `bytes` (an entry of an export), decoded: the bytes as they are,
+/// gunzipped or inflated, and each JSON string in them that stands for a compressed stream one character
+/// per byte (DevTools' text of a body that is not UTF-8), decoded.
+fn every_view(bytes: &[u8]) -> Vec<Vec<u8>> {
+    use trace_analysis::body::{compressed_text, decode_compressed};
+    let mut views = vec![bytes.to_vec()];
+    if let Some((_, decoded)) = decode_compressed(bytes, 1 << 24) {
+        views.push(decoded);
+    }
+    for line in bytes.split(|byte| *byte == b'\n') {
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else { continue };
+        let mut strings = vec![&value];
+        while let Some(value) = strings.pop() {
+            match value {
+                serde_json::Value::String(text) => {
+                    if let Some((_, decoded)) = compressed_text(text, 1 << 24) {
+                        views.push(decoded);
+                    }
+                }
+                serde_json::Value::Array(items) => strings.extend(items),
+                serde_json::Value::Object(members) => strings.extend(members.values()),
+                _ => {}
+            }
+        }
+    }
+    views
+}
+
+/// Issue #45: a page that gzips a JSON body itself (`CompressionStream('gzip')`) and POSTs it as
+/// `application/octet-stream`, without `Content-Encoding`: DevTools gives the body as text of one
+/// character per byte (`\u{1f}\u{8b}…`), which the recorder keeps in the request event and the HAR; the
+/// redacted zip and WACZ still gunzipped to the typed password and the passphrase (2 of 19 secrets), and
+/// the export's own search said the zip held none. Compressed bodies are known by their bytes, in text and
+/// in files, redacted inside and compressed again, and the final search decodes them too. The other side:
+/// a compressed body with no secret stays byte for byte, and the bundle validates.
+#[test]
+fn a_body_compressed_without_saying_so_is_redacted_inside_and_searched_decoded() {
+    use trace_analysis::body::{ContentEncoding, latin1_text};
+
+    const TYPED: &str = "Tr0ub4dor&3-horse";
+    const PASSPHRASE: &str = "correct-horse-battery-staple-77";
+    let scratch = Scratch::new();
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("gzipped"));
+    let login = format!("{SITE}/login");
+    let body = format!(r#"{{"user":"ann","password":"{TYPED}","vault":{{"passphrase":"{PASSPHRASE}"}}}}"#);
+    let gzipped = ContentEncoding::Gzip.encode(body.as_bytes());
+    let telemetry = ContentEncoding::Gzip.encode(br#"{"events":[{"kind":"view","page":"/login"}]}"#);
+    let as_devtools_gives_it = latin1_text(&gzipped);
+    let octets = [("Content-Type", "application/octet-stream")];
+    let mut messages = vec![
+        task.start(task_start("gzipped", TaskType::Action)),
+        task.events(vec![
+            navigation(1.0, &login),
+            action(100.0, ActionKind::Click, &login, "#password", None, false),
+            action(200.0, ActionKind::Input, &login, "#password", Some(TYPED), true),
+            request(300.0, "1", "POST", &format!("{SITE}/api/login"), &octets, Some(&as_devtools_gives_it)),
+            response(310.0, "1", &format!("{SITE}/api/login"), 204, "", &[]),
+            finished(311.0, "1", 0),
+            // The same body kept as a file, as a recorder that takes the bytes keeps it.
+            request(320.0, "2", "POST", &format!("{SITE}/api/vault"), &octets, None),
+            response(330.0, "2", &format!("{SITE}/api/vault"), 204, "", &[]),
+            finished(331.0, "2", 0),
+            request(340.0, "3", "POST", &format!("{SITE}/api/telemetry"), &octets, None),
+            response(350.0, "3", &format!("{SITE}/api/telemetry"), 204, "", &[]),
+            finished(351.0, "3", 0),
+        ]),
+    ];
+    messages.extend(task.body("2", BodyPart::Request, &gzipped, 1024));
+    messages.extend(task.body("3", BodyPart::Request, &telemetry, 1024));
+    messages.push(task.stop(T0 + 1000.0, None));
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+
+    let zip = scratch.path("gzipped.zip");
+    let report = scratch.cli_json(&["export", "gzipped", "--out", zip.to_str().unwrap(), "--redact", "--json"]);
+    assert!(report.get("error").is_none(), "{report}");
+    let entries = zip_entries(&zip);
+    for (entry, bytes) in &entries {
+        for view in every_view(bytes) {
+            for leaked in [TYPED, PASSPHRASE] {
+                assert!(!contains(&view, leaked.as_bytes()), "{entry} still holds {leaked:?}");
+            }
+        }
+    }
+    let events = &entries["events.jsonl"];
+    assert!(every_view(events).len() > 1, "the body is still compressed text in the events");
+    assert!(entries.values().any(|bytes| *bytes == telemetry), "the body that held no secret changed");
+    let validated = scratch.cli_json(&["validate", zip.to_str().unwrap(), "--json"]);
+    assert_eq!(validated["valid"], true, "{validated}");
+
+    let wacz = scratch.path("gzipped.wacz");
+    let args = ["export", "gzipped", "--format", "wacz", "--out", wacz.to_str().unwrap(), "--redact", "--json"];
+    let report = scratch.cli_json(&args);
+    assert_eq!(report["format"], "wacz", "{report}");
+    let mut warc = Vec::new();
+    let warc_gz = zip_entries(&wacz).remove("archive/data.warc.gz").unwrap();
+    std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&warc_gz[..]), &mut warc).unwrap();
+    let mut compressed_payloads = 0;
+    for at in 0..warc.len().saturating_sub(1) {
+        if warc[at..].starts_with(&[0x1f, 0x8b]) {
+            // One gzip member, the payload, followed by the rest of the WARC.
+            let mut decoded = Vec::new();
+            let member = flate2::read::GzDecoder::new(&warc[at..]);
+            if std::io::Read::read_to_end(&mut std::io::Read::take(member, 1 << 24), &mut decoded).is_err() {
+                continue;
+            }
+            compressed_payloads += 1;
+            for leaked in [TYPED, PASSPHRASE] {
+                assert!(!contains(&decoded, leaked.as_bytes()), "a WACZ record still gunzips to {leaked:?}");
+            }
+        }
+    }
+    assert!(compressed_payloads >= 2, "the compressed bodies are in the WARC as they were sent");
+}

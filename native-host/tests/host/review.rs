@@ -328,3 +328,45 @@ fn a_credential_the_person_says_is_no_secret_becomes_plain_typing_and_the_record
     let credentials = entries.iter().find(|(name, _)| *name == "credentials.json");
     assert!(credentials.is_none_or(|(_, json)| !String::from_utf8_lossy(json).contains("\"q\"")), "{credentials:?}");
 }
+
+/// Issue #45: `not_a_secret` with an empty placeholder, which every typed text contains, unflagged every
+/// credential of the task, the password with the rest; so did a part of a placeholder
+/// (`{{credentials.`). Only a credential's whole placeholder is taken: the others are refused and change
+/// nothing, and the whole one unflags that credential alone.
+#[test]
+fn only_a_credentials_whole_placeholder_says_it_is_no_secret() {
+    let scratch = Scratch::new();
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("login"));
+    let page = format!("{SITE}/login");
+    let mut messages = vec![task.start(task_start("login", TaskType::Action))];
+    messages.push(task.events(vec![
+        navigation(1.0, &page),
+        page_load(2.0, &page, "Log in"),
+        action(1000.0, ActionKind::Input, &page, "#q", Some("text"), true),
+        action(1100.0, ActionKind::Input, &page, "#password", Some("Tr0ub4dor&3-horse"), true),
+    ]));
+    messages.push(task.stop(T0 + 3_000.0, None));
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+    let credentials = || {
+        let (answer, _) = ask(&scratch, &Request::Review { task_id: task_id("login") });
+        let Answer::Review(sheet) = answer else { panic!("{answer:?}") };
+        let mut fields: Vec<String> = sheet.credentials.iter().map(|credential| credential.field.clone()).collect();
+        fields.sort();
+        (fields, sheet.credentials)
+    };
+    let (fields, listed) = credentials();
+    assert_eq!(fields, ["password", "q"]);
+
+    for partial in ["", "{{credentials.", "}}"] {
+        let (answer, _) =
+            ask(&scratch, &Request::NotASecret { task_id: task_id("login"), placeholder: partial.to_owned() });
+        assert!(matches!(&answer, Answer::Failed { message } if message.contains("no credential")), "{answer:?}");
+        assert_eq!(credentials().0, ["password", "q"], "{partial:?} changed nothing");
+    }
+    let search = listed.iter().find(|credential| credential.field == "q").unwrap().placeholder.clone();
+    let (answer, _) = ask(&scratch, &Request::NotASecret { task_id: task_id("login"), placeholder: search });
+    assert!(matches!(answer, Answer::Review(_)), "{answer:?}");
+    assert_eq!(credentials().0, ["password"], "the password is still a secret");
+}

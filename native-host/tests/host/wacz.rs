@@ -10,6 +10,9 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 use trace_bundle::archive::Bundle;
+use trace_host::client::TaskMessages;
+use trace_manifest::event::BodyPart;
+use trace_manifest::task::TaskType;
 
 use crate::common::*;
 
@@ -463,4 +466,72 @@ fn a_refused_wacz_export_writes_nothing() {
     let pages = String::from_utf8(wacz_entries(&wacz)["pages/pages.jsonl"].0.clone()).unwrap();
     assert_eq!(pages.lines().count(), 2, "{pages}");
     assert!(pages.contains(&format!("{SITE}/login")), "{pages}");
+}
+
+/// Issue #45: `export --format wacz` without `--redact` said nothing, where the archive held 12 of 19
+/// secrets (3 of them in `indexes/index.cdxj`, which a person may post to find an archive by). It warns as
+/// a zip export does, naming the file and what to do; redacted, it does not.
+#[test]
+fn an_unredacted_wacz_export_warns_that_it_holds_the_secrets() {
+    let scratch = Scratch::new();
+    record_login_and_cart(&scratch, "plain");
+    for (format, out) in [("wacz", "plain.wacz"), ("zip", "plain.zip")] {
+        let out = scratch.path(out);
+        let output = scratch.cli(&["export", "plain", "--format", format, "--out", out.to_str().unwrap()]);
+        assert!(output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("is not redacted") && stderr.contains("--redact"), "{format}: {stderr}");
+    }
+    let out = scratch.path("shared.wacz");
+    let args = ["export", "plain", "--format", "wacz", "--out", out.to_str().unwrap(), "--redact"];
+    let output = scratch.cli(&args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("is not redacted"));
+}
+
+/// Issue #45: a hostile recording wrote a forged line into the WACZ's `indexes/index.cdxj` (a URL with a
+/// line break that does not parse, whose index key fell back to the raw URL), and a bare carriage return
+/// in a header's value stayed inside the WARC's HTTP message, where readers disagree on where the header
+/// ends. A URL that is no URL is not archived, and a header value is written on one line, its control
+/// characters spaces; every other exchange is archived as before, one index line per response.
+#[test]
+fn a_hostile_url_or_header_writes_nothing_of_its_own_into_the_wacz() {
+    let scratch = Scratch::new();
+    let mut host = scratch.host();
+    let mut task = TaskMessages::new(task_id("hostile"));
+    let page = format!("{SITE}/");
+    let forged = "http://[\ncom,evil)/ 20250101000000 {\"url\":\"http://evil/\",\"status\":\"200\"}";
+    let mut messages = vec![task.start(task_start("hostile", TaskType::Action))];
+    messages.push(task.events(vec![
+        navigation(1.0, &page),
+        request(2.0, "1", "GET", &page, &[], None),
+        response(3.0, "1", &page, 200, "text/html", &[("X-Note", "one\rInjected: two")]),
+        finished(4.0, "1", 12),
+        request(5.0, "2", "GET", forged, &[], None),
+        response(6.0, "2", forged, 200, "text/plain", &[]),
+        finished(7.0, "2", 2),
+    ]));
+    messages.extend(task.body("1", BodyPart::Response, b"<p>shop</p>", 1024));
+    messages.extend(task.body("2", BodyPart::Response, b"ok", 1024));
+    messages.push(task.stop(T0 + 100.0, None));
+    send_all(&mut host, &task, &messages);
+    host.close().unwrap();
+
+    let wacz = scratch.path("hostile.wacz");
+    scratch.cli_json(&["export", "hostile", "--format", "wacz", "--out", wacz.to_str().unwrap(), "--json"]);
+    let entries = wacz_entries(&wacz);
+    let index = String::from_utf8(entries["indexes/index.cdxj"].0.clone()).unwrap();
+    let lines: Vec<&str> = index.lines().collect();
+    assert_eq!(lines.len(), 1, "one line per archived response: {index}");
+    assert!(lines[0].starts_with("127.0.0.1:8000)/ "), "{index}");
+    assert!(!index.contains("com,evil)"), "{index}");
+    for record in records(&entries["archive/data.warc.gz"].0) {
+        let block = &record.block;
+        let head = &block[..find(block, b"\r\n\r\n").map_or(block.len(), |at| at + 4)];
+        let bare = head.windows(2).filter(|pair| pair[0] == b'\r' && pair[1] != b'\n').count();
+        assert_eq!(bare, 0, "a bare carriage return in {:?}", String::from_utf8_lossy(head));
+        assert!(!record.header("WARC-Target-URI").contains("evil"), "{:?}", record.headers);
+    }
+    let warc = decompressed(&entries["archive/data.warc.gz"].0);
+    assert!(contains(&warc, b"X-Note: one Injected: two\r\n"), "the value is kept, on one line");
 }

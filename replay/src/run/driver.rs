@@ -606,7 +606,7 @@ impl Runner<'_> {
     }
 
     /// A file of the recording (a capture, a screenshot), read from the bundle the replay serves: the one
-    /// open bundle, whose snapshot pack is unpacked once.
+    /// open bundle, whose snapshot pack is decoded once when captures are read in order.
     fn recorded_file(&self, file: &str) -> Result<Vec<u8>> {
         Ok(self.replay.responder().archive().with_bundle(|bundle| bundle.read(file))?)
     }

@@ -285,3 +285,71 @@ fn left_running_now(marker: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// Issue #45: `trace-replay` killed by `SIGKILL` during an episode took its Chromium with it, but the
+/// agent kept running, and so did what it had detached. The agent runs under a keeper that reads a pipe
+/// only trace-replay writes to: nothing of the agent outlives trace-replay, however it ends.
+#[test]
+fn nothing_of_an_agent_outlives_a_killed_trace_replay() {
+    let (scratch, bundle) = bundle();
+    let out = scratch.path().join("run");
+    let marker = format!("{}-{}", std::process::id(), scratch.path().display());
+    let agent = r#"setsid sleep 1101 & (setsid sleep 1102 &) ; TRACE_EPISODE=browser setsid sleep 1103 & sleep 1104"#;
+    let mut eval = Command::new(env!("CARGO_BIN_EXE_trace-replay"))
+        .args(["eval", path_str(&bundle), "--agent", agent, "--out", path_str(&out), "--headless"])
+        .args(["--timeout", "120"])
+        .env(RUN_MARKER, &marker)
+        .env_remove("TRACE_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("trace-replay starts");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let sleeps = || {
+        let running = left_running_now(&marker);
+        running
+            .iter()
+            .filter(|process| process.split_once(' ').is_some_and(|(_, command)| command.starts_with("sleep 110")))
+            .count()
+    };
+    while sleeps() < 4 {
+        assert!(Instant::now() < deadline, "the agent never started: {:?}", left_running_now(&marker));
+        assert!(eval.try_wait().unwrap().is_none(), "trace-replay eval exited");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eval.kill().unwrap();
+    eval.wait().unwrap();
+    assert_eq!(left_running(&marker), Vec::<String>::new());
+}
+
+/// Issue #45: an agent's child that put Chromium's mark in its environment (`TRACE_EPISODE=browser`) and
+/// left its session was spared as one of Chromium's helpers, and ran on into the next task's episode.
+/// What an agent leaves is ended with its episode, whatever mark it carries: the second episode of a
+/// run sees nothing of the first's.
+#[test]
+fn a_child_that_takes_the_browsers_mark_does_not_outlive_its_episode() {
+    let (scratch, _) = bundle();
+    let dataset = scratch.path().join("dataset");
+    let mut lines = String::new();
+    for task in ["task_a", "task_b"] {
+        let dir = dataset.join("bundles").join(task);
+        let page = b"<!doctype html><title>Shop</title><h1>Shop</h1>";
+        let entry = har_entry("http://shop.test/", stored_body(&dir, page, "text/html"));
+        write_bundle(&dir, task, &har(vec![entry]), &json!({ "snapshots": [] }));
+        let line = json!({
+            "task_id": task, "task_description": "Look at the shop", "task_type": "action",
+            "website_url": "http://shop.test/", "num_steps": 0, "duration_seconds": 0.0, "answer": null,
+            "tool_calls": [], "credentials": [], "checkpoints": [], "checkpoints_reasoning": "", "ignored": [],
+            "bundle": format!("bundles/{task}"), "redacted": false,
+        });
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(dataset.join("tasks.jsonl"), lines).unwrap();
+    let agent = r#"ps -eo args > "$TRACE_OUT/ps.txt"; TRACE_EPISODE=browser setsid sleep 1105 & echo '{"text":"ok"}' > "$TRACE_OUT/done.json""#;
+    let run = eval(scratch.path(), &dataset, agent, 30, Duration::from_secs(180), 1 << 30);
+    let seen = std::fs::read_to_string(run.out.join("task_b/agent/ps.txt")).unwrap();
+    let child_of_the_first = seen.lines().any(|command| command.trim() == "sleep 1105");
+    assert!(!child_of_the_first, "the first episode's child ran into the second:\n{seen}");
+    assert!(run.left_running().is_empty(), "{:?}", run.left_running());
+}

@@ -639,3 +639,147 @@ fn one_large_request_body_named_by_many_requests_is_held_once_as_its_digest() {
     let served = trace_replay_in_little_memory(512, 1 << 30, &args, &marker);
     assert!(marker.exists(), "serve did not get as far as Chromium: {}", served.stderr);
 }
+
+/// A dataset in `dir` whose `tasks.jsonl` names `bundle` for its one task, with the minimal bundle written
+/// at `dir/bundles/task`.
+fn dataset_naming(dir: &Path, bundle: &str) {
+    write_minimal_bundle(&dir.join("bundles/task"));
+    let line = json!({
+        "task_id": TASK_ID, "task_description": "Look at the shop", "task_type": "action",
+        "website_url": "http://shop.test/", "num_steps": 0, "duration_seconds": 0.0, "answer": null,
+        "tool_calls": [], "credentials": [], "checkpoints": [], "checkpoints_reasoning": "", "ignored": [],
+        "bundle": bundle, "redacted": false,
+    });
+    std::fs::write(dir.join("tasks.jsonl"), format!("{line}\n")).unwrap();
+}
+
+/// Issue #45: a dataset is read as untrustingly as a bundle, by `eval`, `audit` and `list` (which
+/// BrowserGym's tasks are registered from): a task's bundle named by an absolute path, through `..`,
+/// through a link (at its end or on the way) or being a FIFO (whose opening hung `eval` and `audit`) is
+/// refused, saying which; the bundles inside the dataset are listed, with the page each task starts at.
+#[test]
+fn a_dataset_names_only_bundles_of_its_own() {
+    let scratch = tempfile::tempdir().unwrap();
+    let outside = scratch.path().join("outside");
+    write_minimal_bundle(&outside);
+
+    let own = scratch.path().join("own");
+    dataset_naming(&own, "bundles/task");
+    let listed = trace_replay(&["list", path_str(&own), "--json"], None);
+    assert_eq!(listed.code, Some(0), "{}", listed.stderr);
+    let tasks: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(tasks[0]["task_id"], TASK_ID);
+    assert_eq!(tasks[0]["start_url"], "http://shop.test/");
+    assert_eq!(tasks[0]["bundle"], path_str(&own.join("bundles/task")));
+
+    /// A dataset that names `bundle`, made so by `prepare` (given the dataset and the bundle outside it),
+    /// refused for `why`.
+    struct Case {
+        name: &'static str,
+        bundle: String,
+        prepare: fn(&Path, &Path),
+        why: &'static str,
+    }
+    let nothing: fn(&Path, &Path) = |_, _| {};
+    let cases = [
+        Case { name: "absolute", bundle: path_str(&outside).to_owned(), prepare: nothing, why: "outside the dataset" },
+        Case { name: "dots", bundle: "../outside".to_owned(), prepare: nothing, why: "outside the dataset" },
+        Case {
+            name: "link",
+            bundle: "bundles/link".to_owned(),
+            prepare: |dataset, outside| std::os::unix::fs::symlink(outside, dataset.join("bundles/link")).unwrap(),
+            why: "is a symbolic link",
+        },
+        Case {
+            name: "link-on-the-way",
+            bundle: "linked/task".to_owned(),
+            prepare: |dataset, _| std::os::unix::fs::symlink(dataset.join("bundles"), dataset.join("linked")).unwrap(),
+            why: "is a symbolic link",
+        },
+        Case {
+            name: "fifo",
+            bundle: "bundles/task.zip".to_owned(),
+            prepare: |dataset, _| {
+                assert!(Command::new("mkfifo").arg(dataset.join("bundles/task.zip")).status().unwrap().success())
+            },
+            why: "neither a regular file nor a folder",
+        },
+        Case { name: "missing", bundle: "bundles/nowhere".to_owned(), prepare: nothing, why: "cannot find" },
+    ];
+    for case in cases {
+        let dataset = scratch.path().join(case.name);
+        dataset_naming(&dataset, &case.bundle);
+        (case.prepare)(&dataset, &outside);
+        trace_replay(&["list", path_str(&dataset)], None).assert_refused(&[case.why]);
+        let run = scratch.path().join(format!("{}-run", case.name));
+        let args = ["eval", path_str(&dataset), "--agent", "nothing", "--out", path_str(&run), "--headless"];
+        trace_replay(&[&args[..], &["--chromium", path_str(&FAKE_CHROMIUM.1)]].concat(), None)
+            .assert_refused(&[case.why]);
+        let args = ["audit", path_str(&dataset), "--out", path_str(&run), "--chromium", path_str(&FAKE_CHROMIUM.1)];
+        trace_replay(&args, None).assert_refused(&[case.why]);
+    }
+
+    // Its tasks.jsonl is its own too.
+    let linked = scratch.path().join("linked-tasks");
+    dataset_naming(&linked, "bundles/task");
+    std::fs::rename(linked.join("tasks.jsonl"), scratch.path().join("tasks-elsewhere.jsonl")).unwrap();
+    std::os::unix::fs::symlink(scratch.path().join("tasks-elsewhere.jsonl"), linked.join("tasks.jsonl")).unwrap();
+    trace_replay(&["list", path_str(&linked)], None).assert_refused(&["tasks.jsonl is a symbolic link"]);
+}
+
+/// Issue #45: a 2 GiB `tasks.jsonl` was read whole, 2.1 GB of memory. It is refused by its size before it
+/// is read, as any document past `--max-document-size`, and read a line at a time within it: `list` runs in
+/// 256 MiB of address space either way.
+#[test]
+fn a_huge_tasks_file_is_refused_before_it_is_read() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dataset = scratch.path().join("dataset");
+    dataset_naming(&dataset, "bundles/task");
+    let marker = scratch.path().join("marker");
+    let line = std::fs::read(dataset.join("tasks.jsonl")).unwrap();
+    // Sparse: two gibibytes that take no disk.
+    let file = std::fs::OpenOptions::new().append(true).open(dataset.join("tasks.jsonl")).unwrap();
+    file.set_len(2 << 30).unwrap();
+    trace_replay_in_little_memory(256, 64 << 20, &["list", path_str(&dataset)], &marker)
+        .assert_refused(&["tasks.jsonl is 2147483648 bytes, more than the limit of 268435456"]);
+    // Within the limit, blank lines and all, a line at a time: 200 MiB would not fit the 256 MiB whole.
+    let mut padded = line.clone();
+    for _ in 0..200 {
+        padded.extend(std::iter::repeat_n(b' ', (1 << 20) - 1));
+        padded.push(b'\n');
+    }
+    std::fs::write(dataset.join("tasks.jsonl"), &padded).unwrap();
+    let outcome = trace_replay_in_little_memory(256, 64 << 20, &["list", path_str(&dataset)], &marker);
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
+    assert!(outcome.stdout.contains(TASK_ID), "{}", outcome.stdout);
+    // One line longer than a task takes is refused by its number.
+    let mut long = line.strip_suffix(b"\n").unwrap().to_vec();
+    long.extend(std::iter::repeat_n(b' ', 17 << 20));
+    long.push(b'\n');
+    std::fs::write(dataset.join("tasks.jsonl"), &long).unwrap();
+    trace_replay(&["list", path_str(&dataset)], None).assert_refused(&["line 1 of", "is longer than 16777216 bytes"]);
+}
+
+/// Issue #45: BrowserGym's tasks opened a `file://` start page, showing the agent a local file. A task
+/// that starts at no web page is refused by `list` and `eval` alike (one rule), saying where it starts.
+#[test]
+fn a_task_that_starts_at_a_local_file_is_refused() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dataset = scratch.path().join("dataset");
+    dataset_naming(&dataset, "bundles/task");
+    let bundle = dataset.join("bundles/task");
+    let trajectory = json!({
+        "task_id": TASK_ID,
+        "tool_calls": [{ "name": "navigate", "params": { "url": "file:///etc/hostname" }, "ts": 1.0 }],
+    });
+    write_file(&bundle, "trajectory.json", trajectory.to_string().as_bytes());
+    write_manifest(&bundle, 3, TASK_ID);
+    let needle = "starts at \"file:///etc/hostname\", which is no web page";
+    trace_replay(&["list", path_str(&dataset)], None).assert_refused(&[needle]);
+    let run = scratch.path().join("run");
+    let args = ["eval", path_str(&dataset), "--agent", "nothing", "--out", path_str(&run), "--headless"];
+    let outcome = trace_replay(&[&args[..], &["--chromium", path_str(&FAKE_CHROMIUM.1)]].concat(), None);
+    let results = std::fs::read_to_string(run.join("results.jsonl")).unwrap_or_default();
+    let result: Value = serde_json::from_str(results.lines().next().unwrap_or("null")).unwrap();
+    assert!(result["error"].as_str().is_some_and(|error| error.contains(needle)), "{result}\n{}", outcome.stderr);
+}

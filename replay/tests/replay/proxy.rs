@@ -215,6 +215,303 @@ fn serve_with_a_proxy_port_says_where_it_listens_and_writes_the_session_when_sto
 
     // The authority is kept: a second run takes the same one, which a browser was told to trust once.
     let certificate = std::fs::read(ca_dir.join("trace-replay-ca.pem")).unwrap();
-    let again = trace_replay::proxy::Authority::load_or_create(Some(&ca_dir)).unwrap();
+    let hosts = std::collections::BTreeSet::from(["shop.test".to_owned()]);
+    let again = trace_replay::proxy::Authority::load_or_create(Some(&ca_dir), &hosts).unwrap();
     assert_eq!(std::fs::read(again.certificate_path()).unwrap(), certificate);
+}
+
+/// The proxy of `bundle`, in this process, with the session recorded into `session` when given.
+async fn proxy_of(bundle: &std::path::Path, session: Option<std::sync::Arc<SessionRecorder>>) -> Proxy {
+    Proxy::start(ReplayArchive::open(bundle).unwrap(), &ProxyOptions::default(), session).await.unwrap()
+}
+
+/// Issue #45: the proxy read request heads without a time limit, so 3,000 connections that sent half a
+/// request line were all held 40 s later. A connection that has not sent its head within the head
+/// timeout is closed; a request sent meanwhile, behind more such connections than the proxy serves at
+/// once, is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_finish_a_request_are_closed_and_the_proxy_still_answers() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("bundle");
+    shop_bundle(&bundle);
+    let proxy = proxy_of(&bundle, None).await;
+    let slow_count = trace_replay::proxy::MAX_CONNECTIONS + 44;
+    let mut slow = Vec::new();
+    for _ in 0..slow_count {
+        let mut stream = tokio::net::TcpStream::connect(proxy.address()).await.unwrap();
+        stream.write_all(b"GET http://shop.test/ HT").await.unwrap();
+        slow.push(stream);
+    }
+    let client = reqwest::Client::builder()
+        .proxy(reqwest::Proxy::all(proxy.url()).unwrap())
+        .tls_danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let answered = client.get(SHOP).header("Accept", "text/html").send().await.unwrap();
+    assert_eq!(answered.status(), 200);
+    let waited = started.elapsed();
+    assert!(waited < trace_replay::proxy::HEAD_TIMEOUT * 3, "answered after {waited:?}");
+    eprintln!("a real request behind {slow_count} slow connections was answered in {waited:?}");
+    let mut closed = 0;
+    for stream in &mut slow {
+        let mut byte = [0u8; 1];
+        let read =
+            tokio::time::timeout(trace_replay::proxy::HEAD_TIMEOUT * 3, stream.read(&mut byte)).await.map(|r| r.ok());
+        // Closed (end of stream or reset), or answered with an error status: not held.
+        if matches!(read, Ok(Some(_)) | Ok(None)) {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, slow_count, "every slow connection was closed");
+    proxy.close();
+}
+
+/// Issue #45: one certificate was made and kept for every host a CONNECT named: 10,000 names, 210 MB.
+/// At most `MAX_CERTIFICATES` are kept; the recorded host's is made again when it was dropped, and its
+/// page still comes over TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificates_kept_are_bounded_and_a_recorded_https_host_still_works() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("bundle");
+    shop_bundle(&bundle);
+    let proxy = proxy_of(&bundle, None).await;
+    let connector = {
+        let mut config = tokio_rustls::rustls::ClientConfig::builder()
+            .dangerous()
+            .with_custom_certificate_verifier(std::sync::Arc::new(AnyCertificate))
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+    };
+    for n in 0..trace_replay::proxy::MAX_CERTIFICATES + 76 {
+        let host = format!("h{n}.example.test");
+        let mut stream = tokio::net::TcpStream::connect(proxy.address()).await.unwrap();
+        stream.write_all(format!("CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n").as_bytes()).await.unwrap();
+        let mut answer = [0u8; 64];
+        let read = stream.read(&mut answer).await.unwrap();
+        assert!(answer[..read].starts_with(b"HTTP/1.1 200"), "{:?}", String::from_utf8_lossy(&answer[..read]));
+        let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host).unwrap();
+        connector.connect(name, stream).await.unwrap();
+    }
+    let kept = proxy.authority().certificates_kept();
+    assert!(kept <= trace_replay::proxy::MAX_CERTIFICATES, "{kept} certificates kept");
+    let client = reqwest::Client::builder()
+        .proxy(reqwest::Proxy::all(proxy.url()).unwrap())
+        .tls_danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let page = client.get(SHOP).header("Accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    proxy.close();
+}
+
+/// Takes any certificate: what a browser told the proxy's key fingerprint does, for the test of how many
+/// certificates are kept.
+#[derive(Debug)]
+struct AnyCertificate;
+
+impl tokio_rustls::rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &tokio_rustls::rustls::pki_types::CertificateDer<'_>,
+        _: &[tokio_rustls::rustls::pki_types::CertificateDer<'_>],
+        _: &tokio_rustls::rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: tokio_rustls::rustls::pki_types::UnixTime,
+    ) -> Result<tokio_rustls::rustls::client::danger::ServerCertVerified, tokio_rustls::rustls::Error> {
+        Ok(tokio_rustls::rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &tokio_rustls::rustls::pki_types::CertificateDer<'_>,
+        _: &tokio_rustls::rustls::DigitallySignedStruct,
+    ) -> Result<tokio_rustls::rustls::client::danger::HandshakeSignatureValid, tokio_rustls::rustls::Error> {
+        Ok(tokio_rustls::rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &tokio_rustls::rustls::pki_types::CertificateDer<'_>,
+        _: &tokio_rustls::rustls::DigitallySignedStruct,
+    ) -> Result<tokio_rustls::rustls::client::danger::HandshakeSignatureValid, tokio_rustls::rustls::Error> {
+        Ok(tokio_rustls::rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<tokio_rustls::rustls::SignatureScheme> {
+        tokio_rustls::rustls::crypto::aws_lc_rs::default_provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// Issue #45: the `--ca-dir` authority could vouch for any name until 2099, so a browser (or a system)
+/// told to trust it trusted a forged certificate of any site. A client that trusts the authority alone,
+/// as an installed one is trusted, gets the recorded HTTPS host over TLS, and is refused a certificate
+/// of any other host (the authority's name constraints); the authority lasts thirty days when kept, and
+/// one kept but expired or not covering a bundle's hosts is made anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authority_vouches_for_the_recorded_hosts_alone_and_not_for_long() {
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("bundle");
+    shop_bundle(&bundle);
+    let ca_dir = scratch.path().join("ca");
+    let options = ProxyOptions { ca_dir: Some(ca_dir.clone()), ..ProxyOptions::default() };
+    let proxy = Proxy::start(ReplayArchive::open(&bundle).unwrap(), &options, None).await.unwrap();
+    let authority = reqwest::Certificate::from_pem(&std::fs::read(proxy.authority().certificate_path()).unwrap());
+    let client = reqwest::Client::builder()
+        .proxy(reqwest::Proxy::all(proxy.url()).unwrap())
+        .tls_certs_only([authority.unwrap()])
+        .build()
+        .unwrap();
+    let page = client.get(SHOP).header("Accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status(), 200, "the recorded host's certificate is trusted through the authority");
+    let forged = client.get("https://bank.example/").header("Referer", SHOP).send().await.unwrap_err();
+    let chain = std::iter::successors(Some(&forged as &dyn std::error::Error), |error| error.source())
+        .map(|error| error.to_string())
+        .collect::<Vec<_>>()
+        .join(": ");
+    assert!(chain.contains("NameConstraintViolation"), "refused for its name constraints: {chain}");
+    proxy.close();
+
+    let scope: Value = serde_json::from_slice(&std::fs::read(ca_dir.join("trace-replay-ca.json")).unwrap()).unwrap();
+    assert_eq!(scope["hosts"], json!(["shop.test"]));
+    let lasts = scope["not_after"].as_u64().unwrap() - scope["not_before"].as_u64().unwrap();
+    assert!(lasts <= 31 * 24 * 3600, "valid for {lasts} s");
+
+    // Kept and still good: the same authority. Expired: a new one, covering what the old one did.
+    let pem = || std::fs::read(ca_dir.join("trace-replay-ca.pem")).unwrap();
+    let first = pem();
+    let hosts = std::collections::BTreeSet::from(["shop.test".to_owned()]);
+    trace_replay::proxy::Authority::load_or_create(Some(&ca_dir), &hosts).unwrap();
+    assert_eq!(pem(), first);
+    let mut expired = scope.clone();
+    expired["not_after"] = json!(1_000);
+    std::fs::write(ca_dir.join("trace-replay-ca.json"), expired.to_string()).unwrap();
+    trace_replay::proxy::Authority::load_or_create(Some(&ca_dir), &hosts).unwrap();
+    assert_ne!(pem(), first, "an expired authority is made anew");
+    let wider = std::collections::BTreeSet::from(["api.shop.example".to_owned(), "10.0.0.7".to_owned()]);
+    let second = pem();
+    trace_replay::proxy::Authority::load_or_create(Some(&ca_dir), &wider).unwrap();
+    assert_ne!(pem(), second, "one that does not cover a bundle's hosts is made anew");
+    let scope: Value = serde_json::from_slice(&std::fs::read(ca_dir.join("trace-replay-ca.json")).unwrap()).unwrap();
+    assert_eq!(scope["hosts"], json!(["10.0.0.7", "api.shop.example", "shop.test"]));
+}
+
+/// Issue #45: `serve --proxy-port --episode` outlived the Python process that started it (killed, or
+/// stopped with SIGTERM), listening for good and never writing its episode. With
+/// `--stop-when-stdin-closes`, it stops when its standard input ends, as it does when its parent is
+/// gone, and writes the episode; while the input is open, it serves.
+#[test]
+fn the_proxy_stops_and_writes_its_episode_when_its_standard_input_closes() {
+    use std::io::Write as _;
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("bundle");
+    shop_bundle(&bundle);
+    let episode = scratch.path().join("episode");
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_trace-replay"))
+        .arg("serve")
+        .arg(&bundle)
+        .args(["--proxy-port", "0", "--stop-when-stdin-closes", "--episode"])
+        .arg(&episode)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(serve.stdout.take().unwrap()).lines();
+    let mut proxy = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(url) = line.strip_prefix("proxy: ") {
+            proxy = Some(url.to_owned());
+        }
+        if line.starts_with("press Ctrl+C") {
+            break;
+        }
+    }
+    let proxy = proxy.expect("the proxy's URL");
+    let mut stdin = serve.stdin.take().unwrap();
+    stdin.write_all(b"anything written is read and dropped\n").unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(serve.try_wait().unwrap().is_none(), "it serves while its input is open");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = reqwest::Client::builder().proxy(reqwest::Proxy::all(&proxy).unwrap()).build().unwrap();
+        client.get("http://shop.test/").header("Accept", "text/html").send().await.ok();
+    });
+    drop(stdin);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while serve.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "still serving 20 s after its input closed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(episode.join("served.json").is_file() && episode.join("session/manifest.json").is_file());
+}
+
+/// Issue #45: at its open-file limit the proxy's accept loop spun, 4 CPU-s per 10 s, writing 435 MB of
+/// warnings to stderr in 12 s (which BrowserGym keeps per episode). It waits instead, saying so once; and
+/// once connections close, it answers again.
+#[test]
+fn at_the_open_file_limit_the_proxy_waits_and_says_so_once() {
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("bundle");
+    shop_bundle(&bundle);
+    let stderr_path = scratch.path().join("stderr");
+    let mut serve = Command::new("prlimit")
+        .arg("--nofile=64")
+        .arg(env!("CARGO_BIN_EXE_trace-replay"))
+        .arg("serve")
+        .arg(&bundle)
+        .args(["--proxy-port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(serve.stdout.take().unwrap()).lines();
+    let mut proxy = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(url) = line.strip_prefix("proxy: ") {
+            proxy = Some(url.strip_prefix("http://").unwrap().to_owned());
+        }
+        if line.starts_with("press Ctrl+C") {
+            break;
+        }
+    }
+    let proxy = proxy.expect("the proxy's URL");
+    let cpu = || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", serve.id())).unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
+        fields.get(11).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0)
+            + fields.get(12).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0)
+    };
+    // `prlimit` execs trace-replay: the child is the proxy itself.
+    let before = cpu();
+    let held: Vec<std::net::TcpStream> = (0..100).filter_map(|_| std::net::TcpStream::connect(&proxy).ok()).collect();
+    std::thread::sleep(Duration::from_secs(5));
+    let ticks = cpu() - before;
+    let said = std::fs::read_to_string(&stderr_path).unwrap();
+    drop(held);
+    assert!(ticks < 100, "{ticks} ticks of CPU in 5 s at the limit");
+    assert!(said.len() < 4096, "{} bytes on stderr: {}", said.len(), &said[..said.len().min(500)]);
+    assert_eq!(said.matches("limit of open files").count(), 1, "{said}");
+    std::thread::sleep(Duration::from_secs(1));
+    let mut probe = std::net::TcpStream::connect(&proxy).unwrap();
+    probe.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    std::io::Write::write_all(
+        &mut probe,
+        b"GET https://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nAccept: text/html\r\nSec-Fetch-Mode: navigate\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = [0u8; 16];
+    let read = std::io::Read::read(&mut probe, &mut answer).unwrap();
+    assert!(answer[..read].starts_with(b"HTTP/1.1"), "answered again: {:?}", &answer[..read]);
+    serve.kill().unwrap();
+    serve.wait().unwrap();
 }

@@ -34,6 +34,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("chat-worker.js", JAVASCRIPT, include_bytes!("static/chat-worker.js")),
     ("ask.js", JAVASCRIPT, include_bytes!("static/ask.js")),
     ("vault.js", JAVASCRIPT, include_bytes!("static/vault.js")),
+    ("sealed.js", JAVASCRIPT, include_bytes!("static/sealed.js")),
     ("notes.js", JAVASCRIPT, include_bytes!("static/notes.js")),
 ];
 

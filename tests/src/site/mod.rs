@@ -20,6 +20,7 @@
 //! - [`chat`]: the support chat, `/chat` and its WebSocket.
 //! - [`ask`]: "Ask an expert", `/ask`, its event stream and the page's own session id.
 //! - [`vault`]: "Partner vault", `/vault`, a sign-in carrying its secrets in script-made encodings.
+//! - [`sealed`]: "Sealed note", `/sealed`, a sign-in the page gzips itself and sends without saying so.
 //! - `notes`: "Notes", `/notes`, pages that change under the person: a loading screen, a filter that
 //!   rewrites the URL, a title that saves itself and navigates, a save the server answers slowly.
 //! - `tracker`: the `/collect` endpoint of the analytics beacon, kept apart from the shop itself.
@@ -39,6 +40,7 @@ mod pages;
 mod tracker;
 
 pub(crate) use account::random_token;
+pub mod sealed;
 pub mod vault;
 
 use std::future::IntoFuture;
@@ -159,6 +161,8 @@ pub fn router(state: SiteState) -> Router {
         .route("/vault", get(vault::page))
         .route("/vault/connect", axum::routing::post(vault::connect))
         .route("/vault/check", get(vault::check))
+        .route("/sealed", get(sealed::page))
+        .route("/sealed/send", axum::routing::post(sealed::send))
         .route("/notes", get(notes::list))
         .route("/notes/api/list", get(notes::list_json))
         .route("/notes/api/draft", axum::routing::post(notes::draft))

@@ -86,7 +86,7 @@ def trace_benchmark(
             f"benchmark name {name!r}: AgentLab takes a name that starts with one of {RESERVED_PREFIXES} or "
             "contains 'webarena' for its own benchmark of that name; choose another with name="
         )
-    specs = read_source(path)
+    specs = read_source(path, trace_replay)
     env_args_list = [
         TraceEnvArgs(
             task_name=env_name(spec.task_id),

@@ -1,16 +1,22 @@
 """The BrowserGym task of one TRACE recording, and the registration of a bundle's or dataset's tasks.
 
-What a task knows of its recording (id, description, start URL, bundle) is read from the bundle's own
-files (`manifest.json`, `trajectory.json`) or the dataset's `tasks.jsonl`; everything else, serving and
-scoring, is `trace-replay`'s.
+Everything that decides what an agent may reach is `trace-replay`'s, as in `trace-replay eval`: which tasks
+a bundle or dataset holds, where their bundles are and where each starts (`trace-replay list`, which refuses
+a bundle outside its dataset, a link, a FIFO, a start page that is no web page), the flags of the browser
+(`trace-replay chromium`, which Playwright's executable is pointed at), serving and scoring. What is done
+here is only what BrowserGym's own browser needs from inside: its local files refused (`file:` requests
+failed through DevTools' `Fetch`) and a page that is no web page (`chrome://`) replaced by a blank one
+before the agent's observation; the proxy stopped with the process that started it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import atexit
 import queue
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -18,13 +24,13 @@ import subprocess
 import tempfile
 import threading
 import time
-import zipfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import gymnasium as gym
 import playwright.sync_api
+from browsergym.core import _get_global_playwright
 from browsergym.core.env import BrowserEnv
 from browsergym.core.task import AbstractBrowserTask
 
@@ -33,6 +39,12 @@ SERVE_START_SECONDS = 60
 SERVE_STOP_SECONDS = 60
 # The chat roles that end an episode: the agent's answer, and its report that the task cannot be done.
 ENDING_ROLES = ("assistant", "infeasible")
+# The schemes a page of the episode may show: the replayed site's, blank and generated pages, and the
+# browser's page for a navigation that failed. Another (chrome://, view-source:, file:) is replaced by a blank
+# page before the agent sees it.
+WEB_SCHEMES = ("http", "https", "about", "data", "blob", "chrome-error")
+# Requests the browser's own DevTools fails: a page of the browser's disk, however it is asked for.
+LOCAL_URL_PATTERNS = ("file:*", "filesystem:*")
 
 
 @dataclass(frozen=True)
@@ -56,59 +68,33 @@ def env_name(task_id: str) -> str:
     return name
 
 
-def read_source(source: str | os.PathLike) -> list[TraceTaskSpec]:
-    """The tasks of a dataset folder (its `tasks.jsonl`) or of one bundle (a zip or a directory)."""
-    path = Path(source)
-    tasks_file = path / "tasks.jsonl"
-    if tasks_file.is_file():
-        specs = []
-        for line in tasks_file.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            task = json.loads(line)
-            specs.append(
-                TraceTaskSpec(
-                    task_id=task["task_id"],
-                    bundle=(path / task["bundle"]).resolve(),
-                    description=task["task_description"],
-                    start_url=_start_url(task.get("tool_calls", []), task["website_url"]),
-                    task_type=task.get("task_type", "action"),
-                )
-            )
-        return specs
-    manifest = json.loads(_bundle_file(path, "manifest.json"))
-    try:
-        calls = json.loads(_bundle_file(path, "trajectory.json")).get("tool_calls", [])
-    except KeyError:
-        calls = []
-    task = manifest["task"]
+def read_source(source: str | os.PathLike, trace_replay: str | None = None) -> list[TraceTaskSpec]:
+    """The tasks of a dataset folder (its `tasks.jsonl`) or of one bundle (a zip or a directory), as
+    `trace-replay list` reads them for `trace-replay eval`: the one reading of a dataset, which refuses a
+    bundle outside it and a task that starts at no web page."""
+    listed = subprocess.run(
+        [_trace_replay(trace_replay), "list", str(source), "--json"], capture_output=True, text=True
+    )
+    if listed.returncode != 0:
+        raise ValueError(f"trace-replay refused {source}: {listed.stderr.strip()[-2000:]}")
     return [
         TraceTaskSpec(
-            task_id=task["id"],
-            bundle=path.resolve(),
+            task_id=task["task_id"],
+            bundle=Path(task["bundle"]),
             description=task["description"],
-            start_url=_start_url(calls, task["website"]),
-            task_type=task.get("task_type", "action"),
+            start_url=task["start_url"],
+            task_type=task["task_type"],
         )
+        for task in json.loads(listed.stdout)
     ]
 
 
-def _start_url(calls: list[dict], website: str) -> str:
-    """Where the demonstration started: its first navigation, else the task's website."""
-    for call in calls:
-        if call.get("name") == "navigate" and call.get("params", {}).get("url"):
-            return call["params"]["url"]
-    return website
-
-
-def _bundle_file(bundle: Path, name: str) -> bytes:
-    if bundle.is_dir():
-        file = bundle / name
-        if not file.is_file():
-            raise KeyError(name)
-        return file.read_bytes()
-    with zipfile.ZipFile(bundle) as archive:
-        return archive.read(name)
+def _trace_replay(given: str | None) -> str:
+    """The `trace-replay` binary: `given`, else `TRACE_REPLAY`, else the one on PATH."""
+    found = given or os.environ.get("TRACE_REPLAY") or shutil.which("trace-replay")
+    if not found:
+        raise FileNotFoundError("trace-replay was not found: put it on PATH or name it with TRACE_REPLAY")
+    return found
 
 
 def register(
@@ -120,15 +106,13 @@ def register(
     returns the environment ids. `trace_replay` is the `trace-replay` binary (default: `TRACE_REPLAY`, else
     the one on PATH); `chromium` the browser BrowserGym launches (default: `TRACE_CHROMIUM`, else Debian's
     `/usr/bin/chromium` when present, else Playwright's own)."""
-    trace_replay = trace_replay or os.environ.get("TRACE_REPLAY") or shutil.which("trace-replay")
-    if not trace_replay:
-        raise FileNotFoundError("trace-replay was not found: put it on PATH or name it with TRACE_REPLAY")
+    trace_replay = _trace_replay(trace_replay)
     if chromium is None:
         chromium = os.environ.get("TRACE_CHROMIUM") or (
             "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
         )
     env_ids = []
-    for spec in read_source(source):
+    for spec in read_source(source, trace_replay):
         env_id = f"browsergym/{env_name(spec.task_id)}"
         # Registered again (a second call, a Ray worker importing twice) it is the same task.
         gym.registry.pop(env_id, None)
@@ -145,10 +129,14 @@ def _make_env(spec: TraceTaskSpec, trace_replay: str, chromium: str | None, **en
     """A BrowserEnv whose browser goes through the proxy of its own port, chosen now: BrowserGym launches
     the browser before the task's `setup`, which starts the proxy there."""
     port = _free_port()
-    chromium_kwargs = {"proxy": {"server": f"http://127.0.0.1:{port}"}}
-    if chromium:
-        chromium_kwargs["executable_path"] = chromium
-    chromium_kwargs |= env_kwargs.pop("pw_chromium_kwargs", {})
+    given = dict(env_kwargs.pop("pw_chromium_kwargs", {}))
+    # A browser of the caller's choosing runs through the same script, with the same flags.
+    executable = given.pop("executable_path", None) or chromium
+    chromium_kwargs = {
+        "proxy": {"server": f"http://127.0.0.1:{port}"},
+        "executable_path": _offline_chromium(trace_replay, executable),
+    }
+    chromium_kwargs |= given
     # The proxy's certificates are its own for each HTTPS host of the recording.
     context_kwargs = {"ignore_https_errors": True} | env_kwargs.pop("pw_context_kwargs", {})
     task = partial(TraceTask, spec=spec, proxy_port=port, trace_replay=trace_replay)
@@ -158,6 +146,30 @@ def _make_env(spec: TraceTaskSpec, trace_replay: str, chromium: str | None, **en
         pw_context_kwargs=context_kwargs,
         **env_kwargs,
     )
+
+
+# The scripts Playwright runs as its browser, by (trace-replay, Chromium): made once per process.
+_OFFLINE_CHROMIUMS: dict[tuple[str, str], str] = {}
+
+
+def _offline_chromium(trace_replay: str, chromium: str | None) -> str:
+    """A script that runs `chromium` (Playwright's own when None) through `trace-replay chromium`, which adds
+    the flags `trace-replay` gives its own browser: no background traffic, WebRTC only through the proxy,
+    no mDNS. Playwright takes no flags through BrowserGym (`args` is BrowserGym's), but it takes an
+    executable."""
+    chromium = chromium or _get_global_playwright().chromium.executable_path
+    key = (trace_replay, chromium)
+    if key not in _OFFLINE_CHROMIUMS:
+        folder = tempfile.mkdtemp(prefix="browsergym-trace-")
+        atexit.register(shutil.rmtree, folder, True)
+        script = Path(folder) / "chromium"
+        script.write_text(
+            "#!/bin/sh\n"
+            f"exec {shlex.quote(trace_replay)} chromium --chromium {shlex.quote(chromium)} -- \"$@\"\n"
+        )
+        script.chmod(0o755)
+        _OFFLINE_CHROMIUMS[key] = str(script)
+    return _OFFLINE_CHROMIUMS[key]
 
 
 def _free_port() -> int:
@@ -191,13 +203,32 @@ class TraceTask(AbstractBrowserTask):
         # BrowserGym validates the task once after each action the agent takes: its actions, counted as
         # `trace-replay eval` counts an agent's (the answer not among them), for SPL.
         self.actions = 0
+        # The browser's DevTools session that refuses its local files, held for the episode.
+        self._local_files_refused: playwright.sync_api.CDPSession | None = None
 
     def setup(self, page: playwright.sync_api.Page) -> tuple[str, dict]:
         self._serve()
+        self._refuse_local_files(page.context.browser)
         page.goto(self.spec.start_url)
         return self.spec.description, {"trace_task_id": self.spec.task_id, "episode": str(self.episode)}
 
+    def _refuse_local_files(self, browser: playwright.sync_api.Browser) -> None:
+        """Fails every request of the browser's disk (`file:`), in every tab: paused by DevTools' `Fetch` on
+        the browser's own session, which sees all of them, and failed as a blocked one."""
+        session = browser.new_browser_cdp_session()
+
+        def refuse(event: dict) -> None:
+            session.send("Fetch.failRequest", {"requestId": event["requestId"], "errorReason": "BlockedByClient"})
+
+        session.on("Fetch.requestPaused", refuse)
+        session.send("Fetch.enable", {"patterns": [{"urlPattern": pattern} for pattern in LOCAL_URL_PATTERNS]})
+        self._local_files_refused = session
+
     def validate(self, page: playwright.sync_api.Page, chat_messages: list[dict]) -> tuple[float, bool, str, dict]:
+        # Called after every step and before the observation: the agent never sees a browser's page.
+        for shown in page.context.pages:
+            if shown.url and shown.url.split(":", 1)[0].lower() not in WEB_SCHEMES:
+                shown.goto("about:blank")
         if self.result is not None:
             return float(self.result["success"]), True, "", {"trace_result": self.result}
         self.actions += 1
@@ -214,6 +245,8 @@ class TraceTask(AbstractBrowserTask):
 
     def _serve(self) -> None:
         log = open(self.episode / "serve.log", "wb")
+        # Its standard input is a pipe this process alone holds: when this process ends, however (killed
+        # included), the pipe closes and the proxy stops, writing its episode.
         self.server = subprocess.Popen(
             [
                 self.trace_replay,
@@ -223,7 +256,9 @@ class TraceTask(AbstractBrowserTask):
                 str(self.proxy_port),
                 "--episode",
                 str(self.episode / "episode"),
+                "--stop-when-stdin-closes",
             ],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,

@@ -5,7 +5,8 @@
 //! capture script (`trace_capture::actions`, the extension's own) reports, and a screenshot and a DOM
 //! snapshot when a page loads, after actions, and at the end. [`SessionRecorder::finish`] writes it out
 //! as a bundle directory: `events.jsonl`, `recording.har`, `manifest.json`, with the bodies, screenshots
-//! and snapshots written as they came.
+//! and snapshots written as they came. What it keeps of the bodies has one budget ([`bodies`]): a page or
+//! an agent that sends gigabytes costs the episode no more than the budget, and loses nothing else.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ use trace_analysis::har;
 use trace_bundle::archive::sha256_hex;
 use trace_capture::actions::{self as capture, PageReport, TypingCoalescer};
 use trace_manifest::bundle::{self, BundleManifest, Counts, FileEntry, ProducerInfo, TaskInfo};
+use trace_manifest::eval::BodiesLeftOut;
 use trace_manifest::event::{
     BodyPart, BodyStored, DomSnapshotStored, Event, EventKind, EventRecord, Header, ImageFormat, Navigation,
     NavigationCause, PageLoad, Request, RequestFailed, RequestFinished, Response, ScreenshotStored, TabEvent, TabOp,
@@ -37,6 +39,11 @@ use trace_manifest::har::Creator;
 use trace_manifest::task::RecorderInfo;
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_store::atomic;
+
+use bodies::{Bodies, BodySink};
+pub use bodies::{Budget, Kept};
+
+pub mod bodies;
 
 /// How long after an action its capture waits, so that the page shows the action's effect (as the
 /// extension waits).
@@ -63,12 +70,14 @@ pub struct SessionRecorder {
     dir: PathBuf,
     started_at_ms: f64,
     state: Mutex<State>,
+    bodies: Bodies,
 }
 
 #[derive(Default)]
 struct State {
     events: Vec<EventRecord>,
     typing: TypingCoalescer,
+    /// The screenshots' and snapshots' files (the bodies' are [`Bodies`]'s).
     files: BTreeMap<String, FileEntry>,
     /// Pages watched, by target id (a page target's id is its main frame's id).
     watched: HashSet<String>,
@@ -86,15 +95,36 @@ struct State {
 }
 
 impl SessionRecorder {
-    /// Starts a session written into `dir`, which must not hold one already.
+    /// Starts a session written into `dir`, which must not hold one already, keeping bodies within the
+    /// default [`Budget`].
     pub fn create(dir: &Path) -> Result<Arc<SessionRecorder>> {
+        SessionRecorder::create_with_budget(dir, Budget::default())
+    }
+
+    /// [`SessionRecorder::create`], keeping bodies within `budget`.
+    pub fn create_with_budget(dir: &Path, budget: Budget) -> Result<Arc<SessionRecorder>> {
         if dir.join(bundle::MANIFEST_FILE).exists() {
             anyhow::bail!("{} already holds a session", dir.display());
         }
         for sub in [bundle::RESOURCES_DIR, bundle::SCREENSHOTS_DIR, bundle::DOM_DIR] {
             std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        Ok(Arc::new(SessionRecorder { dir: dir.to_owned(), started_at_ms: now_ms(), state: Mutex::default() }))
+        Ok(Arc::new(SessionRecorder {
+            dir: dir.to_owned(),
+            started_at_ms: now_ms(),
+            state: Mutex::default(),
+            bodies: Bodies::new(dir, budget),
+        }))
+    }
+
+    /// A sink for a body that arrives in pieces ([`SessionRecorder::request_kept`] takes what it kept).
+    pub fn body_sink(&self) -> BodySink<'_> {
+        self.bodies.sink()
+    }
+
+    /// The bodies left out so far, past the budget, if any were.
+    pub fn bodies_left_out(&self) -> Option<BodiesLeftOut> {
+        self.bodies.left_out()
     }
 
     pub fn dir(&self) -> &Path {
@@ -171,42 +201,46 @@ impl SessionRecorder {
 
     /// Writes `bytes` under `path` in the bundle; returns its index entry.
     fn write_file(&self, path: &str, bytes: &[u8]) -> Result<FileEntry> {
-        self.write_hashed(path, bytes, sha256_hex(bytes))
-    }
-
-    fn write_hashed(&self, path: &str, bytes: &[u8], sha256: String) -> Result<FileEntry> {
         let target = self.dir.join(path);
         // Whole or not at all: a session stopped mid-write (an episode's time limit, Ctrl+C) must leave no
-        // half body under its hash for scoring to read. Not synced (`atomic::write_unsynced`): the page
+        // half snapshot or screenshot for scoring to read (bodies are [`Bodies`]'s, renamed into place). Not synced (`atomic::write_unsynced`): the page
         // waits on its bodies being stored, and a session is scored on this machine when its episode
         // ends, so a power cut loses the episode whatever is on disk.
         atomic::write_unsynced(&target, |out| Ok(out.write_all(bytes)?))?;
-        Ok(FileEntry { path: path.to_owned(), size: bytes.len() as u64, sha256 })
+        Ok(FileEntry { path: path.to_owned(), size: bytes.len() as u64, sha256: sha256_hex(bytes) })
     }
 
-    /// Stores a body, once per content, and records that it belongs to `request_id`.
-    pub fn body(&self, origin: &Origin, request_id: &str, part: BodyPart, bytes: &[u8]) -> Result<()> {
-        let sha256 = sha256_hex(bytes);
-        let path = bundle::resource_path(&sha256);
-        if !self.lock().files.contains_key(&path) {
-            let entry = self.write_hashed(&path, bytes, sha256.clone())?;
-            self.lock().files.insert(path, entry);
-        }
-        let stored = BodyStored { request_id: request_id.to_owned(), part, sha256, size: bytes.len() as u64 };
+    /// Records what was kept of a body of `request_id` ([`Kept`]): a file, or its digest and size alone.
+    fn record_body(&self, origin: &Origin, request_id: &str, part: BodyPart, kept: Kept) {
+        let (sha256, size, omitted) = match kept {
+            Kept::File { sha256, size } => (sha256, size, false),
+            Kept::LeftOut { sha256, size } => (sha256, size, true),
+            Kept::Empty | Kept::Text(_) => return,
+        };
+        let stored = BodyStored { request_id: request_id.to_owned(), part, sha256, size, omitted };
         self.record(origin, EventKind::Body(stored));
+    }
+
+    /// A request as the browser sent it, with its body: small text inline in the event, as the extension
+    /// records it, anything else a file (see [`bodies`]).
+    pub fn request(&self, origin: &Origin, request: Request, body: Option<&[u8]>) -> Result<()> {
+        let kept = match body {
+            Some(bytes) => self.bodies.keep(bytes, true)?,
+            None => Kept::Empty,
+        };
+        self.request_kept(origin, request, kept);
         Ok(())
     }
 
-    /// A request as the browser sent it; a body that is not UTF-8 text is stored as a file.
-    pub fn request(&self, origin: &Origin, request: Request, body: Option<&[u8]>) -> Result<()> {
+    /// [`SessionRecorder::request`] for a body already kept, through [`SessionRecorder::body_sink`].
+    pub fn request_kept(&self, origin: &Origin, request: Request, kept: Kept) {
         let request_id = request.request_id.clone();
-        let text = body.and_then(|body| std::str::from_utf8(body).ok());
-        let binary = body.filter(|_| text.is_none());
-        self.record(origin, EventKind::Request(Request { post_data: text.map(str::to_owned), ..request }));
-        if let Some(bytes) = binary {
-            self.body(origin, &request_id, BodyPart::Request, bytes)?;
-        }
-        Ok(())
+        let post_data = match &kept {
+            Kept::Text(text) => Some(text.clone()),
+            _ => None,
+        };
+        self.record(origin, EventKind::Request(Request { post_data, ..request }));
+        self.record_body(origin, &request_id, BodyPart::Request, kept);
     }
 
     /// The answer replay gave: status, headers and body; a redirect's hop stays open for the next request
@@ -215,9 +249,8 @@ impl SessionRecorder {
         let request_id = response.request_id.clone();
         let redirect = (300..400).contains(&response.status) && header_value(&response.headers, "location").is_some();
         self.record(origin, EventKind::Response(response));
-        if !body.is_empty() {
-            self.body(origin, &request_id, BodyPart::Response, body)?;
-        }
+        let kept = self.bodies.keep(body, false)?;
+        self.record_body(origin, &request_id, BodyPart::Response, kept);
         if !redirect {
             let finished = RequestFinished { request_id, encoded_data_length: body.len() as u64 };
             self.record(origin, EventKind::RequestFinished(finished));
@@ -277,8 +310,9 @@ impl SessionRecorder {
                 state.actions += 1;
                 push_recorded(&mut state, held);
             }
-            (state.events.clone(), state.files.values().cloned().collect::<Vec<_>>())
+            (state.events.clone(), state.files.values().cloned().chain(self.bodies.files()).collect::<Vec<_>>())
         };
+        self.bodies.clear_parts();
         let mut lines = Vec::new();
         for record in &events {
             serde_json::to_writer(&mut lines, record)?;
