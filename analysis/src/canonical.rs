@@ -248,7 +248,23 @@ fn endpoint_of(method: &str, url: &Url, clocks: &Clocks) -> String {
 }
 
 /// The canonical body and its parameters for the fuzzy score.
+/// The most a body a page compressed itself is decoded to, to be read as what it holds.
+#[cfg(feature = "native")]
+const MAX_DECODED_BODY: u64 = 16 << 20;
+
 fn analyze_body(body: &[u8], content_type: Option<&str>, clocks: &Clocks) -> (Vec<u8>, Vec<Param>) {
+    // A body the page gzipped itself (`CompressionStream`) is read as what it holds, whose type its header
+    // cannot say: so that one whose secret was redacted inside still finds its recording. Known by its
+    // first bytes (no form or JSON starts as a gzip or zlib stream does) and decoded once: what it holds is
+    // not decoded again.
+    #[cfg(feature = "native")]
+    if let Some((_, decoded)) = body::decode_compressed(body, MAX_DECODED_BODY) {
+        return analyze_decoded_body(&decoded, None, clocks);
+    }
+    analyze_decoded_body(body, content_type, clocks)
+}
+
+fn analyze_decoded_body(body: &[u8], content_type: Option<&str>, clocks: &Clocks) -> (Vec<u8>, Vec<Param>) {
     if body.is_empty() {
         return (Vec::new(), Vec::new());
     }
@@ -378,6 +394,25 @@ fn analyze_multipart(mut parts: Vec<Part<'_>>, body_len: usize, clocks: &Clocks)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "native")]
+    #[test]
+    fn a_body_the_page_gzipped_itself_is_read_as_what_it_holds() {
+        use crate::body::ContentEncoding;
+        let json = br#"{"note":"hello","password":"hunter2"}"#;
+        let url = "http://app.test/sealed/send";
+        let plain = request("POST", url, json, Some("application/json"), &Clocks::NONE);
+        for encoding in [ContentEncoding::Gzip, ContentEncoding::Deflate] {
+            let sent = request("POST", url, &encoding.encode(json), Some("application/octet-stream"), &Clocks::NONE);
+            assert_eq!(sent.key, plain.key, "{encoding:?}: the same canonical form as the JSON it holds");
+            let names: Vec<&str> = sent.params.iter().map(|param| param.name.as_str()).collect();
+            assert_eq!(names, ["note", "password"], "{encoding:?}: its fields, for the fuzzy level");
+        }
+        // Bytes that only start like a zlib stream ('x^' is a zlib header's shape) stay what they are.
+        let text = b"x^2 + y^2";
+        let read = request("POST", url, text, Some("text/plain"), &Clocks::NONE);
+        assert!(read.key.ends_with(text) && read.params.len() == 1, "{:?}", read.params);
+    }
 
     /// 2026-11-24 12:00:00 UTC, a recording of ten minutes from then.
     const START_MS: f64 = 1_795_521_600_000.0;

@@ -55,8 +55,8 @@ use std::fmt;
 use trace_analysis::canonical::{self, Clocks, Param, Place};
 #[cfg(doc)]
 use trace_analysis::canonical::{canonical_body, canonical_url};
-use trace_analysis::request_state;
 pub use trace_analysis::request_state::RequestState;
+use trace_analysis::{body, request_state};
 use trace_bundle::archive::sha256_hex;
 use trace_manifest::event::header_value;
 use trace_manifest::har::HarRequest;
@@ -131,13 +131,23 @@ impl RecordedRequest {
         RecordedRequest {
             method: request.method.clone(),
             url: request.url.clone(),
-            body: post_data.and_then(|post| post.text.as_ref()).map(|text| text.clone().into_bytes()),
+            body: post_data.and_then(|post| post.text.as_deref()).map(recorded_body_bytes),
             content_type,
             state: RequestState::from_headers(request.headers.iter().map(|h| (h.name.as_str(), h.value.as_str()))),
             accept: header_value(&request.headers, "accept").and_then(accept_kind),
         }
     }
 }
+
+/// A recorded request body's bytes, as the browser sends them: its text, but for a compressed stream a
+/// page sent without saying so, which DevTools gives (and the HAR keeps) as one character per byte.
+fn recorded_body_bytes(text: &str) -> Vec<u8> {
+    let compressed = body::compressed_text(text, MAX_COMPRESSED_BODY).is_some();
+    compressed.then(|| body::latin1_bytes(text)).flatten().unwrap_or_else(|| text.as_bytes().to_vec())
+}
+
+/// The most a recorded compressed body is decoded to, to tell it is one.
+const MAX_COMPRESSED_BODY: u64 = 16 << 20;
 
 /// A request the browser makes, as the matcher reads it.
 #[derive(Debug, Clone, Copy, Default)]

@@ -488,9 +488,11 @@ fn an_episode_whose_page_posts_huge_bodies_is_kept_within_its_budget() {
     );
     let out = scratch.path().join("run");
     const BUDGET: u64 = 128 << 20;
-    let agent = r#"sleep 70; echo '{"text":"ok"}' > "$TRACE_OUT/done.json""#;
+    // The agent connects (an agent that never does is an error of its own), then leaves the page to post.
+    let connect = r#"python3 -c "import os, socket, urllib.parse as u; a = u.urlparse(os.environ['TRACE_CDP_URL']); socket.create_connection((a.hostname, a.port)).close()""#;
+    let agent = format!(r#"{connect}; sleep 70; echo '{{"text":"ok"}}' > "$TRACE_OUT/done.json""#);
     let mut eval = Command::new(&build.trace_replay)
-        .args(["eval", bundle.to_str().unwrap(), "--agent", agent, "--out", out.to_str().unwrap()])
+        .args(["eval", bundle.to_str().unwrap(), "--agent", &agent, "--out", out.to_str().unwrap()])
         .args(["--timeout", "150", "--headless", "--max-episode-bytes", &BUDGET.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
