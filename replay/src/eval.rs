@@ -14,9 +14,8 @@
 //! the result's `error`.
 //!
 //! The built-in `human` agent re-runs the person's demonstration ([`crate::run`]) and writes the re-run's
-//! report (`rerun.json`); the built-in `nothing`
-//! agent opens the start page and does nothing (the baseline every checkpoint must fail); the audit
-//! ([`crate::audit`]) runs perturbed demonstrations too.
+//! report (`rerun.json`); the built-in `nothing` agent opens the start page and does nothing (the baseline
+//! every checkpoint must fail); the audit ([`crate::audit`]) runs perturbed demonstrations too.
 //!
 //! Then the session is processed by the code that processes a person's recording (`trace_analysis`):
 //! its trajectory, its HAR (with text bodies inline, as WebArena Verified reads them), its evidence, and
