@@ -97,10 +97,8 @@ pub async fn page_loaded(target: Target) {
         schedule.last_capture = js_sys::Date::now();
         (schedule.document, schedule.actions)
     });
-    // The document first: it is what checkpoints and the start page are read from, and a person quick to
-    // leave the page may leave before a screenshot (the slower capture) is done.
-    dom_snapshot(&target, Occasion::LOAD).await;
     screenshot(target.tab_id, Occasion::LOAD).await;
+    dom_snapshot(&target, Occasion::LOAD).await;
     if !until_settled(&target).await {
         return;
     }
