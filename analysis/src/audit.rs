@@ -5,8 +5,9 @@
 //! - **The runs.** (a) The demonstration, re-run. (b) An agent that opens the start page and does
 //!   nothing; for an information-retrieval task also (b') the same agent answering with each text the start
 //!   page shows. (c) For an action task, [`perturbations`]: the demonstration without one of the steps a
-//!   state change came from, and with one value it typed or chose into a state change altered
-//!   ([`alter_text`]; a checkbox or radio button it clicked left alone).
+//!   state change came from, with one value it typed or chose into a state change altered
+//!   ([`alter_text`]; a checkbox or radio button it clicked left alone), and with one credential a state
+//!   change checks (a sign-in's password, `credential_fields`) typed wrong.
 //! - **Valid** when (a) succeeds with every checkpoint reached in order, (b) and (b') fail and reach no
 //!   checkpoint, and every (c) fails. Each checkpoint gets a verdict from (a) and (b)
 //!   ([`CheckpointVerdict`]).
@@ -42,7 +43,8 @@ pub struct Run<'a> {
 }
 
 /// A run's name in `audit.json` and in its output directory: `demonstration`, `nothing`,
-/// `answer-from-start`, `without-step-4`, `altered-step-2` (steps counted from 1, as reports count them).
+/// `answer-from-start`, `without-step-4`, `altered-step-2`, `wrong-credential-step-3` (steps counted from 1,
+/// as reports count them).
 pub fn run_name(kind: &AuditRunKind) -> String {
     match kind {
         AuditRunKind::Demonstration => "demonstration".to_owned(),
@@ -50,6 +52,7 @@ pub fn run_name(kind: &AuditRunKind) -> String {
         AuditRunKind::AnswerFromStart => "answer-from-start".to_owned(),
         AuditRunKind::StepLeftOut { step } => format!("without-step-{}", step + 1),
         AuditRunKind::ValueAltered { step } => format!("altered-step-{}", step + 1),
+        AuditRunKind::CredentialAltered { step } => format!("wrong-credential-step-{}", step + 1),
     }
 }
 
@@ -108,6 +111,14 @@ pub fn perturbations(task_type: TaskType, calls: &[ToolCall], checkpoints: &[Che
         });
         if carried {
             runs.push(AuditRunKind::ValueAltered { step: index });
+        }
+        // A credential typed into a sign-in that a state change checks: typed wrong, it must not sign in.
+        let checked_credential = matches!(&call.action, ToolAction::Input { text } if changes.iter().any(|checkpoint| {
+            matches!(&checkpoint.predicate, Predicate::Request { credential_fields, .. }
+                if credential_fields.values().any(|placeholder| placeholder == text))
+        }));
+        if checked_credential {
+            runs.push(AuditRunKind::CredentialAltered { step: index });
         }
     }
     runs
@@ -365,6 +376,11 @@ fn run_problem(run: &AuditRun, scores: &CheckpointScores, checkpoints: &[Checkpo
         )],
         AuditRunKind::ValueAltered { step } => vec![format!(
             "the demonstration with the value of step {} altered still succeeded: no checkpoint checks that value{}",
+            step + 1,
+            changes_named(checkpoints)
+        )],
+        AuditRunKind::CredentialAltered { step } => vec![format!(
+            "the demonstration with a wrong credential typed at step {} still succeeded: a wrong password signs in{}",
             step + 1,
             changes_named(checkpoints)
         )],

@@ -26,7 +26,9 @@
 //!    node's `x` and `y` on a canvas it was dropped onto: [`is_layout_field`]) unless typed, and is left out
 //!    too. Clocks, nonces and ids the page made itself are left out by
 //!    the rules replay matches with ([`canonical::is_volatile_field`], [`client_ids::is_id_shaped`]), and
-//!    so is anything secret.
+//!    so is anything secret, but for a field that sent one of the task's credentials as it was typed: that
+//!    one is named by its placeholder (`credential_fields`), so that a sign-in counts only with the
+//!    credential the agent was given (see [`crate::evidence::Evidence::credentials`]).
 //!
 //!    Over a WebSocket (`frame`), likewise: a text frame the page sent on a socket within
 //!    [`FRAME_EFFECT_MS`] of the person's act in its tab (not the page's own, after a load and before any
@@ -142,6 +144,7 @@ struct Candidate {
 struct Context<'a> {
     evidence: &'a Evidence,
     trajectory: &'a Trajectory,
+    credentials: &'a [Credential],
     secrets: Vec<&'a str>,
     /// Text the person typed and options they chose.
     typed: Vec<String>,
@@ -177,6 +180,7 @@ impl<'a> Context<'a> {
         Context {
             evidence,
             trajectory,
+            credentials,
             secrets: credentials.iter().map(|c| c.value.as_str()).filter(|v| !v.is_empty()).collect(),
             typed,
             acted_on,
@@ -187,6 +191,26 @@ impl<'a> Context<'a> {
 
     fn mentions_secret(&self, text: &str) -> bool {
         text.contains("{{credentials.") || self.secrets.iter().any(|secret| text.contains(secret))
+    }
+
+    /// The placeholder of the credential a body field sent as it is, when it sent one.
+    fn credential_sent(&self, value: &str) -> Option<String> {
+        let credential = self.credentials.iter().find(|credential| !value.is_empty() && credential.value == value)?;
+        Some(credential.placeholder())
+    }
+
+    /// Whether a predicate names a secret outside its credential fields, or names there a placeholder that
+    /// is no credential of the recording's.
+    fn predicate_names_secret(&self, predicate: &Predicate) -> bool {
+        let mut shown = predicate.clone();
+        if let Predicate::Request { credential_fields, .. } = &mut shown {
+            let placeholders: Vec<String> = self.credentials.iter().map(Credential::placeholder).collect();
+            if credential_fields.values().any(|placeholder| !placeholders.contains(placeholder)) {
+                return true;
+            }
+            credential_fields.clear();
+        }
+        self.mentions_secret(&serde_json::to_string(&shown).unwrap_or_default())
     }
 
     /// Whether the person typed `value` into some field, as it is or as a rich-text editor's markup of it.
@@ -565,8 +589,15 @@ fn state_changes(context: &Context<'_>, ignored: &[String]) -> Vec<(Position, Ca
             continue;
         }
         let mut body_fields = BTreeMap::new();
+        let mut credential_fields = BTreeMap::new();
         for (name, value) in fields {
-            if !body_fields.contains_key(name) && context.keeps_field(name, value) {
+            if body_fields.contains_key(name) || credential_fields.contains_key(name) {
+                continue;
+            }
+            if let Some(placeholder) = context.credential_sent(value) {
+                // A sign-in counts with the credential given, never another: compared, never written.
+                credential_fields.insert(name.clone(), placeholder);
+            } else if context.keeps_field(name, value) {
                 body_fields.insert(name.clone(), value.clone());
             }
         }
@@ -575,7 +606,8 @@ fn state_changes(context: &Context<'_>, ignored: &[String]) -> Vec<(Position, Ca
             exchange.method,
             exchange.status.unwrap_or_default()
         );
-        let predicate = Predicate::Request { method: exchange.method.to_ascii_uppercase(), url_pattern, body_fields };
+        let method = exchange.method.to_ascii_uppercase();
+        let predicate = Predicate::Request { method, url_pattern, body_fields, credential_fields };
         kept.push((*at, Candidate { role: CheckpointRole::StateChange, reason, predicate, proposed_by: None }));
     }
     kept
@@ -788,9 +820,7 @@ fn place(context: &Context<'_>, candidates: Vec<Candidate>) -> Vec<Checkpoint> {
     let mut placed: Vec<(Position, u8, Vec<u64>, Candidate)> = Vec::new();
     for candidate in candidates {
         let predicate = &candidate.predicate;
-        if context.mentions_secret(&serde_json::to_string(predicate).unwrap_or_default())
-            || placed.iter().any(|(.., other)| other.predicate == *predicate)
-        {
+        if context.predicate_names_secret(predicate) || placed.iter().any(|(.., other)| other.predicate == *predicate) {
             continue;
         }
         let ids = holds(predicate, evidence);
@@ -858,7 +888,10 @@ fn step_of(context: &Context<'_>, event_id: u64) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::score;
-    use crate::testing::{Recording, SHOP, T0};
+    use crate::testing::{Recording, SHOP, SITE, T0};
+    use serde_json::json;
+    use trace_manifest::audit::AuditRunKind;
+    use trace_manifest::task::TaskType;
 
     fn predicates(checkpoints: &[Checkpoint]) -> Vec<&Predicate> {
         checkpoints.iter().map(|checkpoint| &checkpoint.predicate).collect()
@@ -869,6 +902,7 @@ mod tests {
             method: method.into(),
             url_pattern: format!("app.test{path}"),
             body_fields: fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            credential_fields: BTreeMap::new(),
         }
     }
 
@@ -1081,6 +1115,65 @@ mod tests {
     }
 
     /// Issue #29: a type-ahead search POST, one per keystroke, was taken for a state change.
+    /// Issue #47, part 3: the sign-in's checkpoint compared only the user name, so a wrong password
+    /// signed in. Its password field is now named by its placeholder and compared with the credential given.
+    #[test]
+    fn a_sign_in_counts_only_with_the_credential_given_which_no_checkpoint_writes() {
+        const PASSWORD: &str = "Blue-Mug-42";
+        let mut recording = Recording::default();
+        recording.navigate(0.0, "/login", "typed");
+        recording.page(200.0, "/login", &format!("{SHOP}<main><h1>Sign in</h1></main>"));
+        recording.act(1000.0, "input", "/login", "username", Some("alice"));
+        let target = json!({"selector": "[name=password]", "xpath": "", "tag": "input", "name": "password",
+                            "input_type": "password"});
+        recording.push(
+            1500.0,
+            json!({"type": "action", "action": "input", "target": target, "url": format!("{SITE}/login"),
+                   "value": PASSWORD, "credential": true}),
+        );
+        recording.act(2000.0, "click", "/login", "submit", None);
+        let body = format!("username=alice&password={PASSWORD}");
+        recording.request(2010.0, "POST", "/login", Some(&body), None, true);
+        recording.navigate(2100.0, "/account", "form_submit");
+        recording.page(2300.0, "/account", &format!("{SHOP}<main><h1>Welcome back, alice</h1></main>"));
+        let (evidence, _) = recording.evidence();
+        let derived = crate::trajectory::derive("t".parse().unwrap(), &evidence.events, None);
+        let credentials = derived.credentials;
+        assert_eq!(credentials.len(), 1, "{credentials:?}");
+        let checkpoints = select(&evidence, &derived.trajectory, &credentials, &[]);
+
+        let sign_in = checkpoints
+            .iter()
+            .find(|checkpoint| matches!(&checkpoint.predicate, Predicate::Request { url_pattern, .. } if url_pattern == "app.test/login"))
+            .unwrap_or_else(|| panic!("no sign-in checkpoint in {checkpoints:#?}"));
+        let Predicate::Request { body_fields, credential_fields, .. } = &sign_in.predicate else { unreachable!() };
+        assert_eq!(body_fields, &BTreeMap::from([("username".to_owned(), "alice".to_owned())]));
+        assert_eq!(credential_fields, &BTreeMap::from([("password".to_owned(), credentials[0].placeholder())]));
+        assert!(!serde_json::to_string(&checkpoints).unwrap().contains(PASSWORD));
+
+        // The recording, read for itself, reaches it; judged with the credential given, so does the
+        // demonstration; with another password, or with no credential given at all, nothing does.
+        assert!(!holds(&sign_in.predicate, &evidence).is_empty());
+        let judged = |value: &str| {
+            let given = Credential { value: value.to_owned(), ..credentials[0].clone() };
+            holds(&sign_in.predicate, &evidence.clone().judged_with_credentials(&[given]))
+        };
+        assert!(!judged(PASSWORD).is_empty());
+        assert!(judged("Blue-Mug-43").is_empty());
+        assert!(holds(&sign_in.predicate, &evidence.clone().judged_with_credentials(&[])).is_empty());
+        assert_reached_in_order(&checkpoints, &evidence.judged_with_credentials(&credentials));
+
+        // The audit types that step's credential wrong (and the user name otherwise, as any typed value).
+        let calls = &derived.trajectory.tool_calls;
+        let typed = |name: &str| {
+            calls.iter().position(|call| call.target.as_ref().and_then(|t| t.name.as_deref()) == Some(name)).unwrap()
+        };
+        let perturbed = crate::audit::perturbations(TaskType::Action, calls, &checkpoints);
+        assert!(perturbed.contains(&AuditRunKind::CredentialAltered { step: typed("password") }), "{perturbed:?}");
+        assert!(perturbed.contains(&AuditRunKind::ValueAltered { step: typed("username") }), "{perturbed:?}");
+        assert!(!perturbed.contains(&AuditRunKind::ValueAltered { step: typed("password") }), "{perturbed:?}");
+    }
+
     #[test]
     fn a_type_ahead_burst_is_a_lookup_and_an_autosave_burst_counts_once_with_its_last_value() {
         let mut recording = Recording::default();

@@ -5,11 +5,13 @@
 //! [`holds`] checks a checkpoint's predicate against it; [`Evidence::position`] says when an event
 //! happened, which orders checkpoints.
 
+use std::collections::BTreeMap;
+
 #[cfg(feature = "native")]
 use trace_bundle::archive::Bundle;
 use trace_manifest::event::{EventKind, EventRecord, WebSocketOp};
 use trace_manifest::postprocess::Predicate;
-use trace_manifest::trajectory::{ToolAction, Trajectory};
+use trace_manifest::trajectory::{Credential, ToolAction, Trajectory};
 
 use crate::body::{form_fields, frame_fields};
 use crate::exchange::Exchange;
@@ -81,6 +83,11 @@ pub struct Evidence {
     /// The text of the responses received, in the order they came: what tells a value the server gave from
     /// one the page made. Read for choosing checkpoints only ([`Evidence::read_responses`]).
     pub responses: Vec<ResponseText>,
+    /// The task's credentials by placeholder, when this evidence is judged against them (an agent's
+    /// session, scored with the credentials it was given: [`Evidence::judged_with_credentials`]). A
+    /// request checkpoint's credential field then holds only with the value given, and not at all for a
+    /// placeholder missing here. `None` (a recording read for itself) asks only that the field was sent.
+    pub credentials: Option<BTreeMap<String, String>>,
 }
 
 /// A response body that is text, and when it came.
@@ -170,7 +177,13 @@ impl Evidence {
             }
         }
         let documents = main_frame_documents(bundle, &events, &exchanges);
-        Ok(Evidence { events, exchanges, pages, documents, responses: Vec::new() })
+        Ok(Evidence { events, exchanges, pages, documents, responses: Vec::new(), credentials: None })
+    }
+
+    /// This evidence, judged against the task's `credentials` (see [`Evidence::credentials`]).
+    pub fn judged_with_credentials(mut self, credentials: &[Credential]) -> Evidence {
+        self.credentials = Some(credentials.iter().map(|c| (c.placeholder(), c.value.clone())).collect());
+        self
     }
 
     /// Reads the text of the responses received (bodies of text types, each up to 2 MiB, 64 MiB in all),
@@ -321,19 +334,29 @@ fn is_text_mime(mime: &str) -> bool {
 /// snapshot. Empty when it never holds.
 pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
     match predicate {
-        Predicate::Request { method, url_pattern, body_fields } => evidence
+        Predicate::Request { method, url_pattern, body_fields, credential_fields } => evidence
             .exchanges
             .iter()
             .filter(|exchange| {
                 exchange.method.eq_ignore_ascii_case(method)
                     && exchange.succeeded()
                     && urls::matches(url_pattern, &exchange.url)
-                    && body_fields.iter().all(|(name, value)| {
-                        exchange.post_data.as_deref().is_some_and(|body| {
-                            form_fields(body, exchange.content_type.as_deref())
-                                .iter()
-                                .any(|(field, found)| field == name && found == value)
-                        })
+                    && (body_fields.is_empty() && credential_fields.is_empty() || {
+                        let sent = exchange
+                            .post_data
+                            .as_deref()
+                            .map(|body| form_fields(body, exchange.content_type.as_deref()))
+                            .unwrap_or_default();
+                        let carries = |name: &str, wanted: &dyn Fn(&str) -> bool| {
+                            sent.iter().any(|(field, found)| field == name && wanted(found))
+                        };
+                        body_fields.iter().all(|(name, value)| carries(name, &|found| found == value))
+                            && credential_fields.iter().all(|(name, placeholder)| match &evidence.credentials {
+                                None => carries(name, &|_| true),
+                                Some(given) => {
+                                    given.get(placeholder).is_some_and(|value| carries(name, &|found| found == value))
+                                }
+                            })
                     })
             })
             .map(|exchange| exchange.request_event)

@@ -262,11 +262,19 @@ impl Episode<'_> {
 /// A predicate as a person says it; patterns and texts in backquotes.
 pub fn predicate_in_words(predicate: &Predicate) -> String {
     match predicate {
-        Predicate::Request { method, url_pattern, body_fields } => {
+        Predicate::Request { method, url_pattern, body_fields, credential_fields } => {
             let mut words = format!("a {method} request to a URL containing `{url_pattern}` succeeded");
-            if !body_fields.is_empty() {
-                let fields: Vec<String> =
-                    body_fields.iter().map(|(name, value)| format!("`{name}` = `{value}`")).collect();
+            // A credential by its placeholder: the judge never sees a secret.
+            let fields: Vec<String> = body_fields
+                .iter()
+                .map(|(name, value)| format!("`{name}` = `{value}`"))
+                .chain(
+                    credential_fields
+                        .iter()
+                        .map(|(name, placeholder)| format!("`{name}` = the credential {placeholder}")),
+                )
+                .collect();
+            if !fields.is_empty() {
                 let _ = write!(words, ", with {}", fields.join(", "));
             }
             words
@@ -459,6 +467,7 @@ mod tests {
                 method: "POST".to_owned(),
                 url_pattern: "shop.test/cart".to_owned(),
                 body_fields: [("product".to_owned(), "blue-mug".to_owned())].into(),
+                credential_fields: Default::default(),
             },
             event_ids: vec![],
             step: None,

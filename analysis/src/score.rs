@@ -648,6 +648,7 @@ mod tests {
                     method: "POST".into(),
                     url_pattern: "shop.test/cart".into(),
                     body_fields: Default::default(),
+                    credential_fields: Default::default(),
                 },
                 event_ids: Vec::new(),
                 step: None,

@@ -118,6 +118,7 @@ impl Recording {
             pages,
             responses: self.responses,
             documents: Vec::new(),
+            credentials: None,
         };
         let trajectory = trajectory::derive("t".parse().unwrap(), &evidence.events, None).trajectory;
         (evidence, trajectory)

@@ -28,6 +28,7 @@ fn the_demo_shop_ignores_its_tracker_and_checkpoints_its_login_cart_and_search()
         method: "POST".into(),
         url_pattern: url.into(),
         body_fields: fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        credential_fields: Default::default(),
     };
     let url = |pattern: &str| Predicate::Url { pattern: pattern.into() };
     assert_eq!(

@@ -70,6 +70,8 @@ pub enum AuditRunKind {
     StepLeftOut { step: usize },
     /// The demonstration with the value one step typed or chose altered.
     ValueAltered { step: usize },
+    /// The demonstration with the credential one step typed altered: a wrong password.
+    CredentialAltered { step: usize },
 }
 
 /// A checkpoint as the audit judged it.

@@ -117,6 +117,11 @@ pub enum Predicate {
         /// Fields the request's form or JSON body must carry with these values; never a secret.
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         body_fields: BTreeMap<String, String>,
+        /// Fields that must carry one of the task's credentials, each named by its placeholder
+        /// (`{{credentials.<site>.<field>}}`, see `credentials.json`): a sign-in counts only with the
+        /// credential the agent was given. The value itself is never written here.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        credential_fields: BTreeMap<String, String>,
     },
     /// A frame the page sent on a WebSocket whose URL contains `url_pattern`, carrying these fields: a
     /// state change a server-driven page makes over its socket, as a request does over HTTP.

@@ -65,6 +65,10 @@ pub struct ReplayArchive {
     /// What the person typed and chose, which is never an id the page made (see
     /// [`trace_analysis::client_ids::Origin`]).
     pub typed: Vec<String>,
+    /// What the person typed into credential fields (passwords, tokens): a request that sends another
+    /// value where the recording sent one of these is no sign-in the recording answers
+    /// ([`crate::matcher::Matcher::with_credentials`]).
+    pub credentials: Vec<String>,
     bundle: Mutex<Bundle>,
     /// Bodies already served, kept to be served again, up to [`BODY_CACHE_BYTES`] in all.
     bodies: Mutex<BodyCache>,
@@ -179,6 +183,16 @@ impl ReplayArchive {
                 _ => None,
             })
             .collect();
+        let mut credentials: Vec<String> = events
+            .iter()
+            .filter_map(|record| match &record.event.kind {
+                EventKind::Action(action) if action.credential && !action.page_made => action.value.clone(),
+                _ => None,
+            })
+            .filter(|value| !value.is_empty())
+            .collect();
+        credentials.sort_unstable();
+        credentials.dedup();
         drop(events);
         let started_at_ms = millis_from_rfc3339(&manifest.started_at)
             .with_context(|| format!("manifest.json: started_at {:?} is not a time", manifest.started_at))?;
@@ -203,6 +217,7 @@ impl ReplayArchive {
             viewports,
             websockets,
             typed,
+            credentials,
             bundle: Mutex::new(bundle),
             bodies: Mutex::default(),
             limits,

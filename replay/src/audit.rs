@@ -98,6 +98,7 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
                 AuditRunKind::Nothing | AuditRunKind::AnswerFromStart => Agent::Nothing,
                 AuditRunKind::StepLeftOut { step } => Agent::Perturbed(Perturbation::StepLeftOut(*step)),
                 AuditRunKind::ValueAltered { step } => Agent::Perturbed(Perturbation::ValueAltered(*step)),
+                AuditRunKind::CredentialAltered { step } => Agent::Perturbed(Perturbation::CredentialAltered(*step)),
             };
             let options = EvalOptions { agent, webarena_infinity: false, judge: None, ..options.episode.clone() };
             let run_dir = dir.join(run_name(&kind));
@@ -132,7 +133,7 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
         let session = run_dir.join(SESSION_DIR);
         let mut bundle = Bundle::open_with_limits(&session, options.episode.limits)
             .with_context(|| format!("cannot open the session {}", session.display()))?;
-        sessions.push((kind, Evidence::load(&mut bundle)?, result));
+        sessions.push((kind, Evidence::load(&mut bundle)?.judged_with_credentials(&reference.credentials), result));
     }
     let runs: Vec<Run<'_>> = sessions
         .iter()

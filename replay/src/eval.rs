@@ -73,6 +73,9 @@ pub enum Perturbation {
     StepLeftOut(usize),
     /// The value the call at this index typed or chose is altered ([`RunOptions::alter_step`]).
     ValueAltered(usize),
+    /// The credential the call at this index typed is altered, and the re-run stops once a later step
+    /// fails ([`RunOptions::stop_after_failure`]).
+    CredentialAltered(usize),
 }
 
 impl Agent {
@@ -89,6 +92,7 @@ impl Agent {
             Agent::Human => "human",
             Agent::Perturbed(Perturbation::StepLeftOut(_)) => "human, a step left out",
             Agent::Perturbed(Perturbation::ValueAltered(_)) => "human, a value altered",
+            Agent::Perturbed(Perturbation::CredentialAltered(_)) => "human, a wrong credential",
             Agent::Nothing => "nothing",
             Agent::Command(command) => command,
         }
@@ -177,8 +181,9 @@ impl Reference {
         Ok(Reference { task, calls, credentials, checkpoints, rubric, audit })
     }
 
-    /// What a session earned, from what it holds (`evidence`), the agent's answer, and how many steps it
-    /// took: the scores of `result.json`.
+    /// What a session earned, from what it holds (`evidence`, judged with the task's credentials:
+    /// [`Evidence::judged_with_credentials`]), the agent's answer, and how many steps it took: the scores
+    /// of `result.json`.
     pub fn score(&self, evidence: &Evidence, answer: Option<&str>, steps: usize) -> Scores {
         let checkpoints = score::checkpoints(&self.checkpoints, evidence);
         let (success, success_basis) = match (self.task.task_type, &self.task.answer) {
@@ -276,7 +281,7 @@ pub fn score_proxied(
     let session = episode.join(files::SESSION_DIR);
     let mut bundle = Bundle::open_with_limits(&session, limits)
         .with_context(|| format!("cannot open the session {}", session.display()))?;
-    let evidence = Evidence::load(&mut bundle)?;
+    let evidence = Evidence::load(&mut bundle)?.judged_with_credentials(&reference.credentials);
     let pages = || {
         let reached = evidence
             .events
@@ -382,6 +387,10 @@ impl Episode<'_> {
                         calls.remove(*step);
                     }
                     Agent::Perturbed(Perturbation::ValueAltered(step)) => run_options.alter_step = Some(*step),
+                    Agent::Perturbed(Perturbation::CredentialAltered(step)) => {
+                        run_options.alter_step = Some(*step);
+                        run_options.stop_after_failure = true;
+                    }
                     _ => {}
                 }
                 let report = run_human(&replay, &calls, &reference.credentials, run_options).await;
@@ -446,7 +455,7 @@ impl Episode<'_> {
         // The session, processed as a person's recording is.
         let mut bundle = Bundle::open_with_limits(session.dir(), self.options.limits)?;
         // The session's events are in hand: they are not read back from the bundle just written.
-        let evidence = Evidence::load_with_events(&mut bundle, events)?;
+        let evidence = Evidence::load_with_events(&mut bundle, events)?.judged_with_credentials(&reference.credentials);
         let answer = outcome.answer();
         let derived = trajectory::derive(self.task.task_id.clone(), &evidence.events, answer.as_deref());
         let steps = outcome.steps(&derived.trajectory.tool_calls);

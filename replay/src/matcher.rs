@@ -32,6 +32,12 @@
 //! authenticated there as the person's was, and the site's later requests without one carry the recorded
 //! value in their state.
 //!
+//! A credential decides at the fuzzy level ([`Matcher::with_credentials`]): a recorded request that sent
+//! one of the values the person typed into a credential field (a password) answers only a request that
+//! sends the same value in that parameter. A sign-in with another value is answered as the site answered
+//! the person's own failed attempt when the recording holds one (an attempt at that endpoint with another
+//! credential than the last), and is otherwise a miss: a wrong password never gets the recorded success.
+//!
 //! Numbers that read as clocks of the time requests were made ([`Clocks`]) are dropped from canonical forms
 //! and fuzzy scores: the recorded requests are read with the recording's times, the browser's with the
 //! replay's ([`Matcher::with_clocks`]).
@@ -49,7 +55,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use trace_analysis::canonical::{self, Clocks, Param, Place};
@@ -236,6 +242,8 @@ pub struct Matcher {
     /// How many of the recording's writes the replay has caught up with: one more than the rank of the
     /// latest write that answered.
     writes_reached: usize,
+    /// What the person typed into credential fields ([`Matcher::with_credentials`]).
+    credentials: HashSet<String>,
 }
 
 /// What a queue needs to know of the recorded requests to choose among its own.
@@ -362,6 +370,7 @@ impl Matcher {
             writes_before: Vec::with_capacity(recorded.len()),
             write_rank: Vec::with_capacity(recorded.len()),
             writes_reached: 0,
+            credentials: HashSet::new(),
         };
         for (index, request) in recorded.into_iter().enumerate() {
             let method = request.method.to_ascii_uppercase();
@@ -397,6 +406,13 @@ impl Matcher {
         }
         matcher.state_chooses = matcher.canonical.values().any(|queue| !queue.distinguishing.is_empty());
         matcher
+    }
+
+    /// The values the person typed into credential fields: a recorded request that sent one in a parameter
+    /// answers only a request that sends the same (see the module).
+    pub fn with_credentials(mut self, credentials: impl IntoIterator<Item = String>) -> Matcher {
+        self.credentials = credentials.into_iter().filter(|value| !value.is_empty()).collect();
+        self
     }
 
     /// Whether the browser's state would choose this request's answer: its recorded twins were sent in
@@ -534,8 +550,36 @@ impl Matcher {
             return Some(self.answer(index, MatchKind::Canonical));
         }
         let candidates = self.buckets.get(analysis.endpoint.as_deref()?)?;
-        let (index, score) = best_candidate(candidates, &analysis.params, &self.answered)?;
+        let (index, score) = self.fuzzy_candidate(candidates, &analysis.params)?;
         Some(self.answer(index, MatchKind::Fuzzy { score }))
+    }
+
+    /// The fuzzy level's answer among `candidates`, a credential deciding (see the module): the best of
+    /// those whose credentials the request sends as recorded, else the best of the person's failed
+    /// attempts, else none.
+    fn fuzzy_candidate(&self, candidates: &[Candidate], params: &[Param]) -> Option<(usize, f64)> {
+        let credentials_of = |candidate: &'_ Candidate| -> Vec<(String, String)> {
+            let sent = candidate.params.iter().filter(|param| self.credentials.contains(&param.value));
+            sent.map(|param| (param.name.clone(), param.value.clone())).collect()
+        };
+        let attempts: Vec<(&Candidate, Vec<(String, String)>)> = candidates
+            .iter()
+            .map(|candidate| (candidate, credentials_of(candidate)))
+            .filter(|(_, credentials)| !credentials.is_empty())
+            .collect();
+        if attempts.is_empty() {
+            return best_candidate(candidates.iter(), params, &self.answered);
+        }
+        let sends = |(name, value): &(String, String)| params.iter().any(|p| &p.name == name && &p.value == value);
+        let agreeing = candidates.iter().filter(|candidate| credentials_of(candidate).iter().all(sends));
+        if let Some(best) = best_candidate(agreeing, params, &self.answered) {
+            return Some(best);
+        }
+        // The person's last attempt is the one that signed in; those before it with other credentials failed.
+        let accepted = &attempts.last().expect("attempts is not empty").1;
+        let failed =
+            attempts.iter().filter(|(_, credentials)| credentials != accepted).map(|(candidate, _)| *candidate);
+        best_candidate(failed, params, &self.answered)
     }
 
     /// How a request differs from the recorded request `index`, parameter by parameter (volatile ones and
@@ -579,7 +623,11 @@ impl Matcher {
 
 /// The best-scoring candidate at or above [`FUZZY_THRESHOLD`]. Equal scores go to a request that has not
 /// answered yet, then to the earliest recorded, so that repeated fuzzy requests also move along the recording.
-fn best_candidate(candidates: &[Candidate], params: &[Param], answered: &[bool]) -> Option<(usize, f64)> {
+fn best_candidate<'c>(
+    candidates: impl Iterator<Item = &'c Candidate>,
+    params: &[Param],
+    answered: &[bool],
+) -> Option<(usize, f64)> {
     // Rounding can put a score a hair above its bound; the margin keeps the bound a true bound.
     const BOUND_MARGIN: f64 = 1e-9;
     let mut best: Option<(usize, f64)> = None;
@@ -762,6 +810,39 @@ mod tests {
 
     fn lookup_accepting(matcher: &mut Matcher, url: &str, accept: &str) -> Option<usize> {
         matcher.lookup(&Request { method: "GET", url, accept: Some(accept), ..Request::default() }).map(|m| m.index)
+    }
+
+    /// Issue #47, part 3: a sign-in whose password differs from the person's was answered with the
+    /// recorded success. A credential now decides: the person's own failed attempt answers a wrong one, or
+    /// nothing does.
+    #[test]
+    fn a_wrong_password_gets_the_failed_sign_in_or_nothing_never_the_recorded_success() {
+        const FORM: &str = "application/x-www-form-urlencoded";
+        let login = "https://shop.test/login";
+        let sign_in = |password: &str| post(login, FORM, &format!("username=alice&password={password}"));
+        let credentials = || ["Blue-Mug-42".to_owned(), "Blue-Mug-24".to_owned()];
+
+        // Only the successful sign-in recorded: a wrong password is a miss; the right one, and the right
+        // one with the user name typed otherwise (which the checkpoint, not the matcher, judges), answer.
+        let mut matcher =
+            Matcher::new(vec![get("https://shop.test/"), sign_in("Blue-Mug-42")]).with_credentials(credentials());
+        let lookup = |matcher: &mut Matcher, body: &str| lookup_post(matcher, login, FORM, body).map(|m| m.index);
+        assert_eq!(lookup(&mut matcher, "username=alice&password=Blue-Mug-43"), None);
+        assert_eq!(lookup(&mut matcher, "username=alicE&password=Blue-Mug-42"), Some(1));
+        assert_eq!(lookup(&mut matcher, "username=alice&password=Blue-Mug-42"), Some(1));
+        // Without the person's credentials the matcher cannot tell, and answers with the success (as before).
+        let mut blind = Matcher::new(vec![sign_in("Blue-Mug-42")]);
+        assert_eq!(lookup(&mut blind, "username=alice&password=Blue-Mug-43"), Some(0));
+
+        // The person mistyped first: that attempt answers any wrong password, the last one the right one,
+        // whichever has answered before.
+        let recorded = vec![sign_in("Blue-Mug-24"), sign_in("Blue-Mug-42")];
+        let mut matcher = Matcher::new(recorded).with_credentials(credentials());
+        assert_eq!(lookup(&mut matcher, "username=alice&password=Blue-Mug-42"), Some(1));
+        assert_eq!(lookup(&mut matcher, "username=alice&password=Blue-Mug-43"), Some(0));
+        assert_eq!(lookup(&mut matcher, "username=alice&password=Blue-Mug-44"), Some(0));
+        assert_eq!(lookup(&mut matcher, "username=alice&password=Blue-Mug-24"), Some(0));
+        assert_eq!(lookup(&mut matcher, "username=alice&password=Blue-Mug-42"), Some(1));
     }
 
     /// Issue #44: a site behind HTTP Basic authentication. The person's browser answered the challenge the

@@ -1,8 +1,9 @@
 //! The scripts replay runs in every page before the page's own: determinism (clock and random numbers,
 //! `page/determinism.js`), the restoring of local and session storage (`page/storage.js`), and the
 //! recorded WebSockets played back (`page/websocket.js`), the report of WebRTC connections
-//! (`page/live.js`), and what tells the human re-run that a page has done what its last act set off
-//! (`page/settle.js`). This module fills in their constants; the scripts say why they are JavaScript.
+//! (`page/live.js`), what tells the human re-run that a page has done what its last act set off
+//! (`page/settle.js`), and, on the proxy path, the report of what the page shows and sends
+//! (`page/report.js`). This module fills in their constants; the scripts say why they are JavaScript.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,7 @@ const DETERMINISM: &str = include_str!("../page/determinism.js");
 const STORAGE: &str = include_str!("../page/storage.js");
 const WEBSOCKET: &str = include_str!("../page/websocket.js");
 const LIVE: &str = include_str!("../page/live.js");
+const REPORT: &str = include_str!("../page/report.js");
 /// See [`SETTLE_PROBE`].
 pub const SETTLE: &str = include_str!("../page/settle.js");
 /// The global through which the re-run asks a page whether it has settled (`page/settle.js`).
@@ -52,6 +54,24 @@ pub fn for_archive(archive: &ReplayArchive, deterministic: bool) -> ReplayScript
 /// The DevTools binding through which pages report the recorded sockets they open and the text frames they
 /// send on them, for a session's recording (`page/websocket.js`).
 pub const SOCKET_BINDING: &str = "__trace_replay_socket__";
+
+/// Where the proxy path's pages post what they show and send (`page/report.js`): a path of the page's own
+/// origin, which the proxy answers itself and never looks up in the recording.
+pub const REPORT_PATH: &str = "/__trace_replay__/report";
+
+/// The global a harness calls on the proxy path before it scores (`page/report.js`): it reports the page as
+/// it is now and returns a promise that resolves once the proxy has the report.
+pub const REPORT_NOW: &str = "__trace_replay_report_now__";
+
+/// The proxy path's reporter (`page/report.js`): the page's document when it has loaded and whenever it
+/// settles after a change, and the recorded sockets' reports (through [`SOCKET_BINDING`]), posted to
+/// [`REPORT_PATH`].
+pub fn proxy_report() -> String {
+    REPORT
+        .replace("__TRACE_REPORT_PATH__", &serde_json::to_string(REPORT_PATH).expect("a string"))
+        .replace("__TRACE_REPORT_NOW__", &serde_json::to_string(REPORT_NOW).expect("a string"))
+        .replace("__TRACE_SOCKET_BINDING__", &serde_json::to_string(SOCKET_BINDING).expect("a string"))
+}
 
 /// The DevTools binding (`Runtime.addBinding`) through which pages report their WebRTC connections.
 pub const LIVE_BINDING: &str = "__trace_replay_live__";

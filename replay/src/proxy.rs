@@ -29,6 +29,15 @@
 //! the hosts the recording reached over HTTPS (and its own `.invalid` name when there are none), for two
 //! days when made for a run, thirty when kept in `--ca-dir`.
 //!
+//! What the page shows: no DevTools session watches a browser the agent launched, so a page script of
+//! the proxy's (`page/report.js`) posts the page's document when it has loaded and whenever it settles
+//! after a change, and the recorded sockets' reports, to [`page_scripts::REPORT_PATH`] on the page's own
+//! origin; the proxy answers that path itself and records each report in the episode's session as the
+//! DevTools path records a DOM snapshot or a socket frame, so that a checkpoint on text the page's
+//! scripts draw, or on a frame it sends, is judged alike on both paths. A page can post anything there,
+//! as it can draw anything: each report is bounded ([`MAX_REPORT_BYTES`]), and so is their number
+//! ([`MAX_SHOWN_REPORTS`]).
+//!
 //! What the DevTools path has and this one cannot: IndexedDB restored before the page runs, WebRTC
 //! connections counted (they never reach a proxy), and the recorded answer's status text.
 //!
@@ -74,6 +83,13 @@ use crate::session::{self, Budget, Kept, Origin, SessionRecorder};
 
 /// The largest request body the proxy reads; a larger one fails its request.
 const MAX_REQUEST_BODY: usize = 64 << 20;
+
+/// The largest report a page may post (`page/report.js`: a document of up to 4 Mi characters, as JSON).
+const MAX_REPORT_BYTES: usize = 16 << 20;
+
+/// The most documents an episode's pages may report; past this, reports are refused (a page that
+/// changes without rest is reported at most every two seconds).
+pub const MAX_SHOWN_REPORTS: u64 = 2000;
 
 /// Request bodies held at once, in bytes: each is held whole until it is answered (the matcher reads it
 /// whole), so past this a request waits, its body unread, for others to be answered.
@@ -129,12 +145,13 @@ impl Proxy {
         let archive = Arc::new(archive);
         let responder = Responder::new(archive.clone(), trace_manifest::time_fmt::now_ms());
         let shared = Arc::new(Shared {
-            scripts: PageScripts::for_archive(&archive, options.determinism),
+            scripts: PageScripts::for_archive(&archive, options.determinism, session.is_some()),
             start_cookies: StartCookies::new(&archive),
             responder,
             authority,
             session,
             exchanges: AtomicU64::new(0),
+            shown_reports: AtomicU64::new(0),
             connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
             bodies_in_memory: Arc::new(Semaphore::new(MAX_BODIES_IN_MEMORY)),
         });
@@ -250,6 +267,8 @@ struct Shared {
     session: Option<Arc<SessionRecorder>>,
     /// Numbers the exchanges the session records.
     exchanges: AtomicU64,
+    /// How many documents the pages have reported ([`MAX_SHOWN_REPORTS`]).
+    shown_reports: AtomicU64,
     /// A place for each connection served ([`MAX_CONNECTIONS`]).
     connections: Arc<Semaphore>,
     /// A byte for each byte of request body held ([`MAX_BODIES_IN_MEMORY`]).
@@ -370,6 +389,11 @@ async fn handle(
     };
     // As the browser writes it, and the recording has it: without the scheme's default port.
     let url = url::Url::parse(&asked).map_or(asked, String::from);
+    if request.method() == Method::POST
+        && url::Url::parse(&url).is_ok_and(|url| url.path() == page_scripts::REPORT_PATH)
+    {
+        return Ok(take_report(request, &shared).await);
+    }
     let method = request.method().as_str().to_owned();
     let headers: Vec<(String, String)> = request
         .headers()
@@ -395,6 +419,48 @@ async fn handle(
         return Err(Refused(format!("a WebSocket the recording does not hold: {url}")));
     }
     answer(&shared, &exchange, &method, &url, &headers, &body)
+}
+
+/// A page's report (`page/report.js`), read within [`MAX_REPORT_BYTES`] and recorded in the episode's
+/// session: a document as a DOM snapshot of the main frame, a socket report as its frame.
+async fn take_report(request: hyper::Request<Incoming>, shared: &Shared) -> Answer {
+    #[derive(serde::Deserialize)]
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    enum Report {
+        Shown { url: String, html: String },
+        Socket { message: String },
+    }
+    let Some(session) = &shared.session else { return plain(StatusCode::NO_CONTENT, "") };
+    let read = http_body_util::Limited::new(request.into_body(), MAX_REPORT_BYTES).collect();
+    let body = match tokio::time::timeout(BODY_IDLE_TIMEOUT, read).await {
+        Ok(Ok(body)) => body.to_bytes(),
+        _ => return plain(StatusCode::PAYLOAD_TOO_LARGE, "a report is at most 16 MiB, sent at once"),
+    };
+    let recorded = match serde_json::from_slice(&body) {
+        Ok(Report::Shown { url, html }) => {
+            if shared.shown_reports.fetch_add(1, Ordering::Relaxed) >= MAX_SHOWN_REPORTS {
+                tracing::warn!("a page reported more than {MAX_SHOWN_REPORTS} documents: the rest are not kept");
+                return plain(StatusCode::TOO_MANY_REQUESTS, "no more documents are kept in this episode");
+            }
+            let ts = trace_manifest::time_fmt::now_ms();
+            session.dom_snapshot(ts, None, url, &html, "shown").map_err(|error| format!("{error:#}"))
+        }
+        Ok(Report::Socket { message }) => match session::socket_event(&message) {
+            Some(socket) => {
+                session.record(&Origin::default(), EventKind::WebSocket(socket));
+                Ok(())
+            }
+            None => Err("not a socket report".to_owned()),
+        },
+        Err(error) => Err(error.to_string()),
+    };
+    match recorded {
+        Ok(()) => plain(StatusCode::NO_CONTENT, ""),
+        Err(error) => {
+            tracing::debug!("a page's report refused: {error}");
+            plain(StatusCode::BAD_REQUEST, "not a report of trace-replay's page script")
+        }
+    }
 }
 
 /// Reads a request's body as it arrives, within the proxy's bounds: at most [`MAX_REQUEST_BODY`], with
@@ -641,8 +707,13 @@ struct PageScripts {
 }
 
 impl PageScripts {
-    fn for_archive(archive: &ReplayArchive, determinism: bool) -> PageScripts {
-        let page_scripts::ReplayScripts { page, worker } = page_scripts::for_archive(archive, determinism);
+    /// The page scripts of `archive`, and with `reporting` the report of what each page shows to the
+    /// episode's session.
+    fn for_archive(archive: &ReplayArchive, determinism: bool, reporting: bool) -> PageScripts {
+        let page_scripts::ReplayScripts { mut page, worker } = page_scripts::for_archive(archive, determinism);
+        if reporting {
+            page.push(page_scripts::proxy_report());
+        }
         let inline = escape_script_ends(&page.join("\n"));
         PageScripts {
             document: format!("<script>{inline}</script>"),

@@ -146,7 +146,9 @@ impl Responder {
         let requests = archive.exchanges.iter().map(|e| e.request.clone()).collect();
         let ignored: Vec<bool> =
             archive.exchanges.iter().map(|e| archive.ignore_pattern(&e.request.url).is_some()).collect();
-        let matcher = Matcher::with_clocks(requests, recorded, replayed).without_writes_never_asked(&ignored);
+        let matcher = Matcher::with_clocks(requests, recorded, replayed)
+            .without_writes_never_asked(&ignored)
+            .with_credentials(archive.credentials.iter().cloned());
         let recorded_origins = archive.exchanges.iter().filter_map(|e| origin_of(&e.request.url)).collect();
         Responder {
             recorded_origins,

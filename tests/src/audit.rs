@@ -58,7 +58,9 @@ pub fn assert_proves(audit: &Audit) {
             AuditRunKind::Nothing | AuditRunKind::AnswerFromStart => {
                 assert_eq!((run.success, run.reached_any_order), (0.0, 0), "{table}");
             }
-            AuditRunKind::StepLeftOut { .. } | AuditRunKind::ValueAltered { .. } => {
+            AuditRunKind::StepLeftOut { .. }
+            | AuditRunKind::ValueAltered { .. }
+            | AuditRunKind::CredentialAltered { .. } => {
                 assert_eq!(run.success, 0.0, "{table}");
             }
         }

@@ -69,6 +69,7 @@ impl Fixture {
                     method: "POST".to_owned(),
                     url_pattern: "shop.test/cart".to_owned(),
                     body_fields: Default::default(),
+                    credential_fields: Default::default(),
                 },
                 event_ids: vec![],
                 step: None,

@@ -21,7 +21,7 @@ use trace_e2e::demo;
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::run;
 use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, sealed, vault};
-use trace_manifest::audit::{Audit, CheckpointVerdict};
+use trace_manifest::audit::{Audit, AuditRunKind, CheckpointVerdict};
 use trace_manifest::bundle::BundleManifest;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use trace_manifest::eval::{EvalResult, EvalSummary};
@@ -153,6 +153,24 @@ async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
     assert!(checkpoints.len() >= 2, "{checkpoints:#?}");
     let audit: Audit = read_json(&bundle.join("audit.json"));
     assert_audit_proves(&audit);
+    // Issue #47, part 3: the login checkpoint checks the password given, by its placeholder, and the
+    // audit's wrong password (the demonstration with the password's last character moved on) signs in to
+    // nothing; neither password is written in the audit.
+    let login = checkpoints
+        .iter()
+        .find(|c| matches!(&c.predicate, Predicate::Request { url_pattern, .. } if url_pattern.ends_with("/login")))
+        .unwrap_or_else(|| panic!("no login checkpoint: {checkpoints:#?}"));
+    let Predicate::Request { credential_fields, .. } = &login.predicate else { unreachable!() };
+    assert_eq!(credential_fields.values().collect::<Vec<_>>(), [&credentials[0].placeholder], "{login:?}");
+    let wrong = audit.runs.iter().position(|run| matches!(run.kind, AuditRunKind::CredentialAltered { .. }));
+    let wrong = &audit.runs[wrong.unwrap_or_else(|| panic!("no wrong password in {:#?}", audit.runs))];
+    assert_eq!((wrong.success, wrong.as_expected), (0.0, true), "{wrong:#?}");
+    let login_reached = audit.checkpoints.iter().find(|c| c.id == login.id).unwrap();
+    assert!(login_reached.runs.iter().any(|r| r.run == wrong.name && !r.reached), "{login_reached:#?}");
+    let written = std::fs::read(bundle.join("audit.json")).unwrap();
+    for password in [DEMO_PASSWORD.to_owned(), trace_analysis::audit::alter_text(DEMO_PASSWORD)] {
+        assert!(!contains(&written, password.as_bytes()), "audit.json holds a password");
+    }
     assert_eq!(report["audit"]["status"], "audited", "{report}");
     assert_eq!(report["audit"]["valid"], true, "{report}");
     // The model's proposals were judged as the rules' are: the text of the final page kept, the shop's

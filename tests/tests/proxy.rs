@@ -149,6 +149,30 @@ async fn playwrights_own_chromium_plays_the_demo_shop_offline_through_the_proxy(
     assert_eq!(result["success"], 0.0, "{result:#}");
     assert_eq!(result["checkpoints"]["reached_any_order"], 0, "{result:#}");
 
+    // Issue #47, part 3: a wrong password is no login, though the rest of the form is the person's.
+    let wrong = episodes.path().join("wrong-password");
+    let served = Served::start(&build, &demonstration.bundle, &wrong);
+    let steps = json!([
+        { "goto": url("/login") },
+        { "fill": ["#username", DEMO_USER] },
+        { "fill": ["#password", format!("{DEMO_PASSWORD}x")] },
+        { "click": "#login-submit" },
+    ]);
+    play(&build, &served.proxy, steps);
+    let summary = served.stop();
+    let result = score(&build, &demonstration.bundle, &wrong);
+    assert_eq!(result["success"], 0.0, "{result:#}\n{summary}");
+    let login = result["checkpoints"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| {
+            item["predicate"]["kind"] == "request"
+                && item["predicate"]["url_pattern"].as_str().unwrap().ends_with("/login")
+        })
+        .unwrap_or_else(|| panic!("no login checkpoint: {result:#}"));
+    assert_eq!(login["reached"], false, "{result:#}");
+
     assert_eq!(sentinel.connections(), 0, "the browser reached the shop's port");
 }
 
@@ -181,6 +205,78 @@ async fn playwrights_own_chromium_logs_in_to_a_recorded_django_admin_through_the
     assert_eq!(played, json!({ "ok": true }), "{summary}");
     assert!(summary.contains("live: 0"), "{summary}");
     assert_eq!(sentinel.connections(), 0, "the browser reached the application's port");
+}
+
+/// Issue #47, part 1: a final state that the page's own scripts draw (the expert's answer, streamed after
+/// the question's POST and written into the page) was scored 1 by `eval`, whose DevTools session takes
+/// DOM snapshots, and 0 through the proxy, which saw only the network. The proxy's page script now
+/// reports what each page shows: the oracle earns full marks on both paths, doing nothing none on either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_the_pages_scripts_draw_is_judged_through_the_proxy_as_through_devtools() {
+    let test = "text_the_pages_scripts_draw_is_judged_through_the_proxy_as_through_devtools";
+    let Some(build) = Build::for_tests(test) else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = demo::record_ask(&build, &site, data.path()).await.unwrap();
+    let answer = trace_e2e::site::ask::answer(demo::EXPERT_QUESTION);
+    let ask = site.url("/ask");
+    let port = site.port();
+    site.stop();
+    let sentinel = Sentinel::start(port);
+
+    // Processed as a person's recording is, its checkpoints proven on the DevTools path by the audit: the
+    // demonstration earns 1 there, doing nothing 0.
+    let output = Command::new(&build.trace_host)
+        .args(["--data", data.path().to_str().unwrap(), "process"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let audit: Value = serde_json::from_slice(&std::fs::read(bundle.join("audit.json")).unwrap()).unwrap();
+    assert_eq!(audit["valid"], true, "{audit:#}");
+    let checkpoints: Value = serde_json::from_slice(&std::fs::read(bundle.join("checkpoints.json")).unwrap()).unwrap();
+    let drawn = |predicate: &Value| predicate["kind"] == "text" && answer.contains(predicate["text"].as_str().unwrap());
+    assert!(
+        checkpoints.as_array().unwrap().iter().any(|checkpoint| drawn(&checkpoint["predicate"])),
+        "no checkpoint on the drawn answer: {checkpoints:#}"
+    );
+
+    let episodes = tempfile::tempdir().unwrap();
+    let (oracle, idle) = (episodes.path().join("oracle"), episodes.path().join("nothing"));
+    let served = Served::start(&build, &bundle, &oracle);
+    let steps = json!([
+        { "goto": ask },
+        { "fill": ["#question", demo::EXPERT_QUESTION] },
+        { "click": "#ask" },
+        { "text": ["#answer", answer] },
+        { "text": ["#status", "Answered"] },
+    ]);
+    let played = play(&build, &served.proxy, steps);
+    let summary = served.stop();
+    assert_eq!(played, json!({ "ok": true }), "{summary}");
+    let result = score(&build, &bundle, &oracle);
+    let items = result["checkpoints"]["items"].as_array().unwrap();
+    assert_eq!(result["success"], 1.0, "{result:#}");
+    assert_eq!(result["checkpoints"]["reached_in_order"], items.len(), "{result:#}");
+    assert!(items.iter().any(|item| drawn(&item["predicate"]) && item["reached"] == true), "{result:#}");
+
+    let served = Served::start(&build, &bundle, &idle);
+    let played = play(&build, &served.proxy, json!([{ "goto": ask }, { "text": ["h1", "Ask"] }]));
+    let summary = served.stop();
+    assert_eq!(played, json!({ "ok": true }), "{summary}");
+    let result = score(&build, &bundle, &idle);
+    assert_eq!(result["success"], 0.0, "{result:#}");
+    assert_eq!(result["checkpoints"]["reached_any_order"], 0, "{result:#}");
+    // What the pages reported is the episode's, never a request of the recorded site's.
+    let requests: Value = serde_json::from_slice(&std::fs::read(idle.join("session/recording.har")).unwrap()).unwrap();
+    let report_requests = requests["log"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["request"]["url"].as_str().unwrap().contains("__trace_replay__"))
+        .count();
+    assert_eq!(report_requests, 0, "{requests:#}");
+    assert_eq!(sentinel.connections(), 0, "the browser reached the shop's port");
 }
 
 /// Issue #45: forty 60 MiB POSTs through `serve --proxy-port --episode` (what BrowserGym runs) kept 2.4 GB

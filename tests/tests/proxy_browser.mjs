@@ -47,5 +47,8 @@ for (const [index, step] of config.steps.entries()) {
     break;
   }
 }
+// As a harness does before it scores (BrowserGym's package does): the page as it is now, reported to the
+// proxy's episode (`trace-replay`'s page/report.js).
+await page.evaluate((name) => globalThis[name]?.(), "__trace_replay_report_now__").catch(() => {});
 await browser.close();
 process.stdout.write(JSON.stringify(result) + "\n");

@@ -234,7 +234,7 @@ async fn a_single_page_application_over_a_json_api_replays_and_its_checkpoints_d
     assert!(last.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
     let checkpoints = checkpoints_of(zip);
     let ordered = checkpoints.iter().any(|checkpoint| {
-        matches!(&checkpoint.predicate, Predicate::Request { method, url_pattern, body_fields }
+        matches!(&checkpoint.predicate, Predicate::Request { method, url_pattern, body_fields, .. }
             if method == "POST" && url_pattern.ends_with("/_dash-update-component")
                 && body_fields.values().any(|value| value == dash_app::NAME))
     });
@@ -482,7 +482,7 @@ async fn an_autosaving_editor_replays_its_save_and_the_publish_after_it() {
     assert!(last.text_shown.is_some_and(|shown| shown >= 0.9), "{text}");
     let checkpoints = checkpoints_of(zip);
     let published = checkpoints.iter().any(|checkpoint| {
-        matches!(&checkpoint.predicate, Predicate::Request { method, url_pattern, body_fields }
+        matches!(&checkpoint.predicate, Predicate::Request { method, url_pattern, body_fields, .. }
             if method == "POST" && url_pattern.contains(wagtail_pages::EDIT_PATH)
                 && body_fields.get("title").map(String::as_str) == Some(wagtail_pages::TITLE))
     });

@@ -61,7 +61,12 @@ impl PersonsInput {
         let mut input = PersonsInput {
             values: HashSet::new(),
             fields: HashSet::new(),
-            secrets: credentials.iter().map(|c| c.value.clone()).filter(|v| !v.is_empty()).collect(),
+            // A credential altered (the audit's wrong password) is as much a secret as the credential.
+            secrets: credentials
+                .iter()
+                .filter(|c| !c.value.is_empty())
+                .flat_map(|c| [c.value.clone(), alter_text(&c.value)])
+                .collect(),
         };
         for call in calls {
             match &call.action {
@@ -136,7 +141,9 @@ impl Runner<'_> {
     async fn act_altered(&mut self, call: &ToolCall, credentials: &[Credential]) -> Result<Option<LocatedBy>> {
         match &call.action {
             ToolAction::Input { text } => {
-                let altered = ToolCall { action: ToolAction::Input { text: alter_text(text) }, ..call.clone() };
+                // A credential is altered as typed, not its placeholder: a wrong password of the right shape.
+                let text = alter_text(&fill_placeholders(text, credentials)?);
+                let altered = ToolCall { action: ToolAction::Input { text }, ..call.clone() };
                 self.act(&altered, credentials).await
             }
             ToolAction::SelectDropdown { option } => {

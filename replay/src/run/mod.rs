@@ -61,11 +61,15 @@ pub struct RunOptions {
     /// (`trace_analysis::audit`): typed text altered ([`alter_text`](trace_analysis::audit::alter_text)),
     /// another option chosen, a checkbox or radio button left alone.
     pub alter_step: Option<usize>,
+    /// Stop at the first step after the altered one that fails, leaving the rest untried: a person who
+    /// typed a wrong password and was not let in goes no further, and the steps of the signed-in site
+    /// would each wait out their deadline for nothing.
+    pub stop_after_failure: bool,
 }
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions { step_timeout: Duration::from_secs(10), alter_step: None }
+        RunOptions { step_timeout: Duration::from_secs(10), alter_step: None, stop_after_failure: false }
     }
 }
 
@@ -193,6 +197,13 @@ pub async fn run_human(
     let mut steps = Vec::new();
     let deadline = options.step_deadline();
     for (index, call) in calls.iter().enumerate() {
+        let stopped = options.stop_after_failure
+            && steps.iter().any(|step: &StepOutcome| !step.passed && Some(step.step - 1) > options.alter_step);
+        if stopped {
+            let reason = "not tried: a step after the altered one failed".to_owned();
+            steps.push(StepOutcome { passed: false, reason: Some(reason), ..untried(index, call) });
+            continue;
+        }
         let settled = settled_snapshot(calls, index);
         let judged = runner.judged_step(index, call, settled, credentials, &persons);
         let outcome = match tokio::time::timeout(deadline, judged).await {

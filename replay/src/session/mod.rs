@@ -598,7 +598,7 @@ async fn capture_after_action(session: Arc<SessionRecorder>, page: Page) {
 
 /// A socket report of `page/websocket.js` (`{op: "opened", id, url}` or `{op: "sent", id, data}`) as the
 /// recorder's event; `None` for anything else (the page can call the binding itself).
-fn socket_event(payload: &str) -> Option<WebSocketEvent> {
+pub(crate) fn socket_event(payload: &str) -> Option<WebSocketEvent> {
     #[derive(serde::Deserialize)]
     struct Report {
         op: String,
@@ -664,17 +664,25 @@ pub async fn capture_page(session: &SessionRecorder, page: &Page, reason: &str) 
         });
         Ok((Event { ts, tab_id: Some(tab_id), frame_id: None, kind }, entry))
     })?;
-    session.record_with_file(|id| {
-        let file = bundle::dom_snapshot_path(id);
-        let entry = session.write_file(&file, html.as_bytes())?;
-        let kind = EventKind::DomSnapshot(DomSnapshotStored {
-            url,
-            reason: reason.to_owned(),
-            file: file.clone(),
-            accessibility_file: None,
-            after_action_ts: None,
-        });
-        Ok((Event { ts, tab_id: Some(tab_id), frame_id: None, kind }, entry))
-    })?;
+    session.dom_snapshot(ts, Some(tab_id), url, &html, reason)?;
     Ok(())
+}
+
+impl SessionRecorder {
+    /// Records a main frame's document (`html`, at `url`) as a DOM snapshot taken at `ts`.
+    pub fn dom_snapshot(&self, ts: f64, tab_id: Option<i64>, url: String, html: &str, reason: &str) -> Result<()> {
+        self.record_with_file(|id| {
+            let file = bundle::dom_snapshot_path(id);
+            let entry = self.write_file(&file, html.as_bytes())?;
+            let kind = EventKind::DomSnapshot(DomSnapshotStored {
+                url,
+                reason: reason.to_owned(),
+                file: file.clone(),
+                accessibility_file: None,
+                after_action_ts: None,
+            });
+            Ok((Event { ts, tab_id, frame_id: None, kind }, entry))
+        })?;
+        Ok(())
+    }
 }
