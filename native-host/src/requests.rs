@@ -223,7 +223,7 @@ fn step_screenshot(recording: &Recording, index: usize) -> Option<&str> {
     recording.steps[index]
         .screenshot
         .as_deref()
-        .or_else(|| recording.screenshot_before(index).map(|(shot, _)| shot.file.as_str()))
+        .or_else(|| recording.screenshot_before(index).map(|before| before.shot.file.as_str()))
 }
 
 fn thumbnails(data: &DataDir, task_id: &TaskId, from: usize) -> Result<Answer> {
