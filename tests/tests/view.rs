@@ -293,7 +293,8 @@ async fn each_steps_picture_before_shows_the_page_it_acted_on() {
     for index in 1..steps.len() {
         let (previous, step) = (&steps[index - 1], &steps[index]);
         let previous_end = previous.end_ts.unwrap_or(previous.ts);
-        let Some(tab) = tab_of(&step.screenshot).or_else(|| tab_of(&previous.screenshot)) else { continue };
+        // The tab of the step before: a click that opens a tab has its picture after in the new one.
+        let Some(tab) = tab_of(&previous.screenshot).or_else(|| tab_of(&step.screenshot)) else { continue };
         if previous.tab != step.tab || step.ts - previous_end < PERSONS_PAUSE_MS {
             continue;
         }
