@@ -29,7 +29,9 @@ thread_local! {
 
 /// Wires the card's button (called once by the popup).
 pub fn init(document: &web_sys::Document) {
-    crate::popup::on_click(document, "last-view", || spawn_local(view()));
+    if let Some(button) = document.get_element_by_id("last-view") {
+        crate::dom::on_click(&button, || spawn_local(view()));
+    }
 }
 
 /// Shows the card for `last` (the service worker's account of the recording stopped last, or null), hidden

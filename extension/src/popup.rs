@@ -48,7 +48,7 @@ pub fn main() {
     });
 }
 
-pub(crate) fn on_click(document: &Document, id: &str, action: fn()) {
+fn on_click(document: &Document, id: &str, action: fn()) {
     let Some(element) = document.get_element_by_id(id) else { return };
     let handler = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
         event.prevent_default(); // the Start button submits the form: stay on the page
