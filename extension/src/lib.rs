@@ -8,7 +8,8 @@
 //! - [`host_link`]: the service worker's native messaging port to `trace-host`.
 //! - [`recording`]: the recording in progress, with its screenshots, DOM and storage captures
 //!   (`recording::snapshots`).
-//! - [`popup`]: the task UI (`popup.html`); [`campaign`]: a coordinator's campaign loaded in it;
+//! - [`popup`]: the task UI (`popup.html`); [`last_recording`]: what it says was saved once stopped;
+//!   [`campaign`]: a coordinator's campaign loaded in it;
 //!   [`review`]: a campaign task's recording reviewed and submitted (`review.html`); [`journeys`]: the
 //!   person's history grouped into journeys and annotated (`journeys.html`); [`dom`]: their shared helpers.
 //!
@@ -22,7 +23,10 @@ pub mod chrome;
 pub mod debugger;
 pub mod dom;
 pub mod host_link;
+#[cfg(test)]
+mod icons;
 pub mod journeys;
+pub mod last_recording;
 pub mod load_gate;
 pub mod network;
 pub mod outbox;
@@ -101,6 +105,7 @@ pub fn on_runtime_message(message: JsValue) -> js_sys::Promise {
             "ok": outcome.is_ok(),
             "host": host_link::status(),
             "recording": recording::progress(),
+            "last": recording::last_stopped(),
         });
         if let Err(error) = outcome {
             reply["error"] = error.into();

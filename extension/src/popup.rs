@@ -29,6 +29,7 @@ pub fn main() {
     on_click(&document, "stop", || wasm_bindgen_futures::spawn_local(stop()));
     on_click(&document, "discard", || command(json!({"command": "discard"}), false));
     crate::campaign::init(&document);
+    crate::last_recording::init(&document);
     // The campaign's Record buttons, drawn anew whenever its list changes, start their task from here.
     if let Some(list) = document.get_element_by_id("campaign-tasks") {
         let handler = Closure::<dyn FnMut(web_sys::Event)>::new(|click: web_sys::Event| {
@@ -151,4 +152,5 @@ fn render(reply: &Value) {
     set_text("status", &status);
     set_hidden("recording", recording.is_null());
     set_hidden("task-form", !recording.is_null());
+    crate::last_recording::render(&reply["last"], !recording.is_null());
 }

@@ -67,6 +67,25 @@ pub struct Progress {
     pub refused: u64,
 }
 
+/// The recording stopped last, as the popup shows it while the host takes the rest of it: what the
+/// recorder counted, and how far the host has it. Once the host has finalized its bundle (`bundle`), the
+/// popup asks the host itself what it stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stopped {
+    pub task_id: String,
+    pub started_at: f64,
+    pub stopped_at: f64,
+    pub steps: u64,
+    pub requests: u64,
+    pub bytes: u64,
+    /// Messages the host has not acknowledged yet.
+    pub unacknowledged: usize,
+    /// Where the host finalized the bundle: once said, every message is committed and the bundle written.
+    pub bundle: Option<String>,
+    /// Why the host could not take it, in its words.
+    pub error: Option<String>,
+}
+
 struct Recording {
     outbox: Outbox,
     task_type: TaskType,
@@ -95,6 +114,19 @@ struct Recording {
 
 thread_local! {
     static ACTIVE: RefCell<Option<Recording>> = const { RefCell::new(None) };
+    static LAST_STOPPED: RefCell<Option<Stopped>> = const { RefCell::new(None) };
+}
+
+/// The recording stopped last, if the service worker has seen one stop since it started.
+pub fn last_stopped() -> Option<Stopped> {
+    let mut stopped = LAST_STOPPED.with(|last| last.borrow().clone())?;
+    stopped.unacknowledged = FINISHING.with(|f| {
+        f.borrow()
+            .as_ref()
+            .filter(|r| r.outbox.task_id().as_str() == stopped.task_id)
+            .map_or(0, |r| r.outbox.pending_messages())
+    });
+    Some(stopped)
 }
 
 pub fn active_task_id() -> Option<TaskId> {
@@ -223,7 +255,20 @@ pub async fn stop(answer: Option<String>) -> Result<(), String> {
         debugger::detach(tab_id).await;
     }
     let task_id = active_task_id().expect("checked above");
-    send(ClientBody::StopTask { task_id, answer, ts: js_sys::Date::now() });
+    let stopped_at = js_sys::Date::now();
+    send(ClientBody::StopTask { task_id, answer, ts: stopped_at });
+    let stopped = progress().map(|progress| Stopped {
+        task_id: progress.task_id,
+        started_at: progress.started_at,
+        stopped_at,
+        steps: progress.steps,
+        requests: progress.requests,
+        bytes: progress.bytes,
+        unacknowledged: progress.unacknowledged,
+        bundle: None,
+        error: None,
+    });
+    LAST_STOPPED.with(|last| *last.borrow_mut() = stopped);
     finish().await;
     Ok(())
 }
@@ -441,7 +486,6 @@ fn on_page_report(target: Target, params: &Value) {
                 let mut active = a.borrow_mut();
                 let recording = active.as_mut()?;
                 let events = recording.typing.push(action);
-                recording.progress.steps += events.len() as u64;
                 // The time the action's event is recorded with: a run of typing keeps its first keystroke's.
                 let recorded_ts = recording.typing.held().map_or(ts, |held| held.ts);
                 Some((events, recorded_ts))
@@ -622,11 +666,21 @@ pub fn on_host_reply(reply: HostMessage) {
                 host_link::send_json(&frame);
             }
         }
+        HostMessage::TaskStopped { task_id, bundle } => with_last_stopped(&task_id, |last| last.bundle = Some(bundle)),
         HostMessage::Error { task_id: Some(task_id), code, message, .. } => {
             crate::log(&format!("trace-host refused a message of task {task_id}: {code:?}: {message}"));
+            with_last_stopped(&task_id, |last| last.error = Some(message));
         }
         _ => {}
     }
+}
+
+fn with_last_stopped(task_id: &TaskId, update: impl FnOnce(&mut Stopped)) {
+    LAST_STOPPED.with(|last| {
+        if let Some(last) = last.borrow_mut().as_mut().filter(|last| last.task_id == task_id.as_str()) {
+            update(last);
+        }
+    });
 }
 
 fn with_outbox_of(task_id: &TaskId, update: impl Fn(&mut Outbox)) {
@@ -786,6 +840,8 @@ pub(crate) fn send_events(mut events: Vec<Event>) {
         if let Some(typing) = recording.typing.end_before(&events) {
             events.insert(0, typing);
         }
+        // Counted as they leave: a run of typing is held until what ends it (the next event, or the stop).
+        recording.progress.steps += events.iter().filter(|e| matches!(e.kind, EventKind::Action(_))).count() as u64;
         let first = recording.unsent_events.is_empty();
         recording.unsent_events.append(&mut events);
         Some((first, recording.unsent_events.len() >= EVENT_BATCH_MAX))

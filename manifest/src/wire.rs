@@ -214,6 +214,10 @@ pub enum Request {
     },
     /// Journeys the person annotated, submitted to a campaign.
     SubmitJourneys { campaign: String, pseudonym: String, journeys: Vec<AnnotatedJourney> },
+    /// What the host stored of a stopped recording, as the popup shows it once the person stops.
+    Recorded { task_id: TaskId },
+    /// Opens the local viewer (`trace-host view`) on a recording: answered with its URL once it listens.
+    View { task_id: TaskId },
 }
 
 /// A journey as the person submits it: the journey as shown, and what they said of it.
@@ -252,10 +256,31 @@ pub enum Answer {
         #[serde(default, skip_serializing_if = "is_zero")]
         older_left_out: usize,
     },
+    Recorded(RecordedSummary),
+    /// The viewer listens at `url`, its token in the path: open it, and give it to no one else.
+    Viewer {
+        url: String,
+    },
     /// The request could not be done, in words for the person.
     Failed {
         message: String,
     },
+}
+
+/// A stopped recording as the host stored it: what the popup says was saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordedSummary {
+    pub task_id: TaskId,
+    pub status: crate::task::TaskStatus,
+    pub duration_seconds: f64,
+    /// The steps of its trajectory, as the viewer and the review count them.
+    pub steps: usize,
+    /// The network requests of its HAR.
+    pub requests: usize,
+    /// The bytes of the bundle's files.
+    pub bytes: u64,
+    /// The bundle's directory on the host's machine.
+    pub bundle: String,
 }
 
 /// A stopped recording as the review page shows it.

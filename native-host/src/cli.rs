@@ -137,6 +137,10 @@ pub enum Command {
         /// Open the URL in the default browser.
         #[arg(long)]
         open: bool,
+        /// Stop once nothing has been asked of the viewer for this many seconds (as when the extension's
+        /// "View" starts it) [default: serve until stopped].
+        #[arg(long, value_name = "SECONDS")]
+        stop_when_idle: Option<u64>,
     },
     /// Submit a recording to a campaign: exported redacted, annotated, put into the campaign's store (or
     /// kept in the outbox until it can be, if the store cannot be reached). Exits 1 if it was not sent.
@@ -422,9 +426,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             let options = MapOptions { out: out.as_deref(), merge: merge.as_deref(), coverage: *coverage, llm };
             return map(sources, &options, *json, cli.data.as_deref());
         }
-        Command::View { what, port, open } => {
+        Command::View { what, port, open, stop_when_idle } => {
             let (target, first) = crate::view::Target::resolve(what.as_deref(), &data()?)?;
-            let options = crate::view::Options { port: port.unwrap_or(0) };
+            let options = crate::view::Options {
+                port: port.unwrap_or(0),
+                stop_when_idle: stop_when_idle.map(std::time::Duration::from_secs),
+            };
             let runtime = tokio::runtime::Runtime::new()?;
             // What the browser was given to open, kept while the viewer serves.
             let mut opened = None;

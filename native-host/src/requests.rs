@@ -1,4 +1,5 @@
-//! Requests of the extension's pages, each in a native message of its own ([`Request`]): the review of a
+//! Requests of the extension's pages, each in a native message of its own ([`Request`]): what was stored of
+//! a recording just stopped, and the viewer opened on it ([`start_viewer`]), the review of a
 //! stopped recording (its steps, thumbnails, credentials and checkpoints), the person's corrections (a
 //! description, an answer, a credential that is no secret), discarding it, submitting it or their
 //! journeys to a campaign, the outbox's state, and Chrome's own journeys of the profile. Every answer fits
@@ -19,7 +20,9 @@ use trace_manifest::campaign::{Campaign, Journey};
 use trace_manifest::event::{EventKind, EventRecord};
 use trace_manifest::task::{TaskId, TaskType};
 use trace_manifest::trajectory::ToolAction;
-use trace_manifest::wire::{Answer, MAX_OUTBOUND_BYTES, Request, ReviewCredential, ReviewSheet, ReviewStep, Thumbnail};
+use trace_manifest::wire::{
+    Answer, MAX_OUTBOUND_BYTES, RecordedSummary, Request, ReviewCredential, ReviewSheet, ReviewStep, Thumbnail,
+};
 
 use crate::export;
 use crate::journeys;
@@ -84,6 +87,10 @@ async fn answer_or_fail(data: DataDir, request: Request) -> Result<Answer> {
             .await?;
             send_and_list(&data).await
         }
+        Request::Recorded { task_id } => {
+            on_blocking_pool(&data, move |data| Ok(Answer::Recorded(recorded(data, &task_id)?))).await
+        }
+        Request::View { task_id } => on_blocking_pool(&data, move |data| start_viewer(data, &task_id)).await,
         Request::Outbox { send: true } => send_and_list(&data).await,
         Request::Outbox { send: false } => outbox(&data),
         Request::Journeys { days, excluded } => {
@@ -128,6 +135,8 @@ fn request_name(request: &Request) -> &'static str {
         Request::Outbox { .. } => "outbox",
         Request::Journeys { .. } => "journeys",
         Request::SubmitJourneys { .. } => "submit_journeys",
+        Request::Recorded { .. } => "recorded",
+        Request::View { .. } => "view",
     }
 }
 
@@ -170,6 +179,63 @@ fn open_recording(data: &DataDir, task_id: &TaskId) -> Result<Recording> {
     let store = TaskStore::open(data)?;
     let (task_bundle, _) = export::processed_task_bundle(&store, task_id, Purpose::Review)?;
     Recording::open(task_bundle.dir())
+}
+
+/// What the host holds of a stopped recording, read from its finalized bundle as it is (not processed:
+/// the person is waiting for the popup, and the counts do not depend on it).
+fn recorded(data: &DataDir, task_id: &TaskId) -> Result<RecordedSummary> {
+    let store = TaskStore::open(data)?;
+    let task_bundle = store.bundle_for(task_id, Purpose::Review)?;
+    let recording = Recording::open(task_bundle.dir())?;
+    Ok(RecordedSummary {
+        task_id: task_id.clone(),
+        status: recording.manifest.task.status,
+        duration_seconds: recording.manifest.duration_seconds,
+        steps: recording.steps.len(),
+        requests: recording.entries.len(),
+        bytes: recording.bytes(),
+        bundle: task_bundle.dir().display().to_string(),
+    })
+}
+
+/// How long a viewer started for the extension serves without being asked anything before it stops: the
+/// person who clicked "View" has long gone by then, and nobody is left to stop it.
+const VIEWER_IDLE_SECONDS: u64 = 15 * 60;
+
+/// Starts `trace-host view` on the task in a process of its own, and answers with the URL it prints. The
+/// host Chrome started for this request ends once it has answered (Chrome ends it), so the viewer runs in
+/// a process group of its own, which outlives it, and stops once idle ([`VIEWER_IDLE_SECONDS`]). Its URL,
+/// which holds the token, travels on the pipe, never on a command line.
+fn start_viewer(data: &DataDir, task_id: &TaskId) -> Result<Answer> {
+    use std::io::BufRead;
+    anyhow::ensure!(data.capture(task_id).exists(), "no recording {task_id} in {}", data.root().display());
+    let program = std::env::current_exe().context("where trace-host is")?;
+    let mut command = std::process::Command::new(program);
+    command
+        .arg("--data")
+        .arg(data.root())
+        .args(["view", task_id.as_str(), "--stop-when-idle", &VIEWER_IDLE_SECONDS.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut viewer = command.spawn().context("cannot start trace-host view")?;
+    let mut line = String::new();
+    let stdout = viewer.stdout.take().context("the viewer's output")?;
+    std::io::BufReader::new(stdout).read_line(&mut line).context("the viewer's first line")?;
+    let url = line.split_whitespace().find(|word| word.starts_with("http://"));
+    let Some(url) = url else {
+        let ended = viewer.try_wait().ok().flatten();
+        bail!(
+            "the viewer did not start (it said {:?}{})",
+            line.trim(),
+            ended.map_or(String::new(), |s| format!(", {s}"))
+        )
+    };
+    // Not waited for: it serves on after this host has answered, and its parent's end hands it to init.
+    drop(viewer);
+    Ok(Answer::Viewer { url: url.to_owned() })
 }
 
 fn review(data: &DataDir, task_id: &TaskId) -> Result<ReviewSheet> {
@@ -223,7 +289,7 @@ fn step_screenshot(recording: &Recording, index: usize) -> Option<&str> {
     recording.steps[index]
         .screenshot
         .as_deref()
-        .or_else(|| recording.screenshot_before(index).map(|(shot, _)| shot.file.as_str()))
+        .or_else(|| recording.screenshot_before(index).map(|before| before.shot.file.as_str()))
 }
 
 fn thumbnails(data: &DataDir, task_id: &TaskId, from: usize) -> Result<Answer> {

@@ -116,10 +116,13 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
     visit(&shop, &site.url("/login")).await?;
     type_into(&shop, "#username", DEMO_USER).await?;
     type_into(&shop, "#password", DEMO_PASSWORD).await?;
+    settle().await; // a person looks at the form before sending it
     click_and_wait(&shop, "#login-submit").await?;
     wait_for_url(&shop, "/account").await?;
     double_click(&shop, "#signed-in-as").await?;
+    settle().await;
     shop.find_element("#shipping").await?.focus().await?.type_str("E").await?; // "Express", by its first letter
+    settle().await;
     click(&shop, "#gift-wrap").await?;
     settle().await;
     click_and_wait(&shop, "#add-to-cart").await?;

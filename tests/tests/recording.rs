@@ -31,6 +31,80 @@ async fn the_popup_says_plainly_when_the_host_is_not_installed() {
     browser.close().await.unwrap();
 }
 
+// #47: Stop used to return to the empty start form, saying nothing of what was saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_stop_the_popup_shows_what_was_saved_and_view_opens_it_in_the_viewer() {
+    let _one = ONE_BROWSER.lock().await;
+    let Some(build) = Build::for_tests("after_stop_the_popup_shows_what_was_saved_and_view_opens_it_in_the_viewer")
+    else {
+        return;
+    };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let browser = RecordingBrowser::launch(&build, data.path(), true).await.unwrap();
+    let description = "Search the shop for a mug";
+    let (popup, shop) = demo::start_task(&browser, description, &site.url("/")).await.unwrap();
+    type_into(&shop, "#search-input", "mug").await.unwrap();
+    press_key(&shop, "#search-input", "Enter").await.unwrap();
+    demo::wait_for_url(&shop, "/search?q=mug").await.unwrap();
+    settle().await;
+    demo::stop_recording(&popup).await.unwrap();
+
+    // Once the host has it all, the popup says so, with the recording's id and what it holds.
+    let saved = wait_for_text(&popup, "#last-saved", WAIT, |t| t.starts_with("Saved:")).await.unwrap();
+    let bundle = demo::stopped_bundle(data.path()).await.unwrap();
+    let task_id = bundle.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(saved.contains(&task_id), "the popup says where the bundle is: {saved}");
+    let shown_id = wait_for_text(&popup, "#last-id", WAIT, |t| !t.is_empty()).await.unwrap();
+    assert_eq!(shown_id, task_id);
+    let mut opened = trace_bundle::archive::Bundle::open(&bundle).unwrap();
+    let (steps, _) = trace_analysis::trajectory::of_bundle(&mut opened).unwrap();
+    let har: trace_manifest::har::Har =
+        serde_json::from_slice(&opened.read(trace_manifest::bundle::HAR_FILE).unwrap()).unwrap();
+    assert!(steps.len() >= 2 && !har.log.entries.is_empty());
+    let counts = format!("{} steps · {} requests", steps.len(), har.log.entries.len());
+    let shown_counts = wait_for_text(&popup, "#last-counts", WAIT, |t| !t.is_empty()).await.unwrap();
+    assert!(shown_counts.contains(&counts), "the popup says {shown_counts:?}, the bundle holds {counts}");
+
+    // The command it gives exports that recording.
+    let command = wait_for_text(&popup, "#last-export", WAIT, |t| !t.is_empty()).await.unwrap();
+    let zip = data.path().join(format!("{task_id}.zip"));
+    assert_eq!(command, format!("trace-host export {task_id} --out {task_id}.zip"));
+    let out = zip.to_str().unwrap();
+    trace_e2e::run(&build.trace_host, &["--data", data.path().to_str().unwrap(), "export", &task_id, "--out", out]);
+    assert!(zip.exists());
+
+    // "View" opens the host's viewer on that recording, which counts it as the popup does.
+    click(&popup, "#last-view").await.unwrap();
+    let place = format!("/r/{task_id}/");
+    let deadline = std::time::Instant::now() + WAIT;
+    let viewer = loop {
+        let mut found = None;
+        for page in browser.browser().pages().await.unwrap() {
+            if page
+                .url()
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|url| url.starts_with("http://127.0.0.1:") && url.contains(&place))
+            {
+                found = Some(page);
+            }
+        }
+        if let Some(page) = found {
+            break page;
+        }
+        assert!(std::time::Instant::now() < deadline, "View opened no viewer on {task_id}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let title = wait_for_text(&viewer, "h1", WAIT, |t| t.contains(description)).await.unwrap();
+    assert!(title.contains(description), "{title}");
+    let contents = viewer.evaluate("document.body.innerText").await.unwrap().into_value::<String>().unwrap();
+    assert!(contents.contains(&counts), "the viewer counts what the popup does ({counts}): {contents}");
+    browser.close().await.unwrap();
+    site.stop();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demonstration_on_the_demo_site_becomes_a_complete_bundle() {
     let _one = ONE_BROWSER.lock().await;

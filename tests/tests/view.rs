@@ -262,6 +262,75 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     chromium.close().await.unwrap();
 }
 
+/// A person's pause between two steps: long enough for the page to settle after the first, and so for the
+/// recorder's picture of it, which the second step acted on.
+const PERSONS_PAUSE_MS: f64 = 350.0;
+
+// #47: the add-to-cart click's "before" picture predated the two form changes before it, and its target's
+// box landed on the link below the button it names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_steps_picture_before_shows_the_page_it_acted_on() {
+    let Some(recorded) = recorded("each_steps_picture_before_shows_the_page_it_acted_on").await else { return };
+    let mut bundle = Bundle::open(&recorded.exported.bundle).unwrap();
+    let (steps, _) = trace_analysis::trajectory::of_bundle(&mut bundle).unwrap();
+    let events = bundle.events().unwrap();
+    let shots: Vec<(f64, Option<i64>, String)> = events
+        .iter()
+        .filter_map(|record| match &record.event.kind {
+            EventKind::Screenshot(shot) => Some((record.event.ts, record.event.tab_id, shot.file.clone())),
+            _ => None,
+        })
+        .collect();
+    let tab_of =
+        |file: &Option<String>| shots.iter().find(|shot| Some(&shot.2) == file.as_ref()).and_then(|shot| shot.1);
+    let step_named = |selector: &str| {
+        steps.iter().position(|step| step.target.as_ref().is_some_and(|target| target.selector.contains(selector)))
+    };
+
+    // Every step taken after a person's pause in the tab of the step before: the latest picture of its tab
+    // before it was taken after the step before had ended, so it shows what the step acted on.
+    let mut checked = Vec::new();
+    for index in 1..steps.len() {
+        let (previous, step) = (&steps[index - 1], &steps[index]);
+        let previous_end = previous.end_ts.unwrap_or(previous.ts);
+        // The tab of the step before: a click that opens a tab has its picture after in the new one.
+        let Some(tab) = tab_of(&previous.screenshot).or_else(|| tab_of(&step.screenshot)) else { continue };
+        if previous.tab != step.tab || step.ts - previous_end < PERSONS_PAUSE_MS {
+            continue;
+        }
+        let before = shots.iter().filter(|shot| shot.1 == Some(tab) && shot.0 < step.ts).map(|shot| shot.0);
+        let latest = before.fold(f64::NEG_INFINITY, f64::max);
+        assert!(
+            latest > previous_end,
+            "step {} ({:?}) is shown on a picture taken {:.0} ms before step {} ({:?}) ended",
+            index + 1,
+            step.action,
+            previous_end - latest,
+            index,
+            previous.action
+        );
+        checked.push(index);
+    }
+    // Among them the clicks after filling a form: the login (its fields typed) and the cart (its shipping
+    // chosen, gift wrap ticked).
+    let login = step_named("login-submit").expect("the login's click");
+    let add_to_cart = step_named("add-to-cart").expect("the add-to-cart click");
+    assert!(checked.contains(&login) && checked.contains(&add_to_cart), "checked {checked:?} of {}", steps.len());
+
+    // The viewer says so, and boxes the button on that picture.
+    let viewer = Viewer::start(recorded, Some(&recorded.exported.bundle));
+    let chromium = browser(&recorded.build).await;
+    let page = chromium.browser.new_page("about:blank").await.unwrap();
+    goto(&page, &format!("{}/r/bundle/?step={add_to_cart}", viewer.root())).await;
+    let caption = text(&page, "document.querySelector('.shot .muted').textContent").await;
+    assert!(caption.starts_with("Before: the page the step acted on"), "{caption}");
+    let target_box = "(() => { const r = document.querySelector('.shot .box').getBoundingClientRect(); \
+         const s = document.querySelector('.shot img').getBoundingClientRect(); \
+         return r.width > 4 && r.height > 4 && r.left >= s.left && r.bottom <= s.bottom + 1 ? 'inside' : 'outside'; })()";
+    assert_eq!(text(&page, target_box).await, "inside", "the target's box is drawn on the picture");
+    chromium.close().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_viewer_refuses_strangers_paths_out_of_the_bundle_and_explains_a_corrupt_zip() {
     let Some(recorded) =

@@ -9,6 +9,14 @@
 //! rests. When the recording stops, each tab is captured once more as the person left it ([`at_stop`]): the
 //! final state is what an evaluation's checkpoints are chosen from, and a capture still waiting for the page
 //! to rest would be lost.
+//!
+//! Those captures are throttled, so the person may act again before one comes: the page they act on next
+//! would then be shown only as it was a second or more earlier (before the two fields they just filled).
+//! So besides them, each action is followed by a picture of the page once it is quiet ([`settled_picture`],
+//! reason `settled`): a screenshot alone, taken as soon as the DOM has gone [`SETTLED_QUIET_MS`] without a
+//! change after the person's latest action, and kept only if no action came while it was taken. It is what
+//! the next action was taken on, which the viewer boxes that action's target on. It waits on nothing but
+//! the page (not the network, nor the throttle): a person's next action is rarely half a second away.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -35,6 +43,10 @@ const MAX_QUIET_WAIT_MS: u32 = 2000;
 const STOP_CAPTURE_MS: f64 = 5000.0;
 /// How often a capture waiting for the tab's requests looks again.
 const NETWORK_POLL_MS: f64 = 50.0;
+/// How long the DOM must stay unchanged after an action before its settled picture.
+const SETTLED_QUIET_MS: u32 = 100;
+/// The longest a settled picture waits for the DOM to rest (an animation never does).
+const SETTLED_MAX_WAIT_MS: u32 = 1000;
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Schedule {
@@ -47,6 +59,8 @@ struct Schedule {
     document: u64,
     /// Counts the person's actions in the tab, so that a capture can tell whether they acted meanwhile.
     actions: u64,
+    /// A settled picture is being waited for or taken ([`settled_picture`]): one at a time per tab.
+    settling: bool,
 }
 
 thread_local! {
@@ -152,6 +166,10 @@ pub fn after_action(tab_id: i64, action_ts: Option<f64>) {
         let schedule = schedules.entry(tab_id).or_default();
         schedule.action_ts = action_ts.or(schedule.action_ts);
         schedule.actions += u64::from(action_ts.is_some());
+        if action_ts.is_some() && !schedule.settling {
+            schedule.settling = true;
+            wasm_bindgen_futures::spawn_local(settled_picture(tab_id));
+        }
         if schedule.pending {
             return None;
         }
@@ -182,6 +200,45 @@ pub fn after_action(tab_id: i64, action_ts: Option<f64>) {
     });
 }
 
+/// Takes a screenshot of the tab once its DOM has gone [`SETTLED_QUIET_MS`] without a change after the
+/// person's latest action (reason `settled`, tied to no action: it shows the page the next one is taken
+/// on). An action that comes while it waits, or while the picture is taken, starts the wait again: a
+/// picture that may already show that action's effect would be taken for what it acted on. A new document
+/// ends it (its load is captured).
+async fn settled_picture(tab_id: i64) {
+    let target = Target::tab(tab_id);
+    let state = || SCHEDULES.with(|s| s.borrow().get(&tab_id).map(|s| (s.actions, s.document)));
+    loop {
+        let waited_for = state();
+        until_quiet_for(&target, SETTLED_QUIET_MS, SETTLED_MAX_WAIT_MS).await;
+        let acted_meanwhile = state() != waited_for;
+        if !acted_meanwhile && active_task_id().is_some() {
+            let occasion = Occasion { reason: "settled", after_action_ts: None };
+            let taken_at = js_sys::Date::now();
+            if let Some(shot) = take_screenshot(tab_id).await
+                && state() == waited_for
+            {
+                send_screenshot(tab_id, occasion, taken_at, shot);
+            }
+        }
+        let done = SCHEDULES.with(|s| {
+            let mut schedules = s.borrow_mut();
+            let schedule = schedules.entry(tab_id).or_default();
+            let unchanged = Some((schedule.actions, schedule.document)) == waited_for;
+            let document_replaced = waited_for.is_some_and(|(_, document)| document != schedule.document);
+            // Decided and cleared in one turn: an action reported later starts a wait of its own.
+            let done = unchanged || document_replaced || active_task_id().is_none();
+            if done {
+                schedule.settling = false;
+            }
+            done
+        });
+        if done {
+            return;
+        }
+    }
+}
+
 /// Waits until the tab has no request in flight and its document has then gone [`QUIET_MS`] without a
 /// mutation, both at once (a page sending a second request after the first one's answer is waited for too),
 /// or about [`MAX_QUIET_WAIT_MS`]. Under load the recorder holds responses a while: without the network, a
@@ -202,19 +259,25 @@ async fn until_settled(target: &Target) -> bool {
 }
 
 /// Waits until the tab's document has gone [`QUIET_MS`] without a mutation, or [`MAX_QUIET_WAIT_MS`];
-/// says whether it saw one (or could not tell). A DevTools expression rather than WebAssembly: it must run
-/// in the page, where the mutations are.
+/// says whether it saw one (or could not tell).
 async fn until_quiet(target: &Target) -> bool {
+    until_quiet_for(target, QUIET_MS, MAX_QUIET_WAIT_MS).await
+}
+
+/// Waits until the tab's document has gone `quiet_ms` without a mutation, or `max_wait_ms`; says whether
+/// it saw one (or could not tell). A DevTools expression rather than WebAssembly: it must run in the page,
+/// where the mutations are.
+async fn until_quiet_for(target: &Target, quiet_ms: u32, max_wait_ms: u32) -> bool {
     let expression = format!(
         "new Promise((rest) => {{ \
            let timer, changed = false; \
            const done = () => {{ observer.disconnect(); rest(changed); }}; \
            const observer = new MutationObserver(() => {{ \
-             changed = true; clearTimeout(timer); timer = setTimeout(done, {QUIET_MS}); \
+             changed = true; clearTimeout(timer); timer = setTimeout(done, {quiet_ms}); \
            }}); \
            observer.observe(document, {{subtree: true, childList: true, characterData: true, attributes: true}}); \
-           timer = setTimeout(done, {QUIET_MS}); \
-           setTimeout(done, {MAX_QUIET_WAIT_MS}); \
+           timer = setTimeout(done, {quiet_ms}); \
+           setTimeout(done, {max_wait_ms}); \
          }})"
     );
     let params = json!({"expression": expression, "awaitPromise": true, "returnByValue": true});
@@ -229,22 +292,38 @@ async fn until_quiet(target: &Target) -> bool {
 const SCREENSHOT_QUALITY: u32 = 85;
 
 async fn screenshot(tab_id: i64, occasion: Occasion) {
+    if let Some(shot) = take_screenshot(tab_id).await {
+        send_screenshot(tab_id, occasion, js_sys::Date::now(), shot);
+    }
+}
+
+/// A screenshot of the tab, as Chrome encoded it.
+struct Shot {
+    viewport: Option<Viewport>,
+    /// WebP, base64.
+    data: String,
+}
+
+async fn take_screenshot(tab_id: i64) -> Option<Shot> {
     let target = Target::tab(tab_id);
     let viewport = viewport(&target).await;
     let params = json!({"format": "webp", "quality": SCREENSHOT_QUALITY});
-    let Ok(shot) = command(&target, "Page.captureScreenshot", params).await else {
-        return;
-    };
+    let shot = command(&target, "Page.captureScreenshot", params).await.ok()?;
+    Some(Shot { viewport, data: shot["data"].as_str().unwrap_or_default().to_owned() })
+}
+
+/// Sends a screenshot recorded at `ts`.
+fn send_screenshot(tab_id: i64, occasion: Occasion, ts: f64, shot: Shot) {
     let Some(task_id) = active_task_id() else { return };
     send(ClientBody::Screenshot {
         task_id,
-        ts: js_sys::Date::now(),
+        ts,
         tab_id: Some(tab_id),
         format: ImageFormat::Webp,
         reason: occasion.reason.to_owned(),
-        viewport,
+        viewport: shot.viewport,
         after_action_ts: occasion.after_action_ts,
-        data: shot["data"].as_str().unwrap_or_default().to_owned(),
+        data: shot.data,
     });
 }
 

@@ -94,6 +94,8 @@ const BUNDLE_KEY: &str = "bundle";
 pub struct Options {
     /// 0 for any free port.
     pub port: u16,
+    /// Stop once no request has come for this long.
+    pub stop_when_idle: Option<std::time::Duration>,
 }
 
 struct App {
@@ -109,6 +111,8 @@ struct App {
 pub async fn serve(target: Target, first: Option<String>, options: Options, ready: impl FnOnce(&str)) -> Result<()> {
     let root = format!("/{}", random_token()?);
     let app = Arc::new(App { target, root: root.clone(), recordings: Mutex::new(HashMap::new()) });
+    let last_request = Arc::new(Mutex::new(std::time::Instant::now()));
+    let seen = last_request.clone();
     // Every route is under the token: a request without it matches none and is answered by the fallback,
     // whatever else it carries.
     let router = Router::new()
@@ -122,6 +126,10 @@ pub async fn serve(target: Target, first: Option<String>, options: Options, read
         .route(&format!("{root}/r/{{key}}/snapshot/{{*path}}"), get(rendered_snapshot))
         .fallback(not_here)
         .layer(middleware::map_response(no_referrer))
+        .layer(middleware::map_request(move |request: axum::extract::Request| {
+            *seen.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
+            std::future::ready(request)
+        }))
         .with_state(app);
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], options.port)))
         .await
@@ -129,7 +137,27 @@ pub async fn serve(target: Target, first: Option<String>, options: Options, read
     let address = listener.local_addr()?;
     let start = first.map_or_else(String::new, |key| format!("r/{key}/"));
     ready(&format!("http://{address}{root}/{start}"));
-    axum::serve(listener, router).await.context("the viewer stopped")
+    let idle = options.stop_when_idle;
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            match idle {
+                Some(idle) => until_idle(&last_request, idle).await,
+                None => std::future::pending().await,
+            }
+        })
+        .await
+        .context("the viewer stopped")
+}
+
+/// Returns once no request has come for `idle` (`last_request` is when the latest came).
+async fn until_idle(last_request: &Mutex<std::time::Instant>, idle: std::time::Duration) {
+    loop {
+        let since = last_request.lock().unwrap_or_else(|p| p.into_inner()).elapsed();
+        if since >= idle {
+            return;
+        }
+        tokio::time::sleep(idle - since).await;
+    }
 }
 
 fn random_token() -> Result<String> {

@@ -457,8 +457,8 @@ pub fn recording(
 fn step_detail(urls: &RecordingUrls, recording: &Recording, index: usize, accessibility: Option<&Outline>) -> Markup {
     let step = &recording.steps[index];
     let before = recording.screenshot_before(index);
-    let box_style = before.and_then(|(shot, _)| {
-        let viewport = recording.viewport_of(&shot.file)?;
+    let box_style = before.as_ref().and_then(|before| {
+        let viewport = recording.viewport_of(&before.shot.file)?;
         let rect = step.target.as_ref()?.bbox.as_ref()?;
         let (width, height) = (f64::from(viewport.width), f64::from(viewport.height));
         Some(format!(
@@ -479,11 +479,16 @@ fn step_detail(urls: &RecordingUrls, recording: &Recording, index: usize, access
             dt { "Requests" } dd { a href={ (urls.base) "/network?step=" (index) } { (requests.len()) " during this step" } }
         }
         div.shots {
-            @if let Some((shot, age)) = before {
+            @if let Some(before) = &before {
                 div.shot {
-                    img alt="before the step" src={ (urls.base) "/file/" (shot.file) };
+                    img alt="before the step" src={ (urls.base) "/file/" (before.shot.file) };
                     @if let Some(style) = &box_style { div.box style=(style) {} }
-                    div.muted { "Before, the target boxed (taken " (format!("{:.1} s", age / 1000.0)) " before the step: the page may have changed since)" }
+                    @let age = format!("{:.1} s", before.age_ms / 1000.0);
+                    @if before.after_previous_step {
+                        div.muted { "Before: the page the step acted on, the target boxed (taken " (age) " before it)" }
+                    } @else {
+                        div.muted { "Before, the target boxed (taken " (age) " before the step, and before the step ahead of it: the page may have changed since)" }
+                    }
                 }
             }
             @if let Some(shot) = &step.screenshot {

@@ -333,21 +333,33 @@ impl Recording {
         })
     }
 
+    /// The bytes of the bundle's files.
+    pub fn bytes(&self) -> u64 {
+        self.sizes.values().sum()
+    }
+
     /// The recorded responses as a page loaded at `at` (epoch milliseconds) had them.
     pub fn responses_at(&self, at: f64) -> ResponsesAt<'_> {
         ResponsesAt { recording: self, at }
     }
 
-    /// The page as step `index` found it: the latest screenshot of its tab taken before the step, and how
-    /// long before the step it was taken (in milliseconds). The recorder takes screenshots when pages load
-    /// and after actions, so the page may have changed since (a menu opened, a field filled).
-    pub fn screenshot_before(&self, index: usize) -> Option<(&Screenshot, f64)> {
+    /// The page as step `index` found it: the latest screenshot of its tab taken before the step, how long
+    /// before the step it was taken (in milliseconds), and whether it was taken after the step before (so
+    /// that it shows what this one acted on). The recorder takes a picture once the page has settled after
+    /// each action (reason `settled`), besides those when pages load and after actions; a person who acted
+    /// again before the page settled leaves an older one, where the page may have changed since.
+    pub fn screenshot_before(&self, index: usize) -> Option<ScreenshotBefore<'_>> {
         let step = self.steps.get(index)?;
         let tab = self.tab_of_step(index);
         let before = self.screenshots.partition_point(|shot| shot.ts < step.ts);
         let shot =
             self.screenshots[..before].iter().rev().find(|shot| tab.is_none_or(|tab| shot.tab_id == Some(tab)))?;
-        Some((shot, step.ts - shot.ts))
+        let after_previous_step = index.checked_sub(1).and_then(|previous| self.steps.get(previous));
+        Some(ScreenshotBefore {
+            shot,
+            age_ms: step.ts - shot.ts,
+            after_previous_step: after_previous_step.is_none_or(|previous| shot.ts >= previous.ts),
+        })
     }
 
     /// The tab step `index` acted in, when its screenshot says.
@@ -389,6 +401,16 @@ impl Recording {
 /// leaves it nor a top-level document.
 fn is_shown(name: &str) -> bool {
     is_safe_relative_path(name) && name.contains('/')
+}
+
+/// The picture of the page a step acted on ([`Recording::screenshot_before`]).
+pub struct ScreenshotBefore<'r> {
+    pub shot: &'r Screenshot,
+    /// How long before the step it was taken, in milliseconds.
+    pub age_ms: f64,
+    /// Taken after the step before (or the step is the first): what the step acted on, unless the page
+    /// changed by itself.
+    pub after_previous_step: bool,
 }
 
 /// The step that was the latest at `ts` (the first, for what came before any step).
