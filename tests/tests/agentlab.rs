@@ -63,7 +63,7 @@ async fn an_agentlab_study_on_ray_gives_every_task_the_rewards_of_a_sequential_r
     for study in [&sequential, &ray, &on_cluster] {
         let dataset_name = dataset.path().file_name().unwrap().to_str().unwrap();
         assert_eq!(study.benchmark, format!("trace-{dataset_name}"));
-        assert_eq!(study.benchmark_column, [study.benchmark.clone()], "AgentLab's results name the benchmark");
+        assert_eq!(study.benchmark_column, std::slice::from_ref(&study.benchmark), "the results name the benchmark");
         for (task, episode) in &study.tasks {
             assert_eq!(episode.error, None, "{task}: {study:#?}");
             assert_eq!(episode.terminated, Some(true), "{task} ended by its answer: {study:#?}");
