@@ -252,16 +252,19 @@ async fn a_failed_browsergym_reset_leaves_no_episode_folder() {
     let bundle = scratch.path().join("gone.zip");
     std::fs::copy(&recorded.exported.bundle, &bundle).unwrap();
     let episodes = scratch.path().join("episodes");
-    let script = "import os, sys, gymnasium as gym, browsergym_trace
-        env = gym.make(browsergym_trace.register(sys.argv[1], trace_replay=sys.argv[2], chromium=sys.argv[3])[0], headless=True)
-        os.remove(sys.argv[1])
-        try:
-    env.reset()
-finally:
-    env.close()
-";
+    let script = [
+        "import os, sys, gymnasium as gym, browsergym_trace",
+        "env_id = browsergym_trace.register(sys.argv[1], trace_replay=sys.argv[2], chromium=sys.argv[3])[0]",
+        "env = gym.make(env_id, headless=True)",
+        "os.remove(sys.argv[1])",
+        "try:",
+        "    env.reset()",
+        "finally:",
+        "    env.close()",
+    ]
+    .join("\n");
     let output = Command::new(&python)
-        .args(["-c", script])
+        .args(["-c", &script])
         .arg(&bundle)
         .arg(&recorded.build.trace_replay)
         .arg(&recorded.build.chromium)
