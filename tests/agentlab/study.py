@@ -5,7 +5,8 @@ own `make_study(...).run`, on the backend and with the workers the test names.
 Usage: python study.py CONFIG_JSON, with {dataset, trace_replay, chromium, scripts: {task name: [actions]},
 backend, n_jobs, results}. The backend is one of AgentLab's ("sequential", "ray": a Ray cluster `run` starts
 with n_jobs CPUs), or "ray-cluster": the Ray cluster already running at RAY_ADDRESS, through
-`browsergym_trace.benchmark.run_on_cluster`. Prints one JSON line: {benchmark, seconds, driver_pid, tasks: {task name: {reward,
+`browsergym_trace.benchmark.run_on_cluster`. Prints one JSON line: {benchmark, benchmark_column (the values
+of the `env.benchmark` column of `study.get_results()`), seconds, driver_pid, tasks: {task name: {reward,
 terminated, error, pids, started, ended}}}.
 """
 
@@ -46,4 +47,6 @@ for result in yield_all_exp_results(study.dir, progress_fn=None):
         "started": min((extra["time"] for extra in extras if "time" in extra), default=None),
         "ended": max((extra["time"] for extra in extras if "time" in extra), default=None),
     }
-print(json.dumps({"benchmark": benchmark.name, "seconds": seconds, "driver_pid": os.getpid(), "tasks": tasks}))
+result_df, _, _ = study.get_results()
+benchmark_column = sorted(set(result_df.reset_index()["env.benchmark"]))
+print(json.dumps({"benchmark": benchmark.name, "benchmark_column": benchmark_column, "seconds": seconds, "driver_pid": os.getpid(), "tasks": tasks}))

@@ -5,8 +5,9 @@ code (the environment made with `action_mapping=None`) and whose last action is 
 Usage: python episode.py CONFIG_JSON, with {bundle, trace_replay, chromium, actions} and, optionally,
 `kill_after_reset` (the process kills itself with SIGKILL once the episode has started, as a crashed or
 killed harness would end). Prints one JSON line: {env_id, goal, rewards, terminated, result,
-reset_seconds, seen} (`env.reset()` to the first observation; `seen`, per step, the URL of the page
-observed and the text of its accessibility tree, as the agent is shown it).
+reset_seconds, seen, browsers} (`env.reset()` to the first observation; `seen`, per step, the URL of the page
+observed and the text of its accessibility tree, as the agent is shown it; `browsers`, the command line of
+every browser this process started, as running once the episode has started).
 """
 
 import json
@@ -26,6 +27,34 @@ env = gym.make(env_ids[0], action_mapping=None, headless=True)
 started = time.monotonic()
 obs, info = env.reset()
 reset_seconds = time.monotonic() - started
+
+
+def browsers() -> list[list[str]]:
+    """The command lines of the browsers (Playwright's: `--remote-debugging-pipe`, no `--type=` of a
+    browser's own child) among this process's descendants."""
+    parents, commands = {}, {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+                parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+                commands[int(entry)] = open(f"/proc/{entry}/cmdline", "rb").read().decode(errors="replace").split("\0")
+            except (OSError, IndexError, ValueError):
+                pass
+
+    def descends(pid: int) -> bool:
+        while pid in parents and pid != os.getpid():
+            pid = parents[pid]
+        return pid == os.getpid()
+
+    return [
+        command
+        for pid, command in commands.items()
+        if descends(pid) and "--remote-debugging-pipe" in command and not any(a.startswith("--type=") for a in command)
+    ]
+
+
+running_browsers = browsers()
 if config.get("kill_after_reset"):
     os.kill(os.getpid(), signal.SIGKILL)
 rewards, terminated, result, seen = [], False, None, []
@@ -47,5 +76,6 @@ report = {
     "result": result,
     "reset_seconds": reset_seconds,
     "seen": seen,
+    "browsers": running_browsers,
 }
 print(json.dumps(report))

@@ -1,10 +1,11 @@
 //! AgentLab studies of TRACE tasks, as the end-to-end test and the benchmark run them: a dataset of tasks
 //! that share one recorded bundle ([`dataset`]), and `tests/agentlab/study.py` run over it ([`run_study`])
 //! with the scripted agent of `tests/agentlab/scripted_agent.py`, through AgentLab's own
-//! `make_study(...).run` on the backend asked for. Everything runs from `target/agentlab-venv`, which
-//! `.ci/install` makes, with its offline copies of what AgentLab would download.
+//! `make_study(...).run` on the backend asked for, while every TCP socket its processes listen on is
+//! noted ([`Listener`]). Everything runs from `target/agentlab-venv`, which `.ci/install` makes with the
+//! README's command, with its offline copies of what AgentLab would download.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::Path;
@@ -45,9 +46,36 @@ pub struct Episode {
 #[derive(Debug, Deserialize)]
 pub struct Study {
     pub benchmark: String,
+    /// The values of the `env.benchmark` column of AgentLab's results (`study.get_results()`).
+    pub benchmark_column: Vec<String>,
     pub seconds: f64,
     pub driver_pid: u32,
     pub tasks: BTreeMap<String, Episode>,
+    /// Every TCP socket a process of the study's (the driver and whatever it started) listened on while it
+    /// ran, as often as it was seen.
+    #[serde(skip)]
+    pub listeners: BTreeSet<Listener>,
+}
+
+/// A TCP socket listening, and the process that held it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Listener {
+    /// The process's name (`/proc/PID/comm`: `gcs_server`, `raylet`, `ray::IDLE`, …).
+    pub process: String,
+    pub address: std::net::IpAddr,
+    pub port: u16,
+}
+
+impl Listener {
+    /// Whether only this machine can connect to it.
+    pub fn is_loopback(&self) -> bool {
+        match self.address {
+            std::net::IpAddr::V4(address) => address.is_loopback(),
+            std::net::IpAddr::V6(address) => {
+                address.is_loopback() || address.to_ipv4_mapped().is_some_and(|mapped| mapped.is_loopback())
+            }
+        }
+    }
 }
 
 impl Study {
@@ -124,10 +152,97 @@ pub fn run_study(
     if let Backend::RayCluster(cluster) = backend {
         cluster.join(&mut command);
     }
-    let output = command.output().with_context(|| format!("cannot run {command:?}"))?;
+    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let child = child.with_context(|| format!("cannot run {command:?}"))?;
+    let driver = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    let waiting = std::thread::spawn(move || {
+        let output = child.wait_with_output();
+        let _ = done.send(());
+        output
+    });
+    let mut listeners = BTreeSet::new();
+    while finished.recv_timeout(Duration::from_millis(250)).is_err() {
+        listeners.extend(listening(driver));
+    }
+    let output = waiting.join().map_err(|_| anyhow::anyhow!("the study's waiter panicked"))??;
     let stderr = String::from_utf8_lossy(&output.stderr);
     ensure!(output.status.success(), "the study failed: {stderr}");
-    serde_json::from_slice(&output.stdout).with_context(|| format!("what the study printed: {stderr}"))
+    let mut study: Study =
+        serde_json::from_slice(&output.stdout).with_context(|| format!("what the study printed: {stderr}"))?;
+    study.listeners = listeners;
+    Ok(study)
+}
+
+/// The TCP sockets (IPv4 and IPv6) that `root` and its descendants listen on now, read from `/proc`.
+pub fn listening(root: u32) -> Vec<Listener> {
+    let mut sockets = BTreeMap::new();
+    for (table, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // local address, state (0A: listening), inode.
+            let (Some(local), Some(&"0A"), Some(inode)) = (fields.get(1), fields.get(3), fields.get(9)) else {
+                continue;
+            };
+            if let Some(address) = socket_address(local, v6) {
+                sockets.insert(inode.to_string(), address);
+            }
+        }
+    }
+    let mut parents = BTreeMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The parent follows the name, which is in parentheses and may hold anything.
+        let parent = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if let Some(parent) = parent {
+            parents.insert(pid, parent);
+        }
+    }
+    let descends = |mut pid: u32| {
+        for _ in 0..64 {
+            if pid == root {
+                return true;
+            }
+            match parents.get(&pid) {
+                Some(&parent) if parent != 0 => pid = parent,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let mut found = Vec::new();
+    for &pid in parents.keys().filter(|&&pid| descends(pid)) {
+        let process = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_owned();
+        for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).into_iter().flatten().flatten() {
+            let Ok(target) = std::fs::read_link(fd.path()) else { continue };
+            let target = target.to_string_lossy();
+            let inode = target.strip_prefix("socket:[").and_then(|rest| rest.strip_suffix(']'));
+            if let Some(&(address, port)) = inode.and_then(|inode| sockets.get(inode)) {
+                found.push(Listener { process: process.clone(), address, port });
+            }
+        }
+    }
+    found
+}
+
+/// An address of `/proc/net/tcp` (`0100007F:1F90`: the address's 32-bit words in the machine's byte order,
+/// then the port) or of `/proc/net/tcp6`.
+fn socket_address(field: &str, v6: bool) -> Option<(std::net::IpAddr, u16)> {
+    let (address, port) = field.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let mut bytes = Vec::new();
+    for word in 0..address.len() / 8 {
+        let word = u32::from_str_radix(address.get(word * 8..word * 8 + 8)?, 16).ok()?;
+        bytes.extend(word.to_ne_bytes());
+    }
+    let address = if v6 {
+        std::net::IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?)
+    } else {
+        std::net::IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?)
+    };
+    Some((address, port))
 }
 
 /// AgentLab's Python (`target/agentlab-venv`) in the environment AgentLab's processes need, its and its
@@ -160,6 +275,8 @@ impl RayCluster {
         command.args(["--dashboard-host", "127.0.0.1", "--port", &port.to_string(), "--num-cpus", &cpus.to_string()]);
         // Its workers get the environment it starts with, as a cluster's nodes are set up beforehand.
         with_agentlab_environment(&mut command, &python, work)?;
+        // A cluster of this machine alone, every server of it on 127.0.0.1: the person's choice, as Ray asks.
+        command.env("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0");
         command.arg("--temp-dir").arg(work.join("ray"));
         command.env("RAY_AUTH_TOKEN", &token);
         let head = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
@@ -182,6 +299,7 @@ impl RayCluster {
     /// Points `command` at the cluster (`RAY_ADDRESS`) with its token.
     fn join(&self, command: &mut Command) {
         command.env("RAY_ADDRESS", format!("127.0.0.1:{}", self.port)).env("RAY_AUTH_TOKEN", &self.token);
+        command.env("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0");
     }
 }
 
@@ -202,24 +320,41 @@ impl Drop for RayCluster {
 
 /// What AgentLab's processes (the study's driver, a Ray cluster's workers) need from their environment:
 /// the scripted agent and this repository's `browsergym-trace` importable (first, whichever copy the
-/// environment has installed), Debian's Chromium where BrowserGym looks for Playwright's, AgentLab's
-/// downloads made beforehand (see `.ci/install`), Ray on 127.0.0.1 alone with its files in `work` and no
-/// usage report sent, its token (a cluster's processes show it to each other) given here rather than
-/// written into the home directory, and the episodes' files in `work`.
+/// environment has installed), no Playwright browser installed (as on a fresh machine), AgentLab's
+/// downloads made beforehand (see `.ci/install`), Ray's files in `work` and no usage report sent, its token
+/// (a cluster's processes show it to each other) given here rather than written into the home directory,
+/// and the episodes' files in `work`. Nothing says where Ray listens: that is `browsergym-trace`'s default.
 fn with_agentlab_environment(command: &mut Command, python: &Path, work: &Path) -> Result<()> {
     let venv = python.parent().and_then(Path::parent).context("the venv of the AgentLab interpreter")?;
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let path = std::env::join_paths([here.join("agentlab"), here.join("../integrations/browsergym/src")])?;
     command
         .env("PYTHONPATH", path)
-        .env("PLAYWRIGHT_BROWSERS_PATH", here.join("../target/ms-playwright"))
+        .env("PLAYWRIGHT_BROWSERS_PATH", work.join("no-playwright-browsers"))
         .env("TIKTOKEN_CACHE_DIR", venv.join("tiktoken-cache"))
         .env("NLTK_DATA", venv.join("nltk-data"))
-        .env("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         .env("RAY_TMPDIR", work.join("ray"))
         .env("RAY_USAGE_STATS_ENABLED", "0")
         .env("RAY_AUTH_MODE", "token")
         .env("RAY_AUTH_TOKEN", crate::site::random_token())
         .env("TRACE_EPISODES", work.join("episodes"));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_of_proc_net_tcp_are_read_in_the_machines_byte_order() {
+        let loopback = socket_address("0100007F:1F90", false).unwrap();
+        assert_eq!(loopback, ("127.0.0.1".parse().unwrap(), 8080));
+        let mapped = socket_address("0000000000000000FFFF00000100007F:0050", true).unwrap();
+        assert_eq!(mapped, ("::ffff:127.0.0.1".parse().unwrap(), 80));
+        let every = socket_address("00000000000000000000000000000000:0050", true).unwrap();
+        let listener = |(address, port)| Listener { process: "raylet".into(), address, port };
+        assert!(listener(loopback).is_loopback() && listener(mapped).is_loopback());
+        assert!(!listener(every).is_loopback());
+        assert!(!listener(socket_address("020000C0:0050", false).unwrap()).is_loopback());
+    }
 }

@@ -5,8 +5,11 @@
 //! `make_study(...).run` runs the study once sequentially and once with `parallel_backend="ray"` and two
 //! workers; `browsergym_trace.benchmark.run_on_cluster` runs it a third time on a Ray cluster of two CPUs
 //! already running (`ray start --head`). All three finish every task, with the same rewards (1, 0, 1), and
-//! on Ray the episodes ran in worker processes, two at a time. A benchmark name that AgentLab would take
-//! for one of its own is refused. Needs `cargo xtask dist` and `bash .ci/install`.
+//! on Ray the episodes ran in worker processes, two at a time. AgentLab's results name the benchmark, not
+//! "trace" (issue #47). Nothing here says where Ray listens or where Playwright's browsers are, as on a
+//! fresh machine: the Ray `run` starts listens on 127.0.0.1 alone, and every browser of an episode is the
+//! system's Chromium. A benchmark name that AgentLab would take for one of its own is refused. Needs
+//! `cargo xtask dist` and `bash .ci/install`, which installs AgentLab with the README's command.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -60,6 +63,7 @@ async fn an_agentlab_study_on_ray_gives_every_task_the_rewards_of_a_sequential_r
     for study in [&sequential, &ray, &on_cluster] {
         let dataset_name = dataset.path().file_name().unwrap().to_str().unwrap();
         assert_eq!(study.benchmark, format!("trace-{dataset_name}"));
+        assert_eq!(study.benchmark_column, std::slice::from_ref(&study.benchmark), "the results name the benchmark");
         for (task, episode) in &study.tasks {
             assert_eq!(episode.error, None, "{task}: {study:#?}");
             assert_eq!(episode.terminated, Some(true), "{task} ended by its answer: {study:#?}");
@@ -80,6 +84,12 @@ async fn an_agentlab_study_on_ray_gives_every_task_the_rewards_of_a_sequential_r
         assert!(workers.len() >= 2, "more than one worker: {study:#?}");
         assert!(study.overlapped(), "two episodes at a time: {study:#?}");
     }
+
+    // The Ray that `run` started listened, and on 127.0.0.1 alone (on Linux Ray's default is every interface).
+    let ray_servers: Vec<_> = ray.listeners.iter().filter(|listener| listener.process == "gcs_server").collect();
+    assert!(!ray_servers.is_empty(), "Ray's GCS server was seen listening: {:?}", ray.listeners);
+    let exposed: Vec<_> = ray.listeners.iter().filter(|listener| !listener.is_loopback()).collect();
+    assert!(exposed.is_empty(), "listening beyond this machine: {exposed:?}");
 
     // A name AgentLab would take for its WebArena benchmark is refused, saying why; the default passed above.
     let work = tempfile::tempdir().unwrap();

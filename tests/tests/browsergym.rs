@@ -4,7 +4,10 @@
 //! runs an episode inside BrowserGym's own loop (`gym.make`, `reset`, `step`) with a scripted agent and
 //! no model: BrowserGym's Playwright launches Chromium with its proxy set to `trace-replay serve
 //! --proxy-port`, and `trace-replay score` rewards it. Doing the person's task again earns reward 1; saying
-//! it is done without doing anything earns 0. Needs `cargo xtask dist` and `bash .ci/install`.
+//! it is done without doing anything earns 0. As on a fresh machine, no Playwright browser is installed:
+//! both browsers of an episode (the task's and BrowserGym's chat window) are the system's Chromium with
+//! TRACE's flags. A reset that fails leaves no episode folder behind. Needs `cargo xtask dist` and
+//! `bash .ci/install` (which installs the package with its README's command).
 
 use std::path::Path;
 use std::process::Command;
@@ -39,8 +42,8 @@ fn episode_command(
         .arg(config.to_string())
         .env("TRACE_EPISODES", episodes)
         .env("PYTHONPATH", package_source())
-        // Where `.ci/install` put Debian's Chromium for BrowserGym's chat window (Playwright's own build).
-        .env("PLAYWRIGHT_BROWSERS_PATH", Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ms-playwright"));
+        // No Playwright browser installed, as on a fresh machine.
+        .env("PLAYWRIGHT_BROWSERS_PATH", episodes.join("no-playwright-browsers"));
     command
 }
 
@@ -101,6 +104,24 @@ async fn a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0() 
     let person = person_steps(&recorded.exported.bundle);
     let navigation = person as f64 / steps.max(person) as f64;
     assert!((result["spl"]["navigation"].as_f64().unwrap() - navigation).abs() < 1e-9, "{report:#}");
+
+    // Two browsers, since BrowserGym's chat window launches its own (it takes no browser of ours), both
+    // the system's Chromium run through `trace-replay chromium`, with every flag a TRACE Chromium has.
+    let browsers = report["browsers"].as_array().unwrap();
+    assert_eq!(browsers.len(), 2, "the task's browser and the chat's: {browsers:#?}");
+    for browser in browsers {
+        let arguments: Vec<&str> = browser.as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert!(!arguments[0].contains("ms-playwright"), "not Playwright's own build: {arguments:?}");
+        for flag in trace_replay::chromium::command_line_flags() {
+            let named = |argument: &&str| match flag.strip_prefix("--disable-features=") {
+                Some(features) => argument
+                    .strip_prefix("--disable-features=")
+                    .is_some_and(|given| features.split(',').all(|feature| given.split(',').any(|off| off == feature))),
+                None => **argument == flag,
+            };
+            assert!(arguments.iter().any(named), "{flag} missing: {arguments:?}");
+        }
+    }
 
     let nothing = ["send_message_to_user('Done.')".to_owned()];
     let report = episode(&python, recorded, &nothing);
@@ -217,6 +238,46 @@ async fn browsergym_registers_only_what_eval_would_run() {
     let refused = register(&local);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && stderr.contains("which is no web page"), "{stderr}");
+}
+
+/// Issue #47: a `reset` that failed left an empty episode folder in `TRACE_EPISODES`. Here `trace-replay
+/// serve` cannot start (the bundle registered is gone by then): `reset` fails saying so, and leaves nothing.
+/// An episode that starts keeps its folder (`the_proxy_dies_with_a_killed_browsergym_and_writes_its_episode`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_browsergym_reset_leaves_no_episode_folder() {
+    let test = "a_failed_browsergym_reset_leaves_no_episode_folder";
+    let Some(recorded) = demo::recorded_once(test).await else { return };
+    let Some(python) = python_of_for_tests(test, Environment::BrowserGym) else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("gone.zip");
+    std::fs::copy(&recorded.exported.bundle, &bundle).unwrap();
+    let episodes = scratch.path().join("episodes");
+    let script = [
+        "import os, sys, gymnasium as gym, browsergym_trace",
+        "env_id = browsergym_trace.register(sys.argv[1], trace_replay=sys.argv[2], chromium=sys.argv[3])[0]",
+        "env = gym.make(env_id, headless=True)",
+        "os.remove(sys.argv[1])",
+        "try:",
+        "    env.reset()",
+        "finally:",
+        "    env.close()",
+    ]
+    .join("\n");
+    let output = Command::new(&python)
+        .args(["-c", &script])
+        .arg(&bundle)
+        .arg(&recorded.build.trace_replay)
+        .arg(&recorded.build.chromium)
+        .env("PYTHONPATH", package_source())
+        .env("TRACE_EPISODES", &episodes)
+        .env("PLAYWRIGHT_BROWSERS_PATH", scratch.path().join("no-playwright-browsers"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("trace-replay serve did not start"), "{stderr}");
+    let left: Vec<_> =
+        std::fs::read_dir(&episodes).map(|entries| entries.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    assert!(left.is_empty(), "the failed reset left {left:?}");
 }
 
 /// Rewrites the index of the bundle directory `dir` (sizes and hashes in `manifest.json`) after a file of it

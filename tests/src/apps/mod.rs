@@ -81,10 +81,12 @@ pub enum Environment {
     /// `target/jupyter-venv` (`tests/apps/jupyter-requirements.txt`): JupyterLab's server pins its own
     /// Tornado and friends.
     Jupyter,
-    /// `target/browsergym-venv` (`tests/browsergym/requirements.txt`): BrowserGym and this repository's
-    /// `browsergym-trace`, for the harnesses that drive replayed tasks rather than applications.
+    /// `target/browsergym-venv`: BrowserGym and this repository's `browsergym-trace`, installed as its
+    /// README says (`integrations/browsergym/constraints.txt`), for the harnesses that drive replayed tasks
+    /// rather than applications.
     BrowserGym,
-    /// `target/agentlab-venv` (`tests/agentlab/requirements.txt`): AgentLab, Ray and `browsergym-trace`.
+    /// `target/agentlab-venv`: AgentLab, Ray and `browsergym-trace`, installed as the README says, and
+    /// `tests/agentlab/requirements.txt`.
     AgentLab,
 }
 

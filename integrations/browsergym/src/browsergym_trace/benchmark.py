@@ -1,7 +1,8 @@
 """A TRACE dataset as an AgentLab benchmark: `trace_benchmark(source)` is a `bgym.Benchmark` whose
-`env_args_list` are the source's tasks, for `agentlab.experiments.study.make_study(...).run(n_jobs=N,
-parallel_backend="ray")`, which starts a Ray cluster of this machine; `run_on_cluster(study, address)` runs
-the same study on a Ray cluster already running.
+`env_args_list` are the source's tasks, named after the benchmark in AgentLab's results, for
+`agentlab.experiments.study.make_study(...).run(n_jobs=N, parallel_backend="ray")`, which starts a Ray
+cluster of this machine, listening on 127.0.0.1 alone unless the person says otherwise;
+`run_on_cluster(study, address)` runs the same study on a Ray cluster already running.
 
 AgentLab pickles each experiment's environment arguments to the process that runs it (a Ray worker, a joblib
 process). A worker has never seen the driver's `register` call, so the arguments are `TraceEnvArgs`, which
@@ -14,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
+import warnings
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -40,9 +43,12 @@ _registered: set[tuple[str, str | None, str | None]] = set()
 @dataclass
 class TraceEnvArgs(EnvArgs):
     """AgentLab's environment arguments for one TRACE task, with what registering it needs: the bundle or
-    dataset it is in, and the `trace-replay` and Chromium to serve it with (None: as `register` chooses)."""
+    dataset it is in, and the `trace-replay` and Chromium to serve it with (None: as `register` chooses);
+    and the name of its benchmark, which AgentLab's results show as `env.benchmark` (without it, AgentLab
+    takes the task name's first word: "trace" for every TRACE task)."""
 
     source: str = ""
+    benchmark: str | None = None
     trace_replay: str | None = None
     chromium: str | None = None
 
@@ -63,6 +69,33 @@ class TraceBenchmark(bgym.Benchmark):
 
     def get_version(self) -> str:
         return f"browsergym-trace {version('browsergym-trace')}, source {self.source_digest}"
+
+    def prepare_backends(self, local_ray_on_loopback: bool = True) -> None:
+        """What AgentLab's `study.run` calls just before it runs the experiments, starting a Ray of this
+        machine for `parallel_backend="ray"` (`ray.init(num_cpus=N)`): that Ray listens on 127.0.0.1 alone
+        (`_ray_on_loopback`). `run_on_cluster`, which joins a cluster, says False."""
+        super().prepare_backends()
+        if local_ray_on_loopback:
+            _ray_on_loopback()
+
+
+def _ray_on_loopback() -> None:
+    """Makes the Ray that this process starts next listen on 127.0.0.1 alone, unless the person chose where
+    (`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER` set, or `RAY_ADDRESS` naming a cluster). On Linux a Ray started by
+    `ray.init()` listens on every interface (its GCS server, raylet and workers on `*`, its agents on the
+    machine's address) so that other machines may join it; with `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`, read
+    when Ray is imported and passed to every process it starts, it is a cluster of this machine alone, as on
+    macOS and Windows. A Ray imported before, without it, cannot be changed: a warning says so."""
+    if "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" in os.environ or os.environ.get("RAY_ADDRESS"):
+        return
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None and getattr(constants, "ENABLE_RAY_CLUSTER", False):
+        warnings.warn(
+            "Ray was imported before the study started: the Ray it starts listens on every interface. Set "
+            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 before importing ray to keep it on 127.0.0.1",
+            stacklevel=3,
+        )
 
 
 def trace_benchmark(
@@ -94,6 +127,7 @@ def trace_benchmark(
             max_steps=max_steps,
             headless=headless,
             source=str(path),
+            benchmark=name,
             trace_replay=trace_replay,
             chromium=chromium,
         )
@@ -126,7 +160,11 @@ def run_on_cluster(study, address: str = "auto", exp_root: str | os.PathLike | N
 
     study.set_reproducibility_info(strict_reproducibility=False, comment=study.comment)
     study.save(**({"exp_root": exp_root} if exp_root is not None else {}))
-    study.benchmark.prepare_backends()
+    if isinstance(study.benchmark, TraceBenchmark):
+        # A cluster is the person's choice: where it listens is theirs.
+        study.benchmark.prepare_backends(local_ray_on_loopback=False)
+    else:
+        study.benchmark.prepare_backends()
     for exp_args in study.exp_args_list:
         exp_args.agent_args.prepare()
         exp_args.prepare(exp_root=study.dir)

@@ -3,17 +3,19 @@
 Everything that decides what an agent may reach is `trace-replay`'s, as in `trace-replay eval`: which tasks
 a bundle or dataset holds, where their bundles are and where each starts (`trace-replay list`, which refuses
 a bundle outside its dataset, a link, a FIFO, a start page that is no web page), the flags of the browser
-(`trace-replay chromium`, which Playwright's executable is pointed at), serving and scoring. What is done
-here is only what BrowserGym's own browser needs from inside: its local files refused (`file:` requests
-failed through DevTools' `Fetch`) and a page that is no web page (`chrome://`) replaced by a blank one
-before the agent's observation; the proxy stopped with the process that started it.
+(`trace-replay chromium`, which Playwright's executable is pointed at: the task's browser through
+BrowserGym's `pw_chromium_kwargs`, its chat window's as Playwright's own build), serving and scoring. What
+is done here is only what BrowserGym's own browser needs from inside: its local files refused (`file:`
+requests failed through DevTools' `Fetch`) and a page that is no web page (`chrome://`) replaced by a blank
+one before the agent's observation; the proxy stopped with the process that started it, and an episode
+whose start failed leaves no folder behind.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
-import atexit
 import queue
 import re
 import shlex
@@ -24,11 +26,14 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import gymnasium as gym
+import browsergym.core
+import playwright
 import playwright.sync_api
 from browsergym.core import _get_global_playwright
 from browsergym.core.env import BrowserEnv
@@ -132,10 +137,10 @@ def _make_env(spec: TraceTaskSpec, trace_replay: str, chromium: str | None, **en
     given = dict(env_kwargs.pop("pw_chromium_kwargs", {}))
     # A browser of the caller's choosing runs through the same script, with the same flags.
     executable = given.pop("executable_path", None) or chromium
-    chromium_kwargs = {
-        "proxy": {"server": f"http://127.0.0.1:{port}"},
-        "executable_path": _offline_chromium(trace_replay, executable),
-    }
+    offline = _offline_chromium(trace_replay, executable)
+    if executable is not None:
+        _as_playwrights_chromium(offline)
+    chromium_kwargs = {"proxy": {"server": f"http://127.0.0.1:{port}"}, "executable_path": offline}
     chromium_kwargs |= given
     # The proxy's certificates are its own for each HTTPS host of the recording.
     context_kwargs = {"ignore_https_errors": True} | env_kwargs.pop("pw_context_kwargs", {})
@@ -172,6 +177,33 @@ def _offline_chromium(trace_replay: str, chromium: str | None) -> str:
     return _OFFLINE_CHROMIUMS[key]
 
 
+def _as_playwrights_chromium(executable: str) -> None:
+    """Makes `executable` the Chromium Playwright calls its own, for the browser BrowserGym launches without
+    naming one (its chat window: `Chat` takes no launch arguments), so that no browser of an episode needs
+    `playwright install` or runs without TRACE's flags. Playwright looks for its build in
+    `PLAYWRIGHT_BROWSERS_PATH`, read when its driver starts (BrowserGym's first `reset` in this process):
+    a folder laid out as Playwright's (`chromium-<revision>/chrome-linux/chrome`) whose `chrome` is
+    `executable`, named there for the driver to come."""
+    folder = Path(executable).parent / "ms-playwright"
+    if not folder.is_dir():
+        browsers = json.loads((Path(playwright.__file__).parent / "driver/package/browsers.json").read_text())
+        revision = next(browser["revision"] for browser in browsers["browsers"] if browser["name"] == "chromium")
+        build = folder / f"chromium-{revision}"
+        for layout in (("chrome-linux", "chrome"), ("chrome-mac", "Chromium.app", "Contents", "MacOS", "Chromium")):
+            (build / Path(*layout)).parent.mkdir(parents=True, exist_ok=True)
+            (build / Path(*layout)).symlink_to(executable)
+        # Playwright checks the libraries of its own build once (`ldd`); this one is the system's.
+        (build / "DEPENDENCIES_VALIDATED").touch()
+    if os.environ.get("PLAYWRIGHT_BROWSERS_PATH") != str(folder):
+        if browsergym.core._PLAYWRIGHT is not None:
+            warnings.warn(
+                "Playwright was started before this environment was made: BrowserGym's chat window runs "
+                "Playwright's own Chromium (`playwright install chromium`), without TRACE's flags",
+                stacklevel=3,
+            )
+        os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(folder)
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -194,10 +226,9 @@ class TraceTask(AbstractBrowserTask):
         # A person's pace is the recording's; the agent's is its own.
         self.slow_mo = 0
         self.timeout = 10_000
-        episodes = os.environ.get("TRACE_EPISODES")
-        if episodes:
-            Path(episodes).mkdir(parents=True, exist_ok=True)
-        self.episode = Path(tempfile.mkdtemp(prefix=f"{env_name(spec.task_id)}-", dir=episodes))
+        # The episode's folder, made when the episode starts (`setup`), which BrowserGym calls once its
+        # browsers run: a reset that fails before or in it leaves none.
+        self.episode: Path | None = None
         self.server: subprocess.Popen | None = None
         self.result: dict | None = None
         # BrowserGym validates the task once after each action the agent takes: its actions, counted as
@@ -207,9 +238,20 @@ class TraceTask(AbstractBrowserTask):
         self._local_files_refused: playwright.sync_api.CDPSession | None = None
 
     def setup(self, page: playwright.sync_api.Page) -> tuple[str, dict]:
-        self._serve()
-        self._refuse_local_files(page.context.browser)
-        page.goto(self.spec.start_url)
+        episodes = os.environ.get("TRACE_EPISODES")
+        if episodes:
+            Path(episodes).mkdir(parents=True, exist_ok=True)
+        self.episode = Path(tempfile.mkdtemp(prefix=f"{env_name(self.spec.task_id)}-", dir=episodes))
+        try:
+            self._serve()
+            self._refuse_local_files(page.context.browser)
+            page.goto(self.spec.start_url)
+        except BaseException:
+            # Nothing of an episode that never started is kept: what went wrong is in the error.
+            self._stop()
+            shutil.rmtree(self.episode, ignore_errors=True)
+            self.episode = None
+            raise
         return self.spec.description, {"trace_task_id": self.spec.task_id, "episode": str(self.episode)}
 
     def _refuse_local_files(self, browser: playwright.sync_api.Browser) -> None:
