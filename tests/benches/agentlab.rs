@@ -43,7 +43,7 @@ async fn main() -> Result<()> {
     let task_ids: Vec<String> = (1..=TASKS).map(|n| format!("shop-{n}")).collect();
     let ids: Vec<&str> = task_ids.iter().map(String::as_str).collect();
     agentlab::dataset(dataset.path(), &bundle, &origin, demo::DESCRIPTION, &ids)?;
-    let demonstration = demo::in_playwright(&origin);
+    let demonstration = demo::in_playwright(&origin, &demo::given_password(&bundle)?);
     let scripts: BTreeMap<String, Vec<String>> =
         task_ids.iter().map(|id| (format!("trace.{id}"), demonstration.clone())).collect();
 

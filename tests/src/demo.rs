@@ -49,6 +49,25 @@ pub struct Exported {
     pub origin: String,
 }
 
+impl Exported {
+    /// The password the exported task gives an agent ([`given_password`]).
+    pub fn password(&self) -> Result<String> {
+        given_password(&self.bundle)
+    }
+}
+
+/// The password the demonstration's bundle gives an agent (its `credentials.json`): in a redacted bundle,
+/// the stand-in for the one typed, which signs in to the replayed shop as the person's signed in to theirs.
+pub fn given_password(bundle: &Path) -> Result<String> {
+    let mut bundle = trace_bundle::archive::Bundle::open(bundle)?;
+    let credentials: Vec<trace_manifest::postprocess::CredentialEntry> =
+        serde_json::from_slice(&bundle.read(trace_manifest::postprocess::CREDENTIALS_FILE)?)?;
+    match credentials.as_slice() {
+        [credential] => Ok(credential.value.clone()),
+        _ => anyhow::bail!("the demonstration has {} credentials, not its one password", credentials.len()),
+    }
+}
+
 /// The demonstration, recorded and exported once for every test of a test binary that only looks at it.
 pub struct Recorded {
     pub build: Build,
@@ -72,12 +91,13 @@ pub async fn recorded_once(test: &str) -> Option<&'static Recorded> {
 
 /// The demonstration's task, as the actions (Python) of a scripted agent in a harness that runs Playwright
 /// code (BrowserGym's, AgentLab's) on the replayed shop at `origin`: sign in, express shipping and gift
-/// wrap, the mug put in the cart, a search for it, and last the agent's answer in BrowserGym's chat.
-pub fn in_playwright(origin: &str) -> Vec<String> {
+/// wrap, the mug put in the cart, a search for it, and last the agent's answer in BrowserGym's chat. The
+/// agent signs in with the password the task gave it ([`given_password`]).
+pub fn in_playwright(origin: &str, password: &str) -> Vec<String> {
     [
         format!("page.goto('{origin}/login')"),
         format!("page.fill('#username', '{DEMO_USER}')"),
-        format!("page.fill('#password', '{DEMO_PASSWORD}')"),
+        format!("page.fill('#password', {})", serde_json::to_string(password).unwrap()),
         "page.click('#login-submit')".to_owned(),
         "page.wait_for_url('**/account')".to_owned(),
         "page.select_option('#shipping', 'express')".to_owned(),

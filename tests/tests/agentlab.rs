@@ -33,7 +33,7 @@ async fn an_agentlab_study_on_ray_gives_every_task_the_rewards_of_a_sequential_r
     let dataset = tempfile::tempdir().unwrap();
     agentlab::dataset(dataset.path(), &recorded.exported.bundle, origin, demo::DESCRIPTION, &[DONE, IDLE, DONE_AGAIN])
         .unwrap();
-    let demonstration = demo::in_playwright(origin);
+    let demonstration = demo::in_playwright(&recorded.exported.origin, &recorded.exported.password().unwrap());
     let scripts: BTreeMap<String, Vec<String>> = [
         (format!("trace.{DONE}"), demonstration.clone()),
         (format!("trace.{IDLE}"), vec!["send_message_to_user('Done.')".to_owned()]),

@@ -82,13 +82,15 @@ async fn a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0() 
     let test = "a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0";
     let Some(recorded) = demo::recorded_once(test).await else { return };
     let Some(python) = python_of_for_tests(test, Environment::BrowserGym) else { return };
-    let origin = &recorded.exported.origin;
     let task_id = recorded.exported.bundle.file_stem().unwrap().to_str().unwrap().to_owned();
 
-    let demonstration = demo::in_playwright(origin);
+    let demonstration = demo::in_playwright(&recorded.exported.origin, &recorded.exported.password().unwrap());
     let report = episode(&python, recorded, &demonstration);
     assert_eq!(report["env_id"], format!("browsergym/trace.{task_id}"), "{report:#}");
-    assert_eq!(report["goal"], demo::DESCRIPTION, "{report:#}");
+    // The goal is the task's, with the credentials it gives: the redacted bundle's password, which signs in.
+    let goal = report["goal"].as_str().unwrap();
+    assert!(goal.starts_with(demo::DESCRIPTION), "{report:#}");
+    assert!(goal.contains(&recorded.exported.password().unwrap()), "{report:#}");
     assert_eq!(report["terminated"], true, "{report:#}");
     let rewards = report["rewards"].as_array().unwrap();
     assert_eq!(rewards.len(), demonstration.len(), "the reward comes with the answer: {report:#}");
@@ -158,7 +160,7 @@ async fn a_browsergym_agent_reaches_nothing_outside_the_replay() {
         "page.goto('chrome://version')".to_owned(),
         "page.context.new_page().goto('chrome://version')".to_owned(),
     ];
-    actions.extend(demo::in_playwright(&recorded.exported.origin));
+    actions.extend(demo::in_playwright(&recorded.exported.origin, &recorded.exported.password().unwrap()));
     let report = episode(&python, recorded, &actions);
     let mut packets = 0;
     let mut buffer = [0u8; 2048];

@@ -14,6 +14,7 @@ use crate::body::{self, ParsedBody};
 #[cfg(feature = "native")]
 use trace_bundle::archive::Bundle;
 use trace_manifest::report::SecretKind;
+#[cfg(feature = "native")]
 use trace_manifest::{bundle::StorageFile, event::EventRecord, har::Har, trajectory::Credential};
 
 /// Bodies larger than this are not parsed for secret fields (they are still searched and replaced).

@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 import warnings
+import zipfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -48,6 +49,11 @@ ENDING_ROLES = ("assistant", "infeasible")
 # browser's page for a navigation that failed. Another (chrome://, view-source:, file:) is replaced by a blank
 # page before the agent sees it.
 WEB_SCHEMES = ("http", "https", "about", "data", "blob", "chrome-error")
+# The most a bundle's `credentials.json` may hold: a few secrets, never megabytes.
+MAX_CREDENTIALS_BYTES = 1 << 20
+# What a harness calls in the page before it scores (`trace-replay`'s page/report.js): the page as it is
+# then, reported to the proxy's episode, so that text the page's scripts drew a moment ago is judged.
+REPORT_NOW = "__trace_replay_report_now__"
 # Requests the browser's own DevTools fails: a page of the browser's disk, however it is asked for.
 LOCAL_URL_PATTERNS = ("file:*", "filesystem:*")
 
@@ -61,6 +67,40 @@ class TraceTaskSpec:
     description: str
     start_url: str
     task_type: str
+
+
+def read_credentials(bundle: Path) -> dict[str, str]:
+    """The task's credentials as `trace-replay eval` gives them to an agent (`TRACE_CREDENTIALS`): each
+    placeholder's name (`shop.test.password` for `{{credentials.shop.test.password}}`) and the value that
+    signs in to the replayed site (in a redacted bundle, its stand-in). Empty when the bundle has none."""
+    if bundle.is_dir():
+        path = bundle / "credentials.json"
+        if not path.is_file() or path.stat().st_size > MAX_CREDENTIALS_BYTES:
+            return {}
+        text = path.read_bytes()
+    else:
+        with zipfile.ZipFile(bundle) as archive:
+            try:
+                entry = archive.getinfo("credentials.json")
+            except KeyError:
+                return {}
+            if entry.file_size > MAX_CREDENTIALS_BYTES:
+                return {}
+            text = archive.read(entry)
+    names = {}
+    for credential in json.loads(text):
+        name = credential["placeholder"].removeprefix("{{").removesuffix("}}").removeprefix("credentials.")
+        names[name] = credential["value"]
+    return names
+
+
+def goal_with_credentials(description: str, credentials: dict[str, str]) -> str:
+    """The task as the agent reads it: its description, and the credentials it is given, which sign in to
+    the replayed site (a wrong one does not)."""
+    if not credentials:
+        return description
+    given = "\n".join(f"- {name}: {value}" for name, value in credentials.items())
+    return f"{description}\n\nUse these credentials where the site asks for them:\n{given}"
 
 
 def env_name(task_id: str) -> str:
@@ -252,7 +292,9 @@ class TraceTask(AbstractBrowserTask):
             shutil.rmtree(self.episode, ignore_errors=True)
             self.episode = None
             raise
-        return self.spec.description, {"trace_task_id": self.spec.task_id, "episode": str(self.episode)}
+        credentials = read_credentials(self.spec.bundle)
+        goal = goal_with_credentials(self.spec.description, credentials)
+        return goal, {"trace_task_id": self.spec.task_id, "episode": str(self.episode)}
 
     def _refuse_local_files(self, browser: playwright.sync_api.Browser) -> None:
         """Fails every request of the browser's disk (`file:`), in every tab: paused by DevTools' `Fetch` on
@@ -278,6 +320,11 @@ class TraceTask(AbstractBrowserTask):
         if last is None or last.get("role") not in ENDING_ROLES:
             return 0.0, False, "", {}
         answer = last.get("message") if last["role"] == "assistant" else None
+        for shown in page.context.pages:
+            try:
+                shown.evaluate("(name) => globalThis[name]?.()", REPORT_NOW)
+            except playwright.sync_api.Error:
+                pass  # A page gone or not the replay's: nothing of it to report.
         # The action that answered (or gave up) is not a step, as `done` is not one in `eval`.
         self.result = self._score(answer, steps=self.actions - 1)
         return float(self.result["success"]), True, "", {"trace_result": self.result}
