@@ -1114,7 +1114,6 @@ mod tests {
         assert_reached_in_order(&checkpoints, &evidence);
     }
 
-    /// Issue #29: a type-ahead search POST, one per keystroke, was taken for a state change.
     /// Issue #47, part 3: the sign-in's checkpoint compared only the user name, so a wrong password
     /// signed in. Its password field is now named by its placeholder and compared with the credential given.
     #[test]
@@ -1174,6 +1173,7 @@ mod tests {
         assert!(!perturbed.contains(&AuditRunKind::ValueAltered { step: typed("password") }), "{perturbed:?}");
     }
 
+    /// Issue #29: a type-ahead search POST, one per keystroke, was taken for a state change.
     #[test]
     fn a_type_ahead_burst_is_a_lookup_and_an_autosave_burst_counts_once_with_its_last_value() {
         let mut recording = Recording::default();

@@ -347,15 +347,14 @@ pub fn holds(predicate: &Predicate, evidence: &Evidence) -> Vec<u64> {
                             .as_deref()
                             .map(|body| form_fields(body, exchange.content_type.as_deref()))
                             .unwrap_or_default();
-                        let carries = |name: &str, wanted: &dyn Fn(&str) -> bool| {
-                            sent.iter().any(|(field, found)| field == name && wanted(found))
+                        // The field `name` was sent, with `wanted` when one is asked for.
+                        let carries = |name: &str, wanted: Option<&str>| {
+                            sent.iter().any(|(field, found)| field == name && wanted.is_none_or(|value| found == value))
                         };
-                        body_fields.iter().all(|(name, value)| carries(name, &|found| found == value))
+                        body_fields.iter().all(|(name, value)| carries(name, Some(value)))
                             && credential_fields.iter().all(|(name, placeholder)| match &evidence.credentials {
-                                None => carries(name, &|_| true),
-                                Some(given) => {
-                                    given.get(placeholder).is_some_and(|value| carries(name, &|found| found == value))
-                                }
+                                None => carries(name, None),
+                                Some(given) => given.get(placeholder).is_some_and(|value| carries(name, Some(value))),
                             })
                     })
             })

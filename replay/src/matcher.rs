@@ -558,28 +558,28 @@ impl Matcher {
     /// those whose credentials the request sends as recorded, else the best of the person's failed
     /// attempts, else none.
     fn fuzzy_candidate(&self, candidates: &[Candidate], params: &[Param]) -> Option<(usize, f64)> {
-        let credentials_of = |candidate: &'_ Candidate| -> Vec<(String, String)> {
-            let sent = candidate.params.iter().filter(|param| self.credentials.contains(&param.value));
-            sent.map(|param| (param.name.clone(), param.value.clone())).collect()
-        };
-        let attempts: Vec<(&Candidate, Vec<(String, String)>)> = candidates
-            .iter()
-            .map(|candidate| (candidate, credentials_of(candidate)))
-            .filter(|(_, credentials)| !credentials.is_empty())
-            .collect();
-        if attempts.is_empty() {
+        if self.credentials.is_empty() {
             return best_candidate(candidates.iter(), params, &self.answered);
         }
-        let sends = |(name, value): &(String, String)| params.iter().any(|p| &p.name == name && &p.value == value);
-        let agreeing = candidates.iter().filter(|candidate| credentials_of(candidate).iter().all(sends));
-        if let Some(best) = best_candidate(agreeing, params, &self.answered) {
+        // Each candidate with the credentials it sent, as (name, value), in recorded order.
+        let sent: Vec<(&Candidate, Vec<(&str, &str)>)> = candidates
+            .iter()
+            .map(|candidate| {
+                let credentials = candidate.params.iter().filter(|param| self.credentials.contains(&param.value));
+                (candidate, credentials.map(|param| (param.name.as_str(), param.value.as_str())).collect())
+            })
+            .collect();
+        let Some((_, accepted)) = sent.iter().rev().find(|(_, credentials)| !credentials.is_empty()) else {
+            return best_candidate(candidates.iter(), params, &self.answered);
+        };
+        let sends = |&(name, value): &(&str, &str)| params.iter().any(|p| p.name == name && p.value == value);
+        let agreeing = sent.iter().filter(|(_, credentials)| credentials.iter().all(sends));
+        if let Some(best) = best_candidate(agreeing.map(|(candidate, _)| *candidate), params, &self.answered) {
             return Some(best);
         }
         // The person's last attempt is the one that signed in; those before it with other credentials failed.
-        let accepted = &attempts.last().expect("attempts is not empty").1;
-        let failed =
-            attempts.iter().filter(|(_, credentials)| credentials != accepted).map(|(candidate, _)| *candidate);
-        best_candidate(failed, params, &self.answered)
+        let failed = sent.iter().filter(|(_, credentials)| !credentials.is_empty() && credentials != accepted);
+        best_candidate(failed.map(|(candidate, _)| *candidate), params, &self.answered)
     }
 
     /// How a request differs from the recorded request `index`, parameter by parameter (volatile ones and

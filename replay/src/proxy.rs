@@ -388,12 +388,11 @@ async fn handle(
         }
     };
     // As the browser writes it, and the recording has it: without the scheme's default port.
-    let url = url::Url::parse(&asked).map_or(asked, String::from);
-    if request.method() == Method::POST
-        && url::Url::parse(&url).is_ok_and(|url| url.path() == page_scripts::REPORT_PATH)
-    {
+    let parsed = url::Url::parse(&asked).ok();
+    if request.method() == Method::POST && parsed.as_ref().is_some_and(|url| url.path() == page_scripts::REPORT_PATH) {
         return Ok(take_report(request, &shared).await);
     }
+    let url = parsed.map_or(asked, String::from);
     let method = request.method().as_str().to_owned();
     let headers: Vec<(String, String)> = request
         .headers()
