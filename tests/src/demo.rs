@@ -133,12 +133,16 @@ pub async fn record_and_export(build: &Build) -> Result<Exported> {
 pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<Demonstration> {
     let browser = RecordingBrowser::launch(build, data_dir, true).await?;
     let (popup, shop) = start_task(&browser, DESCRIPTION, &site.url("/")).await?;
+    // A person looks at the page between two actions ([`settle`]), long enough for the recorder's picture
+    // of it (each step is shown on the page it acted on); a page that loads is waited for by `visit`.
     visit(&shop, &site.url("/login")).await?;
     type_into(&shop, "#username", DEMO_USER).await?;
+    settle().await;
     type_into(&shop, "#password", DEMO_PASSWORD).await?;
-    settle().await; // a person looks at the form before sending it
+    settle().await;
     click_and_wait(&shop, "#login-submit").await?;
     wait_for_url(&shop, "/account").await?;
+    settle().await;
     double_click(&shop, "#signed-in-as").await?;
     settle().await;
     shop.find_element("#shipping").await?.focus().await?.type_str("E").await?; // "Express", by its first letter
@@ -152,6 +156,7 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
     scroll_by(&shop, 300.0).await?;
     tokio::time::sleep(Duration::from_millis(1200)).await; // a scroll is reported once it has come to rest
     type_into(&shop, "#search-input", "mug").await?;
+    settle().await;
     press_key(&shop, "#search-input", "Enter").await?;
     wait_for_url(&shop, "/search?q=mug").await?;
     settle().await;
@@ -167,13 +172,16 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
         .await?
         .into_value()?;
     click_in_frame(&shop, "#widget", button.0, button.1).await?;
+    settle().await;
     click_in_frame(&shop, "#partner-widget", button.0, button.1).await?;
     settle().await;
 
     visit(&shop, &site.url("/strict")).await?;
     wait_for_text(&shop, "#strict-worker", WAIT, |text| text == "pong").await?;
     type_into(&shop, "#strict-input", "copied under a strict policy").await?;
+    settle().await;
     click(&shop, "#strict-button").await?;
+    settle().await;
     press_key(&shop, "#strict-input", "Escape").await?;
     settle().await;
 
@@ -186,6 +194,26 @@ pub async fn record(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<D
     let served_before_stop = site.served();
     let bundle = stop_task(&popup, browser, data_dir).await?;
     Ok(Demonstration { bundle, served_before_stop })
+}
+
+/// The password [`record_second_try_login`] types first, a slip of the person's.
+pub const MISTYPED_PASSWORD: &str = "Blue-Mug-24";
+
+/// Records signing in at the second try: [`MISTYPED_PASSWORD`] first, refused ("Wrong username or
+/// password."), then [`DEMO_PASSWORD`], until the account page shows; returns the bundle.
+pub async fn record_second_try_login(build: &Build, site: &DemoSite, data_dir: &Path) -> Result<PathBuf> {
+    let browser = RecordingBrowser::launch(build, data_dir, true).await?;
+    let (popup, shop) = start_task(&browser, "Sign in to the shop", &site.url("/login")).await?;
+    for password in [MISTYPED_PASSWORD, DEMO_PASSWORD] {
+        type_into(&shop, "#username", DEMO_USER).await?;
+        settle().await;
+        type_into(&shop, "#password", password).await?;
+        settle().await;
+        click_and_wait(&shop, "#login-submit").await?;
+    }
+    wait_for_url(&shop, "/account").await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop_task(&popup, browser, data_dir).await
 }
 
 /// What [`record_chat`] asks the support chat.

@@ -262,10 +262,6 @@ async fn a_recording_is_shown_step_by_step_with_its_network_and_snapshots() {
     chromium.close().await.unwrap();
 }
 
-/// A person's pause between two steps: long enough for the page to settle after the first, and so for the
-/// recorder's picture of it, which the second step acted on.
-const PERSONS_PAUSE_MS: f64 = 350.0;
-
 // #47: the add-to-cart click's "before" picture predated the two form changes before it, and its target's
 // box landed on the link below the button it names.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -287,17 +283,20 @@ async fn each_steps_picture_before_shows_the_page_it_acted_on() {
         steps.iter().position(|step| step.target.as_ref().is_some_and(|target| target.selector.contains(selector)))
     };
 
-    // Every step taken after a person's pause in the tab of the step before: the latest picture of its tab
-    // before it was taken after the step before had ended, so it shows what the step acted on.
+    // The demonstration acts at a person's pace: every step after the first was taken on a picture of its
+    // tab taken after the step before had ended, so it shows what the step acted on.
     let mut checked = Vec::new();
     for index in 1..steps.len() {
         let (previous, step) = (&steps[index - 1], &steps[index]);
         let previous_end = previous.end_ts.unwrap_or(previous.ts);
-        // The tab of the step before: a click that opens a tab has its picture after in the new one.
-        let Some(tab) = tab_of(&previous.screenshot).or_else(|| tab_of(&step.screenshot)) else { continue };
-        if previous.tab != step.tab || step.ts - previous_end < PERSONS_PAUSE_MS {
+        // A step in another tab than the step before (the switch to a tab a click opened) has nothing
+        // of its tab before it to compare with.
+        if previous.tab != step.tab {
             continue;
         }
+        // The tab of the step before: a click that opens a tab has its picture after in the new one.
+        let tab = tab_of(&previous.screenshot).or_else(|| tab_of(&step.screenshot));
+        let tab = tab.unwrap_or_else(|| panic!("step {index} ({:?}) has no picture after", previous.action));
         let before = shots.iter().filter(|shot| shot.1 == Some(tab) && shot.0 < step.ts).map(|shot| shot.0);
         let latest = before.fold(f64::NEG_INFINITY, f64::max);
         assert!(
@@ -311,11 +310,14 @@ async fn each_steps_picture_before_shows_the_page_it_acted_on() {
         );
         checked.push(index);
     }
-    // Among them the clicks after filling a form: the login (its fields typed) and the cart (its shipping
-    // chosen, gift wrap ticked).
+    // Among them the clicks after filling a form (the login, its fields typed; the cart, its shipping chosen
+    // and gift wrap ticked) and the click that opens the help in a new tab.
     let login = step_named("login-submit").expect("the login's click");
     let add_to_cart = step_named("add-to-cart").expect("the add-to-cart click");
-    assert!(checked.contains(&login) && checked.contains(&add_to_cart), "checked {checked:?} of {}", steps.len());
+    let help = step_named("help-link").expect("the click that opens the help");
+    for step in [login, add_to_cart, help] {
+        assert!(checked.contains(&step), "step {step} unchecked: checked {checked:?} of {}", steps.len());
+    }
 
     // The viewer says so, and boxes the button on that picture.
     let viewer = Viewer::start(recorded, Some(&recorded.exported.bundle));
@@ -328,6 +330,10 @@ async fn each_steps_picture_before_shows_the_page_it_acted_on() {
          const s = document.querySelector('.shot img').getBoundingClientRect(); \
          return r.width > 4 && r.height > 4 && r.left >= s.left && r.bottom <= s.bottom + 1 ? 'inside' : 'outside'; })()";
     assert_eq!(text(&page, target_box).await, "inside", "the target's box is drawn on the picture");
+    // The click that opened a tab is shown on the page it clicked in, not the tab it opened.
+    goto(&page, &format!("{}/r/bundle/?step={help}", viewer.root())).await;
+    let caption = text(&page, "document.querySelector('.shot .muted').textContent").await;
+    assert!(caption.starts_with("Before: the page the step acted on"), "{caption}");
     chromium.close().await.unwrap();
 }
 

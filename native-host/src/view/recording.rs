@@ -362,10 +362,26 @@ impl Recording {
         })
     }
 
-    /// The tab step `index` acted in, when its screenshot says.
+    /// The browser's id of the tab step `index` acted in. A step names its tab by order of appearance; the
+    /// id is the tab most of that tab's steps have their picture after in. One step's own picture does not
+    /// say: a click that opens a tab has its picture after in the new one.
     fn tab_of_step(&self, index: usize) -> Option<i64> {
-        let file = self.steps.get(index)?.screenshot.as_deref()?;
-        self.screenshots.iter().find(|shot| shot.file == file)?.tab_id
+        let tab_of_picture = |step: &ToolCall| {
+            let file = step.screenshot.as_deref()?;
+            self.screenshots.iter().find(|shot| shot.file == file)?.tab_id
+        };
+        let step = self.steps.get(index)?;
+        let Some(ordinal) = step.tab else { return tab_of_picture(step) };
+        // Tabs in the order their steps are first seen, each with its count: a tie goes to the first.
+        let mut votes: Vec<(i64, usize)> = Vec::new();
+        for tab in self.steps.iter().filter(|other| other.tab == Some(ordinal)).filter_map(tab_of_picture) {
+            match votes.iter_mut().find(|(voted, _)| *voted == tab) {
+                Some((_, count)) => *count += 1,
+                None => votes.push((tab, 1)),
+            }
+        }
+        let most = votes.iter().map(|(_, count)| *count).max()?;
+        votes.into_iter().find(|(_, count)| *count == most).map(|(tab, _)| tab)
     }
 
     /// The viewport a screenshot was taken at.
