@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
+use trace_bundle::archive::Bundle;
 use trace_e2e::apps::{self, django_admin, django_admin::DjangoAdmin};
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
@@ -173,6 +174,50 @@ async fn playwrights_own_chromium_plays_the_demo_shop_offline_through_the_proxy(
         .unwrap_or_else(|| panic!("no login checkpoint: {result:#}"));
     assert_eq!(login["reached"], false, "{result:#}");
 
+    assert_eq!(sentinel.connections(), 0, "the browser reached the shop's port");
+}
+
+/// Issue #47, part 3: the person mistyped their password once. A third password is answered as the site
+/// answered their slip (its refusal, the form again), never with their sign-in nor a failed request; their
+/// own password signs in; and the task's credential is the password that signed in, not the slip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_gets_the_refusal_the_person_met_through_the_proxy() {
+    let test = "a_wrong_password_gets_the_refusal_the_person_met_through_the_proxy";
+    let Some(build) = Build::for_tests(test) else { return };
+    let site = DemoSite::start(0).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bundle = demo::record_second_try_login(&build, &site, data.path()).await.unwrap();
+    let (port, login) = (site.port(), site.url("/login"));
+    site.stop();
+    let sentinel = Sentinel::start(port);
+
+    let (_, credentials) = trace_analysis::trajectory::of_bundle(&mut Bundle::open(&bundle).unwrap()).unwrap();
+    let values: Vec<&str> = credentials.iter().map(|credential| credential.value.as_str()).collect();
+    assert!(values.contains(&DEMO_PASSWORD), "{credentials:#?}");
+
+    let episodes = tempfile::tempdir().unwrap();
+    let sign_in = |password: &str, then: Value| {
+        json!([
+            { "goto": login },
+            { "fill": ["#username", DEMO_USER] },
+            { "fill": ["#password", password] },
+            { "click": "#login-submit" },
+            then,
+        ])
+    };
+    let third = episodes.path().join("third-password");
+    let served = Served::start(&build, &bundle, &third);
+    let played =
+        play(&build, &served.proxy, sign_in("Red-Mug-7", json!({ "text": ["#login-error", "Wrong username"] })));
+    let summary = served.stop();
+    assert_eq!(played, json!({ "ok": true }), "the slip's refusal was not shown: {summary}");
+
+    let own = episodes.path().join("own-password");
+    let served = Served::start(&build, &bundle, &own);
+    let played = play(&build, &served.proxy, sign_in(DEMO_PASSWORD, json!({ "text": ["#signed-in-as", DEMO_USER] })));
+    let summary = served.stop();
+    assert_eq!(played, json!({ "ok": true }), "{summary}");
+    assert!(summary.contains("live: 0"), "{summary}");
     assert_eq!(sentinel.connections(), 0, "the browser reached the shop's port");
 }
 
