@@ -11,6 +11,9 @@
 //! - **Valid** when (a) succeeds with every checkpoint reached in order, (b) and (b') fail and reach no
 //!   checkpoint, and every (c) fails. Each checkpoint gets a verdict from (a) and (b)
 //!   ([`CheckpointVerdict`]).
+//! - **Paths.** (d) The demonstration re-run through the proxy, when it was: a valid bundle is proven on
+//!   the proxy path too when (d) succeeds with every checkpoint in order ([`Audit::paths`]); what (d)
+//!   missed is said apart ([`Audit::proxy_problems`]), since the bundle stays valid for `eval`.
 //! - **Pruning** (`--prune`, which `trace-host process` asks for): checkpoints that do not discriminate
 //!   are dropped one at a time, the first in order first, since dropping one can put the next in order;
 //!   the runs are then judged on what is left, and the dropped ones listed with their verdict. A
@@ -20,7 +23,7 @@
 //! that holds at the recording's start, or one the recording itself does not reach in order.
 
 use trace_manifest::audit::{
-    Audit, AuditReach, AuditRun, AuditRunKind, AuditedCheckpoint, CheckpointVerdict, DroppedCheckpoint,
+    Audit, AuditReach, AuditRun, AuditRunKind, AuditedCheckpoint, CheckpointVerdict, DroppedCheckpoint, ServingPath,
 };
 use trace_manifest::bundle::TaskInfo;
 use trace_manifest::eval::{CheckpointOutcome, CheckpointScores};
@@ -48,6 +51,7 @@ pub struct Run<'a> {
 pub fn run_name(kind: &AuditRunKind) -> String {
     match kind {
         AuditRunKind::Demonstration => "demonstration".to_owned(),
+        AuditRunKind::DemonstrationThroughProxy => "demonstration-through-proxy".to_owned(),
         AuditRunKind::Nothing => "nothing".to_owned(),
         AuditRunKind::AnswerFromStart => "answer-from-start".to_owned(),
         AuditRunKind::StepLeftOut { step } => format!("without-step-{}", step + 1),
@@ -206,13 +210,17 @@ pub fn judge(
 
     let mut audit_runs = Vec::new();
     let mut scores: Vec<(String, CheckpointScores)> = Vec::new();
-    let mut problems = Vec::new();
+    let (mut problems, mut proxy_problems) = (Vec::new(), Vec::new());
     for run in runs {
         let name = run_name(&run.kind);
         let checkpoint_scores = score::checkpoints(&kept, run.evidence);
         let (success, basis) = success(task, &checkpoint_scores, run.answer.as_deref());
         let audit_run = audit_run(&run.kind, name.clone(), success, basis, &checkpoint_scores, run.error.clone());
-        problems.extend(run_problem(&audit_run, &checkpoint_scores, &kept));
+        let run_problems = run_problem(&audit_run, &checkpoint_scores, &kept);
+        match run.kind {
+            AuditRunKind::DemonstrationThroughProxy => proxy_problems.extend(run_problems),
+            _ => problems.extend(run_problems),
+        }
         audit_runs.push(audit_run);
         scores.push((name, checkpoint_scores));
     }
@@ -270,10 +278,28 @@ pub fn judge(
             AuditedCheckpoint { id: checkpoint.id.clone(), predicate: checkpoint.predicate.clone(), runs, verdict }
         })
         .collect();
+    let is_proxy_run = |run: &AuditRun| run.kind == AuditRunKind::DemonstrationThroughProxy;
     let valid = problems.is_empty()
-        && audit_runs.iter().all(|run| run.as_expected)
+        && audit_runs.iter().filter(|run| !is_proxy_run(run)).all(|run| run.as_expected)
         && checkpoints.iter().all(|checkpoint| checkpoint.verdict == CheckpointVerdict::Discriminates);
-    let audit = Audit { task_id: task.id.clone(), audited_at, valid, problems, runs: audit_runs, checkpoints, dropped };
+    let mut paths = Vec::new();
+    if valid {
+        paths.push(ServingPath::Devtools);
+        if audit_runs.iter().any(|run| is_proxy_run(run) && run.as_expected) {
+            paths.push(ServingPath::Proxy);
+        }
+    }
+    let audit = Audit {
+        task_id: task.id.clone(),
+        audited_at,
+        valid,
+        problems,
+        runs: audit_runs,
+        checkpoints,
+        dropped,
+        paths,
+        proxy_problems,
+    };
     (audit, kept)
 }
 
@@ -311,7 +337,7 @@ fn audit_run(
     scores: &CheckpointScores,
     error: Option<String>,
 ) -> AuditRun {
-    let demonstration = *kind == AuditRunKind::Demonstration;
+    let demonstration = matches!(kind, AuditRunKind::Demonstration | AuditRunKind::DemonstrationThroughProxy);
     let as_expected = if demonstration {
         success && scores.reached_in_order == scores.total
     } else {
@@ -339,18 +365,25 @@ fn run_problem(run: &AuditRun, scores: &CheckpointScores, checkpoints: &[Checkpo
     }
     let named = |item: &CheckpointOutcome| format!("{} ({})", item.id, predicate_in_words(&item.predicate));
     match &run.kind {
-        AuditRunKind::Demonstration => {
+        AuditRunKind::Demonstration | AuditRunKind::DemonstrationThroughProxy => {
+            let which = match run.kind {
+                AuditRunKind::Demonstration => "the demonstration",
+                _ => "the demonstration through the proxy",
+            };
             let mut problems: Vec<String> = scores
                 .items
                 .iter()
                 .filter(|item| !item.in_order)
                 .map(|item| {
                     let how = if item.reached { "out of order" } else { "not at all" };
-                    format!("the demonstration reached {} {how}", named(item))
+                    format!("{which} reached {} {how}", named(item))
                 })
                 .collect();
             if run.success < 1.0 {
-                problems.push(format!("the demonstration did not succeed: {}", run.success_basis));
+                problems.push(format!("{which} did not succeed: {}", run.success_basis));
+            }
+            if let Some(error) = run.error.as_deref().filter(|_| run.kind == AuditRunKind::DemonstrationThroughProxy) {
+                problems.push(format!("{which} went wrong: {error}"));
             }
             problems
         }
@@ -455,13 +488,22 @@ pub fn table(audit: &Audit) -> String {
     use std::fmt::Write as _;
     let mut f = String::new();
     let verdict = if audit.valid { "valid" } else { "INVALID" };
-    let _ = writeln!(f, "{}: {verdict}", audit.task_id);
-    let _ = writeln!(f, "  {:<22} {:>8} {:>9} {:>14}  as expected", "run", "success", "credit", "in order");
+    let paths: Vec<&str> = audit
+        .paths
+        .iter()
+        .map(|path| match path {
+            ServingPath::Devtools => "devtools",
+            ServingPath::Proxy => "proxy",
+        })
+        .collect();
+    let on = if paths.is_empty() { String::new() } else { format!(" on {}", paths.join(" and ")) };
+    let _ = writeln!(f, "{}: {verdict}{on}", audit.task_id);
+    let _ = writeln!(f, "  {:<28} {:>8} {:>9} {:>14}  as expected", "run", "success", "credit", "in order");
     for run in &audit.runs {
         let total = audit.checkpoints.len();
         let _ = writeln!(
             f,
-            "  {:<22} {:>8} {:>8.0}% {:>14}  {}{}",
+            "  {:<28} {:>8} {:>8.0}% {:>14}  {}{}",
             run.name,
             run.success,
             run.partial_credit * 100.0,
@@ -508,6 +550,9 @@ pub fn table(audit: &Audit) -> String {
     }
     for problem in &audit.problems {
         let _ = writeln!(f, "  problem: {problem}");
+    }
+    for problem in &audit.proxy_problems {
+        let _ = writeln!(f, "  not proven on the proxy path: {problem}");
     }
     f
 }
@@ -620,6 +665,70 @@ mod tests {
             "{:#?}",
             audit.problems
         );
+    }
+
+    /// #47: a bundle is proven on the proxy path only by the demonstration re-run through the proxy; one
+    /// that run fails stays valid for `eval`, and says what the proxy run missed.
+    #[test]
+    fn the_proxy_path_is_proven_by_the_demonstration_through_the_proxy_and_only_by_it() {
+        let (demonstration, nothing) = (run(Some("2")), run(None));
+        let (_, trajectory) = {
+            let mut recording = start();
+            recording.act(1000.0, "input", "/", "qty", Some("2"));
+            recording.evidence()
+        };
+        let checkpoints = crate::checkpoints::select(&demonstration, &trajectory, &[], &[]);
+        let judged = |through_proxy: Option<&Evidence>| {
+            let others: Vec<(AuditRunKind, Evidence)> = through_proxy
+                .map(|evidence| (AuditRunKind::DemonstrationThroughProxy, evidence.clone()))
+                .into_iter()
+                .collect();
+            judge(
+                &task(TaskType::Action, None),
+                &checkpoints,
+                &runs(&demonstration, &nothing, &others),
+                false,
+                String::new(),
+            )
+            .0
+        };
+
+        // Not tried: proven on the DevTools path alone.
+        let untried = judged(None);
+        assert!(untried.valid, "{untried:#?}");
+        assert_eq!(untried.paths, [ServingPath::Devtools]);
+        assert!(untried.proxy_problems.is_empty());
+
+        // Reached through the proxy as through DevTools: both paths.
+        let proven = judged(Some(&run(Some("2"))));
+        assert!(proven.valid && proven.proxy_problems.is_empty(), "{proven:#?}");
+        assert_eq!(proven.paths, [ServingPath::Devtools, ServingPath::Proxy]);
+        let proxy_run = proven.runs.iter().find(|run| run.name == "demonstration-through-proxy").unwrap();
+        assert_eq!((proxy_run.expected_success, proxy_run.success, proxy_run.as_expected), (1.0, 1.0, true));
+
+        // The proxy run that sent nothing: still valid for `eval`, not proven on the proxy, and why.
+        let missed = judged(Some(&run(None)));
+        assert!(missed.valid && missed.problems.is_empty(), "{missed:#?}");
+        assert_eq!(missed.paths, [ServingPath::Devtools]);
+        assert!(
+            missed
+                .proxy_problems
+                .iter()
+                .any(|problem| problem.starts_with("the demonstration through the proxy reached")),
+            "{:#?}",
+            missed.proxy_problems
+        );
+
+        // An invalid bundle is proven on no path, whatever the proxy run did.
+        let invalid = judge(
+            &task(TaskType::Action, None),
+            &checkpoints,
+            &runs(&demonstration, &demonstration, &[(AuditRunKind::DemonstrationThroughProxy, run(Some("2")))]),
+            false,
+            String::new(),
+        )
+        .0;
+        assert!(!invalid.valid && invalid.paths.is_empty(), "{invalid:#?}");
     }
 
     /// Issue #29: a final state that every page shows (the site's name), which an agent doing nothing reaches.

@@ -5,6 +5,12 @@
 //! as `eval` scores an agent. A bundle is **valid** when (a) succeeds with every checkpoint in order, (b)
 //! fails and reaches no checkpoint, and every (c) fails. `manifest.json` carries the verdict
 //! ([`AuditSummary`]); `trace-host dataset` refuses an invalid bundle unless told otherwise.
+//!
+//! Those runs take the path `eval` takes (DevTools answers the browser). The demonstration is also re-run
+//! through the proxy (`serve --proxy-port`), the path BrowserGym's package takes; a valid bundle is proven
+//! on that path too when that run succeeds with every checkpoint in order ([`Audit::paths`]). A bundle the
+//! proxy run fails stays valid for `eval`: what the proxy run missed is said apart
+//! ([`Audit::proxy_problems`]).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -32,6 +38,24 @@ pub struct Audit {
     /// Checkpoints proposed but left out because they did not discriminate, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<DroppedCheckpoint>,
+    /// The paths an agent can be scored on that the audit proved the bundle on: none when it is invalid,
+    /// `devtools` when it is valid, and `proxy` too when the demonstration re-run through the proxy
+    /// succeeded with every checkpoint in order. Absent from audits made before the proxy run was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<ServingPath>,
+    /// Why the bundle is not proven on the proxy path, a line each; empty when it is, or was not tried.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proxy_problems: Vec<String>,
+}
+
+/// A way a replayed bundle reaches the browser an agent is scored in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ServingPath {
+    /// DevTools answers the browser's requests (`trace-replay eval`, `serve` without a proxy port).
+    Devtools,
+    /// The browser goes through the replay's proxy (`serve --proxy-port`, BrowserGym's package).
+    Proxy,
 }
 
 /// One run of the audit.
@@ -62,6 +86,8 @@ pub struct AuditRun {
 pub enum AuditRunKind {
     /// The person's demonstration, re-run.
     Demonstration,
+    /// The person's demonstration, re-run in a browser that goes through the proxy.
+    DemonstrationThroughProxy,
     /// An agent that opens the start page and does nothing.
     Nothing,
     /// An agent that does nothing and answers with a text of the start page (information retrieval).
@@ -133,6 +159,9 @@ pub struct AuditSummary {
     pub non_discriminative: Vec<NonDiscriminative>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// The paths the bundle was proven on ([`Audit::paths`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<ServingPath>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -155,6 +184,7 @@ impl Audit {
                 .map(|checkpoint| NonDiscriminative { id: checkpoint.id.clone(), verdict: checkpoint.verdict })
                 .collect(),
             problems: self.problems.clone(),
+            paths: self.paths.clone(),
         }
     }
 }

@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::audit::ServingPath;
 use crate::postprocess::{Checkpoint, CredentialEntry};
 use crate::task::{TaskId, TaskType};
 use crate::trajectory::ToolCall;
@@ -107,6 +108,10 @@ pub struct TaskLine {
     pub bundle: String,
     /// Whether the bundle and this line were redacted.
     pub redacted: bool,
+    /// The paths an agent can be scored on that the task's audit proved it on (`devtools` for
+    /// `trace-replay eval`, `proxy` for BrowserGym's package); empty when it was never audited or failed.
+    #[serde(default)]
+    pub paths: Vec<ServingPath>,
 }
 
 /// One entry of WebArena-Infinity's `data/manifest.json`.

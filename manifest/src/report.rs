@@ -49,6 +49,10 @@ pub struct TaskToRun {
     /// The page the episode opens first: the demonstration's first navigation, else the website; always
     /// `http` or `https`.
     pub start_url: String,
+    /// The paths an agent can be scored on that the bundle's audit proved it on (`devtools`, `proxy`);
+    /// empty when it was never audited or its audit failed.
+    #[serde(default)]
+    pub paths: Vec<crate::audit::ServingPath>,
 }
 
 /// `trace-host install --json` and `uninstall --json`: one native messaging host manifest written or removed.
@@ -227,6 +231,10 @@ pub struct DatasetReport {
     /// Tasks added that were never audited (only what the recording alone shows was checked).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unaudited: Vec<TaskId>,
+    /// Valid tasks whose audit did not prove them on the proxy path (BrowserGym's package): an agent can be
+    /// scored on them with `trace-replay eval` only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devtools_only: Vec<TaskId>,
 }
 
 /// The layout a dataset is written in.

@@ -731,6 +731,14 @@ fn dataset(
                 unaudited.join(", ")
             )?;
         }
+        if !report.devtools_only.is_empty() {
+            let devtools_only: Vec<&str> = report.devtools_only.iter().map(TaskId::as_str).collect();
+            outln!(
+                "proven for `trace-replay eval` only, not through the proxy BrowserGym's package uses (see each \
+                 bundle's audit.json): {}",
+                devtools_only.join(", ")
+            )?;
+        }
     }
     Ok(if report.tasks.is_empty() { Outcome::Failure } else { Outcome::Success })
 }

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use trace_bundle::archive::{self, Bundle};
+use trace_manifest::audit::ServingPath;
 use trace_manifest::bundle;
 use trace_manifest::dataset::{self as format, TaskLine, WebArenaEntry};
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
@@ -127,6 +128,7 @@ pub fn build(
         skipped: vec![],
         invalid: vec![],
         unaudited: vec![],
+        devtools_only: vec![],
     };
     let mut lines = Vec::new();
     let mut entries = Vec::new();
@@ -136,6 +138,9 @@ pub fn build(
             Ok(added) => {
                 report.tasks.push(added.task_id.clone());
                 match added.validity {
+                    Validity::Audited if !added.line.paths.contains(&ServingPath::Proxy) => {
+                        report.devtools_only.push(added.task_id.clone())
+                    }
                     Validity::Audited => {}
                     Validity::Unaudited => report.unaudited.push(added.task_id.clone()),
                     Validity::Invalid => report.invalid.push(added.task_id.clone()),
@@ -309,6 +314,7 @@ fn describe(zip: &Path, task_id: &TaskId, redacted: bool) -> Result<Added> {
         ignored: derived.ignored.clone(),
         bundle: format::bundle_path(task_id),
         redacted,
+        paths: manifest.audit.as_ref().map(|audit| audit.paths.clone()).unwrap_or_default(),
     };
     Ok(Added { task_id: task_id.clone(), line, zip: zip.to_owned(), derived, evidence, validity: Validity::Audited })
 }

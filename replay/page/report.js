@@ -1,7 +1,7 @@
-// The proxy path's reporter: what the page shows and the frames it sends on the recorded sockets, posted to
-// the proxy, which records them in the episode's session as the DevTools path records them (a DOM snapshot
-// when the page has loaded and whenever it settles after a change; each socket report as the DevTools
-// binding would carry it). No DevTools session watches a browser the agent launched itself, so only a
+// The proxy path's reporter: what the page shows, where it moved within its document, and the frames it
+// sends on the recorded sockets, posted to the proxy, which records them in the episode's session as the
+// DevTools path records them (a DOM snapshot when the page has loaded and whenever it settles after a
+// change; a navigation within the document; each socket report as the DevTools binding would carry it). No DevTools session watches a browser the agent launched itself, so only a
 // script in the page can see what the page's own scripts draw (a cart count after a `fetch`). It is
 // JavaScript because it must run inside the page, before the page's own scripts, as the other page scripts
 // do; the proxy bounds what it accepts, whatever a page posts.
@@ -58,6 +58,33 @@
   // A harness (BrowserGym's package) calls this before it scores: the page as it is now, reported, and a
   // promise that resolves once the proxy has it, so that no change waits out its quiet time unseen.
   globalThis[REPORT_NOW] = () => snapshot(false);
+
+  // A page that changes its URL without loading a document (`history.pushState`, a fragment) has moved as
+  // DevTools' `navigatedWithinDocument` says on the other path: the proxy sees no request for it. Told
+  // synchronously, so that the proxy has it before any request the page sends after the change.
+  let address = location.href;
+  const moved = () => {
+    if (location.href === address) return;
+    address = location.href;
+    try {
+      const told = new XMLHttpRequest();
+      told.open("POST", ENDPOINT, false);
+      told.setRequestHeader("content-type", "application/json");
+      told.send(JSON.stringify({ kind: "moved", url: address }));
+    } catch {
+      // A page that refuses it (a sandboxed frame) is not told of: the snapshots still carry its URL.
+    }
+  };
+  for (const name of ["pushState", "replaceState"]) {
+    const original = history[name];
+    history[name] = function (...args) {
+      const result = original.apply(this, args);
+      moved();
+      return result;
+    };
+  }
+  addEventListener("popstate", moved);
+  addEventListener("hashchange", moved);
   const changed = () => {
     clearTimeout(quiet);
     quiet = setTimeout(snapshot, QUIET_MS);

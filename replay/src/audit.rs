@@ -1,7 +1,9 @@
 //! `trace-replay audit`: proves, for each bundle of a source, that its checkpoints discriminate. The runs
 //! are episodes as `eval` runs them ([`crate::eval`]), offline and recorded: the person's demonstration,
 //! the built-in agent that does nothing, and the perturbed demonstrations `trace_analysis::audit` asks for
-//! (a state-changing step left out, a typed or chosen value altered). What they show is judged by
+//! (a state-changing step left out, a typed or chosen value altered), and the demonstration again through
+//! the proxy ([`crate::proxied_rerun`]), which proves the bundle on the path BrowserGym's package takes.
+//! What they show is judged by
 //! `trace_analysis::audit`; this module runs them and writes, per task, into the audit's directory:
 //!
 //! ```text
@@ -23,7 +25,7 @@ use trace_analysis::audit::{self, Run, run_name};
 use trace_analysis::evidence::Evidence;
 use trace_bundle::archive::Bundle;
 use trace_manifest::audit::{AUDIT_FILE, Audit, AuditRunKind};
-use trace_manifest::eval::{EvalResult, SESSION_DIR};
+use trace_manifest::eval::SESSION_DIR;
 use trace_manifest::postprocess::{CHECKPOINTS_FILE, Checkpoint};
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_store::atomic;
@@ -31,6 +33,7 @@ use trace_store::atomic;
 use crate::archive::open_bundle;
 use crate::eval::{Agent, Episode, EvalOptions, Perturbation, Reference};
 use crate::proposals::Proposer;
+use crate::proxied_rerun::rerun_through_proxy;
 use crate::tasks::TaskSource;
 
 /// How many times the demonstration is run before its failed steps are believed.
@@ -46,6 +49,8 @@ pub struct AuditOptions {
     pub parallel: usize,
     /// A model that proposes checkpoints beside the rules (`--llm`).
     pub proposer: Option<Proposer>,
+    /// Re-run the demonstration through the proxy too (not with `--skip-proxy`).
+    pub through_proxy: bool,
 }
 
 /// One task's audit and where it was written.
@@ -89,12 +94,15 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
     drop(bundle);
     let mut kinds = vec![AuditRunKind::Demonstration, AuditRunKind::Nothing];
     kinds.extend(audit::perturbations(reference.task.task_type, &reference.calls, &candidates));
+    if options.through_proxy {
+        kinds.push(AuditRunKind::DemonstrationThroughProxy);
+    }
 
     let run = |kind: AuditRunKind| {
         let dir = &dir;
         async move {
             let agent = match &kind {
-                AuditRunKind::Demonstration => Agent::Human,
+                AuditRunKind::Demonstration | AuditRunKind::DemonstrationThroughProxy => Agent::Human,
                 AuditRunKind::Nothing | AuditRunKind::AnswerFromStart => Agent::Nothing,
                 AuditRunKind::StepLeftOut { step } => Agent::Perturbed(Perturbation::StepLeftOut(*step)),
                 AuditRunKind::ValueAltered { step } => Agent::Perturbed(Perturbation::ValueAltered(*step)),
@@ -102,7 +110,10 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
             };
             let options = EvalOptions { agent, webarena_infinity: false, judge: None, ..options.episode.clone() };
             let run_dir = dir.join(run_name(&kind));
-            let result = Episode { task, out: &run_dir, options: &options }.run().await;
+            let result = match &kind {
+                AuditRunKind::DemonstrationThroughProxy => rerun_through_proxy(task, &run_dir, &options).await,
+                _ => Episode { task, out: &run_dir, options: &options }.run().await,
+            };
             (kind, run_dir, result)
         }
     };
@@ -111,37 +122,57 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
     // Pruning keeps only what the demonstration reaches, so a demonstration that lost a step to a loaded
     // machine (a click before the page answered) would cost the bundle the checkpoints after that step.
     // It is re-run alone, with the machine no longer shared with the other runs, before it is believed.
-    for attempt in 2..=DEMONSTRATION_ATTEMPTS {
-        let Some(index) = episodes.iter().position(|(kind, _, result)| {
-            *kind == AuditRunKind::Demonstration && result.as_ref().is_ok_and(|result| result.error.is_some())
-        }) else {
-            break;
-        };
-        if let (_, _, Ok(result)) = &episodes[index] {
-            tracing::warn!(
-                task = %task.task_id,
-                "the demonstration's replay went wrong ({}); running it again, attempt {attempt} of {DEMONSTRATION_ATTEMPTS}",
-                result.error.as_deref().unwrap_or_default()
-            );
+    for demonstration in [AuditRunKind::Demonstration, AuditRunKind::DemonstrationThroughProxy] {
+        for attempt in 2..=DEMONSTRATION_ATTEMPTS {
+            let Some(index) = episodes.iter().position(|(kind, _, result)| {
+                *kind == demonstration && result.as_ref().is_ok_and(|result| result.error.is_some())
+            }) else {
+                break;
+            };
+            if let (_, _, Ok(result)) = &episodes[index] {
+                tracing::warn!(
+                    task = %task.task_id,
+                    "the {} run went wrong ({}); running it again, attempt {attempt} of {DEMONSTRATION_ATTEMPTS}",
+                    run_name(&demonstration),
+                    result.error.as_deref().unwrap_or_default()
+                );
+            }
+            episodes[index] = run(demonstration.clone()).await;
         }
-        episodes[index] = run(AuditRunKind::Demonstration).await;
     }
 
-    let mut sessions: Vec<(AuditRunKind, Evidence, EvalResult)> = Vec::new();
+    // Each run's kind, evidence, answer and error.
+    let mut sessions: Vec<(AuditRunKind, Evidence, Option<String>, Option<String>)> = Vec::new();
     for (kind, run_dir, result) in episodes {
-        let result = result.with_context(|| format!("the audit's {} run could not be run", run_name(&kind)))?;
         let session = run_dir.join(SESSION_DIR);
-        let mut bundle = Bundle::open_with_limits(&session, options.episode.limits)
-            .with_context(|| format!("cannot open the session {}", session.display()))?;
-        sessions.push((kind, Evidence::load(&mut bundle)?.judged_with_credentials(&reference.credentials), result));
+        let evidence = || -> Result<Evidence> {
+            let mut bundle = Bundle::open_with_limits(&session, options.episode.limits)
+                .with_context(|| format!("cannot open the session {}", session.display()))?;
+            Ok(Evidence::load(&mut bundle)?.judged_with_credentials(&reference.credentials))
+        };
+        match (kind, result) {
+            // The proxy run only proves a path more: one that cannot be run (its proxy, its browser) leaves
+            // the bundle proven on the DevTools path, saying why.
+            (kind @ AuditRunKind::DemonstrationThroughProxy, result) => {
+                match result.and_then(|result| Ok((evidence()?, result))) {
+                    Ok((evidence, result)) => sessions.push((kind, evidence, result.answer, result.error)),
+                    Err(error) => sessions.push((kind, Evidence::default(), None, Some(format!("{error:#}")))),
+                }
+            }
+            (kind, result) => {
+                let result =
+                    result.with_context(|| format!("the audit's {} run could not be run", run_name(&kind)))?;
+                sessions.push((kind, evidence()?, result.answer, result.error));
+            }
+        }
     }
     let runs: Vec<Run<'_>> = sessions
         .iter()
-        .map(|(kind, evidence, result)| Run {
+        .map(|(kind, evidence, answer, error)| Run {
             kind: kind.clone(),
             evidence,
-            answer: result.answer.clone(),
-            error: result.error.clone(),
+            answer: answer.clone(),
+            error: error.clone(),
         })
         .collect();
     let (audit, checkpoints) =

@@ -247,7 +247,7 @@ pub fn episode_start(calls: &[ToolCall], website: &str) -> Result<String> {
 pub fn task_to_run(task: &TaskSource, limits: ZipLimits) -> Result<trace_manifest::report::TaskToRun> {
     let mut bundle = Bundle::open_with_limits(&task.bundle, limits)
         .with_context(|| format!("cannot open the bundle {} of task {}", task.bundle.display(), task.task_id))?;
-    let website = bundle.manifest()?.task.website;
+    let manifest = bundle.manifest()?;
     let (calls, _) = trajectory::of_bundle(&mut bundle)?;
     Ok(trace_manifest::report::TaskToRun {
         task_id: task.task_id.clone(),
@@ -255,7 +255,8 @@ pub fn task_to_run(task: &TaskSource, limits: ZipLimits) -> Result<trace_manifes
         description: task.description.clone(),
         task_type: task.task_type,
         website: task.website.clone(),
-        start_url: episode_start(&calls, &website).with_context(|| format!("task {}", task.task_id))?,
+        start_url: episode_start(&calls, &manifest.task.website).with_context(|| format!("task {}", task.task_id))?,
+        paths: manifest.audit.map(|audit| audit.paths).unwrap_or_default(),
     })
 }
 

@@ -36,6 +36,7 @@ pub mod page_ids;
 pub mod page_scripts;
 pub mod processes;
 pub mod proposals;
+pub mod proxied_rerun;
 pub mod proxy;
 pub mod responder;
 pub mod run;

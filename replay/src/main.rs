@@ -174,6 +174,10 @@ enum Command {
         /// Print the audits as one JSON array.
         #[arg(long)]
         json: bool,
+        /// Leave out the demonstration's re-run through the proxy: the bundle is then proven on the
+        /// DevTools path (`eval`) alone, not on the proxy path BrowserGym's package takes.
+        #[arg(long)]
+        skip_proxy: bool,
         #[command(flatten)]
         browser: BrowserArgs,
         #[command(flatten)]
@@ -426,7 +430,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let summary = until_stopped(trace_replay::batch::run(&source, &eval.out, &options))?;
             print_summary(&summary, eval.json, &eval.out)
         }
-        Command::Audit { source, out, prune, llm, llm_cache, parallel, json, browser, limits } => {
+        Command::Audit { source, out, prune, llm, llm_cache, parallel, json, skip_proxy, browser, limits } => {
             anyhow::ensure!(parallel > 0, "--parallel takes at least 1");
             trace_replay::chromium::find(browser.chromium.as_deref())
                 .map_err(|error| Error::NoBrowser(format!("{error:#}")))?;
@@ -450,6 +454,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 prune,
                 parallel,
                 proposer,
+                through_proxy: !skip_proxy,
             };
             let audits = until_stopped(trace_replay::audit::audit_tasks(&source, &out, &options, |audit| {
                 if !json {

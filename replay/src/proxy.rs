@@ -143,7 +143,7 @@ impl Proxy {
             .with_context(|| format!("cannot listen on 127.0.0.1:{}; choose another --proxy-port", options.port))?;
         let address = listener.local_addr()?;
         let archive = Arc::new(archive);
-        let responder = Responder::new(archive.clone(), trace_manifest::time_fmt::now_ms());
+        let responder = Arc::new(Responder::new(archive.clone(), trace_manifest::time_fmt::now_ms()));
         let shared = Arc::new(Shared {
             scripts: PageScripts::for_archive(&archive, options.determinism, session.is_some()),
             start_cookies: StartCookies::new(&archive),
@@ -170,6 +170,11 @@ impl Proxy {
 
     pub fn authority(&self) -> &Authority {
         &self.shared.authority
+    }
+
+    /// What answers the proxy's requests: a browser driven through the proxy waits on it.
+    pub fn responder(&self) -> &Arc<Responder> {
+        &self.shared.responder
     }
 
     pub fn stats(&self) -> Stats {
@@ -260,7 +265,7 @@ impl ProxyEpisode {
 }
 
 struct Shared {
-    responder: Responder,
+    responder: Arc<Responder>,
     scripts: PageScripts,
     start_cookies: StartCookies,
     authority: Authority,
@@ -427,6 +432,7 @@ async fn take_report(request: hyper::Request<Incoming>, shared: &Shared) -> Answ
     #[serde(tag = "kind", rename_all = "snake_case")]
     enum Report {
         Shown { url: String, html: String },
+        Moved { url: String },
         Socket { message: String },
     }
     let Some(session) = &shared.session else { return plain(StatusCode::NO_CONTENT, "") };
@@ -444,6 +450,16 @@ async fn take_report(request: hyper::Request<Incoming>, shared: &Shared) -> Answ
             let ts = trace_manifest::time_fmt::now_ms();
             session.dom_snapshot(ts, None, url, &html, "shown").map_err(|error| format!("{error:#}"))
         }
+        Ok(Report::Moved { url }) if url.starts_with("http://") || url.starts_with("https://") => {
+            // Counted with the documents: a page that moves without end is refused as one that changes.
+            if shared.shown_reports.fetch_add(1, Ordering::Relaxed) >= MAX_SHOWN_REPORTS {
+                return plain(StatusCode::TOO_MANY_REQUESTS, "no more reports are kept in this episode");
+            }
+            let navigation = Navigation { url, cause: NavigationCause::Script, main_frame: true };
+            session.record(&Origin::default(), EventKind::Navigation(navigation));
+            Ok(())
+        }
+        Ok(Report::Moved { .. }) => Err("a page's own address is a web page's".to_owned()),
         Ok(Report::Socket { message }) => match session::socket_event(&message) {
             Some(socket) => {
                 session.record(&Origin::default(), EventKind::WebSocket(socket));

@@ -202,6 +202,7 @@ impl Replay {
             scripts: init_scripts,
             responder: responder.clone(),
             session: session.clone(),
+            watch_live_connections: true,
             prepared: tokio::sync::Mutex::default(),
         });
         if let Some(storage) = &archive.start_storage {
@@ -211,6 +212,61 @@ impl Replay {
         Ok(Replay {
             browser: Some(browser),
             session,
+            responder,
+            pages,
+            handler: Some(handler),
+            tasks,
+            endpoint,
+            closing,
+            process,
+            _profile: profile,
+        })
+    }
+
+    /// Launches Chromium going through the proxy at `proxy_url` for every request (loopback included),
+    /// trusting the certificates of the key `certificate_fingerprint` names: the browser BrowserGym's
+    /// package gives an agent ([`crate::proxy`]). DevTools drives it (the person's re-run acts through it)
+    /// but answers nothing: the proxy serves, puts its page scripts in and records the session. The
+    /// replay's `responder` is the proxy's, so that the re-run waits on what it serves.
+    pub async fn launch_through_proxy(
+        proxy_url: &str,
+        certificate_fingerprint: &str,
+        responder: Arc<Responder>,
+        options: &Options,
+    ) -> Result<Replay> {
+        chromium::find(options.chromium.as_deref())?;
+        let flag = |name: &str, value: &str| (name.to_owned(), Some(value.to_owned()));
+        let args = vec![
+            flag("proxy-server", proxy_url),
+            // Chromium sends loopback addresses past a proxy unless told not to; a recording of a local site
+            // is served by the proxy as any other.
+            flag("proxy-bypass-list", "<-loopback>"),
+            flag("ignore-certificate-errors-spki-list", certificate_fingerprint),
+        ];
+        let launch = Launch {
+            chromium: options.chromium.clone(),
+            headless: options.headless,
+            args,
+            port: options.cdp_port,
+            viewport: responder.archive().viewport,
+            ..Launch::default()
+        };
+        let Chromium { browser, handler, profile, closing, process } = chromium::launch(&launch).await?;
+        let browser = Arc::new(browser);
+        let endpoint = browser.websocket_address().clone();
+        let created = browser.event_listener::<EventTargetCreated>().await?;
+        let pages = Arc::new(PagePreparation {
+            // The re-run asks pages whether they have settled; every other page script is the proxy's.
+            scripts: vec![page_scripts::SETTLE.to_owned()],
+            responder: responder.clone(),
+            session: None,
+            watch_live_connections: false,
+            prepared: tokio::sync::Mutex::default(),
+        });
+        let tasks = vec![tokio::spawn(prepare_new_pages(browser.clone(), pages.clone(), created))];
+        Ok(Replay {
+            browser: Some(browser),
+            session: None,
             responder,
             pages,
             handler: Some(handler),
@@ -545,6 +601,9 @@ struct PagePreparation {
     scripts: Vec<String>,
     responder: Arc<Responder>,
     session: Option<Arc<SessionRecorder>>,
+    /// Count the WebSockets and WebRTC connections pages open for real as live attempts (a proxy counts
+    /// what reaches it itself).
+    watch_live_connections: bool,
     prepared: tokio::sync::Mutex<HashSet<TargetId>>,
 }
 
@@ -556,10 +615,12 @@ impl PagePreparation {
         if !prepared.insert(page.target_id().clone()) {
             return Ok(());
         }
-        let sockets = page.event_listener::<EventWebSocketCreated>().await?;
-        let reports = page.event_listener::<EventBindingCalled>().await?;
-        tokio::spawn(count_live_connections(self.responder.clone(), sockets, reports));
-        page.execute(AddBindingParams::new(page_scripts::LIVE_BINDING)).await?;
+        if self.watch_live_connections {
+            let sockets = page.event_listener::<EventWebSocketCreated>().await?;
+            let reports = page.event_listener::<EventBindingCalled>().await?;
+            tokio::spawn(count_live_connections(self.responder.clone(), sockets, reports));
+            page.execute(AddBindingParams::new(page_scripts::LIVE_BINDING)).await?;
+        }
         for script in &self.scripts {
             page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script.clone())).await?;
         }

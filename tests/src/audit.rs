@@ -1,12 +1,13 @@
 //! The audit of a bundle's checkpoints as the end-to-end tests ask for it (`trace-replay audit`), and what
 //! a passing audit is: the person's demonstration, re-run offline, succeeds with every checkpoint reached in
-//! order; an agent that does nothing reaches none and fails; every perturbed demonstration (a state-changing
-//! step left out, a typed or chosen value altered) fails.
+//! order, on both paths an agent is scored on (DevTools, and through the proxy as BrowserGym's package
+//! serves it); an agent that does nothing reaches none and fails; every perturbed demonstration (a
+//! state-changing step left out, a typed or chosen value altered, a wrong credential) fails.
 
 use std::path::Path;
 
 use trace_analysis::audit::run_name;
-use trace_manifest::audit::{Audit, AuditRunKind, CheckpointVerdict};
+use trace_manifest::audit::{Audit, AuditRunKind, CheckpointVerdict, ServingPath};
 use trace_manifest::eval::RERUN_FILE;
 use trace_manifest::report::FidelityReport;
 
@@ -51,7 +52,7 @@ pub fn assert_proves(audit: &Audit) {
     assert!(!audit.checkpoints.is_empty(), "{table}");
     for run in &audit.runs {
         match run.kind {
-            AuditRunKind::Demonstration => {
+            AuditRunKind::Demonstration | AuditRunKind::DemonstrationThroughProxy => {
                 assert_eq!(run.success, 1.0, "{table}");
                 assert_eq!(run.reached_in_order, audit.checkpoints.len(), "{table}");
             }
@@ -67,5 +68,6 @@ pub fn assert_proves(audit: &Audit) {
         assert!(run.as_expected, "{table}");
     }
     assert!(audit.checkpoints.iter().all(|checkpoint| checkpoint.verdict == CheckpointVerdict::Discriminates));
+    assert_eq!(audit.paths, [ServingPath::Devtools, ServingPath::Proxy], "{table}");
     eprintln!("{table}");
 }

@@ -21,7 +21,7 @@ use trace_e2e::demo;
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::run;
 use trace_e2e::site::{DEMO_PASSWORD, DEMO_USER, DemoSite, sealed, vault};
-use trace_manifest::audit::{Audit, AuditRunKind, CheckpointVerdict};
+use trace_manifest::audit::{Audit, AuditRunKind, CheckpointVerdict, ServingPath};
 use trace_manifest::bundle::BundleManifest;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use trace_manifest::eval::{EvalResult, EvalSummary};
@@ -279,6 +279,8 @@ async fn a_recording_becomes_a_redacted_replayable_environment_and_a_dataset() {
     );
     assert_eq!(line.num_steps, EXPECTED_TRAJECTORY.len());
     assert_eq!(line.checkpoints.len(), checkpoints.len());
+    // #47: the audit proved the task for `eval` and through the proxy BrowserGym's package serves from.
+    assert_eq!(line.paths, [ServingPath::Devtools, ServingPath::Proxy]);
     assert!(line.credentials[0].value.starts_with("trace-redacted-"), "redacted credentials");
     assert!(!contains(text.as_bytes(), DEMO_PASSWORD.as_bytes()));
 

@@ -67,6 +67,8 @@ class TraceTaskSpec:
     description: str
     start_url: str
     task_type: str
+    # The paths its audit proved it on ("devtools", "proxy"); empty when never audited or invalid.
+    paths: tuple[str, ...] = ()
 
 
 def read_credentials(bundle: Path) -> dict[str, str]:
@@ -129,6 +131,7 @@ def read_source(source: str | os.PathLike, trace_replay: str | None = None) -> l
             description=task["description"],
             start_url=task["start_url"],
             task_type=task["task_type"],
+            paths=tuple(task.get("paths", ())),
         )
         for task in json.loads(listed.stdout)
     ]
@@ -157,7 +160,17 @@ def register(
             "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
         )
     env_ids = []
-    for spec in read_source(source, trace_replay):
+    specs = read_source(source, trace_replay)
+    # Tasks served here as their audit never saw them served: a score through this path may differ from
+    # `trace-replay eval`'s. Said once per call, naming them.
+    unproven = [spec.task_id for spec in specs if "devtools" in spec.paths and "proxy" not in spec.paths]
+    if unproven:
+        warnings.warn(
+            f"the audit did not prove {len(unproven)} task(s) through the proxy this package serves from "
+            f"(see `proxy_problems` in their audit.json): {', '.join(unproven)}",
+            stacklevel=2,
+        )
+    for spec in specs:
         env_id = f"browsergym/{env_name(spec.task_id)}"
         # Registered again (a second call, a Ray worker importing twice) it is the same task.
         gym.registry.pop(env_id, None)
