@@ -1,10 +1,11 @@
 // The proxy path's reporter: what the page shows, where it moved within its document, and the frames it
 // sends on the recorded sockets, posted to the proxy, which records them in the episode's session as the
 // DevTools path records them (a DOM snapshot when the page has loaded and whenever it settles after a
-// change; a navigation within the document; each socket report as the DevTools binding would carry it). No DevTools session watches a browser the agent launched itself, so only a
-// script in the page can see what the page's own scripts draw (a cart count after a `fetch`). It is
-// JavaScript because it must run inside the page, before the page's own scripts, as the other page scripts
-// do; the proxy bounds what it accepts, whatever a page posts.
+// change; a navigation within the document; each socket report as the DevTools binding would carry it).
+// No DevTools session watches a browser the agent launched itself, so only a script in the page can see
+// what the page's own scripts draw (a cart count after a `fetch`). It is JavaScript because it must run
+// inside the page, before the page's own scripts, as the other page scripts do; the proxy bounds what it
+// accepts, whatever a page posts.
 (() => {
   const ENDPOINT = __TRACE_REPORT_PATH__;
   const SOCKET_BINDING = __TRACE_SOCKET_BINDING__;

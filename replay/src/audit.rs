@@ -122,8 +122,12 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
     // Pruning keeps only what the demonstration reaches, so a demonstration that lost a step to a loaded
     // machine (a click before the page answered) would cost the bundle the checkpoints after that step.
     // It is re-run alone, with the machine no longer shared with the other runs, before it is believed.
-    for demonstration in [AuditRunKind::Demonstration, AuditRunKind::DemonstrationThroughProxy] {
-        for attempt in 2..=DEMONSTRATION_ATTEMPTS {
+    // The proxy run only proves a path more, and a bundle that path cannot serve fails it every time: it
+    // gets one more try.
+    let attempts =
+        [(AuditRunKind::Demonstration, DEMONSTRATION_ATTEMPTS), (AuditRunKind::DemonstrationThroughProxy, 2)];
+    for (demonstration, attempts) in attempts {
+        for attempt in 2..=attempts {
             let Some(index) = episodes.iter().position(|(kind, _, result)| {
                 *kind == demonstration && result.as_ref().is_ok_and(|result| result.error.is_some())
             }) else {
@@ -132,7 +136,7 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
             if let (_, _, Ok(result)) = &episodes[index] {
                 tracing::warn!(
                     task = %task.task_id,
-                    "the {} run went wrong ({}); running it again, attempt {attempt} of {DEMONSTRATION_ATTEMPTS}",
+                    "the {} run went wrong ({}); running it again, attempt {attempt} of {attempts}",
                     run_name(&demonstration),
                     result.error.as_deref().unwrap_or_default()
                 );
@@ -160,8 +164,7 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
                 }
             }
             (kind, result) => {
-                let result =
-                    result.with_context(|| format!("the audit's {} run could not be run", run_name(&kind)))?;
+                let result = result.with_context(|| format!("the audit's {} run could not be run", run_name(&kind)))?;
                 sessions.push((kind, evidence()?, result.answer, result.error));
             }
         }

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use trace_manifest::eval::{self as files, EvalResult};
 use trace_store::atomic::write_json;
 
@@ -56,15 +57,13 @@ pub async fn rerun_through_proxy(task: &TaskSource, out: &Path, options: &EvalOp
     let report = run_human(&replay, &reference.calls, &reference.credentials, RunOptions::default()).await;
     // What each page shows now, reported to the proxy before the browser goes, as BrowserGym's package
     // has it reported before it scores.
-    let report_now = format!("globalThis[{:?}]?.()", REPORT_NOW);
+    let report_now = EvaluateParams::builder()
+        .expression(format!("globalThis[{REPORT_NOW:?}]?.()"))
+        .await_promise(true)
+        .build()
+        .expect("an expression is all EvaluateParams needs");
     for page in replay.pages().await.unwrap_or_default() {
-        let reported = page.evaluate_expression(
-            chromiumoxide::cdp::js_protocol::runtime::EvaluateParams::builder()
-                .expression(report_now.as_str())
-                .await_promise(true)
-                .build()
-                .map_err(anyhow::Error::msg)?,
-        );
+        let reported = page.evaluate_expression(report_now.clone());
         if !matches!(tokio::time::timeout(REPORT_WAIT, reported).await, Ok(Ok(_))) {
             tracing::debug!("a page of the proxied re-run did not report what it shows");
         }

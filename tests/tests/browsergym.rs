@@ -242,6 +242,49 @@ async fn browsergym_registers_only_what_eval_would_run() {
     assert!(!refused.status.success() && stderr.contains("which is no web page"), "{stderr}");
 }
 
+/// Issue #47: a task whose audit proved it for `eval` only (its demonstration failed through the proxy this
+/// package serves from) is registered with a warning naming it; one proven on both paths, without.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browsergym_warns_of_tasks_not_proven_through_its_proxy() {
+    let test = "browsergym_warns_of_tasks_not_proven_through_its_proxy";
+    let Some(recorded) = demo::recorded_once(test).await else { return };
+    let Some(python) = python_of_for_tests(test, Environment::BrowserGym) else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let warned = |paths: Value| {
+        let bundle = scratch.path().join(format!("audited-{}", paths.as_array().unwrap().len()));
+        let mut zip = zip::ZipArchive::new(std::fs::File::open(&recorded.exported.bundle).unwrap()).unwrap();
+        zip.extract(&bundle).unwrap();
+        let manifest_path = bundle.join("manifest.json");
+        let mut manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+        manifest["audit"] = json!({
+            "valid": true, "audited_at": "2026-11-30T00:00:00Z", "runs_as_expected": 3, "runs": 3, "paths": paths,
+        });
+        std::fs::write(&manifest_path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+        let script = "import sys, warnings, browsergym_trace\n\
+                      with warnings.catch_warnings(record=True) as caught:\n\
+                      \x20   warnings.simplefilter('always')\n\
+                      \x20   browsergym_trace.register(sys.argv[1], trace_replay=sys.argv[2])\n\
+                      print([str(warning.message) for warning in caught])";
+        let output = Command::new(&python)
+            .args(["-c", script])
+            .arg(&bundle)
+            .arg(&recorded.build.trace_replay)
+            .env("PYTHONPATH", package_source())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let task_id = {
+        let mut bundle = trace_bundle::archive::Bundle::open(&recorded.exported.bundle).unwrap();
+        bundle.manifest().unwrap().task.id.to_string()
+    };
+    let devtools_only = warned(json!(["devtools"]));
+    assert!(devtools_only.contains("did not prove 1 task(s) through the proxy") && devtools_only.contains(&task_id));
+    let both = warned(json!(["devtools", "proxy"]));
+    assert!(!both.contains("through the proxy"), "{both}");
+}
+
 /// Issue #47: a `reset` that failed left an empty episode folder in `TRACE_EPISODES`. Here `trace-replay
 /// serve` cannot start (the bundle registered is gone by then): `reset` fails saying so, and leaves nothing.
 /// An episode that starts keeps its folder (`the_proxy_dies_with_a_killed_browsergym_and_writes_its_episode`).
