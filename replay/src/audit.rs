@@ -117,8 +117,19 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
             (kind, run_dir, result)
         }
     };
-    let mut episodes =
-        futures::stream::iter(kinds.into_iter().map(run)).buffered(options.parallel.max(1)).collect::<Vec<_>>().await;
+    // The runs as long as the demonstration start first and the short one that does nothing last, so
+    // that the audit takes about its longest run rather than a long run started last; they are reported
+    // in the order above.
+    let mut launch_order: Vec<usize> = (0..kinds.len()).collect();
+    launch_order.sort_by_key(|&index| match kinds[index] {
+        AuditRunKind::Demonstration => 0,
+        AuditRunKind::DemonstrationThroughProxy => 1,
+        AuditRunKind::Nothing | AuditRunKind::AnswerFromStart => 3,
+        _ => 2,
+    });
+    let launched = launch_order.iter().map(|&index| run(kinds[index].clone()));
+    let mut episodes = futures::stream::iter(launched).buffered(options.parallel.max(1)).collect::<Vec<_>>().await;
+    episodes.sort_by_key(|(kind, _, _)| kinds.iter().position(|listed| listed == kind));
     // Pruning keeps only what the demonstration reaches, so a demonstration that lost a step to a loaded
     // machine (a click before the page answered) would cost the bundle the checkpoints after that step.
     // It is re-run alone, with the machine no longer shared with the other runs, before it is believed.

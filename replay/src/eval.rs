@@ -50,7 +50,7 @@ use crate::archive::{ReplayArchive, open_bundle};
 use crate::judge::{self, Judge};
 use crate::run::{RunOptions, run_human};
 use crate::serve::{Options, Replay};
-use crate::session::{self, SessionRecorder};
+use crate::session::{self, Captures, SessionRecorder};
 use crate::tasks::TaskSource;
 
 /// Who acts in the episode.
@@ -373,8 +373,16 @@ impl Episode<'_> {
         }
         let agent_out = self.out.join("agent");
         std::fs::create_dir_all(&agent_out).with_context(|| format!("cannot create {}", agent_out.display()))?;
-        let session =
-            SessionRecorder::create_with_budget(&self.out.join(files::SESSION_DIR), self.options.episode_budget)?;
+        // A perturbed run is judged by its checkpoints alone, which read pages' text: it keeps no pictures.
+        let captures = match self.options.agent {
+            Agent::Perturbed(_) => Captures::DomOnly,
+            _ => Captures::ScreenshotAndDom,
+        };
+        let session = SessionRecorder::create_with_budget(
+            &self.out.join(files::SESSION_DIR),
+            self.options.episode_budget,
+            captures,
+        )?;
         let started = Instant::now();
         let started_at_ms = now_ms();
 
@@ -383,6 +391,10 @@ impl Episode<'_> {
             agent @ (Agent::Human | Agent::Perturbed(_)) => {
                 let mut calls = reference.calls.clone();
                 let mut run_options = RunOptions::default();
+                if let Agent::Perturbed(_) = agent {
+                    run_options.after_failure_timeout = Some(PERTURBED_WAIT_AFTER_FAILURE);
+                    run_options.compare_screens = false;
+                }
                 match agent {
                     Agent::Perturbed(Perturbation::StepLeftOut(step)) if *step < calls.len() => {
                         calls.remove(*step);
@@ -1040,6 +1052,12 @@ fn parse_answer_file<T: serde::de::DeserializeOwned>(
         Err(error) => Err(format!("the agent's {name} is malformed: {error}")),
     }
 }
+
+/// How long a perturbed run, once one of its steps has failed, waits for what the person met at each later
+/// step ([`RunOptions::after_failure_timeout`]). Every one of those steps has already waited for its page
+/// to settle and for the person's own pause; in the demo's audit, each failed step after a left-out one
+/// had waited the full 10 s for an element that never came.
+const PERTURBED_WAIT_AFTER_FAILURE: Duration = Duration::from_secs(3);
 
 /// How long the session may take to handle what the browser sent before an episode starts or ends.
 const CATCH_UP: Duration = Duration::from_secs(10);

@@ -79,7 +79,7 @@ use crate::archive::ReplayArchive;
 use crate::matcher::{Request, RequestState};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
-use crate::session::{self, Budget, Kept, Origin, SessionRecorder};
+use crate::session::{self, Budget, Captures, Kept, Origin, SessionRecorder};
 
 /// The largest request body the proxy reads; a larger one fails its request.
 const MAX_REQUEST_BODY: usize = 64 << 20;
@@ -237,7 +237,7 @@ pub struct ProxyEpisode {
 impl ProxyEpisode {
     /// Starts recording into `dir`, keeping bodies within `budget`.
     pub fn create(dir: &Path, budget: Budget) -> Result<ProxyEpisode> {
-        let session = SessionRecorder::create_with_budget(&dir.join(SESSION_DIR), budget)?;
+        let session = SessionRecorder::create_with_budget(&dir.join(SESSION_DIR), budget, Captures::ScreenshotAndDom)?;
         let (started, started_at_ms) = (std::time::Instant::now(), trace_manifest::time_fmt::now_ms());
         Ok(ProxyEpisode { dir: dir.to_owned(), session, started, started_at_ms })
     }

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use trace_analysis::audit::run_name;
 use trace_manifest::audit::{Audit, AuditRunKind, CheckpointVerdict, ServingPath};
-use trace_manifest::eval::RERUN_FILE;
+use trace_manifest::bundle::{DOM_DIR, SCREENSHOTS_DIR};
+use trace_manifest::eval::{RERUN_FILE, SESSION_DIR};
 use trace_manifest::report::FidelityReport;
 
 use crate::browser::Build;
@@ -25,6 +26,32 @@ pub fn audit_with_rerun(build: &Build, bundle: &Path) -> (Audit, FidelityReport)
     let audit = audit_into(build, bundle, out.path());
     let rerun = out.path().join(audit.task_id.as_str()).join(run_name(&AuditRunKind::Demonstration)).join(RERUN_FILE);
     let report = std::fs::read(&rerun).unwrap_or_else(|error| panic!("{}: {error}", rerun.display()));
+    // The runs judged by their checkpoints alone (the perturbed ones) keep the pages' text and no pictures;
+    // the demonstration keeps both, for the people who look at its re-run.
+    for run in &audit.runs {
+        let session = out.path().join(audit.task_id.as_str()).join(&run.name).join(SESSION_DIR);
+        let files = |dir: &str| std::fs::read_dir(session.join(dir)).map_or(0, |entries| entries.count());
+        let (screenshots, snapshots) = (files(SCREENSHOTS_DIR), files(DOM_DIR));
+        match run.kind {
+            AuditRunKind::StepLeftOut { .. }
+            | AuditRunKind::ValueAltered { .. }
+            | AuditRunKind::CredentialAltered { .. } => {
+                assert!(
+                    screenshots == 0 && snapshots > 0,
+                    "{}: {screenshots} screenshots, {snapshots} snapshots",
+                    run.name
+                )
+            }
+            AuditRunKind::Demonstration => {
+                assert!(
+                    screenshots > 0 && snapshots > 0,
+                    "{}: {screenshots} screenshots, {snapshots} snapshots",
+                    run.name
+                )
+            }
+            _ => {}
+        }
+    }
     (audit, serde_json::from_slice(&report).unwrap())
 }
 

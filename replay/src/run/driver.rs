@@ -225,6 +225,7 @@ impl Runner<'_> {
         }
         if let Some(recorded) = &call.screenshot
             && outcome.passed
+            && self.options.compare_screens
         {
             outcome.screenshot_difference = self.screenshot_difference(recorded).await.ok().flatten();
         }

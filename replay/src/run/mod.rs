@@ -65,11 +65,27 @@ pub struct RunOptions {
     /// typed a wrong password and was not let in goes no further, and the steps of the signed-in site
     /// would each wait out their deadline for nothing.
     pub stop_after_failure: bool,
+    /// Once a step has failed, the longest each later wait (the page settling, an element, a URL, a text)
+    /// may take instead of `step_timeout`. A perturbed run that has left the person's path acts on pages
+    /// the person never saw, and waiting the full timeout for each element, URL and text they met is what
+    /// made such a run cost three times a faithful one (the audit's "without a step" runs). The person's
+    /// pauses are kept as before.
+    pub after_failure_timeout: Option<Duration>,
+    /// Compare each step's screen with the recorded screenshot (the report's `screenshot_difference`). A
+    /// run judged by its checkpoints alone (the audit's perturbed runs) leaves it out: a screenshot and
+    /// its comparison are about a third of a re-run's processor time.
+    pub compare_screens: bool,
 }
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions { step_timeout: Duration::from_secs(10), alter_step: None, stop_after_failure: false }
+        RunOptions {
+            step_timeout: Duration::from_secs(10),
+            alter_step: None,
+            stop_after_failure: false,
+            after_failure_timeout: None,
+            compare_screens: true,
+        }
     }
 }
 
@@ -215,6 +231,11 @@ pub async fn run_human(
             },
         };
         tracing::info!(step = outcome.step, name = %outcome.name, passed = outcome.passed, reason = ?outcome.reason);
+        if !outcome.passed
+            && let Some(shorter) = options.after_failure_timeout
+        {
+            runner.options.step_timeout = runner.options.step_timeout.min(shorter);
+        }
         steps.push(outcome);
     }
     let _ = tokio::time::timeout(deadline, runner.settle()).await;

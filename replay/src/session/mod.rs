@@ -71,6 +71,17 @@ pub struct SessionRecorder {
     started_at_ms: f64,
     state: Mutex<State>,
     bodies: Bodies,
+    captures: Captures,
+}
+
+/// What a capture of a page (after its load, after an act, at the end) keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Captures {
+    /// A screenshot and the DOM, as the extension records them.
+    ScreenshotAndDom,
+    /// The DOM alone: for a session judged by its checkpoints only (the audit's perturbed runs), which
+    /// read the pages' text, never their pictures. A screenshot is most of a capture's processor time.
+    DomOnly,
 }
 
 #[derive(Default)]
@@ -98,11 +109,11 @@ impl SessionRecorder {
     /// Starts a session written into `dir`, which must not hold one already, keeping bodies within the
     /// default [`Budget`].
     pub fn create(dir: &Path) -> Result<Arc<SessionRecorder>> {
-        SessionRecorder::create_with_budget(dir, Budget::default())
+        SessionRecorder::create_with_budget(dir, Budget::default(), Captures::ScreenshotAndDom)
     }
 
-    /// [`SessionRecorder::create`], keeping bodies within `budget`.
-    pub fn create_with_budget(dir: &Path, budget: Budget) -> Result<Arc<SessionRecorder>> {
+    /// [`SessionRecorder::create`], keeping bodies within `budget` and of each capture what `captures` says.
+    pub fn create_with_budget(dir: &Path, budget: Budget, captures: Captures) -> Result<Arc<SessionRecorder>> {
         if dir.join(bundle::MANIFEST_FILE).exists() {
             anyhow::bail!("{} already holds a session", dir.display());
         }
@@ -114,6 +125,7 @@ impl SessionRecorder {
             started_at_ms: now_ms(),
             state: Mutex::default(),
             bodies: Bodies::new(dir, budget),
+            captures,
         }))
     }
 
@@ -638,6 +650,9 @@ pub async fn capture_page(session: &SessionRecorder, page: &Page, reason: &str) 
         return Ok(());
     }
     let tab_id = session.tab_of(page.target_id().as_ref());
+    if session.captures == Captures::DomOnly {
+        return session.dom_snapshot(now_ms(), Some(tab_id), url, &html, reason);
+    }
     let png = page.screenshot(ScreenshotParams::builder().format(CaptureScreenshotFormat::Png).build()).await?;
     let viewport = page
         .evaluate("({width: innerWidth, height: innerHeight, dpr: devicePixelRatio})")

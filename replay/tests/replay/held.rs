@@ -1,7 +1,7 @@
 //! Pages that hold a re-run: a dialog the person answered, a script that never yields, and a replay
 //! stopped from outside. A re-run answers dialogs as the person did (they went on), fails a step that
 //! does not end by its deadline and goes on to the end, and, stopped by `SIGTERM`, takes its Chromium
-//! with it.
+//! with it. A perturbed run that has left the person's path waits less for what they met.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -103,6 +103,46 @@ async fn a_step_that_never_ends_fails_on_its_deadline_and_the_run_goes_on() {
     // Bounded by the deadlines: the steps' and the final settling's, with room for the browser.
     let bound = options.step_deadline() * 4;
     assert!(took < bound, "the run took {took:?}, more than {bound:?}: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_a_step_has_failed_a_perturbed_run_waits_less_for_what_the_person_met() {
+    // The person clicked two things the run no longer finds (a perturbed run that left a step out meets
+    // pages without them), then a button that is there.
+    let form = r#"<!doctype html><title>Form</title><button id="present">Present</button>"#;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("bundle");
+    bundle_of(
+        &dir,
+        &[("http://shop.test/form", form)],
+        json!([
+            { "name": "navigate", "params": { "url": "http://shop.test/form" }, "tab": 0, "ts": 0.0 },
+            click("#missing", None),
+            click("#gone", None),
+            click("#present", None)
+        ]),
+    );
+    let calls = calls_of(&dir);
+    let reasons = |report: &trace_manifest::report::FidelityReport| -> Vec<Option<String>> {
+        report.steps.iter().map(|step| step.reason.clone()).collect()
+    };
+    let faithful = RunOptions { step_timeout: Duration::from_secs(3), ..RunOptions::default() };
+    let perturbed = RunOptions { after_failure_timeout: Some(Duration::from_secs(1)), ..faithful };
+    for options in [perturbed, faithful] {
+        let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
+        let report = run_human(&replay, &calls, &[], options).await.unwrap();
+        replay.close().await.unwrap();
+        let text = trace_replay::run::text(&report);
+        let reasons = reasons(&report);
+        // The first failure waits the whole timeout, as the person's own step deserves; so does every
+        // later one in a run that was not told otherwise (the demonstration's).
+        assert!(reasons[1].as_deref().is_some_and(|r| r.contains("#missing is not on the page after 3s")), "{text}");
+        let later = if options.after_failure_timeout.is_some() { "after 1s" } else { "after 3s" };
+        assert!(reasons[2].as_deref().is_some_and(|r| r.contains(later)), "{text}");
+        // What the page has is still found and acted on after the failure.
+        assert!(report.steps[0].passed && report.steps[3].passed, "{text}");
+        assert_eq!(report.steps_failed, 2, "{text}");
+    }
 }
 
 /// The processes whose parent is `pid`, and theirs, and so on. A process's children are listed by the
