@@ -273,7 +273,17 @@ pub fn score_proxied(
     steps: Option<usize>,
     limits: ZipLimits,
 ) -> Result<EvalResult> {
-    let reference = Reference::read(bundle, limits)?;
+    score_proxied_with(&Reference::read(bundle, limits)?, episode, answer, steps, limits)
+}
+
+/// [`score_proxied`] against a reference already read (the audit's proxy run has it from its own open).
+pub fn score_proxied_with(
+    reference: &Reference,
+    episode: &Path,
+    answer: Option<String>,
+    steps: Option<usize>,
+    limits: ZipLimits,
+) -> Result<EvalResult> {
     let served_file = episode.join(files::SERVED_FILE);
     let served: Served = serde_json::from_slice(
         &std::fs::read(&served_file).with_context(|| format!("cannot read {}", served_file.display()))?,

@@ -17,7 +17,7 @@ use trace_manifest::eval::{self as files, EvalResult};
 use trace_store::atomic::write_json;
 
 use crate::archive::{ReplayArchive, open_bundle};
-use crate::eval::{EvalOptions, Reference, score_proxied};
+use crate::eval::{EvalOptions, Reference, score_proxied_with};
 use crate::page_scripts::REPORT_NOW;
 use crate::proxy::{Proxy, ProxyEpisode, ProxyOptions};
 use crate::run::{RunOptions, run_human};
@@ -82,7 +82,7 @@ pub async fn rerun_through_proxy(task: &TaskSource, out: &Path, options: &EvalOp
         Err(error) => Some(format!("the re-run through the proxy failed: {error:#}")),
     };
     let answer = reference.task.answer.clone();
-    let mut result = score_proxied(&task.bundle, out, answer, Some(reference.person_steps()), options.limits)?;
+    let mut result = score_proxied_with(&reference, out, answer, Some(reference.person_steps()), options.limits)?;
     result.agent = options.agent.name().to_owned();
     result.error = error;
     write_json(&out.join(files::RESULT_FILE), &result)?;
