@@ -124,11 +124,15 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
     launch_order.sort_by_key(|&index| match kinds[index] {
         AuditRunKind::Demonstration => 0,
         AuditRunKind::DemonstrationThroughProxy => 1,
+        AuditRunKind::StepLeftOut { .. }
+        | AuditRunKind::ValueAltered { .. }
+        | AuditRunKind::CredentialAltered { .. } => 2,
         AuditRunKind::Nothing | AuditRunKind::AnswerFromStart => 3,
-        _ => 2,
     });
     let launched = launch_order.iter().map(|&index| run(kinds[index].clone()));
-    let mut episodes = futures::stream::iter(launched).buffered(options.parallel.max(1)).collect::<Vec<_>>().await;
+    // Unordered: a run that ends frees its place at once, whatever started before it is still running.
+    let mut episodes =
+        futures::stream::iter(launched).buffer_unordered(options.parallel.max(1)).collect::<Vec<_>>().await;
     episodes.sort_by_key(|(kind, _, _)| kinds.iter().position(|listed| listed == kind));
     // Pruning keeps only what the demonstration reaches, so a demonstration that lost a step to a loaded
     // machine (a click before the page answered) would cost the bundle the checkpoints after that step.

@@ -48,7 +48,7 @@ use trace_store::atomic;
 
 use crate::archive::{ReplayArchive, open_bundle};
 use crate::judge::{self, Judge};
-use crate::run::{RunOptions, run_human};
+use crate::run::{OffPathWaits, RunOptions, run_human};
 use crate::serve::{Options, Replay};
 use crate::session::{self, Captures, SessionRecorder};
 use crate::tasks::TaskSource;
@@ -401,8 +401,15 @@ impl Episode<'_> {
             agent @ (Agent::Human | Agent::Perturbed(_)) => {
                 let mut calls = reference.calls.clone();
                 let mut run_options = RunOptions::default();
-                if let Agent::Perturbed(_) = agent {
-                    run_options.after_failure_timeout = Some(PERTURBED_WAIT_AFTER_FAILURE);
+                if let Agent::Perturbed(
+                    Perturbation::StepLeftOut(from_step)
+                    | Perturbation::ValueAltered(from_step)
+                    | Perturbation::CredentialAltered(from_step),
+                ) = agent
+                {
+                    // Left out, the step's index is the next one's: where the run may first act otherwise.
+                    let waits = OffPathWaits { from_step: *from_step, timeout: PERTURBED_WAIT_AFTER_FAILURE };
+                    run_options.off_path_waits = Some(waits);
                     run_options.compare_screens = false;
                 }
                 match agent {
@@ -1063,10 +1070,9 @@ fn parse_answer_file<T: serde::de::DeserializeOwned>(
     }
 }
 
-/// How long a perturbed run, once one of its steps has failed, waits for what the person met at each later
-/// step ([`RunOptions::after_failure_timeout`]). Every one of those steps has already waited for its page
-/// to settle and for the person's own pause; in the demo's audit, each failed step after a left-out one
-/// had waited the full 10 s for an element that never came.
+/// The longest each wait of a perturbed run takes once it has left the person's path ([`OffPathWaits`]):
+/// in the demo's audit, each failed step after a left-out one had waited the whole 10 s for an element
+/// that never came.
 const PERTURBED_WAIT_AFTER_FAILURE: Duration = Duration::from_secs(3);
 
 /// How long the session may take to handle what the browser sent before an episode starts or ends.

@@ -168,8 +168,8 @@ enum Command {
         /// ~/.cache/trace/checkpoints].
         #[arg(long, value_name = "DIR", requires = "llm")]
         llm_cache: Option<PathBuf>,
-        /// Runs at once, each in its own browser (a run mostly waits for its pages to settle and the
-        /// person's pauses: on two cores the demo's audit took 57 s at 4, 41 s at 6 and 42 s at 9).
+        /// Runs at once, each in its own browser (a run mostly waits for its pages to settle and for the
+        /// person's pauses; docs/benchmarks.md has the figures).
         #[arg(long, value_name = "N", default_value_t = 6)]
         parallel: usize,
         /// Print the audits as one JSON array.

@@ -11,7 +11,8 @@
 //! be there, visible and still (the same box twice in a row), since pages fill results on timers and
 //! animate them in. Typing starts once what the click into its field set off has settled, and keys come at
 //! the person's pace. A page that never settles is acted on at the timeout anyway; an element that never
-//! appears fails the call.
+//! appears fails the call. A perturbed run of the audit waits less once it has left the person's path
+//! ([`OffPathWaits`]).
 //!
 //! # Layout
 //! - [`driver`]: the re-run's tabs and the judging of each step (URL, what was sent, text, screen).
@@ -65,16 +66,26 @@ pub struct RunOptions {
     /// typed a wrong password and was not let in goes no further, and the steps of the signed-in site
     /// would each wait out their deadline for nothing.
     pub stop_after_failure: bool,
-    /// Once a step has failed, the longest each later wait (the page settling, an element, a URL, a text)
-    /// may take instead of `step_timeout`. A perturbed run that has left the person's path acts on pages
-    /// the person never saw, and waiting the full timeout for each element, URL and text they met is what
-    /// made such a run cost three times a faithful one (the audit's "without a step" runs). The person's
-    /// pauses are kept as before.
-    pub after_failure_timeout: Option<Duration>,
+    /// Shorter waits once a perturbed run has left the person's path ([`OffPathWaits`]).
+    pub off_path_waits: Option<OffPathWaits>,
     /// Compare each step's screen with the recorded screenshot (the report's `screenshot_difference`). A
     /// run judged by its checkpoints alone (the audit's perturbed runs) leaves it out: a screenshot and
     /// its comparison are about a third of a re-run's processor time.
     pub compare_screens: bool,
+}
+
+/// A perturbed run's waits once it has left the person's path: after a step at or after `from_step` has
+/// failed, every later wait the step timeout bounds (the page settling, an element, a URL, a text, a new
+/// tab) takes at most `timeout`. Such a run acts on pages the person never saw, and waiting the whole
+/// step timeout for each element, URL and text they met is what made it cost three times a faithful run
+/// (the audit's "without a step" runs). A failure before `from_step` (a loaded machine) changes nothing,
+/// the failure that leaves the path still waits the whole timeout, and the person's pauses are kept.
+#[derive(Debug, Clone, Copy)]
+pub struct OffPathWaits {
+    /// The first call (an index into the calls run) that may act otherwise than the person did: the
+    /// altered one, or the one after a step left out.
+    pub from_step: usize,
+    pub timeout: Duration,
 }
 
 impl Default for RunOptions {
@@ -83,7 +94,7 @@ impl Default for RunOptions {
             step_timeout: Duration::from_secs(10),
             alter_step: None,
             stop_after_failure: false,
-            after_failure_timeout: None,
+            off_path_waits: None,
             compare_screens: true,
         }
     }
@@ -232,9 +243,10 @@ pub async fn run_human(
         };
         tracing::info!(step = outcome.step, name = %outcome.name, passed = outcome.passed, reason = ?outcome.reason);
         if !outcome.passed
-            && let Some(shorter) = options.after_failure_timeout
+            && let Some(waits) = options.off_path_waits
+            && index >= waits.from_step
         {
-            runner.options.step_timeout = runner.options.step_timeout.min(shorter);
+            runner.options.step_timeout = runner.options.step_timeout.min(waits.timeout);
         }
         steps.push(outcome);
     }

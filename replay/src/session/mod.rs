@@ -642,8 +642,8 @@ pub async fn document_html(page: &Page) -> Result<(String, String)> {
     Ok((root.document_url.unwrap_or_default(), html))
 }
 
-/// A screenshot and a DOM snapshot of a tab's main frame, recorded as the extension records them (none of
-/// a page of the browser's own).
+/// A screenshot and a DOM snapshot of a tab's main frame, recorded as the extension records them (the DOM
+/// alone under [`Captures::DomOnly`]; none of a page of the browser's own).
 pub async fn capture_page(session: &SessionRecorder, page: &Page, reason: &str) -> Result<()> {
     let (url, html) = document_html(page).await?;
     if !is_site(&url) {
