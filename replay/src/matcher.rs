@@ -14,7 +14,8 @@
 //!
 //! Among the recorded requests a level finds for a request, what the request asks for chooses first: twins
 //! that asked for different content types (one URL fetched as JSON and as HTML, told apart by nothing but
-//! `Accept` and a cache buster) answer the request that asks for the same type ([`accept_kind`]). Then
+//! `Accept` and a cache buster) answer the request that asks for the same type ([`accept_kind`]), from
+//! another time (past a write the replay has not seen) rather than of another type. Then
 //! the browser's state: when they were sent in different states (a dashboard asked for before the login, answered with a redirect to the
 //! login page, and after it, answered with the dashboard), the ones whose state is closest to the
 //! request's ([`RequestState`]: cookies and credential headers) answer. Then time: a request recorded after
