@@ -78,6 +78,18 @@ pub enum Perturbation {
     CredentialAltered(usize),
 }
 
+impl Perturbation {
+    /// The index of the call perturbed: once it is left out, the index of the call after it, where the run
+    /// may first act otherwise than the person did.
+    pub fn step(self) -> usize {
+        match self {
+            Perturbation::StepLeftOut(step)
+            | Perturbation::ValueAltered(step)
+            | Perturbation::CredentialAltered(step) => step,
+        }
+    }
+}
+
 impl Agent {
     pub fn parse(text: &str) -> Agent {
         match text {
@@ -401,14 +413,8 @@ impl Episode<'_> {
             agent @ (Agent::Human | Agent::Perturbed(_)) => {
                 let mut calls = reference.calls.clone();
                 let mut run_options = RunOptions::default();
-                if let Agent::Perturbed(
-                    Perturbation::StepLeftOut(from_step)
-                    | Perturbation::ValueAltered(from_step)
-                    | Perturbation::CredentialAltered(from_step),
-                ) = agent
-                {
-                    // Left out, the step's index is the next one's: where the run may first act otherwise.
-                    let waits = OffPathWaits { from_step: *from_step, timeout: PERTURBED_WAIT_AFTER_FAILURE };
+                if let Agent::Perturbed(perturbation) = agent {
+                    let waits = OffPathWaits { from_step: perturbation.step(), timeout: PERTURBED_WAIT_AFTER_FAILURE };
                     run_options.off_path_waits = Some(waits);
                     run_options.compare_screens = false;
                 }

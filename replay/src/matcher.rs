@@ -942,7 +942,7 @@ mod tests {
             post("https://red.test/settings/user", JSON, "{}"),
             asking("https://red.test/plugins?_=1389", HTML),
         ];
-        let mut matcher = Matcher::new(recorded.clone());
+        let mut matcher = Matcher::new(recorded);
         assert_eq!(lookup_accepting(&mut matcher, "https://red.test/plugins?_=1765", JSON), Some(0));
         assert_eq!(lookup_accepting(&mut matcher, "https://red.test/plugins?_=1769", HTML), Some(2));
         assert_eq!(lookup_post(&mut matcher, "https://red.test/settings/user", JSON, "{}").map(|m| m.index), Some(1));
