@@ -25,24 +25,27 @@ use chromiumoxide::cdp::browser_protocol::fetch::{
     RequestPattern, RequestStage,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    CookieParam, CookieSameSite, ErrorReason, EventWebSocketCreated, ResourceType, TimeSinceEpoch,
+    CookieParam, CookieSameSite, ErrorReason, EventWebSocketCreated, PostDataEntry, ResourceType, TimeSinceEpoch,
 };
 use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
 use chromiumoxide::cdp::browser_protocol::storage::GetCookiesParams;
 use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
 use chromiumoxide::cdp::js_protocol::runtime::{AddBindingParams, EventBindingCalled};
+use chromiumoxide::error::CdpError;
 use chromiumoxide::{Browser, Page};
 use futures::StreamExt;
+use sha2::{Digest as _, Sha256};
 use tokio::task::JoinHandle;
 use trace_capture::storage as site_storage;
 use trace_manifest::event::StorageSnapshot;
 
 use crate::archive::ReplayArchive;
 use crate::chromium::{self, Chromium, Launch};
-use crate::matcher::{MatchKind, Request, RequestState};
+use crate::matcher::{LARGE_BODY_BYTES, MatchKind, Request, RequestState, large_body_stand_in};
 use crate::page_scripts;
 use crate::responder::{Decision, Responder, Stats};
-use crate::session::{self, Answer, Origin, SessionRecorder};
+use crate::session::bodies::BodySink;
+use crate::session::{self, Answer, Kept, Origin, SessionRecorder};
 use trace_manifest::event::Header;
 
 /// Where connections go when the network is off: a proxy whose name never resolves (see below).
@@ -312,7 +315,14 @@ impl Replay {
     pub async fn open(&self, url: &str) -> Result<Page> {
         let page = self.browser().new_page("about:blank").await?;
         self.pages.prepare(&page).await?;
-        page.goto(url).await.with_context(|| format!("cannot open {url}"))?;
+        match page.goto(url).await {
+            Ok(_) => {}
+            // DevTools did not confirm the load in time: the page's own traffic held its connection up (a
+            // page that posts large bodies as it loads), or the page never ends loading. It is open all the
+            // same, and an agent is given it as it is rather than losing the episode.
+            Err(CdpError::Timeout) => tracing::warn!("{url} did not finish loading within DevTools' timeout"),
+            Err(error) => return Err(error).with_context(|| format!("cannot open {url}")),
+        }
         Ok(page)
     }
 
@@ -366,12 +376,15 @@ async fn answer_requests(
             }
             let prelude = worker_prelude.as_deref().map(String::as_str);
             let observed = session.as_deref().map(|session| Observed::request(session, &event));
+            let (id, url) = (event.request_id.clone(), event.request.url.clone());
+            // Owned, so that its body is dropped once read rather than held until the answer.
+            let event = Arc::unwrap_or_clone(event);
             if let Err(error) =
-                answer(&browser, &responder, &event, allow_network_fallback, prelude, observed.as_ref()).await
+                answer(&browser, &responder, event, allow_network_fallback, prelude, observed.as_ref()).await
             {
                 // A paused request left unanswered would hold its page forever: fail it instead.
-                tracing::warn!("cannot answer {}: {error:#}", event.request.url);
-                let _ = browser.execute(FailRequestParams::new(event.request_id.clone(), ErrorReason::Failed)).await;
+                tracing::warn!("cannot answer {url}: {error:#}");
+                let _ = browser.execute(FailRequestParams::new(id, ErrorReason::Failed)).await;
             }
         });
     }
@@ -380,16 +393,19 @@ async fn answer_requests(
 async fn answer(
     browser: &Browser,
     responder: &Responder,
-    event: &EventRequestPaused,
+    mut event: EventRequestPaused,
     fallback: bool,
     worker_prelude: Option<&str>,
     observed: Option<&Observed<'_>>,
 ) -> Result<()> {
-    let request = &event.request;
-    let body = request_body(event);
+    // The body is read (and kept by the session) and dropped before the request waits for anything.
+    let pieces = event.request.post_data_entries.take().unwrap_or_default();
+    let (body, kept) = read_body(pieces, observed.map(|observed| observed.session.body_sink()))?;
     if let Some(observed) = observed {
-        observed.sent(event, body.as_deref())?;
+        observed.sent(&event, kept.unwrap_or(Kept::Empty));
     }
+    let event = &event;
+    let request = &event.request;
     let content_type = header(&request.headers, "content-type");
     let accept = header(&request.headers, "accept");
     let authorization = header(&request.headers, "authorization");
@@ -397,7 +413,7 @@ async fn answer(
     let mut asked = Request {
         method: &request.method,
         url: &request.url,
-        body: body.as_deref(),
+        body: (!body.is_empty()).then_some(body.as_slice()),
         content_type: content_type.as_deref(),
         state: None,
         accept: accept.as_deref(),
@@ -502,7 +518,7 @@ impl<'s> Observed<'s> {
         }
     }
 
-    fn sent(&self, event: &EventRequestPaused, body: Option<&[u8]>) -> Result<()> {
+    fn sent(&self, event: &EventRequestPaused, body: Kept) {
         let headers = header_pairs(&event.request.headers).map(|(name, value)| Header::new(name, value)).collect();
         let request = trace_manifest::event::Request {
             request_id: self.request_id.clone(),
@@ -512,7 +528,7 @@ impl<'s> Observed<'s> {
             post_data: None,
             resource_type: Some(event.resource_type.as_ref().to_owned()),
         };
-        self.session.request(&self.origin, request, body)
+        self.session.request_kept(&self.origin, request, body);
     }
 
     fn answered(&self, status: u16, status_text: &str, headers: &[HeaderEntry], body: &[u8]) -> Result<()> {
@@ -653,17 +669,53 @@ async fn count_live_connections(
     }
 }
 
-/// The request body as sent, which DevTools gives in base64 pieces (`postDataEntries`).
-fn request_body(event: &EventRequestPaused) -> Option<Vec<u8>> {
-    let entries = event.request.post_data_entries.as_ref()?;
-    let mut body = Vec::new();
-    for entry in entries {
-        if let Some(bytes) = &entry.bytes {
-            let encoded: &str = bytes.as_ref();
-            body.extend(base64::engine::general_purpose::STANDARD.decode(encoded).ok()?);
+/// The base64 a request body's pieces are decoded by at a time: 1 MiB of it, 768 KiB of body.
+const BODY_SLICE_CHARS: usize = 1 << 20;
+
+/// A paused request's body, from the base64 pieces DevTools gives it in (`postDataEntries`), as the
+/// matcher takes it: its bytes, or past [`LARGE_BODY_BYTES`] its digest ([`large_body_stand_in`]), which is
+/// how a large body is matched anyway; and what `sink` (the session's) kept of it. The pieces are decoded
+/// a slice at a time into the sink and dropped as they go, so that a request waiting for its answer holds
+/// no more of an upload than its digest, however large it is and however many a page sends at once.
+fn read_body(pieces: Vec<PostDataEntry>, mut sink: Option<BodySink<'_>>) -> Result<(Vec<u8>, Option<Kept>)> {
+    let mut held = Vec::new();
+    let mut size = 0;
+    // The sink hashes what it takes; without one, the digest is taken here.
+    let mut hasher = sink.is_none().then(Sha256::new);
+    let mut decoded = Vec::new();
+    for piece in pieces {
+        let Some(encoded) = piece.bytes else { continue };
+        let encoded: &str = encoded.as_ref();
+        // Slices of whole base64 quanta (4 characters), so that each decodes on its own.
+        for slice in encoded.as_bytes().chunks(BODY_SLICE_CHARS) {
+            decoded.clear();
+            base64::engine::general_purpose::STANDARD
+                .decode_vec(slice, &mut decoded)
+                .context("DevTools gave a request body that is not base64")?;
+            size += decoded.len();
+            if let Some(sink) = sink.as_mut() {
+                sink.write(&decoded)?;
+            }
+            if let Some(hasher) = hasher.as_mut() {
+                hasher.update(&decoded);
+            }
+            if size <= LARGE_BODY_BYTES {
+                held.extend_from_slice(&decoded);
+            } else {
+                held = Vec::new();
+            }
         }
     }
-    Some(body)
+    let kept = sink.map(|sink| sink.finish(true)).transpose()?;
+    if size <= LARGE_BODY_BYTES {
+        return Ok((held, kept));
+    }
+    let sha256 = match (&kept, hasher) {
+        (Some(Kept::File { sha256, .. } | Kept::LeftOut { sha256, .. }), _) => sha256.clone(),
+        (_, Some(hasher)) => format!("{:x}", hasher.finalize()),
+        _ => anyhow::bail!("a body of {size} bytes was kept inline"),
+    };
+    Ok((large_body_stand_in(&sha256), kept))
 }
 
 /// The browser's state as a request carries it: its headers, and the cookies the browser will attach,
@@ -750,5 +802,47 @@ mod tests {
         ] {
             assert_eq!(cookie_is_sent(domain, path, secure, &url(to)), sent, "{domain} {path} {secure} → {to}");
         }
+    }
+
+    fn pieces(body: &[u8], cut: usize) -> Vec<PostDataEntry> {
+        let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+        let (first, second) = body.split_at(cut);
+        [first, second].map(|piece| PostDataEntry { bytes: Some(encode(piece).into()) }).into()
+    }
+
+    /// Issue #45: a page's upload was held whole (and more than once) until its answer. A body is now read
+    /// a slice at a time into the session; what the matcher holds of a large one is its digest, and a
+    /// small one, a form, is held whole as before.
+    #[test]
+    fn a_request_body_is_kept_as_it_is_decoded_and_held_only_when_small() {
+        let scratch = tempfile::tempdir().unwrap();
+        let session = SessionRecorder::create_with_budget(
+            &scratch.path().join("session"),
+            session::Budget::default(),
+            session::Captures::DomOnly,
+        )
+        .unwrap();
+        // Pieces cut anywhere, slices of the base64 ending mid-piece: the bytes come out as they went in.
+        let upload: Vec<u8> = (0..3 * LARGE_BODY_BYTES + 7).map(|i| (i * 31 % 251) as u8).collect();
+        let digest = trace_bundle::archive::sha256_hex(&upload);
+        let (held, kept) = read_body(pieces(&upload, 1_000_001), Some(session.body_sink())).unwrap();
+        assert_eq!(held, large_body_stand_in(&digest), "a large body is held as its digest");
+        match kept {
+            Some(Kept::File { sha256, size }) => {
+                assert_eq!((sha256.as_str(), size), (digest.as_str(), upload.len() as u64))
+            }
+            other => panic!("the upload is a file of the session: {other:?}"),
+        }
+        let file = session.dir().join(trace_manifest::bundle::resource_path(&digest));
+        assert_eq!(std::fs::read(file).unwrap(), upload, "the session keeps the whole upload");
+        // Without a session the digest is the same.
+        let (held, kept) = read_body(pieces(&upload, 5), None).unwrap();
+        assert_eq!((held, kept), (large_body_stand_in(&digest), None));
+
+        let form = b"title=Mugs&body=".repeat(100);
+        let (held, kept) = read_body(pieces(&form, 3), Some(session.body_sink())).unwrap();
+        assert_eq!(held, form, "a small body is matched by its bytes");
+        assert_eq!(kept, Some(Kept::Text(String::from_utf8(form).unwrap())));
+        assert!(read_body(vec![PostDataEntry { bytes: Some("not base64!".to_owned().into()) }], None).is_err());
     }
 }

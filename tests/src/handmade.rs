@@ -76,22 +76,37 @@ pub fn write_bundle(dir: &Path, task_id: &str, exchanges: &[Exchange<'_>]) {
     write_file(dir, "manifest.json", serde_json::to_vec_pretty(&manifest).unwrap().as_slice());
 }
 
-/// A page that, once loaded, posts a text body of each size of `mib` (in MiB) to `/upload`, one after the
-/// other, then says `done` in its title. Body `i` is [`posted_body`]`(i, mib[i])`.
-pub fn posting_page(mib: &[usize]) -> String {
+/// A page that, once loaded, posts a text body of each size of `mib` (in MiB) to `/upload`, as `posting`
+/// says, then says `done` in its title. Body `i` is [`posted_body`]`(i, mib[i])`.
+pub fn posting_page(mib: &[usize], posting: Posting) -> String {
     let sizes = mib.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    let together = matches!(posting, Posting::AllAtOnce);
     format!(
         r#"<!doctype html><title>posting</title><h1>Uploads</h1><script>
 (async () => {{
   const sizes = [{sizes}];
-  for (let i = 0; i < sizes.length; i++) {{
+  const post = async (i) => {{
     const body = String.fromCharCode(97 + (i % 26)).repeat(sizes[i] * 1048576 - 8) + String(i).padStart(8, '0');
     try {{ await fetch('/upload', {{method: 'POST', headers: {{'content-type': 'text/plain'}}, body}}); }} catch (e) {{}}
+  }};
+  if ({together}) {{
+    await Promise.all(sizes.map((_, i) => post(i)));
+  }} else {{
+    for (let i = 0; i < sizes.length; i++) await post(i);
   }}
   document.title = 'done';
 }})();
 </script>"#
     )
+}
+
+/// How [`posting_page`] sends its bodies.
+#[derive(Debug, Clone, Copy)]
+pub enum Posting {
+    /// Each once the one before is answered, as an uploader does.
+    OneAfterAnother,
+    /// All at once, as a hostile page does.
+    AllAtOnce,
 }
 
 /// The body [`posting_page`] posts `i`-th, of `mib` MiB.

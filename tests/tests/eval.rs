@@ -14,6 +14,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use trace_e2e::demo::{self, Recorded, recorded_once as recorded};
+use trace_e2e::handmade::Posting;
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::s3::S3Server;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
@@ -472,12 +473,32 @@ fn disk_use(dir: &Path) -> u64 {
 /// whole.
 #[test]
 fn an_episode_whose_page_posts_huge_bodies_is_kept_within_its_budget() {
+    let Some(peak) = episode_of_posts("huge_bodies", &[10, 60, 60, 60, 60, 60], Posting::OneAfterAnother) else {
+        return;
+    };
+    assert!(peak < 1 << 30, "trace-replay peaked at {peak} bytes");
+}
+
+/// Issue #45, the same attack all at once, from the start page as it loads: ten 60 MiB bodies posted
+/// together were each held whole, as DevTools handed them over and decoded, until their answers, and the
+/// episode was lost when they held up the start page's load past DevTools' timeout. Each body is now read
+/// into the session a slice at a time and held as its digest, and a start page that loads slowly is given
+/// to the agent as it is.
+#[test]
+fn an_episode_whose_page_posts_huge_bodies_at_once_stays_bounded() {
+    let sizes = [10, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60];
+    let Some(peak) = episode_of_posts("huge_bodies_at_once", &sizes, Posting::AllAtOnce) else { return };
+    assert!(peak < 1 << 30, "trace-replay peaked at {peak} bytes");
+}
+
+/// An `eval` episode whose page posts a body of each size of `mib` (MiB), within a 128 MiB budget, checked
+/// as kept within it: `trace-replay`'s peak memory, or `None` when the end-to-end tests are skipped.
+fn episode_of_posts(name: &str, mib: &[usize], posting: Posting) -> Option<u64> {
     use trace_e2e::handmade::{Exchange, posted_body, posting_page, write_bundle};
-    let Some(build) = trace_e2e::browser::Build::for_tests("an_episode_whose_page_posts_huge_bodies") else { return };
+    let build = trace_e2e::browser::Build::for_tests(name)?;
     let scratch = tempfile::tempdir().unwrap();
     let bundle = scratch.path().join("bundle");
-    let sizes = [10, 60, 60, 60, 60, 60];
-    let page = posting_page(&sizes);
+    let page = posting_page(mib, posting);
     write_bundle(
         &bundle,
         "posting",
@@ -511,17 +532,34 @@ fn an_episode_whose_page_posts_huge_bodies_is_kept_within_its_budget() {
     let session = out.join("posting/session");
     let kept = disk_use(&session);
     assert!(kept < BUDGET + (16 << 20), "the session holds {kept} bytes");
-    let upload = session.join(format!("resources/{}", trace_bundle::archive::sha256_hex(&posted_body(0, 10))));
-    assert!(upload.is_file(), "the 10 MiB upload is kept whole");
+    let upload = session.join(format!("resources/{}", trace_bundle::archive::sha256_hex(&posted_body(0, mib[0]))));
+    assert!(upload.is_file(), "the first upload is kept whole");
     let events = std::fs::read_to_string(session.join("events.jsonl")).unwrap();
     assert!(events.contains(r#""omitted":true"#), "a body left out says so");
     eprintln!(
-        "{} bodies posted: trace-replay peaked at {} MiB; the session holds {} MiB; {} bodies ({} MiB) left out",
-        sizes.len(),
+        "{} bodies posted ({posting:?}): trace-replay peaked at {} MiB; the session holds {} MiB; {} bodies \
+         ({} MiB) left out",
+        mib.len(),
         peak >> 20,
         kept >> 20,
         left_out.bodies,
         left_out.bytes >> 20
     );
-    assert!(peak < 1 << 30, "trace-replay peaked at {peak} bytes");
+    let events: Vec<Value> = events.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let posts: std::collections::HashSet<&str> = events
+        .iter()
+        .filter(|event| event["type"] == "request" && event["url"] == "http://shop.test/upload")
+        .filter_map(|event| event["request_id"].as_str())
+        .collect();
+    let answered = events
+        .iter()
+        .filter(|event| ["response", "request_failed"].contains(&event["type"].as_str().unwrap_or_default()))
+        .filter(|event| event["request_id"].as_str().is_some_and(|id| posts.contains(id)))
+        .count();
+    assert_eq!(answered, posts.len(), "every post that reached the replay has its answer in the session");
+    // (Chromium itself fails some of many large bodies sent at once, before they reach DevTools.)
+    if matches!(posting, Posting::OneAfterAnother) {
+        assert_eq!(posts.len(), mib.len(), "every post the page made is in the session");
+    }
+    Some(peak)
 }
