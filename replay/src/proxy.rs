@@ -18,9 +18,12 @@
 //! own word is the state (a page that logs out loses them as it should). Two browsers sharing one proxy
 //! would share its matcher and the one-time handing of the cookies: run one proxy per episode.
 //!
-//! Load: the proxy holds at most [`MAX_CONNECTIONS`] connections (the next ones wait in the kernel's
-//! queue until one ends), closes one that has not sent a request's head within [`HEAD_TIMEOUT`] (a
-//! tunnel's TLS handshake too), holds at most [`MAX_BODIES_IN_MEMORY`] of request bodies at once (the
+//! Load: the proxy holds at most [`MAX_CONNECTIONS`] connections; when every place is taken, a new one
+//! takes the place of the connection that has waited longest without sending a request's head (one
+//! that connects and says nothing is the cheapest way to hold a place, and a browser sends its request as
+//! soon as it has connected), and otherwise waits, the next ones in the kernel's queue, until one ends.
+//! It closes a connection that has not sent a request's head within [`HEAD_TIMEOUT`] (a tunnel's TLS
+//! handshake too), holds at most [`MAX_BODIES_IN_MEMORY`] of request bodies at once (the
 //! matcher reads a body whole; past that, requests wait before their body is read), and keeps at most
 //! [`MAX_CERTIFICATES`] hosts' certificates. At the open-file limit it waits, longer each time, rather
 //! than retrying at once, and says so once.
@@ -44,7 +47,7 @@
 //! [`serve_until`] is the command: it serves until asked to stop, and with `--episode DIR` writes the
 //! episode the proxy recorded there when it stops ([`ProxyEpisode`]), for `trace-replay score`.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -65,7 +68,7 @@ use hyper::{Method, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls;
@@ -153,6 +156,7 @@ impl Proxy {
             exchanges: AtomicU64::new(0),
             shown_reports: AtomicU64::new(0),
             connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            silent: std::sync::Mutex::default(),
             bodies_in_memory: Arc::new(Semaphore::new(MAX_BODIES_IN_MEMORY)),
         });
         let accepting = tokio::spawn(accept(listener, shared.clone()));
@@ -276,8 +280,43 @@ struct Shared {
     shown_reports: AtomicU64,
     /// A place for each connection served ([`MAX_CONNECTIONS`]).
     connections: Arc<Semaphore>,
+    /// The connections that have not sent a request's head yet.
+    silent: std::sync::Mutex<Silent>,
     /// A byte for each byte of request body held ([`MAX_BODIES_IN_MEMORY`]).
     bodies_in_memory: Arc<Semaphore>,
+}
+
+/// The connections served that have not sent a request's head yet, by the order they were accepted in,
+/// each with the word that makes it give up its place.
+#[derive(Default)]
+struct Silent {
+    next: u64,
+    waiting: BTreeMap<u64, oneshot::Sender<()>>,
+}
+
+impl Shared {
+    /// A connection just accepted: its number, and what tells it to give up its place.
+    fn accepted_silent(&self) -> (u64, oneshot::Receiver<()>) {
+        let mut silent = self.silent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let id = silent.next;
+        silent.next += 1;
+        let (give_up, told) = oneshot::channel();
+        silent.waiting.insert(id, give_up);
+        (id, told)
+    }
+
+    /// Connection `id` has sent a request's head, or has ended.
+    fn spoke(&self, id: u64) {
+        self.silent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).waiting.remove(&id);
+    }
+
+    /// Tells the connection that has waited longest without a word to give up its place, if there is one.
+    fn silence_oldest(&self) {
+        let oldest = self.silent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).waiting.pop_first();
+        if let Some((_, give_up)) = oldest {
+            let _ = give_up.send(());
+        }
+    }
 }
 
 /// A connection's place among those served, held until its last tunnel ends.
@@ -286,8 +325,6 @@ type Place = Arc<OwnedSemaphorePermit>;
 async fn accept(listener: TcpListener, shared: Arc<Shared>) {
     let mut pause = AcceptPause::default();
     loop {
-        // A connection waits for a place before it is taken: the kernel queues it meanwhile.
-        let place = shared.connections.clone().acquire_owned().await.expect("the semaphore is never closed");
         let stream = match listener.accept().await {
             Ok((stream, _)) => {
                 pause.accepted();
@@ -298,7 +335,26 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
-        tokio::spawn(serve_connection(TokioIo::new(stream), shared.clone(), None, Arc::new(place)));
+        // Every place taken: the connection that has waited longest without a word gives its place up;
+        // failing that, this one waits for a place, and those after it wait in the kernel's queue.
+        let place = match shared.connections.clone().try_acquire_owned() {
+            Ok(place) => place,
+            Err(_) => {
+                shared.silence_oldest();
+                shared.connections.clone().acquire_owned().await.expect("the semaphore is never closed")
+            }
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let (id, told_to_give_up) = shared.accepted_silent();
+            let serving = serve_connection(TokioIo::new(stream), shared.clone(), None, Arc::new(place), Some(id));
+            tokio::select! {
+                () = serving => {}
+                // Dropped, which closes it. (The word dropped unsent means it spoke: it is served on.)
+                Ok(()) = told_to_give_up => tracing::debug!("a connection that said nothing gave up its place"),
+            }
+            shared.spoke(id);
+        });
     }
 }
 
@@ -342,11 +398,21 @@ struct Tunnel {
     authority: String,
 }
 
-async fn serve_connection<S>(io: TokioIo<S>, shared: Arc<Shared>, tunnel: Option<Tunnel>, place: Place)
-where
+/// Serves one connection's requests; `silent` is its number among the connections that have not spoken
+/// yet ([`Silent`]), for one accepted from a client.
+async fn serve_connection<S>(
+    io: TokioIo<S>,
+    shared: Arc<Shared>,
+    tunnel: Option<Tunnel>,
+    place: Place,
+    silent: Option<u64>,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |request| {
+        if let Some(id) = silent {
+            shared.spoke(id);
+        }
         let shared = shared.clone();
         let tunnel = tunnel.clone();
         let place = place.clone();
@@ -644,11 +710,11 @@ fn connect(request: hyper::Request<Incoming>, shared: Arc<Shared>, place: Place)
         };
         match acceptor {
             Some(acceptor) => match tokio::time::timeout(HEAD_TIMEOUT, acceptor.accept(upgraded)).await {
-                Ok(Ok(tls)) => serve_connection(TokioIo::new(tls), shared, Some(tunnel), place).await,
+                Ok(Ok(tls)) => serve_connection(TokioIo::new(tls), shared, Some(tunnel), place, None).await,
                 Ok(Err(error)) => tracing::debug!("TLS with the browser failed for {}: {error}", tunnel.authority),
                 Err(_) => tracing::debug!("no TLS handshake for {} within {HEAD_TIMEOUT:?}", tunnel.authority),
             },
-            None => serve_connection(TokioIo::new(upgraded), shared, Some(tunnel), place).await,
+            None => serve_connection(TokioIo::new(upgraded), shared, Some(tunnel), place, None).await,
         }
     });
     respond(200, &[], Vec::new())

@@ -227,8 +227,9 @@ async fn proxy_of(bundle: &std::path::Path, session: Option<std::sync::Arc<Sessi
 
 /// Issue #45: the proxy read request heads without a time limit, so 3,000 connections that sent half a
 /// request line were all held 40 s later. A connection that has not sent its head within the head
-/// timeout is closed; a request sent meanwhile, behind more such connections than the proxy serves at
-/// once, is still answered.
+/// timeout is closed. A request sent meanwhile, behind more such connections than the proxy serves at
+/// once, is answered at once: it takes the place of the one that has said nothing longest (it waited 19 s
+/// behind 3,000 when it had to wait for their head timeouts).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_that_never_finish_a_request_are_closed_and_the_proxy_still_answers() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -252,7 +253,7 @@ async fn connections_that_never_finish_a_request_are_closed_and_the_proxy_still_
     let answered = client.get(SHOP).header("Accept", "text/html").send().await.unwrap();
     assert_eq!(answered.status(), 200);
     let waited = started.elapsed();
-    assert!(waited < trace_replay::proxy::HEAD_TIMEOUT * 3, "answered after {waited:?}");
+    assert!(waited < trace_replay::proxy::HEAD_TIMEOUT / 2, "answered after {waited:?}");
     eprintln!("a real request behind {slow_count} slow connections was answered in {waited:?}");
     let mut closed = 0;
     for stream in &mut slow {
