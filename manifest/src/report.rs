@@ -114,6 +114,10 @@ pub struct ExportReport {
     /// For `wacz`: the HTTP exchanges archived, each a response and a request record of its WARC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exchanges: Option<usize>,
+    /// For `wacz`: the recorded exchanges left out of it because their URL is no URL (a line break or
+    /// another control character in it, which no browser sends: the bundle was made or altered by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchanges_left_out: Option<usize>,
     /// Whether the task was post-processed on the way (it had not been).
     pub processed: bool,
     /// Present for `--redact`.

@@ -373,6 +373,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 if let Some(exchanges) = report.exchanges {
                     outln!("archived {exchanges} HTTP exchanges, each a response and a request record")?;
                 }
+                if let Some(left_out) = report.exchanges_left_out {
+                    outln!("left out {left_out} exchange(s) whose URL is no URL (see the warning above)")?;
+                }
                 if report.processed {
                     outln!("processed it first: trajectory, credentials, checkpoints and ignore list are included")?;
                 }

@@ -57,6 +57,8 @@ pub struct Written {
     pub redaction: Option<RedactionSummary>,
     /// For a WACZ: the HTTP exchanges its WARC holds.
     pub exchanges: Option<usize>,
+    /// For a WACZ: the exchanges left out of it, their URL no URL.
+    pub exchanges_left_out: Option<usize>,
 }
 
 pub fn export(store: &TaskStore, task_id: &TaskId, out: &Path, options: &ExportOptions) -> Result<ExportReport> {
@@ -80,6 +82,7 @@ pub fn export(store: &TaskStore, task_id: &TaskId, out: &Path, options: &ExportO
         files: written.files,
         bytes: written.bytes,
         exchanges: written.exchanges,
+        exchanges_left_out: written.exchanges_left_out,
         processed,
         redaction: written.redaction,
     })
@@ -125,6 +128,7 @@ fn write_format(source: &mut Bundle, file: &mut File, options: &ExportOptions) -
                 bytes: manifest.files.iter().map(|f| f.size).sum(),
                 redaction: None,
                 exchanges: None,
+                exchanges_left_out: None,
             })
         }
         ExportFormat::Wacz => {
@@ -134,6 +138,7 @@ fn write_format(source: &mut Bundle, file: &mut File, options: &ExportOptions) -
                 bytes: written.bytes,
                 redaction: None,
                 exchanges: Some(written.exchanges),
+                exchanges_left_out: (written.left_out > 0).then_some(written.left_out),
             })
         }
     }

@@ -53,6 +53,8 @@ pub struct WaczWritten {
     pub bytes: u64,
     /// HTTP exchanges archived, each a response and a request record.
     pub exchanges: usize,
+    /// Exchanges left out because their URL is no URL ([`target_uri`]).
+    pub left_out: usize,
 }
 
 /// Writes `source` as a WACZ into `out` (an empty file).
@@ -86,8 +88,12 @@ pub fn write_wacz(source: &mut Bundle, out: &mut (impl Write + Seek)) -> Result<
     )?;
     let mut index = Vec::new();
     let mut exchanges = 0;
+    let mut left_out = Vec::new();
     for (entry_index, entry) in har.log.entries.iter().enumerate() {
         if !is_archived(entry) {
+            if is_web_url(&entry.request.url) && target_uri(&entry.request.url).is_none() {
+                left_out.push(entry.request.url.as_str());
+            }
             continue;
         }
         let body = response_body(source, entry)?;
@@ -171,7 +177,15 @@ pub fn write_wacz(source: &mut Bundle, out: &mut (impl Write + Seek)) -> Result<
     zip.start_file(DATAPACKAGE_DIGEST_PATH, deflated)?;
     zip.write_all(&digest)?;
     zip.finish()?.flush()?;
-    Ok(WaczWritten { files: resources.len() + 2, bytes: bytes + package.len() as u64 + digest.len() as u64, exchanges })
+    if let Some(first) = left_out.first() {
+        tracing::warn!(
+            "{} recorded exchange(s) left out of the WACZ: their URL holds a line break or another control \
+             character, which no browser sends (the bundle was made or altered by hand), e.g. {first:?}",
+            left_out.len()
+        );
+    }
+    let bytes = bytes + package.len() as u64 + digest.len() as u64;
+    Ok(WaczWritten { files: resources.len() + 2, bytes, exchanges, left_out: left_out.len() })
 }
 
 /// Writes WARC records, each compressed as a gzip member of its own, and counts where each one lands.
@@ -210,6 +224,12 @@ fn is_archived(entry: &Entry) -> bool {
         && entry.response.status > 0
         && entry.response.status != 101
         && entry.web_socket_messages.is_empty()
+}
+
+/// Whether `url` names an `http` or `https` resource, whether or not it is a well-formed URL.
+fn is_web_url(url: &str) -> bool {
+    let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme.trim());
+    scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
 }
 
 /// An `http` or `https` URL as the records and the index name it: parsed and written again, so that it

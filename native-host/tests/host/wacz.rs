@@ -8,6 +8,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use trace_bundle::archive::Bundle;
 use trace_host::client::TaskMessages;
@@ -492,7 +493,7 @@ fn an_unredacted_wacz_export_warns_that_it_holds_the_secrets() {
 /// Issue #45: a hostile recording wrote a forged line into the WACZ's `indexes/index.cdxj` (a URL with a
 /// line break that does not parse, whose index key fell back to the raw URL), and a bare carriage return
 /// in a header's value stayed inside the WARC's HTTP message, where readers disagree on where the header
-/// ends. A URL that is no URL is not archived, and a header value is written on one line, its control
+/// ends. A URL that is no URL is not archived (and the export says so), and a header value is written on one line, its control
 /// characters spaces; every other exchange is archived as before, one index line per response.
 #[test]
 fn a_hostile_url_or_header_writes_nothing_of_its_own_into_the_wacz() {
@@ -518,7 +519,13 @@ fn a_hostile_url_or_header_writes_nothing_of_its_own_into_the_wacz() {
     host.close().unwrap();
 
     let wacz = scratch.path("hostile.wacz");
-    scratch.cli_json(&["export", "hostile", "--format", "wacz", "--out", wacz.to_str().unwrap(), "--json"]);
+    let output = scratch.cli(&["export", "hostile", "--format", "wacz", "--out", wacz.to_str().unwrap(), "--json"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    // Left out, and said so: not silently.
+    assert_eq!((&report["exchanges"], &report["exchanges_left_out"]), (&json!(1), &json!(1)), "{report}");
+    assert!(stderr.contains("1 recorded exchange(s) left out of the WACZ"), "{stderr}");
     let entries = wacz_entries(&wacz);
     let index = String::from_utf8(entries["indexes/index.cdxj"].0.clone()).unwrap();
     let lines: Vec<&str> = index.lines().collect();
