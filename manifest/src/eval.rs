@@ -179,8 +179,10 @@ pub struct EvalResult {
     pub description: String,
     /// The agent command, or `human`.
     pub agent: String,
-    /// RFC 3339.
+    /// RFC 3339: when the episode's turn came, its browser launched then.
     pub started_at: String,
+    /// From the episode's turn to its session's end: the browser's launch, the agent's time, the last
+    /// captures, the browser closed.
     pub duration_seconds: f64,
     pub ended: EpisodeEnd,
     /// What went wrong with the agent (a crash, a hang, a malformed answer, no action at all); the scores

@@ -167,15 +167,20 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
         .append(true)
         .open(&results_path)
         .with_context(|| format!("cannot open {}", results_path.display()))?;
+    // `parallel` agents at a time, each in its turn; one episode more is prepared meanwhile (its bundle
+    // opened and read), and one whose agent is done is scored beside the next turn.
+    let turns = tokio::sync::Semaphore::new(options.parallel.max(1));
+    let turns = &turns;
     let mut episodes = futures::stream::iter(pending.into_iter().map(|(task, dir)| async move {
         let episode = Episode { task: &task, out: &run.join(&dir), options: &options.episode };
-        let result = match episode.run().await {
-            Ok(result) => result,
-            Err(error) => unusable(&task, &options.episode, &format!("{error:#}")),
+        let result = match episode.prepare().await {
+            Ok(prepared) => prepared.run(Some(turns)).await,
+            Err(error) => Err(error),
         };
+        let result = result.unwrap_or_else(|error| unusable(&task, &options.episode, &format!("{error:#}")));
         (result, dir)
     }))
-    .buffer_unordered(options.parallel.max(1));
+    .buffer_unordered(options.parallel.max(1) + 1);
     while let Some((result, dir)) = episodes.next().await {
         // One line per finished task, written at once: a run stopped half-way keeps every task it finished.
         let mut line = serde_json::to_vec(&result)?;

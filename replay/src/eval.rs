@@ -384,6 +384,14 @@ impl Episode<'_> {
     /// writes a malformed answer, never connects) gives a result with its `error`; an unusable bundle or
     /// browser is an `Err`.
     pub async fn run(&self) -> Result<EvalResult> {
+        self.prepare().await?.run(None).await
+    }
+
+    /// The episode made ready for its turn: the bundle opened and read (its snapshot pack decoded) and the
+    /// output folder made. A run of many episodes prepares the next while the ones before it run
+    /// ([`Prepared::run`]). The browser is launched in the turn, not before: the replayed clock starts
+    /// with it, and a browser kept waiting would start its pages past the recording's time.
+    pub async fn prepare(&self) -> Result<Prepared<'_>> {
         // One open bundle for the episode: the reference is read from it, then it is served, and the
         // re-run's captures are read through it ([`run_human`]), so that its snapshot pack is decoded once.
         let mut bundle = open_bundle(&self.task.bundle, self.options.limits)?;
@@ -405,11 +413,51 @@ impl Episode<'_> {
             self.options.episode_budget,
             captures,
         )?;
+        Ok(Prepared { episode: self, reference, archive, start_url, agent_out, session })
+    }
+}
+
+/// An episode ready for its agent ([`Episode::prepare`]).
+pub struct Prepared<'e> {
+    episode: &'e Episode<'e>,
+    reference: Reference,
+    archive: ReplayArchive,
+    start_url: String,
+    agent_out: PathBuf,
+    session: Arc<SessionRecorder>,
+}
+
+impl Prepared<'_> {
+    /// Runs the episode in its turn, as [`Episode::run`] says: a fresh browser (its own process and
+    /// profile, as every episode's) launched on the bundle, then the agent. With `turns`, the turn is one
+    /// of theirs, waited for first and given back as soon as the agent is done: its last capture, the
+    /// browser's closing and the scoring then go on beside the next episode's turn.
+    pub async fn run(self, turns: Option<&tokio::sync::Semaphore>) -> Result<EvalResult> {
+        let Prepared { episode, reference, archive, start_url, agent_out, session } = self;
+        let turn = match turns {
+            Some(turns) => Some(turns.acquire().await.context("the run's turns were closed")?),
+            None => None,
+        };
         let started = Instant::now();
         let started_at_ms = now_ms();
+        let replay = Replay::launch_recorded(archive, &episode.options.browser, Some(session.clone())).await?;
+        let outcome = episode.agent_outcome(&reference, &start_url, &agent_out, &session, &replay).await;
+        drop(turn);
+        episode.finish(reference, session, replay, outcome?, started, started_at_ms).await
+    }
+}
 
-        let replay = Replay::launch_recorded(archive, &self.options.browser, Some(session.clone())).await?;
-        let outcome = match &self.options.agent {
+impl Episode<'_> {
+    /// What the agent did, in the replayed browser.
+    async fn agent_outcome(
+        &self,
+        reference: &Reference,
+        start_url: &str,
+        agent_out: &Path,
+        session: &Arc<SessionRecorder>,
+        replay: &Replay,
+    ) -> Result<AgentOutcome> {
+        Ok(match &self.options.agent {
             agent @ (Agent::Human | Agent::Perturbed(_)) => {
                 let mut calls = reference.calls.clone();
                 let mut run_options = RunOptions::default();
@@ -429,7 +477,7 @@ impl Episode<'_> {
                     }
                     _ => {}
                 }
-                let report = run_human(&replay, &calls, &reference.credentials, run_options).await;
+                let report = run_human(replay, &calls, &reference.credentials, run_options).await;
                 if let Ok(report) = &report {
                     write_json(&self.out.join(files::RERUN_FILE), report)?;
                 }
@@ -452,9 +500,9 @@ impl Episode<'_> {
                 }
             }
             Agent::Nothing => {
-                open_start(&replay, &start_url).await?;
+                open_start(replay, start_url).await?;
                 session.until_first_capture().await;
-                settle(&replay).await;
+                settle(replay).await;
                 session.caught_up(replay.browser(), CATCH_UP).await;
                 AgentOutcome {
                     ended: EpisodeEnd::Idle,
@@ -466,11 +514,24 @@ impl Episode<'_> {
                 }
             }
             Agent::Command(command) => {
-                open_start(&replay, &start_url).await?;
-                let environment = self.environment(&reference, &start_url, &agent_out)?;
-                run_command(&replay, &session, command, environment, &agent_out, self.options).await?
+                open_start(replay, start_url).await?;
+                let environment = self.environment(reference, start_url, agent_out)?;
+                run_command(replay, session, command, environment, agent_out, self.options).await?
             }
-        };
+        })
+    }
+
+    /// The episode once its agent is done: the last captures, the browser closed, the session scored
+    /// and every output written.
+    async fn finish(
+        &self,
+        reference: Reference,
+        session: Arc<SessionRecorder>,
+        replay: Replay,
+        outcome: AgentOutcome,
+        started: Instant,
+        started_at_ms: f64,
+    ) -> Result<EvalResult> {
         settle(&replay).await;
         session.caught_up(replay.browser(), CATCH_UP).await;
         // The last capture of every tab, once the agent is done with it.

@@ -9,6 +9,7 @@
 //! Needs
 //! `cargo xtask dist`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -443,6 +444,84 @@ async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() 
     assert_eq!(stepless_summary(&merged), stepless_summary(&single));
 }
 
+/// Issue #48: a run opens the next episode's bundle while the agent before it acts, and scores an episode
+/// beside the next one's turn. Each episode still has a browser of its own: a page that keeps what it can
+/// (a cookie, local storage) and reports what it finds as it loads, with its clock, finds nothing of the
+/// episode before in the next one, whose clock starts at the recording's time again (it did not when the
+/// next browser was launched ahead: its clock had run on while it waited). The page's second report, once
+/// it has kept them, shows the probes work. (A service worker is not probed: its registration does not
+/// complete in the replayed browser.)
+#[test]
+fn the_episodes_of_a_run_share_nothing() {
+    use trace_e2e::handmade::{Exchange, write_bundle};
+    let Some(build) = trace_e2e::browser::Build::for_tests("the_episodes_of_a_run_share_nothing") else { return };
+    let dataset = tempfile::tempdir().unwrap();
+    let page = br#"<!doctype html><title>keeper</title><script>
+const report = (when, extra) => fetch('/report?' + new URLSearchParams({
+  when, cookie: document.cookie, stored: localStorage.getItem('kept') || '',
+  seconds: String(Math.round((Date.now() - Date.parse('2025-11-22T10:00:00.000Z')) / 1000)), ...extra,
+})).catch(() => {});
+(async () => {
+  await report('load', {});
+  document.cookie = 'kept=1; max-age=3600';
+  localStorage.setItem('kept', '1');
+  await report('kept', {});
+  document.title = 'kept';
+})();
+</script>"#;
+    write_bundle(
+        &dataset.path().join("bundles/keeper"),
+        "keeper",
+        &[Exchange { method: "GET", url: "https://shop.test/", mime_type: "text/html", body: page }],
+    );
+    let mut lines = String::new();
+    for task in ["first", "second"] {
+        let line = json!({
+            "task_id": task, "task_description": "Look at the page", "task_type": "action",
+            "website_url": "https://shop.test/", "num_steps": 0, "duration_seconds": 0.0, "tool_calls": [],
+            "credentials": [], "checkpoints": [], "checkpoints_reasoning": "", "ignored": [],
+            "bundle": "bundles/keeper", "redacted": true
+        });
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(dataset.path().join("tasks.jsonl"), lines).unwrap();
+    let connect = r#"python3 -c "import os, socket, urllib.parse as u; a = u.urlparse(os.environ['TRACE_CDP_URL']); socket.create_connection((a.hostname, a.port)).close()""#;
+    // Each agent takes longer than a page takes to load, so that a clock started before the turn would tell.
+    let agent = format!(r#"{connect}; sleep 15; echo '{{"text":"ok"}}' > "$TRACE_OUT/done.json""#);
+    let out = dataset.path().join("run");
+    let status = Command::new(&build.trace_replay)
+        .args(["eval", dataset.path().to_str().unwrap(), "--agent", &agent, "--out", out.to_str().unwrap()])
+        .args(["--parallel", "1", "--headless"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // What each episode's page reported, by when: its query, as the session recorded the request.
+    let reports = |task: &str| -> BTreeMap<String, BTreeMap<String, String>> {
+        let events = std::fs::read_to_string(out.join(task).join("session/events.jsonl")).unwrap();
+        events
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|event| event["type"] == "request")
+            .filter_map(|event| url::Url::parse(event["url"].as_str()?).ok())
+            .filter(|url| url.path() == "/report")
+            .map(|url| {
+                let query: BTreeMap<String, String> = url.query_pairs().into_owned().collect();
+                (query["when"].clone(), query)
+            })
+            .collect()
+    };
+    for task in ["first", "second"] {
+        let reported = reports(task);
+        let (load, kept) = (&reported["load"], &reported["kept"]);
+        for (probe, fresh) in [("cookie", ""), ("stored", "")] {
+            assert_eq!(load[probe], fresh, "{task}: the page found {probe} {:?} as it loaded", load[probe]);
+        }
+        let seconds: i64 = load["seconds"].parse().unwrap();
+        assert!((0..10).contains(&seconds), "{task}: the page's clock was {seconds} s past the recording's start");
+        assert_eq!((kept["cookie"].as_str(), kept["stored"].as_str()), ("kept=1", "1"), "{task}: {kept:?}");
+    }
+}
+
 /// A process's resident memory at its peak so far (`VmHWM`), in bytes.
 fn peak_memory(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -473,7 +552,7 @@ fn disk_use(dir: &Path) -> u64 {
 /// whole.
 #[test]
 fn an_episode_whose_page_posts_huge_bodies_is_kept_within_its_budget() {
-    let Some(peak) = episode_of_posts("huge_bodies", &[10, 60, 60, 60, 60, 60], Posting::OneAfterAnother) else {
+    let Some(peak) = episode_of_posts("huge_bodies", &[10, 60, 60, 60, 60, 60], Posting::OneAfterAnother, 70) else {
         return;
     };
     assert!(peak < 1 << 30, "trace-replay peaked at {peak} bytes");
@@ -487,13 +566,14 @@ fn an_episode_whose_page_posts_huge_bodies_is_kept_within_its_budget() {
 #[test]
 fn an_episode_whose_page_posts_huge_bodies_at_once_stays_bounded() {
     let sizes = [10, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60];
-    let Some(peak) = episode_of_posts("huge_bodies_at_once", &sizes, Posting::AllAtOnce) else { return };
+    let Some(peak) = episode_of_posts("huge_bodies_at_once", &sizes, Posting::AllAtOnce, 40) else { return };
     assert!(peak < 1 << 30, "trace-replay peaked at {peak} bytes");
 }
 
-/// An `eval` episode whose page posts a body of each size of `mib` (MiB), within a 128 MiB budget, checked
-/// as kept within it: `trace-replay`'s peak memory, or `None` when the end-to-end tests are skipped.
-fn episode_of_posts(name: &str, mib: &[usize], posting: Posting) -> Option<u64> {
+/// An `eval` episode whose page posts a body of each size of `mib` (MiB), within a 128 MiB budget, its
+/// agent waiting `agent_seconds` for the page, checked as kept within it: `trace-replay`'s peak memory, or
+/// `None` when the end-to-end tests are skipped.
+fn episode_of_posts(name: &str, mib: &[usize], posting: Posting, agent_seconds: u32) -> Option<u64> {
     use trace_e2e::handmade::{Exchange, posted_body, posting_page, write_bundle};
     let build = trace_e2e::browser::Build::for_tests(name)?;
     let scratch = tempfile::tempdir().unwrap();
@@ -511,7 +591,7 @@ fn episode_of_posts(name: &str, mib: &[usize], posting: Posting) -> Option<u64> 
     const BUDGET: u64 = 128 << 20;
     // The agent connects (an agent that never does is an error of its own), then leaves the page to post.
     let connect = r#"python3 -c "import os, socket, urllib.parse as u; a = u.urlparse(os.environ['TRACE_CDP_URL']); socket.create_connection((a.hostname, a.port)).close()""#;
-    let agent = format!(r#"{connect}; sleep 70; echo '{{"text":"ok"}}' > "$TRACE_OUT/done.json""#);
+    let agent = format!(r#"{connect}; sleep {agent_seconds}; echo '{{"text":"ok"}}' > "$TRACE_OUT/done.json""#);
     let mut eval = Command::new(&build.trace_replay)
         .args(["eval", bundle.to_str().unwrap(), "--agent", &agent, "--out", out.to_str().unwrap()])
         .args(["--timeout", "150", "--headless", "--max-episode-bytes", &BUDGET.to_string()])
