@@ -417,7 +417,7 @@ impl Episode<'_> {
     }
 }
 
-/// An episode ready for its agent ([`Episode::prepare`]).
+/// An episode ready for its turn ([`Episode::prepare`]).
 pub struct Prepared<'e> {
     episode: &'e Episode<'e>,
     reference: Reference,
