@@ -233,18 +233,9 @@ impl SessionRecorder {
         self.record(origin, EventKind::Body(stored));
     }
 
-    /// A request as the browser sent it, with its body: small text inline in the event, as the extension
-    /// records it, anything else a file (see [`bodies`]).
-    pub fn request(&self, origin: &Origin, request: Request, body: Option<&[u8]>) -> Result<()> {
-        let kept = match body {
-            Some(bytes) => self.bodies.keep(bytes, true)?,
-            None => Kept::Empty,
-        };
-        self.request_kept(origin, request, kept);
-        Ok(())
-    }
-
-    /// [`SessionRecorder::request`] for a body already kept, through [`SessionRecorder::body_sink`].
+    /// A request as the browser sent it, with its body as the session kept it through
+    /// [`SessionRecorder::body_sink`]: small text inline in the event, as the extension records it,
+    /// anything else a file (see [`bodies`]).
     pub fn request_kept(&self, origin: &Origin, request: Request, kept: Kept) {
         let request_id = request.request_id.clone();
         let post_data = match &kept {
