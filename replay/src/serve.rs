@@ -29,7 +29,9 @@ use chromiumoxide::cdp::browser_protocol::network::{
 };
 use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
 use chromiumoxide::cdp::browser_protocol::storage::GetCookiesParams;
-use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
+use chromiumoxide::cdp::browser_protocol::target::{
+    EventTargetCreated, FilterEntry, SetAutoAttachParams, TargetFilter, TargetId,
+};
 use chromiumoxide::cdp::js_protocol::runtime::{AddBindingParams, EventBindingCalled};
 use chromiumoxide::error::CdpError;
 use chromiumoxide::{Browser, Page};
@@ -421,7 +423,7 @@ async fn answer(
     };
     let state;
     if responder.depends_on_state(&asked) {
-        state = browser_state(browser, request).await?;
+        state = browser_state(browser, request).await;
         asked.state = Some(&state);
     }
     match responder.decide(&asked) {
@@ -631,6 +633,7 @@ impl PagePreparation {
         if !prepared.insert(page.target_id().clone()) {
             return Ok(());
         }
+        page.execute(attach_all_but_service_workers()).await?;
         if self.watch_live_connections {
             let sockets = page.event_listener::<EventWebSocketCreated>().await?;
             let reports = page.event_listener::<EventBindingCalled>().await?;
@@ -645,6 +648,30 @@ impl PagePreparation {
         }
         Ok(())
     }
+}
+
+/// The page's auto-attach as chromiumoxide sets it (new frames and workers attached, paused until it
+/// resumes them), service workers left out. chromiumoxide resumes a service worker and detaches from it
+/// in one breath, and Chromium then starts the worker waiting for a debugger that has gone: the page's
+/// `navigator.serviceWorker.register` never settles and a progressive web app never starts. Unattached,
+/// a service worker runs; its requests still pause in the browser-wide `Fetch`, and its script still
+/// starts with the worker scripts, as every worker's does.
+fn attach_all_but_service_workers() -> SetAutoAttachParams {
+    let entry = |kind: &str, exclude: bool| FilterEntry::builder().r#type(kind).exclude(exclude).build();
+    // The filter DevTools assumes when none is given (no browser, no tab), after the service workers.
+    let filter = TargetFilter::new(vec![
+        entry("service_worker", true),
+        entry("browser", true),
+        entry("tab", true),
+        FilterEntry::builder().build(),
+    ]);
+    SetAutoAttachParams::builder()
+        .auto_attach(true)
+        .wait_for_debugger_on_start(true)
+        .flatten(true)
+        .filter(filter)
+        .build()
+        .expect("every required field is set")
 }
 
 /// Counts what a page reaches for outside `Fetch` as live attempts: each WebSocket it opens for real
@@ -718,19 +745,41 @@ fn read_body(pieces: Vec<PostDataEntry>, mut sink: Option<BodySink<'_>>) -> Resu
     Ok((large_body_stand_in(&sha256), kept))
 }
 
+/// The longest a paused request waits for the browser's cookies: the browser answers in milliseconds, and
+/// a request held longer would hold the page (a form's POST, the step that sent it) with it.
+const COOKIE_LOOKUP_LIMIT: Duration = Duration::from_secs(5);
+
 /// The browser's state as a request carries it: its headers, and the cookies the browser will attach,
-/// which `Fetch` does not show at the request stage and so are asked for.
+/// which `Fetch` does not show at the request stage and so are asked for. Cookies that do not come within
+/// [`COOKIE_LOOKUP_LIMIT`] are left out, said in a warning: the request is then matched by its headers,
+/// rather than left waiting on DevTools' own 30 s timeout and failed.
 async fn browser_state(
     browser: &Browser,
     request: &chromiumoxide::cdp::browser_protocol::network::Request,
-) -> Result<RequestState> {
-    let cookies = browser.execute(GetCookiesParams::default()).await.context("Storage.getCookies")?.result.cookies;
+) -> RequestState {
+    let lookup = tokio::time::timeout(COOKIE_LOOKUP_LIMIT, browser.execute(GetCookiesParams::default())).await;
+    let cookies = match lookup {
+        Ok(Ok(answer)) => answer.result.cookies,
+        Ok(Err(error)) => {
+            tracing::warn!("{} {} is matched without its cookies: {error}", request.method, request.url);
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::warn!(
+                "{} {} is matched without its cookies: the browser did not give them within {} s",
+                request.method,
+                request.url,
+                COOKIE_LOOKUP_LIMIT.as_secs()
+            );
+            Vec::new()
+        }
+    };
     let url = url::Url::parse(&request.url).ok();
     let sent = cookies.iter().filter(|cookie| {
         url.as_ref().is_some_and(|url| cookie_is_sent(&cookie.domain, &cookie.path, cookie.secure, url))
     });
-    Ok(RequestState::from_headers(header_pairs(&request.headers))
-        .with_cookies(sent.map(|cookie| (cookie.name.as_str(), cookie.value.as_str()))))
+    RequestState::from_headers(header_pairs(&request.headers))
+        .with_cookies(sent.map(|cookie| (cookie.name.as_str(), cookie.value.as_str())))
 }
 
 /// Whether the browser sends `cookie` with a request to `url`: its domain (the host itself, or a parent

@@ -105,6 +105,60 @@ async fn a_step_that_never_ends_fails_on_its_deadline_and_the_run_goes_on() {
     assert!(took < bound, "the run took {took:?}, more than {bound:?}: {text}");
 }
 
+/// Issue #43 §2 (Trac's Preview POST reached the matcher only after its step's deadline): a request the
+/// page sends while the click that sent it is still being delivered is answered at once, the browser's
+/// cookies looked up on the way. The click handler here waits for its request (a synchronous one), so the
+/// browser acknowledges the click only once the request is answered: an answer queued behind the click,
+/// or behind anything the step waits for, would hold the step to its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_sent_while_its_click_is_delivered_is_answered_at_once() {
+    let form = r#"<!doctype html><title>New ticket</title>
+<button id="preview" onclick="
+  const request = new XMLHttpRequest();
+  request.open('GET', '/preview?summary=Broken+mug', false);
+  request.send();
+  location.href = '/preview/' + request.responseText;
+">Preview</button>"#;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("bundle");
+    // The request was recorded twice, as two people, told apart by their cookie only: its answer depends
+    // on the browser's cookies, which DevTools does not show a paused request and the replay asks for.
+    let preview_as = |who: &str| {
+        let body = stored_body(&dir, who.as_bytes(), "text/plain");
+        let mut entry = har_entry("http://shop.test/preview?summary=Broken+mug", body);
+        entry["request"]["headers"] = json!([{ "name": "Cookie", "value": format!("session={who}") }]);
+        entry
+    };
+    let mut entries = vec![preview_as("bob"), preview_as("ann")];
+    for (url, html) in [
+        ("http://shop.test/new", form),
+        ("http://shop.test/preview/ann", "<!doctype html><title>Preview</title><p>Ann's ticket</p>"),
+        ("http://shop.test/preview/bob", "<!doctype html><title>Preview</title><p>Bob's ticket</p>"),
+    ] {
+        entries.push(har_entry(url, stored_body(&dir, html.as_bytes(), "text/html")));
+    }
+    let calls = json!([
+        { "name": "navigate", "params": { "url": "http://shop.test/new" }, "tab": 0, "ts": 0.0 },
+        click("#preview", Some("http://shop.test/preview/ann"))
+    ]);
+    write_file(&dir, "trajectory.json", json!({ "task_id": "held", "tool_calls": calls }).to_string().as_bytes());
+    let storage = json!({ "snapshots": [{ "time": crate::common::STARTED_AT, "phase": "start",
+        "cookies": [{ "name": "session", "value": "ann", "domain": "shop.test", "path": "/" }] }] });
+    write_bundle(&dir, "held", &har(entries), &storage);
+    let options = RunOptions { step_timeout: Duration::from_secs(3), ..RunOptions::default() };
+    let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
+    let started = Instant::now();
+    let report = run_human(&replay, &calls_of(&dir), &[], options).await.unwrap();
+    let took = started.elapsed();
+    let stats = replay.close().await.unwrap();
+    let text = trace_replay::run::text(&report);
+    assert_eq!(report.steps_failed, 0, "{text}");
+    assert_eq!(report.steps[1].url_reached.as_deref(), Some("http://shop.test/preview/ann"), "{text}");
+    // The whole run, both steps, within one step's deadline: the request was not held to it.
+    assert!(took < options.step_deadline(), "the run took {took:?}: {text}");
+    assert_eq!(stats.live_attempts, 0, "{stats}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_a_step_has_failed_a_perturbed_run_waits_less_for_what_the_person_met() {
     // The person clicked two things the run no longer finds (a perturbed run that left a step out meets
