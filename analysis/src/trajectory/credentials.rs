@@ -82,38 +82,25 @@ impl Secret {
 /// Gives every secret its placeholder (the same one for the same value in the same field, a numbered one
 /// for a different value), puts the placeholder in the call it was typed in, and returns the credentials
 /// and the strings to scrub from the whole trajectory, longest first.
+///
+/// The value typed last into a field is the field's credential, under the field's own name and listed
+/// first; values typed into it before are numbered after it. A person who mistypes a password and types it
+/// again has the one that worked last, and an agent that takes a site's password takes that one.
 pub(super) fn register_secrets<'c>(
     typed: impl IntoIterator<Item = (&'c mut ToolCall, Secret)>,
 ) -> (Vec<Credential>, Vec<(String, String)>) {
+    let typed: Vec<(&mut ToolCall, Secret)> = typed.into_iter().collect();
+    let typed_last = |secret: &Secret| {
+        let last = typed.iter().rev().find(|(_, later)| later.site == secret.site && later.field == secret.field);
+        last.is_some_and(|(_, last)| last.value == secret.value)
+    };
     let mut credentials: Vec<Credential> = Vec::new();
+    for (_, secret) in typed.iter().filter(|(_, secret)| typed_last(secret)) {
+        credential_for(&mut credentials, secret);
+    }
     let mut scrubs: Vec<(String, String)> = Vec::new();
     for (call, secret) in typed {
-        let existing = credentials.iter().find(|c| {
-            c.site == secret.site
-                && (c.field == secret.field || c.field.starts_with(&format!("{}_", secret.field)))
-                && c.value == secret.value
-        });
-        let placeholder = match existing {
-            Some(credential) => credential.placeholder(),
-            None => {
-                let taken = |field: &str| credentials.iter().any(|c| c.site == secret.site && c.field == field);
-                let mut field = secret.field.clone();
-                let mut n = 2;
-                while taken(&field) {
-                    field = format!("{}_{n}", secret.field);
-                    n += 1;
-                }
-                let credential = Credential {
-                    site: secret.site.clone(),
-                    field,
-                    target: secret.target.clone(),
-                    value: secret.value.clone(),
-                };
-                let placeholder = credential.placeholder();
-                credentials.push(credential);
-                placeholder
-            }
-        };
+        let placeholder = credential_for(&mut credentials, &secret);
         match &mut call.action {
             ToolAction::Input { text } => *text = placeholder.clone(),
             ToolAction::SelectDropdown { option } => *option = placeholder.clone(),
@@ -130,6 +117,31 @@ pub(super) fn register_secrets<'c>(
     scrubs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
     scrubs.dedup();
     (credentials, scrubs)
+}
+
+/// The placeholder of `secret`'s credential: the one with its value in its field (numbered or not), or a
+/// new one, under the field's name or, when that is taken, the first number free after it.
+fn credential_for(credentials: &mut Vec<Credential>, secret: &Secret) -> String {
+    let existing = credentials.iter().find(|c| {
+        c.site == secret.site
+            && (c.field == secret.field || c.field.starts_with(&format!("{}_", secret.field)))
+            && c.value == secret.value
+    });
+    if let Some(credential) = existing {
+        return credential.placeholder();
+    }
+    let taken = |field: &str| credentials.iter().any(|c| c.site == secret.site && c.field == field);
+    let mut field = secret.field.clone();
+    let mut n = 2;
+    while taken(&field) {
+        field = format!("{}_{n}", secret.field);
+        n += 1;
+    }
+    let credential =
+        Credential { site: secret.site.clone(), field, target: secret.target.clone(), value: secret.value.clone() };
+    let placeholder = credential.placeholder();
+    credentials.push(credential);
+    placeholder
 }
 
 /// A secret as it may appear: raw, form-encoded (a GET form's query) and percent-encoded.
@@ -218,12 +230,13 @@ mod tests {
         rec.action(TAB, key("Enter", &[]));
         // A GET form puts the secret in the URL: it is scrubbed there too.
         rec.navigation(TAB, "/login?user%5Bpassword%5D=hunter22", NavigationCause::FormSubmit);
-        // The same field later gets another secret: a second credential, with its own placeholder.
+        // The person mistyped it: the login failed and they typed another secret into the same field. It is
+        // the one that worked, the field's credential; the first is a second one, numbered after it.
         rec.action(TAB, Action { value: Some("hunter23".to_owned()), ..password });
         let derived = rec.derive();
 
-        let first = "{{credentials.shop.test.user_password_}}";
-        let second = "{{credentials.shop.test.user_password__2}}";
+        let first = "{{credentials.shop.test.user_password__2}}";
+        let second = "{{credentials.shop.test.user_password_}}";
         assert_eq!(call(&derived, 1).action, ToolAction::Input { text: first.to_owned() });
         assert_eq!(
             call(&derived, 2).url_after.as_deref(),
@@ -237,9 +250,9 @@ mod tests {
             derived.credentials.iter().map(|c| (c.site.as_str(), c.field.as_str(), c.value.as_str())).collect();
         assert_eq!(
             extracted,
-            [("shop.test", "user_password_", "hunter22"), ("shop.test", "user_password__2", "hunter23")]
+            [("shop.test", "user_password_", "hunter23"), ("shop.test", "user_password__2", "hunter22")]
         );
-        assert_eq!(derived.credentials[0].placeholder(), first);
+        assert_eq!(derived.credentials[0].placeholder(), second);
         assert!(!format!("{derived:?}").contains("hunter2"));
     }
 }

@@ -54,7 +54,9 @@
 //!   the final `done` take the latest capture of their tab (switching changes nothing on the page).
 //! - **Credentials.** An input (or choice) whose action has `credential: true` carries the placeholder
 //!   `{{credentials.<site>.<field>}}` (site: the host of the page the field is in; field: its `name`, else
-//!   `id`, sanitized) instead of its value, and the value goes to [`Derived::credentials`]. As a second
+//!   `id`, sanitized) instead of its value, and the value goes to [`Derived::credentials`]. A field that
+//!   was given several values (a password mistyped, then typed again) has the one typed last under its
+//!   own name, listed first; the earlier ones are numbered after it (`<field>_2`, …). As a second
 //!   line of defence every secret of four or more characters is replaced by its placeholder wherever it
 //!   appears in the trajectory (raw or URL-encoded, such as in the URL a GET form led to).
 //! - **HTTP authentication.** The `user:password` a browser sent with `Authorization: Basic` (typed into the
