@@ -168,7 +168,8 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
         .open(&results_path)
         .with_context(|| format!("cannot open {}", results_path.display()))?;
     // `parallel` agents at a time, each in its turn; one episode more is prepared meanwhile (its bundle
-    // opened and read), and one whose agent is done is scored beside the next turn.
+    // opened and read, its browser launched, its clock started when its turn comes), and one whose agent
+    // is done is scored beside the next turn.
     let turns = tokio::sync::Semaphore::new(options.parallel.max(1));
     let turns = &turns;
     let mut episodes = futures::stream::iter(pending.into_iter().map(|(task, dir)| async move {

@@ -389,8 +389,7 @@ impl Episode<'_> {
 
     /// The episode made ready for its turn: the bundle opened and read (its snapshot pack decoded) and the
     /// output folder made. A run of many episodes prepares the next while the ones before it run
-    /// ([`Prepared::run`]). The browser is launched in the turn, not before: the replayed clock starts
-    /// with it, and a browser kept waiting would start its pages past the recording's time.
+    /// ([`Prepared::run`]).
     pub async fn prepare(&self) -> Result<Prepared<'_>> {
         // One open bundle for the episode: the reference is read from it, then it is served, and the
         // re-run's captures are read through it ([`run_human`]), so that its snapshot pack is decoded once.
@@ -428,19 +427,25 @@ pub struct Prepared<'e> {
 }
 
 impl Prepared<'_> {
-    /// Runs the episode in its turn, as [`Episode::run`] says: a fresh browser (its own process and
-    /// profile, as every episode's) launched on the bundle, then the agent. With `turns`, the turn is one
-    /// of theirs, waited for first and given back as soon as the agent is done: its last capture, the
-    /// browser's closing and the scoring then go on beside the next episode's turn.
+    /// Runs the episode, as [`Episode::run`] says: a fresh browser (its own process and profile, as every
+    /// episode's) launched on the bundle, then the agent. With `turns`, the agent's turn is one of theirs:
+    /// the browser is launched while the episodes before act, its replayed clock started again when the
+    /// turn comes (so that its pages start at the recording's time), and the turn is given back as soon
+    /// as the agent is done: its last capture, the browser's closing and the scoring then go on beside the
+    /// next episode's turn.
     pub async fn run(self, turns: Option<&tokio::sync::Semaphore>) -> Result<EvalResult> {
         let Prepared { episode, reference, archive, start_url, agent_out, session } = self;
+        let replay = Replay::launch_recorded(archive, &episode.options.browser, Some(session.clone())).await?;
         let turn = match turns {
-            Some(turns) => Some(turns.acquire().await.context("the run's turns were closed")?),
+            Some(turns) => {
+                let turn = turns.acquire().await.context("the run's turns were closed")?;
+                replay.restart_clock().await.context("cannot start the replayed clock")?;
+                Some(turn)
+            }
             None => None,
         };
         let started = Instant::now();
         let started_at_ms = now_ms();
-        let replay = Replay::launch_recorded(archive, &episode.options.browser, Some(session.clone())).await?;
         let outcome = episode.agent_outcome(&reference, &start_url, &agent_out, &session, &replay).await;
         drop(turn);
         episode.finish(reference, session, replay, outcome?, started, started_at_ms).await

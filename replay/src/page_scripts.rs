@@ -32,12 +32,12 @@ pub struct ReplayScripts {
     pub worker: Vec<String>,
 }
 
-/// The scripts of a replay of `archive`; `deterministic` starts the clock at the recording's time and seeds
-/// random numbers.
-pub fn for_archive(archive: &ReplayArchive, deterministic: bool) -> ReplayScripts {
+/// The scripts of a replay of `archive`; `deterministic` starts the clock at the recording's time at
+/// `replay_started_ms` (the machine's clock) and seeds random numbers.
+pub fn for_archive(archive: &ReplayArchive, deterministic: bool, replay_started_ms: f64) -> ReplayScripts {
     let mut scripts = ReplayScripts { page: Vec::new(), worker: Vec::new() };
     if deterministic {
-        let script = determinism(archive.started_at_ms, archive.seed, trace_manifest::time_fmt::now_ms());
+        let script = determinism(archive.started_at_ms, archive.seed, replay_started_ms);
         scripts.worker.push(script.clone());
         scripts.page.push(script);
     }

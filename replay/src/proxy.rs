@@ -146,9 +146,10 @@ impl Proxy {
             .with_context(|| format!("cannot listen on 127.0.0.1:{}; choose another --proxy-port", options.port))?;
         let address = listener.local_addr()?;
         let archive = Arc::new(archive);
-        let responder = Arc::new(Responder::new(archive.clone(), trace_manifest::time_fmt::now_ms()));
+        let started_ms = trace_manifest::time_fmt::now_ms();
+        let responder = Arc::new(Responder::new(archive.clone(), started_ms));
         let shared = Arc::new(Shared {
-            scripts: PageScripts::for_archive(&archive, options.determinism, session.is_some()),
+            scripts: PageScripts::for_archive(&archive, options.determinism, started_ms, session.is_some()),
             start_cookies: StartCookies::new(&archive),
             responder,
             authority,
@@ -790,8 +791,9 @@ struct PageScripts {
 impl PageScripts {
     /// The page scripts of `archive`, and with `reporting` the report of what each page shows to the
     /// episode's session.
-    fn for_archive(archive: &ReplayArchive, determinism: bool, reporting: bool) -> PageScripts {
-        let page_scripts::ReplayScripts { mut page, worker } = page_scripts::for_archive(archive, determinism);
+    fn for_archive(archive: &ReplayArchive, determinism: bool, started_ms: f64, reporting: bool) -> PageScripts {
+        let page_scripts::ReplayScripts { mut page, worker } =
+            page_scripts::for_archive(archive, determinism, started_ms);
         if reporting {
             page.push(page_scripts::proxy_report());
         }

@@ -142,7 +142,7 @@ impl Responder {
     /// the real time from now on).
     pub fn new(archive: Arc<ReplayArchive>, now_ms: f64) -> Responder {
         let recorded = archive.recorded_clocks();
-        let replayed = Clocks::around(archive.started_at_ms.min(now_ms), archive.ended_at_ms.max(now_ms));
+        let replayed = replayed_clocks(&archive, now_ms);
         let requests = archive.exchanges.iter().map(|e| e.request.clone()).collect();
         let ignored: Vec<bool> =
             archive.exchanges.iter().map(|e| archive.ignore_pattern(&e.request.url).is_some()).collect();
@@ -163,6 +163,13 @@ impl Responder {
 
     pub fn archive(&self) -> &ReplayArchive {
         &self.archive
+    }
+
+    /// Starts the replayed pages' time again at `now_ms`, as [`Responder::new`] does: for a browser
+    /// launched ahead of its episode, whose pages' clock starts when the episode does.
+    pub fn restart_clock(&self, now_ms: f64) {
+        let replayed = replayed_clocks(&self.archive, now_ms);
+        self.matcher.lock().expect("no panics while locked").set_live_clocks(replayed);
     }
 
     /// Whether the browser's cookies choose this request's answer (see [`Matcher::depends_on_state`]): only
@@ -371,4 +378,10 @@ fn is_event_stream(headers: &[(String, String)]) -> bool {
 fn is_text(headers: &[(String, String)]) -> bool {
     let kind = content_type(headers);
     ["text/", "json", "javascript", "xml", "x-www-form-urlencoded"].iter().any(|marker| kind.contains(marker))
+}
+
+/// The clock readings the replayed pages' requests carry when the replay starts at `now_ms`: the
+/// recording's time from its start (determinism), or the real time from now (without it).
+fn replayed_clocks(archive: &ReplayArchive, now_ms: f64) -> Clocks {
+    Clocks::around(archive.started_at_ms.min(now_ms), archive.ended_at_ms.max(now_ms))
 }

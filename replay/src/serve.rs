@@ -10,7 +10,7 @@
 //! carries none and is not counted; like every connection, it fails before a socket opens.
 //! [`serve_until`] is `trace-replay serve`: the replay served to whoever attaches until asked to stop.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,7 +27,9 @@ use chromiumoxide::cdp::browser_protocol::fetch::{
 use chromiumoxide::cdp::browser_protocol::network::{
     CookieParam, CookieSameSite, ErrorReason, EventWebSocketCreated, PostDataEntry, ResourceType, TimeSinceEpoch,
 };
-use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
+use chromiumoxide::cdp::browser_protocol::page::{
+    AddScriptToEvaluateOnNewDocumentParams, RemoveScriptToEvaluateOnNewDocumentParams, ScriptIdentifier,
+};
 use chromiumoxide::cdp::browser_protocol::storage::GetCookiesParams;
 use chromiumoxide::cdp::browser_protocol::target::{
     EventTargetCreated, FilterEntry, SetAutoAttachParams, TargetFilter, TargetId,
@@ -106,6 +108,9 @@ pub struct Replay {
     /// The session recorded for an evaluation, when one is.
     session: Option<Arc<SessionRecorder>>,
     responder: Arc<Responder>,
+    /// What holds the replayed clock's start, which [`Replay::restart_clock`] moves (`None` when the
+    /// proxy's page scripts hold it).
+    clock: Option<ClockScripts>,
     pages: Arc<PagePreparation>,
     /// Drives chromiumoxide's connection; runs until the browser is gone.
     handler: Option<JoinHandle<()>>,
@@ -140,13 +145,9 @@ impl Replay {
                 .with_context(|| format!("the DevTools port {port} is in use; choose another with --cdp-port"))?;
         }
         let archive = Arc::new(archive);
-        let responder = Arc::new(Responder::new(archive.clone(), trace_manifest::time_fmt::now_ms()));
-        let page_scripts::ReplayScripts { page: mut init_scripts, worker: worker_scripts } =
-            page_scripts::for_archive(&archive, options.determinism);
-        // WebRTC connections are reported through a DevTools binding, which only this path has.
-        init_scripts.push(page_scripts::live_connections());
-        // And the human re-run, which only this path has, asks pages whether they have settled.
-        init_scripts.push(page_scripts::SETTLE.to_owned());
+        let started_ms = trace_manifest::time_fmt::now_ms();
+        let responder = Arc::new(Responder::new(archive.clone(), started_ms));
+        let (init_scripts, worker_prelude) = devtools_scripts(&archive, options.determinism, started_ms);
 
         let flag = |name: &str, value: Option<&str>| (name.to_owned(), value.map(str::to_owned));
         // Every frame of a tab in the tab's process, cross-site iframes included, so that the page scripts
@@ -192,19 +193,17 @@ impl Replay {
                 browser.set_cookies(cookies).await.context("cannot restore the recorded cookies")?;
             }
         }
-        // Workers are targets the page scripts cannot be added to before they run (chromiumoxide resumes
-        // them at once), so their scripts travel at the head of the worker's own script instead.
-        let worker_prelude = (!worker_scripts.is_empty()).then(|| Arc::new(worker_scripts.join("\n")));
+        let worker_prelude = Arc::new(std::sync::RwLock::new(worker_prelude));
         tasks.push(tokio::spawn(answer_requests(
             browser.clone(),
             responder.clone(),
             paused,
             options.allow_network_fallback,
-            worker_prelude,
+            worker_prelude.clone(),
             session.clone(),
         )));
         let pages = Arc::new(PagePreparation {
-            scripts: init_scripts,
+            scripts: std::sync::Mutex::new(init_scripts),
             responder: responder.clone(),
             session: session.clone(),
             watch_live_connections: true,
@@ -218,6 +217,7 @@ impl Replay {
             browser: Some(browser),
             session,
             responder,
+            clock: Some(ClockScripts { determinism: options.determinism, worker_prelude }),
             pages,
             handler: Some(handler),
             tasks,
@@ -262,7 +262,7 @@ impl Replay {
         let created = browser.event_listener::<EventTargetCreated>().await?;
         let pages = Arc::new(PagePreparation {
             // The re-run asks pages whether they have settled; every other page script is the proxy's.
-            scripts: vec![page_scripts::SETTLE.to_owned()],
+            scripts: std::sync::Mutex::new(vec![page_scripts::SETTLE.to_owned()]),
             responder: responder.clone(),
             session: None,
             watch_live_connections: false,
@@ -273,6 +273,8 @@ impl Replay {
             browser: Some(browser),
             session: None,
             responder,
+            // The proxy's page scripts are the proxy's, and their clock with them.
+            clock: None,
             pages,
             handler: Some(handler),
             tasks,
@@ -313,6 +315,20 @@ impl Replay {
         Ok(pages)
     }
 
+    /// Starts the replayed clock again now, as if the browser had been launched now: for a browser
+    /// launched ahead of its episode (while the one before runs), whose pages must start at the
+    /// recording's time when the episode does, not when the browser did. Every page prepared so far gets
+    /// the page scripts again (a document it loads from now on starts at the recording's time), as do the
+    /// pages and workers to come, and the matcher reads the requests' clocks from now.
+    pub async fn restart_clock(&self) -> Result<()> {
+        let Some(clock) = &self.clock else { return Ok(()) };
+        let started_ms = trace_manifest::time_fmt::now_ms();
+        let (scripts, worker_prelude) = devtools_scripts(self.responder.archive(), clock.determinism, started_ms);
+        *clock.worker_prelude.write().expect("no panics while locked") = worker_prelude;
+        self.responder.restart_clock(started_ms);
+        self.pages.replace_scripts(self.browser(), scripts).await
+    }
+
     /// Opens a tab at `url`, with the page scripts in place before its first document.
     pub async fn open(&self, url: &str) -> Result<Page> {
         let page = self.browser().new_page("about:blank").await?;
@@ -350,19 +366,43 @@ impl Replay {
     }
 }
 
+/// The scripts of a replay through DevTools whose clock starts at `started_ms`: the page scripts (those of
+/// [`page_scripts::for_archive`], the report of WebRTC connections and the re-run's settling probe), and
+/// the prelude of every worker's script. Workers are targets the page scripts cannot be added to before
+/// they run (chromiumoxide resumes them at once), so their scripts travel at the head of their own.
+fn devtools_scripts(archive: &ReplayArchive, determinism: bool, started_ms: f64) -> (Vec<String>, Option<Arc<String>>) {
+    let page_scripts::ReplayScripts { page: mut scripts, worker } =
+        page_scripts::for_archive(archive, determinism, started_ms);
+    // WebRTC connections are reported through a DevTools binding, which only this path has.
+    scripts.push(page_scripts::live_connections());
+    // And the human re-run, which only this path has, asks pages whether they have settled.
+    scripts.push(page_scripts::SETTLE.to_owned());
+    let prelude = (!worker.is_empty()).then(|| Arc::new(worker.join("\n")));
+    (scripts, prelude)
+}
+
+/// The prelude of every worker's script ([`devtools_scripts`]), replaced when the clock restarts.
+type WorkerPrelude = Arc<std::sync::RwLock<Option<Arc<String>>>>;
+
+/// What a replay's own page scripts need to start the clock again ([`Replay::restart_clock`]).
+struct ClockScripts {
+    determinism: bool,
+    worker_prelude: WorkerPrelude,
+}
+
 /// Answers each paused request from the bundle, concurrently: a large body must not hold up the rest.
 async fn answer_requests(
     browser: Arc<Browser>,
     responder: Arc<Responder>,
     mut paused: chromiumoxide::listeners::EventStream<EventRequestPaused>,
     allow_network_fallback: bool,
-    worker_prelude: Option<Arc<String>>,
+    worker_prelude: WorkerPrelude,
     session: Option<Arc<SessionRecorder>>,
 ) {
     while let Some(event) = paused.next().await {
         let browser = browser.clone();
         let responder = responder.clone();
-        let worker_prelude = worker_prelude.clone();
+        let worker_prelude = worker_prelude.read().expect("no panics while locked").clone();
         let session = session.clone();
         tokio::spawn(async move {
             if is_storage_page(&event.request.url) {
@@ -565,7 +605,7 @@ async fn restore_databases(browser: &Browser, pages: &PagePreparation, storage: 
     for (origin, databases) in &storage.indexed_db {
         let page = browser.new_page("about:blank").await?;
         // Not a page of the replay: no scripts, no session.
-        pages.prepared.lock().await.insert(page.target_id().clone());
+        pages.prepared.lock().await.insert(page.target_id().clone(), Vec::new());
         let restored = async {
             page.goto(format!("{origin}{STORAGE_PAGE_PATH}")).await?;
             let created = page.evaluate(site_storage::restore_expression(databases)).await?;
@@ -616,13 +656,14 @@ async fn prepare_new_pages(
 /// What every page of the replay gets before its first document, once: the page scripts, the binding
 /// through which `page/live.js` reports WebRTC connections, and a watch on the WebSockets it opens.
 struct PagePreparation {
-    scripts: Vec<String>,
+    scripts: std::sync::Mutex<Vec<String>>,
     responder: Arc<Responder>,
     session: Option<Arc<SessionRecorder>>,
     /// Count the WebSockets and WebRTC connections pages open for real as live attempts (a proxy counts
     /// what reaches it itself).
     watch_live_connections: bool,
-    prepared: tokio::sync::Mutex<HashSet<TargetId>>,
+    /// The pages prepared, each with the page scripts it was given.
+    prepared: tokio::sync::Mutex<HashMap<TargetId, Vec<ScriptIdentifier>>>,
 }
 
 impl PagePreparation {
@@ -630,9 +671,10 @@ impl PagePreparation {
         // Held until the page is ready, so that a second caller (a tab `open`s and the watch on new
         // targets both see) returns only once it is.
         let mut prepared = self.prepared.lock().await;
-        if !prepared.insert(page.target_id().clone()) {
+        if prepared.contains_key(page.target_id()) {
             return Ok(());
         }
+        prepared.insert(page.target_id().clone(), Vec::new());
         page.execute(attach_all_but_service_workers()).await?;
         if self.watch_live_connections {
             let sockets = page.event_listener::<EventWebSocketCreated>().await?;
@@ -640,14 +682,49 @@ impl PagePreparation {
             tokio::spawn(count_live_connections(self.responder.clone(), sockets, reports));
             page.execute(AddBindingParams::new(page_scripts::LIVE_BINDING)).await?;
         }
-        for script in &self.scripts {
-            page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script.clone())).await?;
-        }
+        let scripts = self.scripts.lock().expect("no panics while locked").clone();
+        let added = add_scripts(page, scripts).await?;
+        prepared.insert(page.target_id().clone(), added);
         if let Some(session) = &self.session {
             session::watch(session.clone(), page.clone()).await?;
         }
         Ok(())
     }
+
+    /// Gives the pages to come `scripts` instead, and every page prepared so far too, in place of those
+    /// it was given (a page since closed is forgotten).
+    async fn replace_scripts(&self, browser: &Browser, scripts: Vec<String>) -> Result<()> {
+        let mut prepared = self.prepared.lock().await;
+        *self.scripts.lock().expect("no panics while locked") = scripts.clone();
+        let mut closed = Vec::new();
+        for (target, added) in prepared.iter_mut() {
+            // A page given no scripts (one that put the recorded databases back) gets none now either.
+            if added.is_empty() {
+                continue;
+            }
+            let Ok(page) = browser.get_page(target.clone()).await else {
+                closed.push(target.clone());
+                continue;
+            };
+            for identifier in added.drain(..) {
+                page.execute(RemoveScriptToEvaluateOnNewDocumentParams::new(identifier)).await?;
+            }
+            *added = add_scripts(&page, scripts.clone()).await?;
+        }
+        for target in closed {
+            prepared.remove(&target);
+        }
+        Ok(())
+    }
+}
+
+/// Adds `scripts` to `page`'s new documents, and returns how DevTools names them.
+async fn add_scripts(page: &Page, scripts: Vec<String>) -> Result<Vec<ScriptIdentifier>> {
+    let mut added = Vec::with_capacity(scripts.len());
+    for script in scripts {
+        added.push(page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script)).await?.result.identifier);
+    }
+    Ok(added)
 }
 
 /// The page's auto-attach as chromiumoxide sets it (new frames and workers attached, paused until it
