@@ -435,24 +435,25 @@ async fn with_determinism_the_clock_starts_at_the_recording_and_random_numbers_r
     assert!((wall - real.now[0]).abs() < 120_000.0, "the real clock, {wall}: {:?}", real.now);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_determinism_a_cross_site_iframe_starts_at_the_recording_too() {
+/// Asserts that what `url` shows (read by `what`) starts at the recording's time in a replay with
+/// determinism, and draws the same random numbers in a second replay.
+async fn assert_deterministic(url: &str, what: &str) {
     let shop = shop_bundle();
     let started = started_at_seconds() * 1000.0;
-    let first = clock_and_random(&shop.dir, EMBED, true).await;
-    assert_starts_at_the_recording("the widget", started, &first);
-    let again = clock_and_random(&shop.dir, EMBED, true).await;
-    assert_eq!(again.random, first.random, "two replays draw the same random numbers in the widget");
+    let first = clock_and_random(&shop.dir, url, true).await;
+    assert_starts_at_the_recording(what, started, &first);
+    let again = clock_and_random(&shop.dir, url, true).await;
+    assert_eq!(again.random, first.random, "two replays draw the same random numbers in {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_determinism_a_cross_site_iframe_starts_at_the_recording_too() {
+    assert_deterministic(EMBED, "the widget").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_determinism_a_worker_starts_at_the_recording_too() {
-    let shop = shop_bundle();
-    let started = started_at_seconds() * 1000.0;
-    let first = clock_and_random(&shop.dir, WORKER_PAGE, true).await;
-    assert_starts_at_the_recording("the worker", started, &first);
-    let again = clock_and_random(&shop.dir, WORKER_PAGE, true).await;
-    assert_eq!(again.random, first.random, "two replays draw the same random numbers in the worker");
+    assert_deterministic(WORKER_PAGE, "the worker").await;
 }
 
 /// A service worker a replayed page registers starts, takes the page over and answers it, with the
@@ -460,10 +461,5 @@ async fn with_determinism_a_worker_starts_at_the_recording_too() {
 /// held it for a debugger that had already let it go, and `register` never settled.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_worker_starts_controls_its_page_and_keeps_the_recordings_clock() {
-    let shop = shop_bundle();
-    let started = started_at_seconds() * 1000.0;
-    let first = clock_and_random(&shop.dir, PWA_PAGE, true).await;
-    assert_starts_at_the_recording("the service worker", started, &first);
-    let again = clock_and_random(&shop.dir, PWA_PAGE, true).await;
-    assert_eq!(again.random, first.random, "two replays draw the same random numbers in the service worker");
+    assert_deterministic(PWA_PAGE, "the service worker").await;
 }
