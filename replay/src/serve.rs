@@ -31,9 +31,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, RemoveScriptToEvaluateOnNewDocumentParams, ScriptIdentifier,
 };
 use chromiumoxide::cdp::browser_protocol::storage::GetCookiesParams;
-use chromiumoxide::cdp::browser_protocol::target::{
-    EventTargetCreated, FilterEntry, SetAutoAttachParams, TargetFilter, TargetId,
-};
+use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
 use chromiumoxide::cdp::js_protocol::runtime::{AddBindingParams, EventBindingCalled};
 use chromiumoxide::error::CdpError;
 use chromiumoxide::{Browser, Page};
@@ -675,7 +673,6 @@ impl PagePreparation {
             return Ok(());
         }
         prepared.insert(page.target_id().clone(), Vec::new());
-        page.execute(attach_all_but_service_workers()).await?;
         if self.watch_live_connections {
             let sockets = page.event_listener::<EventWebSocketCreated>().await?;
             let reports = page.event_listener::<EventBindingCalled>().await?;
@@ -725,30 +722,6 @@ async fn add_scripts(page: &Page, scripts: Vec<String>) -> Result<Vec<ScriptIden
         added.push(page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script)).await?.result.identifier);
     }
     Ok(added)
-}
-
-/// The page's auto-attach as chromiumoxide sets it (new frames and workers attached, paused until it
-/// resumes them), service workers left out. chromiumoxide resumes a service worker and detaches from it
-/// in one breath, and Chromium then starts the worker waiting for a debugger that has gone: the page's
-/// `navigator.serviceWorker.register` never settles and a progressive web app never starts. Unattached,
-/// a service worker runs; its requests still pause in the browser-wide `Fetch`, and its script still
-/// starts with the worker scripts, as every worker's does.
-fn attach_all_but_service_workers() -> SetAutoAttachParams {
-    let entry = |kind: &str, exclude: bool| FilterEntry::builder().r#type(kind).exclude(exclude).build();
-    // The filter DevTools assumes when none is given (no browser, no tab), after the service workers.
-    let filter = TargetFilter::new(vec![
-        entry("service_worker", true),
-        entry("browser", true),
-        entry("tab", true),
-        FilterEntry::builder().build(),
-    ]);
-    SetAutoAttachParams::builder()
-        .auto_attach(true)
-        .wait_for_debugger_on_start(true)
-        .flatten(true)
-        .filter(filter)
-        .build()
-        .expect("every required field is set")
 }
 
 /// Counts what a page reaches for outside `Fetch` as live attempts: each WebSocket it opens for real
