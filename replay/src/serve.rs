@@ -31,7 +31,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, RemoveScriptToEvaluateOnNewDocumentParams, ScriptIdentifier,
 };
 use chromiumoxide::cdp::browser_protocol::storage::GetCookiesParams;
-use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
+use chromiumoxide::cdp::browser_protocol::target::{AttachToTargetParams, EventTargetCreated, TargetId};
 use chromiumoxide::cdp::js_protocol::runtime::{AddBindingParams, EventBindingCalled};
 use chromiumoxide::error::CdpError;
 use chromiumoxide::{Browser, Page};
@@ -630,6 +630,10 @@ async fn prepare_new_pages(
     mut created: chromiumoxide::listeners::EventStream<EventTargetCreated>,
 ) {
     while let Some(event) = created.next().await {
+        if event.target_info.r#type == "service_worker" {
+            tokio::spawn(release_service_worker(browser.clone(), event.target_info.target_id.clone()));
+            continue;
+        }
         if event.target_info.r#type != "page" {
             continue;
         }
@@ -649,6 +653,48 @@ async fn prepare_new_pages(
             }
         });
     }
+}
+
+/// Lets a service worker a page registered start. chromiumoxide attaches to a page's new workers paused
+/// (so that none runs a line unwatched), and lets each go; but a service worker it lets go and detaches from
+/// in one breath, and Chromium then keeps the worker waiting for a debugger that has gone: the page's
+/// `register` never settles. So the replay attaches to each service worker itself, from the browser's own
+/// session, stays attached (which also keeps the worker from being stopped while the replay lasts, where
+/// a browser might stop an idle one), and lets it go. The session is not a flat one: chromiumoxide sends
+/// commands only on the browser's session and its pages', so the one command goes inside
+/// `Target.sendMessageToTarget`. (Re-sending each page's auto-attach with service workers filtered out let
+/// them start too, but JupyterLab's re-run failed twice with it, for no reason found.) A worker gone
+/// meanwhile is no error.
+async fn release_service_worker(browser: Arc<Browser>, target: TargetId) {
+    let released = async {
+        let attach = AttachToTargetParams { target_id: target, flatten: Some(false) };
+        let attached = browser.execute(attach).await?;
+        let resume = serde_json::json!({"id": 1, "method": "Runtime.runIfWaitingForDebugger"}).to_string();
+        browser.execute(SendMessageToTarget { session_id: attached.result.session_id.into(), message: resume }).await?;
+        anyhow::Ok(())
+    };
+    if let Err(error) = released.await {
+        tracing::debug!("cannot let a service worker start: {error:#}");
+    }
+}
+
+/// `Target.sendMessageToTarget`, which chromiumoxide's protocol types leave out (it is deprecated in
+/// favour of flat sessions, which chromiumoxide drives only for pages).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SendMessageToTarget {
+    session_id: String,
+    message: String,
+}
+
+impl chromiumoxide::Method for SendMessageToTarget {
+    fn identifier(&self) -> chromiumoxide::types::MethodId {
+        "Target.sendMessageToTarget".into()
+    }
+}
+
+impl chromiumoxide::Command for SendMessageToTarget {
+    type Response = serde_json::Value;
 }
 
 /// What every page of the replay gets before its first document, once: the page scripts, the binding

@@ -446,25 +446,28 @@ async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() 
 
 /// Issue #48: a run opens the next episode's bundle while the agent before it acts, and scores an episode
 /// beside the next one's turn, the next one's browser launched meanwhile. Each episode still has a browser
-/// of its own: a page that keeps what it can (a cookie, local storage) and reports what it finds as it
-/// loads, with its clock, finds nothing of the episode before in the next one, whose clock starts at the
-/// recording's time again (it did not before the clock was started again in the turn: it had run on while
-/// the browser waited). The page's second report, once it has kept them, shows the probes work. (A service
-/// worker is not probed: its registration does not complete in the replayed browser.)
+/// of its own: a page that keeps what it can (a cookie, local storage, a service worker) and reports what
+/// it finds as it loads, with its clock, finds nothing of the episode before in the next one, whose clock
+/// starts at the recording's time again (it did not before the clock was started again in the turn: it had
+/// run on while the browser waited). The page's second report, once it has kept them, shows the probes
+/// work.
 #[test]
 fn the_episodes_of_a_run_share_nothing() {
     use trace_e2e::handmade::{Exchange, write_bundle};
     let Some(build) = trace_e2e::browser::Build::for_tests("the_episodes_of_a_run_share_nothing") else { return };
     let dataset = tempfile::tempdir().unwrap();
     let page = br#"<!doctype html><title>keeper</title><script>
-const report = (when, extra) => fetch('/report?' + new URLSearchParams({
+const report = async (when, extra) => fetch('/report?' + new URLSearchParams({
   when, cookie: document.cookie, stored: localStorage.getItem('kept') || '',
+  workers: String((await navigator.serviceWorker.getRegistrations()).length),
   seconds: String(Math.round((Date.now() - Date.parse('2025-11-22T10:00:00.000Z')) / 1000)), ...extra,
 })).catch(() => {});
 (async () => {
   await report('load', {});
   document.cookie = 'kept=1; max-age=3600';
   localStorage.setItem('kept', '1');
+  await navigator.serviceWorker.register('/worker.js');
+  await navigator.serviceWorker.ready;
   await report('kept', {});
   document.title = 'kept';
 })();
@@ -472,7 +475,15 @@ const report = (when, extra) => fetch('/report?' + new URLSearchParams({
     write_bundle(
         &dataset.path().join("bundles/keeper"),
         "keeper",
-        &[Exchange { method: "GET", url: "https://shop.test/", mime_type: "text/html", body: page }],
+        &[
+            Exchange { method: "GET", url: "https://shop.test/", mime_type: "text/html", body: page },
+            Exchange {
+                method: "GET",
+                url: "https://shop.test/worker.js",
+                mime_type: "text/javascript",
+                body: b"self.addEventListener('fetch', () => {});",
+            },
+        ],
     );
     let mut lines = String::new();
     for task in ["first", "second"] {
@@ -513,12 +524,13 @@ const report = (when, extra) => fetch('/report?' + new URLSearchParams({
     for task in ["first", "second"] {
         let reported = reports(task);
         let (load, kept) = (&reported["load"], &reported["kept"]);
-        for (probe, fresh) in [("cookie", ""), ("stored", "")] {
+        for (probe, fresh) in [("cookie", ""), ("stored", ""), ("workers", "0")] {
             assert_eq!(load[probe], fresh, "{task}: the page found {probe} {:?} as it loaded", load[probe]);
         }
         let seconds: i64 = load["seconds"].parse().unwrap();
         assert!((0..10).contains(&seconds), "{task}: the page's clock was {seconds} s past the recording's start");
-        assert_eq!((kept["cookie"].as_str(), kept["stored"].as_str()), ("kept=1", "1"), "{task}: {kept:?}");
+        let kept_all = (kept["cookie"].as_str(), kept["stored"].as_str(), kept["workers"].as_str());
+        assert_eq!(kept_all, ("kept=1", "1", "1"), "{task}: {kept:?}");
     }
 }
 

@@ -7,7 +7,7 @@
 //! whose inline script, in its head, reads storage, `document.cookie`, the clock and random numbers as the
 //! document is parsed, leaves what it read on the root element, then changes storage as a page would;
 //! `http://shop.test/embed` embeds a widget from another site that reads the clock and random numbers;
-//! `http://shop.test/worker` has a dedicated worker read them.
+//! `http://shop.test/worker` and `https://shop.test/pwa` have a dedicated and a service worker read them.
 //! The bundle is served by the library, in Debian's Chromium.
 
 use std::path::{Path, PathBuf};
@@ -73,6 +73,32 @@ const WORKER_PAGE_HTML: &str = r#"<!doctype html>
 const CLOCK_WORKER_JS: &str =
     "postMessage(JSON.stringify({ now: [Date.now(), Date.now()], random: [Math.random(), Math.random()] }));\n";
 
+/// A page of a progressive web app: it registers a service worker, waits until the worker controls it, and
+/// shows what the worker answers for `/readings`, which only the worker makes (the bundle has no such
+/// page). Service workers need a secure origin, so this one is HTTPS.
+const PWA_PAGE: &str = "https://shop.test/pwa";
+const PWA_PAGE_HTML: &str = r#"<!doctype html>
+<script>
+  (async () => {
+    await navigator.serviceWorker.register("/pwa-worker.js");
+    await navigator.serviceWorker.ready;
+    if (!navigator.serviceWorker.controller) {
+      await new Promise((resolve) => navigator.serviceWorker.addEventListener("controllerchange", resolve));
+    }
+    document.documentElement.dataset.seen = await (await fetch("/readings")).text();
+  })();
+</script>
+"#;
+const PWA_WORKER_JS: &str = r#"
+self.addEventListener("install", () => self.skipWaiting());
+self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
+self.addEventListener("fetch", (event) => {
+  if (new URL(event.request.url).pathname !== "/readings") return;
+  const readings = { now: [Date.now(), Date.now()], random: [Math.random(), Math.random()] };
+  event.respondWith(new Response(JSON.stringify(readings), { headers: { "content-type": "application/json" } }));
+});
+"#;
+
 /// When the recording started, in seconds since the Unix epoch, as cookie expiry is written.
 fn started_at_seconds() -> f64 {
     trace_manifest::time_fmt::millis_from_rfc3339(STARTED_AT).unwrap() / 1000.0
@@ -101,6 +127,8 @@ fn shop_bundle() -> ShopBundle {
         har_entry("http://widget.test/frame", stored_body(&dir, WIDGET_HTML.as_bytes(), "text/html")),
         har_entry(WORKER_PAGE, stored_body(&dir, WORKER_PAGE_HTML.as_bytes(), "text/html")),
         har_entry("http://shop.test/clock-worker.js", stored_body(&dir, CLOCK_WORKER_JS.as_bytes(), "text/javascript")),
+        har_entry(PWA_PAGE, stored_body(&dir, PWA_PAGE_HTML.as_bytes(), "text/html")),
+        har_entry("https://shop.test/pwa-worker.js", stored_body(&dir, PWA_WORKER_JS.as_bytes(), "text/javascript")),
     ];
     let storage = json!({ "snapshots": [
         {
@@ -426,4 +454,12 @@ async fn with_determinism_a_cross_site_iframe_starts_at_the_recording_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_determinism_a_worker_starts_at_the_recording_too() {
     assert_deterministic(WORKER_PAGE, "the worker").await;
+}
+
+/// A service worker a replayed page registers starts, takes the page over and answers it, with the
+/// recording's clock and the replay's random numbers like every other worker. (It never started: DevTools
+/// held it for a debugger that had already let it go, and `register` never settled.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_worker_starts_controls_its_page_and_keeps_the_recordings_clock() {
+    assert_deterministic(PWA_PAGE, "the service worker").await;
 }
