@@ -210,6 +210,17 @@ pub fn bind(port: u16) -> anyhow::Result<TcpListener> {
     Ok(listener)
 }
 
+/// Whether the browser may keep what the site serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caching {
+    /// As the shop's handlers say (most say nothing).
+    AsServed,
+    /// Every response `Cache-Control: no-store`: each page load fetches everything again, in any tab,
+    /// without a DevTools domain enabled to turn the cache off (a benchmark of those domains' costs needs
+    /// a tab with none enabled that still fetches everything).
+    NoStore,
+}
+
 /// The demo shop running on its own thread with its own runtime, for tests that are synchronous. Stops when
 /// dropped.
 pub struct DemoSite {
@@ -227,6 +238,12 @@ impl DemoSite {
 
     /// Starts the site with every response held back `latency` first, as a real network's round trip would.
     pub fn start_with_latency(port: u16, latency: Duration) -> anyhow::Result<DemoSite> {
+        DemoSite::start_with(port, latency, Caching::AsServed)
+    }
+
+    /// Starts the site with every response held back `latency` first and, with [`Caching::NoStore`], marked
+    /// `Cache-Control: no-store`.
+    pub fn start_with(port: u16, latency: Duration, caching: Caching) -> anyhow::Result<DemoSite> {
         let listener = bind(port)?;
         let port = listener.local_addr().context("cannot read the site's address")?.port();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -243,6 +260,13 @@ impl DemoSite {
             app = app.layer(middleware::from_fn(move |request: Request, next: Next| async move {
                 tokio::time::sleep(latency).await;
                 next.run(request).await
+            }));
+        }
+        if caching == Caching::NoStore {
+            app = app.layer(middleware::from_fn(|request: Request, next: Next| async move {
+                let mut response = next.run(request).await;
+                response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+                response
             }));
         }
         let (stop, stop_requested) = watch::channel(false);
