@@ -664,7 +664,8 @@ async fn prepare_new_pages(
 /// commands only on the browser's session and its pages', so the one command goes inside
 /// `Target.sendMessageToTarget`. (Re-sending each page's auto-attach with service workers filtered out let
 /// them start too, but JupyterLab's re-run failed twice with it, for no reason found.) A worker gone
-/// meanwhile is no error.
+/// meanwhile is no error. An agent that holds new service workers for its own set-up finds them let go
+/// already: it may miss a worker's first lines, where without this the worker never ran at all.
 async fn release_service_worker(browser: Arc<Browser>, target: TargetId) {
     let released = async {
         let attach = AttachToTargetParams { target_id: target, flatten: Some(false) };

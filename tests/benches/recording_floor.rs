@@ -20,13 +20,14 @@
 //!
 //! The site marks every response `no-store`, so that every tab fetches everything without a domain enabled
 //! to turn the cache off, and each load checks in the page's Resource Timing that nothing of the site's
-//! own origin came from a cache (another origin's entries hide their sizes). Every body the recording
-//! sides read is counted, and each must have read as many as the pages fetched. Printed: per condition,
+//! own origin came from a cache (another origin's entries hide their sizes). The bodies each recording
+//! side reads are counted per load, and must be at least as many as the responses the load fetched. As in
+//! replay, every frame runs in its tab's process, so a cross-site iframe's requests are the tab's. Printed: per condition,
 //! the median load (navigation start to the end of the load event) per side and its ratio to off, over all
 //! pages the geometric mean of the per-page ratios; and the CPU of all the browser's processes per load
 //! and the quiet second after it.
 //!
-//! Run: `cargo xtask dist && cargo bench -p trace-e2e --bench recording_floor` (`TRACE_BENCH_ROUNDS` sets
+//! Run: `cargo bench -p trace-e2e --bench recording_floor` (`TRACE_BENCH_ROUNDS` sets
 //! the counted rounds, 15 by default).
 
 use std::sync::Arc;
@@ -56,6 +57,7 @@ const WAIT: Duration = Duration::from_secs(20);
 const BODY_BUFFER_BYTES: i64 = 256 << 20;
 const TAKE_WHOLE_LIMIT: i64 = 16 << 20;
 
+/// A tab and what records it (the module's list says what each enables).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
     Off,
@@ -91,6 +93,7 @@ struct Tab {
     finished: Arc<std::sync::Mutex<Vec<RequestId>>>,
 }
 
+/// Pages loaded from one site, compared on their own.
 struct Condition<'a> {
     name: &'static str,
     site: &'a DemoSite,
@@ -107,7 +110,15 @@ async fn main() -> Result<()> {
         Condition { name: "demo shop, 40 ms added to every response", site: &distant_site, pages: &PAGES },
         Condition { name: "large page (240 pictures)", site: &site, pages: &LARGE_PAGE },
     ];
-    let chromium = chromium::launch(&Launch { headless: true, ..Launch::default() }).await?;
+    // Every frame in its tab's process, as in replay: a cross-site iframe (the shop's `/embed`) is then seen
+    // by each tab's domains, as TRACE's recorder sees it by attaching to the frame's own process.
+    let launch = Launch {
+        headless: true,
+        args: vec![("disable-site-isolation-trials".to_owned(), None)],
+        disabled_features: vec!["IsolateOrigins".to_owned(), "site-per-process".to_owned()],
+        ..Launch::default()
+    };
+    let chromium = chromium::launch(&launch).await?;
     let measured = measure(&chromium, &conditions, rounds).await;
     chromium.close().await?;
     for (condition, (ms, cpu)) in conditions.iter().zip(measured?) {
@@ -119,6 +130,9 @@ async fn main() -> Result<()> {
 type LoadTimes = PerSide<Vec<Vec<f64>>, 4>;
 type CpuTimes = PerSide<Vec<f64>, 4>;
 
+/// Loads every condition's pages round after round in the four tabs, each going first in turn; per
+/// condition, the load times per side and page and the browser's CPU per load. Fails when a recording side
+/// read fewer bodies in a load than the load fetched.
 async fn measure(
     chromium: &chromium::Chromium,
     conditions: &[Condition<'_>],
@@ -133,7 +147,6 @@ async fn measure(
         .iter()
         .map(|c| (PerSide(Side::ALL.map(|_| vec![Vec::new(); c.pages.len()])), PerSide::default()))
         .collect();
-    let mut fetched = PerSide::<usize, 4>::default();
     for round in 0..WARM_UP_ROUNDS + rounds {
         for (condition, (ms, cpu)) in conditions.iter().zip(&mut samples) {
             for (index, path) in condition.pages.iter().enumerate() {
@@ -141,11 +154,20 @@ async fn measure(
                     let tab = &tabs[usize::from(side)];
                     let url = condition.site.url(path);
                     let cpu_before = cpu_time_of_tree(browser_process)?;
-                    let (load_ms, resources) =
+                    let read_before = tab.bodies_read.load(Ordering::SeqCst);
+                    let (load_ms, fetched) =
                         load(&tab.page, &url).await.with_context(|| format!("loading {url} ({})", side.name()))?;
-                    fetched[side] += resources;
                     read_finished_bodies(tab).await;
                     tokio::time::sleep(QUIET).await;
+                    // What finished during the quiet moment is this load's too.
+                    read_finished_bodies(tab).await;
+                    // A body left unread would make a side cheap.
+                    let read = tab.bodies_read.load(Ordering::SeqCst) - read_before;
+                    ensure!(
+                        side == Side::Off || read >= fetched,
+                        "{url} ({}): {read} bodies read of the {fetched} responses the load fetched",
+                        side.name()
+                    );
                     let cpu_ms = (cpu_time_of_tree(browser_process)? - cpu_before).as_secs_f64() * 1000.0;
                     if round >= WARM_UP_ROUNDS {
                         ms[side][index].push(load_ms);
@@ -155,12 +177,6 @@ async fn measure(
             }
         }
         eprintln!("round {}/{} done", round + 1, WARM_UP_ROUNDS + rounds);
-    }
-    for side in [Side::Network, Side::TraceSet, Side::FetchOnly] {
-        let read = tabs[usize::from(side)].bodies_read.load(Ordering::SeqCst);
-        // Each load's document and every resource it fetched; a body left unread would make a side cheap.
-        ensure!(read >= fetched[side], "{}: {read} bodies read of {} responses", side.name(), fetched[side]);
-        eprintln!("{}: {read} bodies read, the pages fetched {} responses", side.name(), fetched[side]);
     }
     Ok(samples)
 }
@@ -272,13 +288,16 @@ async fn load(page: &Page, url: &str) -> Result<(f64, usize)> {
         "(() => {{ const entry = performance.getEntriesByType('navigation')[0]; \
          if (!entry || entry.name !== {url} || entry.loadEventEnd === 0) return null; \
          const resources = performance.getEntriesByType('resource'); \
-         return [entry.loadEventEnd, resources.length, resources.filter(r => r.name.startsWith(location.origin) && r.transferSize === 0).length]; }})()",
+         const cached = resources.filter(r => new URL(r.name).origin === location.origin && r.transferSize === 0); \
+         return [entry.loadEventEnd, resources.length, cached.length]; }})()",
         url = serde_json::to_string(url)?
     );
     let deadline = Instant::now() + WAIT;
     while Instant::now() < deadline {
-        let loaded: Option<(f64, usize, usize)> = page.evaluate(expression.as_str()).await?.into_value()?;
-        if let Some((load_ms, resources, cached)) = loaded {
+        // Just after the navigation the page may still be the one before, or have no context to evaluate in.
+        let loaded: Option<Option<(f64, usize, usize)>> =
+            page.evaluate(expression.as_str()).await.ok().and_then(|value| value.into_value().ok());
+        if let Some(Some((load_ms, resources, cached))) = loaded {
             ensure!(cached == 0, "{cached} of {url}'s {resources} resources came from a cache");
             return Ok((load_ms, resources + 1));
         }
@@ -287,6 +306,8 @@ async fn load(page: &Page, url: &str) -> Result<(f64, usize)> {
     bail!("{url} did not finish loading in {WAIT:?}")
 }
 
+/// Prints a condition's table: the median load per page and side with its ratio to off, their geometric
+/// means, and the median CPU per load.
 fn report(condition: &Condition<'_>, ms: &LoadTimes, cpu: &CpuTimes) {
     println!("\n{}: median page load in ms (× off)", condition.name);
     let header: Vec<String> = Side::ALL.iter().map(|side| format!("{:>18}", side.name())).collect();
