@@ -620,10 +620,10 @@ async fn restore_databases(browser: &Browser, pages: &PagePreparation, storage: 
     Ok(())
 }
 
-/// Gives every new tab or popup the page scripts. A popup's first document may already be loading when
-/// it is announced: the scripts then apply from its next document. (Holding that document in `Fetch`
-/// until they are in place cannot work: chromiumoxide finishes attaching to a tab only once its first
-/// document has come.)
+/// Gives every new tab or popup the page scripts, and lets every new service worker start
+/// ([`release_service_worker`]). A popup's first document may already be loading when it is announced: the
+/// scripts then apply from its next document. (Holding that document in `Fetch` until they are in place
+/// cannot work: chromiumoxide finishes attaching to a tab only once its first document has come.)
 async fn prepare_new_pages(
     browser: Arc<Browser>,
     pages: Arc<PagePreparation>,

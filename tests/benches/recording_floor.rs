@@ -252,11 +252,10 @@ async fn open_tab(chromium: &chromium::Chromium, side: Side) -> Result<Tab> {
         while let Some(event) = paused.next().await {
             let (page, read) = (page_for_pauses.clone(), read.clone());
             tokio::spawn(async move {
-                let at_response = event.response_status_code.is_some();
-                let redirect = event.response_status_code.is_some_and(|status| (300..400).contains(&status));
+                // A pause at the response has its status; a redirect's has no body to take.
+                let has_body = event.response_status_code.is_some_and(|status| !(300..400).contains(&status));
                 if takes_bodies
-                    && at_response
-                    && !redirect
+                    && has_body
                     && page.execute(fetch::GetResponseBodyParams::new(event.request_id.clone())).await.is_ok()
                 {
                     read.fetch_add(1, Ordering::SeqCst);
