@@ -31,6 +31,7 @@ use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 use trace_store::atomic;
 
 use crate::archive::open_bundle;
+use crate::browsers::Browsers;
 use crate::eval::{Agent, Episode, EvalOptions, Perturbation, Reference};
 use crate::proposals::Proposer;
 use crate::proxied_rerun::rerun_through_proxy;
@@ -45,7 +46,8 @@ pub struct AuditOptions {
     pub episode: EvalOptions,
     /// Drop the checkpoints that do not discriminate, and judge the rest.
     pub prune: bool,
-    /// Runs at once, each in its own browser.
+    /// Runs at once, each in a browser context of its own, in browsers the runs share (unless
+    /// `episode.browser_per_episode`).
     pub parallel: usize,
     /// A model that proposes checkpoints beside the rules (`--llm`).
     pub proposer: Option<Proposer>,
@@ -98,6 +100,8 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
         kinds.push(AuditRunKind::DemonstrationThroughProxy);
     }
 
+    // The runs share browsers, each run in a browser context of its own ([`crate::browsers`]).
+    let browsers = &Browsers::new(options.episode.browser.clone(), !options.episode.browser_per_episode);
     let run = |kind: AuditRunKind| {
         let dir = &dir;
         async move {
@@ -112,7 +116,7 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
             let run_dir = dir.join(run_name(&kind));
             let result = match &kind {
                 AuditRunKind::DemonstrationThroughProxy => rerun_through_proxy(task, &run_dir, &options).await,
-                _ => Episode { task, out: &run_dir, options: &options }.run().await,
+                _ => Episode { task, out: &run_dir, options: &options }.run_in(browsers).await,
             };
             (kind, run_dir, result)
         }
@@ -159,6 +163,7 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
             episodes[index] = run(demonstration.clone()).await;
         }
     }
+    browsers.close().await;
 
     // Each run's kind, evidence, answer and error.
     let mut sessions: Vec<(AuditRunKind, Evidence, Option<String>, Option<String>)> = Vec::new();

@@ -27,6 +27,7 @@ use trace_manifest::report::RequestCounts;
 use trace_manifest::task::TaskId;
 use trace_manifest::time_fmt::{now_ms, rfc3339_from_millis};
 
+use crate::browsers::Browsers;
 use crate::eval::{Episode, EvalOptions};
 use crate::tasks::{TaskSource, tasks};
 use trace_store::{Location, atomic};
@@ -167,15 +168,17 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
         .append(true)
         .open(&results_path)
         .with_context(|| format!("cannot open {}", results_path.display()))?;
-    // `parallel` agents at a time, each in its turn; one episode more is prepared meanwhile (its bundle
-    // opened and read, its browser launched, its clock started when its turn comes), and one whose agent
-    // is done is scored beside the next turn.
+    // `parallel` agents at a time, each in its turn, in browsers kept between turns; one episode more is
+    // prepared meanwhile (its bundle opened and read), and one whose agent is done is scored beside the
+    // next turn.
     let turns = tokio::sync::Semaphore::new(options.parallel.max(1));
     let turns = &turns;
+    let browsers = Browsers::new(options.episode.browser.clone(), !options.episode.browser_per_episode);
+    let browsers = &browsers;
     let mut episodes = futures::stream::iter(pending.into_iter().map(|(task, dir)| async move {
         let episode = Episode { task: &task, out: &run.join(&dir), options: &options.episode };
         let result = match episode.prepare().await {
-            Ok(prepared) => prepared.run(Some(turns)).await,
+            Ok(prepared) => prepared.run(Some(turns), browsers).await,
             Err(error) => Err(error),
         };
         let result = result.unwrap_or_else(|error| unusable(&task, &options.episode, &format!("{error:#}")));
@@ -200,6 +203,7 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
         results.push(result);
     }
     bar.finish_and_clear();
+    browsers.close().await;
     // Every episode ended the orphans its agent left, but one that emptied its environment while another
     // agent ran could not be told apart, nor one that took Chromium's mark: no agent or browser runs now.
     tokio::task::spawn_blocking(crate::processes::end_all_orphans).await.context("ending the agents' orphans")?;

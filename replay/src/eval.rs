@@ -47,7 +47,9 @@ use trace_manifest::trajectory::{Credential, ToolAction, ToolCall, Trajectory};
 use trace_store::atomic;
 
 use crate::archive::{ReplayArchive, open_bundle};
+use crate::browsers::Browsers;
 use crate::judge::{self, Judge};
+use crate::responder::Stats;
 use crate::run::{OffPathWaits, RunOptions, run_human};
 use crate::serve::{Options, Replay};
 use crate::session::{self, Captures, SessionRecorder};
@@ -147,6 +149,9 @@ pub struct EvalOptions {
     pub webarena_infinity: bool,
     /// What the episode's session keeps of the bodies that cross it ([`session::bodies`]).
     pub episode_budget: session::Budget,
+    /// Launch a browser for every episode, its pages in the browser's default context, rather than keep
+    /// browsers and give each episode a context of its own ([`crate::browsers`]).
+    pub browser_per_episode: bool,
 }
 
 /// What the bundle says the task is and what reaching it looks like.
@@ -384,7 +389,15 @@ impl Episode<'_> {
     /// writes a malformed answer, never connects) gives a result with its `error`; an unusable bundle or
     /// browser is an `Err`.
     pub async fn run(&self) -> Result<EvalResult> {
-        self.prepare().await?.run(None).await
+        let browsers = Browsers::new(self.options.browser.clone(), !self.options.browser_per_episode);
+        let result = self.run_in(&browsers).await;
+        browsers.close().await;
+        result
+    }
+
+    /// Runs the episode as [`Episode::run`] does, in one of `browsers`.
+    pub async fn run_in(&self, browsers: &Browsers) -> Result<EvalResult> {
+        self.prepare().await?.run(None, browsers).await
     }
 
     /// The episode made ready for its turn: the bundle opened and read (its snapshot pack decoded) and the
@@ -427,28 +440,38 @@ pub struct Prepared<'e> {
 }
 
 impl Prepared<'_> {
-    /// Runs the episode, as [`Episode::run`] says: a fresh browser (its own process and profile, as every
-    /// episode's) launched on the bundle, then the agent. With `turns`, the agent's turn is one of theirs:
-    /// the browser is launched while the episodes before act, its replayed clock started again when the
-    /// turn comes (so that its pages start at the recording's time), and the turn is given back as soon
-    /// as the agent is done: its last capture, the browser's closing and the scoring then go on beside the
-    /// next episode's turn.
-    pub async fn run(self, turns: Option<&tokio::sync::Semaphore>) -> Result<EvalResult> {
+    /// Runs the episode, as [`Episode::run`] says, in one of `browsers` ([`crate::browsers`]): its replayed
+    /// clock starts as the agent's turn does. With `turns`, the agent's turn is one of theirs, given back
+    /// as soon as the agent is done and the browser's last captures taken: the scoring then goes on
+    /// beside the next episode's turn.
+    pub async fn run(self, turns: Option<&tokio::sync::Semaphore>, browsers: &Browsers) -> Result<EvalResult> {
         let Prepared { episode, reference, archive, start_url, agent_out, session } = self;
-        let replay = Replay::launch_recorded(archive, &episode.options.browser, Some(session.clone())).await?;
         let turn = match turns {
-            Some(turns) => {
-                let turn = turns.acquire().await.context("the run's turns were closed")?;
-                replay.restart_clock().await.context("cannot start the replayed clock")?;
-                Some(turn)
-            }
+            Some(turns) => Some(turns.acquire().await.context("the run's turns were closed")?),
             None => None,
         };
+        let replay = browsers.episode(archive, session.clone()).await?;
         let started = Instant::now();
         let started_at_ms = now_ms();
         let outcome = episode.agent_outcome(&reference, &start_url, &agent_out, &session, &replay).await;
+        last_captures(&replay, &session).await;
+        let stats = browsers.give_back(replay).await?;
         drop(turn);
-        episode.finish(reference, session, replay, outcome?, started, started_at_ms).await
+        episode.finish(reference, session, stats, outcome?, started, started_at_ms).await
+    }
+}
+
+/// The last capture of every tab once the agent is done, the replay quiet and the session caught up.
+async fn last_captures(replay: &Replay, session: &Arc<SessionRecorder>) {
+    settle(replay).await;
+    session.caught_up(replay.browser(), CATCH_UP).await;
+    for page in replay.pages().await.unwrap_or_default() {
+        // A page that no longer answers (a script that never yields) is left without one.
+        match tokio::time::timeout(CATCH_UP, session::capture_page(session, &page, "final")).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::debug!("no final capture: {error:#}"),
+            Err(_) => tracing::debug!("no final capture: the page did not answer within {CATCH_UP:?}"),
+        }
     }
 }
 
@@ -526,29 +549,17 @@ impl Episode<'_> {
         })
     }
 
-    /// The episode once its agent is done: the last captures, the browser closed, the session scored
-    /// and every output written.
+    /// The episode once its agent is done and its browser given back: the session scored and every output
+    /// written.
     async fn finish(
         &self,
         reference: Reference,
         session: Arc<SessionRecorder>,
-        replay: Replay,
+        stats: Stats,
         outcome: AgentOutcome,
         started: Instant,
         started_at_ms: f64,
     ) -> Result<EvalResult> {
-        settle(&replay).await;
-        session.caught_up(replay.browser(), CATCH_UP).await;
-        // The last capture of every tab, once the agent is done with it.
-        for page in replay.pages().await.unwrap_or_default() {
-            // A page that no longer answers (a script that never yields) is left without one.
-            match tokio::time::timeout(CATCH_UP, session::capture_page(&session, &page, "final")).await {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => tracing::debug!("no final capture: {error:#}"),
-                Err(_) => tracing::debug!("no final capture: the page did not answer within {CATCH_UP:?}"),
-            }
-        }
-        let stats = replay.close().await?;
         let browser = self.options.browser.chromium.as_ref().map(|path| path.display().to_string());
         let session_task = TaskInfo { status: TaskStatus::Stopped, ..reference.task.clone() };
         let events = session.finish(session_task, browser)?;
@@ -1176,14 +1187,18 @@ impl AgentPort {
         let connections = Arc::new(AtomicUsize::new(0));
         let counted = connections.clone();
         let task = tokio::spawn(async move {
+            // The connections die with this task: an agent's connection must not outlive its episode in a
+            // browser kept for the next one.
+            let mut forwarded = tokio::task::JoinSet::new();
             while let Ok((mut inbound, _)) = listener.accept().await {
                 counted.fetch_add(1, Ordering::SeqCst);
                 let upstream = upstream.clone();
-                tokio::spawn(async move {
+                forwarded.spawn(async move {
                     if let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await {
                         let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                     }
                 });
+                while forwarded.try_join_next().is_some() {}
             }
         });
         Ok(AgentPort { port, connections, task })

@@ -8,6 +8,7 @@
 //! - [`responder`]: the decision for each request (answer, ignored, miss), counted and logged. No browser.
 //! - [`page_scripts`]: determinism and storage restoring, run in pages before their own scripts.
 //! - [`serve`]: the replayed Chromium, answering every target's requests from the bundle.
+//! - [`browsers`]: the browsers a run of episodes keeps warm, each episode in a browser context of its own.
 //! - [`session`]: the session of whoever drives a replay, recorded as a person's is, into a bundle.
 //! - [`run`]: the recorded trajectory re-run in the replayed site, and its fidelity report.
 //! - [`processes`]: what trace-replay starts, and the orphans an agent leaves, ended with its episode.
@@ -26,6 +27,7 @@
 pub mod archive;
 pub mod audit;
 pub mod batch;
+pub mod browsers;
 pub mod chromium;
 pub mod error;
 pub mod eval;

@@ -168,8 +168,8 @@ enum Command {
         /// ~/.cache/trace/checkpoints].
         #[arg(long, value_name = "DIR", requires = "llm")]
         llm_cache: Option<PathBuf>,
-        /// Runs at once, each in its own browser (a run mostly waits for its pages to settle and for the
-        /// person's pauses; docs/benchmarks.md has the figures).
+        /// Runs at once, each in a browser context of its own in browsers kept between runs (a run mostly
+        /// waits for its pages to settle and for the person's pauses; docs/benchmarks.md has the figures).
         #[arg(long, value_name = "N", default_value_t = 6)]
         parallel: usize,
         /// Print the audits as one JSON array.
@@ -179,6 +179,10 @@ enum Command {
         /// DevTools path (`eval`) alone, not on the proxy path BrowserGym's package takes.
         #[arg(long)]
         skip_proxy: bool,
+        /// Launch a browser for every run, rather than keep browsers and give each run a browser context
+        /// of its own (as `eval --browser-per-episode`).
+        #[arg(long)]
+        browser_per_run: bool,
         #[command(flatten)]
         browser: BrowserArgs,
         #[command(flatten)]
@@ -237,9 +241,15 @@ struct EvalArgs {
     /// Stop an agent after this many seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
     timeout: f64,
-    /// Episodes at once, each in its own browser.
+    /// Episodes at once, each in a browser kept for the episodes after it, in a browser context of its own.
     #[arg(long, value_name = "N", default_value_t = 1)]
     parallel: usize,
+    /// Launch a browser for every episode, its pages in the browser's default context, rather than keep
+    /// browsers and give each episode a context of its own: for an agent that opens its own pages in the
+    /// default context (Playwright's `browser.contexts[0].new_page()` after `connect_over_cdp`), where
+    /// the recording's cookies are then.
+    #[arg(long)]
+    browser_per_episode: bool,
     /// Run one shard of the tasks: `I/N`, or `N` with the index from JOB_COMPLETION_INDEX (Kubernetes
     /// Indexed Job) or SLURM_ARRAY_TASK_ID (Slurm array); join the shards with `eval-merge`.
     #[arg(long, value_name = "I/N")]
@@ -422,6 +432,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     map: eval.map.clone(),
                     webarena_infinity: true,
                     episode_budget: Budget(eval.max_episode_bytes),
+                    browser_per_episode: eval.browser_per_episode,
                 },
                 parallel: eval.parallel,
                 shard: eval.shard.as_deref().map(Shard::parse).transpose()?,
@@ -431,7 +442,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let summary = until_stopped(trace_replay::batch::run(&source, &eval.out, &options))?;
             print_summary(&summary, eval.json, &eval.out)
         }
-        Command::Audit { source, out, prune, llm, llm_cache, parallel, json, skip_proxy, browser, limits } => {
+        Command::Audit {
+            source,
+            out,
+            prune,
+            llm,
+            llm_cache,
+            parallel,
+            json,
+            skip_proxy,
+            browser_per_run,
+            browser,
+            limits,
+        } => {
             anyhow::ensure!(parallel > 0, "--parallel takes at least 1");
             trace_replay::chromium::find(browser.chromium.as_deref())
                 .map_err(|error| Error::NoBrowser(format!("{error:#}")))?;
@@ -451,6 +474,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     map: None,
                     webarena_infinity: false,
                     episode_budget: Budget::default(),
+                    browser_per_episode: browser_per_run,
                 },
                 prune,
                 parallel,

@@ -425,11 +425,6 @@ impl Matcher {
         self
     }
 
-    /// The clock readings live requests carry from now on (see [`Matcher::with_clocks`]).
-    pub fn set_live_clocks(&mut self, live_clocks: Clocks) {
-        self.live_clocks = live_clocks;
-    }
-
     /// Whether the browser's state would choose this request's answer: its recorded twins were sent in
     /// different states. A caller that must ask the browser for its cookies asks only then.
     pub fn depends_on_state(&self, request: &Request<'_>) -> bool {

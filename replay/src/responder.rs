@@ -165,11 +165,10 @@ impl Responder {
         &self.archive
     }
 
-    /// Starts the replayed pages' time again at `now_ms`, as [`Responder::new`] does: for a browser
-    /// launched ahead of its episode, whose pages' clock starts when the episode does.
-    pub fn restart_clock(&self, now_ms: f64) {
-        let replayed = replayed_clocks(&self.archive, now_ms);
-        self.matcher.lock().expect("no panics while locked").set_live_clocks(replayed);
+    /// The origins (scheme, host and port) the recording sent requests to: all a replayed page can
+    /// load from, unless misses may go to the network.
+    pub fn recorded_origins(&self) -> impl Iterator<Item = &str> {
+        self.recorded_origins.iter().map(String::as_str)
     }
 
     /// Whether the browser's cookies choose this request's answer (see [`Matcher::depends_on_state`]): only

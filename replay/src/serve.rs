@@ -8,9 +8,12 @@
 //! page opens for real (the recorded ones are played without one) and a WebRTC connection with ICE
 //! servers or a remote candidate. A connection the browser opens ahead of a request (a preconnect)
 //! carries none and is not counted; like every connection, it fails before a socket opens.
-//! [`serve_until`] is `trace-replay serve`: the replay served to whoever attaches until asked to stop.
+//! A launched browser ([`WarmBrowser`]) can serve one episode after another, each in a browser context of
+//! its own that is discarded when it ends ([`Replay::end_episode`]), which is how [`crate::browsers`] keeps
+//! browsers warm for a run of episodes. [`serve_until`] is `trace-replay serve`: the replay served to
+//! whoever attaches until asked to stop.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,19 +22,24 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use base64::Engine as _;
+use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::browser::CloseParams;
 use chromiumoxide::cdp::browser_protocol::fetch::{
     ContinueRequestParams, EnableParams, EventRequestPaused, FailRequestParams, FulfillRequestParams, HeaderEntry,
     RequestPattern, RequestStage,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    CookieParam, CookieSameSite, ErrorReason, EventWebSocketCreated, PostDataEntry, ResourceType, TimeSinceEpoch,
+    ClearBrowserCacheParams, CookieParam, CookieSameSite, ErrorReason, EventWebSocketCreated, PostDataEntry,
+    ResourceType, TimeSinceEpoch,
 };
-use chromiumoxide::cdp::browser_protocol::page::{
-    AddScriptToEvaluateOnNewDocumentParams, RemoveScriptToEvaluateOnNewDocumentParams, ScriptIdentifier,
+use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
+use chromiumoxide::cdp::browser_protocol::storage::{
+    ClearCookiesParams, ClearDataForOriginParams, GetCookiesParams, SetCookiesParams,
 };
-use chromiumoxide::cdp::browser_protocol::storage::GetCookiesParams;
-use chromiumoxide::cdp::browser_protocol::target::{AttachToTargetParams, EventTargetCreated, TargetId};
+use chromiumoxide::cdp::browser_protocol::target::{
+    AttachToTargetParams, CreateBrowserContextParams, CreateTargetParams, EventTargetCreated, GetBrowserContextsParams,
+    TargetId,
+};
 use chromiumoxide::cdp::js_protocol::runtime::{AddBindingParams, EventBindingCalled};
 use chromiumoxide::error::CdpError;
 use chromiumoxide::{Browser, Page};
@@ -39,7 +47,7 @@ use futures::StreamExt;
 use sha2::{Digest as _, Sha256};
 use tokio::task::JoinHandle;
 use trace_capture::storage as site_storage;
-use trace_manifest::event::StorageSnapshot;
+use trace_manifest::event::{StorageSnapshot, Viewport};
 
 use crate::archive::ReplayArchive;
 use crate::chromium::{self, Chromium, Launch};
@@ -100,53 +108,65 @@ pub async fn serve_until(
     Ok(())
 }
 
-/// A browser serving one bundle.
+/// What a page can store under its origin, as `Storage.clearDataForOrigin` names it.
+const STORED_BY_ORIGINS: &str = "file_systems,indexeddb,local_storage,websql,service_workers,cache_storage";
+
+/// A browser serving one bundle: a launched Chromium ([`WarmBrowser`]) and the episode it serves.
 pub struct Replay {
-    browser: Option<Arc<Browser>>,
+    warm: WarmBrowser,
     /// The session recorded for an evaluation, when one is.
     session: Option<Arc<SessionRecorder>>,
     responder: Arc<Responder>,
-    /// What holds the replayed clock's start, which [`Replay::restart_clock`] moves (`None` when the
-    /// proxy's page scripts hold it).
-    clock: Option<ClockScripts>,
     pages: Arc<PagePreparation>,
-    /// Drives chromiumoxide's connection; runs until the browser is gone.
-    handler: Option<JoinHandle<()>>,
-    /// Answer requests and prepare new pages.
+    /// The episode's own tasks: preparing its new pages.
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// A launched Chromium, between the episodes it serves or in one ([`WarmBrowser::begin`]). On the
+/// DevTools path, `Fetch` pauses every request of every target (tabs, popups, iframes in any process,
+/// workers, in every browser context) on the browser's own session, for as long as the browser lives; each
+/// paused request goes to the episode being served then ([`Serving`]), and between episodes, when no page
+/// should ask for anything, it is refused.
+pub struct WarmBrowser {
+    browser: Arc<Browser>,
+    /// Drives chromiumoxide's connection; runs until the browser is gone.
+    handler: JoinHandle<()>,
     endpoint: String,
+    /// The episode whose requests are answered now; `None` between episodes and on the proxy's path.
+    serving: Arc<std::sync::RwLock<Option<Arc<Serving>>>>,
+    /// Answers paused requests (the DevTools path).
+    answering: Option<JoinHandle<()>>,
+    /// What every page is shown at (the window's size): an episode is served by a browser launched for
+    /// its recording's viewport.
+    viewport: Option<Viewport>,
     /// Set as the browser is closed on purpose (see [`chromium::Chromium::closing`]).
     closing: Arc<AtomicBool>,
-    /// Chromium's process: waited for on close, killed if the replay is dropped unclosed.
+    /// Chromium's process: waited for on close, killed if the browser is dropped unclosed.
     process: chromium::BrowserProcess,
     _profile: Option<tempfile::TempDir>,
 }
 
-impl Replay {
-    /// Launches Chromium serving `archive`. Fails with the reason if Chromium is missing or cannot start,
-    /// or the DevTools port is taken.
-    pub async fn launch(archive: ReplayArchive, options: &Options) -> Result<Replay> {
-        Replay::launch_recorded(archive, options, None).await
-    }
+/// What answers the requests of the episode a browser serves.
+struct Serving {
+    responder: Arc<Responder>,
+    session: Option<Arc<SessionRecorder>>,
+    /// The head of every worker's script ([`devtools_scripts`]).
+    worker_prelude: Option<Arc<String>>,
+    allow_network_fallback: bool,
+    /// The episode's browser context, whose cookies a request carries.
+    context: Option<BrowserContextId>,
+}
 
-    /// Launches as [`Replay::launch`] does, recording into `session` everything the browser is asked and
-    /// does (see [`crate::session`]).
-    pub async fn launch_recorded(
-        archive: ReplayArchive,
-        options: &Options,
-        session: Option<Arc<SessionRecorder>>,
-    ) -> Result<Replay> {
+impl WarmBrowser {
+    /// Launches Chromium for pages of `viewport`, with `Fetch` on for every request. Fails with the
+    /// reason if Chromium is missing or cannot start, or the DevTools port is taken.
+    pub async fn launch(options: &Options, viewport: Option<Viewport>) -> Result<WarmBrowser> {
         // Refused before anything else is set up, with what to do about it.
         chromium::find(options.chromium.as_deref())?;
         if let Some(port) = options.cdp_port {
             std::net::TcpListener::bind(("127.0.0.1", port))
                 .with_context(|| format!("the DevTools port {port} is in use; choose another with --cdp-port"))?;
         }
-        let archive = Arc::new(archive);
-        let started_ms = trace_manifest::time_fmt::now_ms();
-        let responder = Arc::new(Responder::new(archive.clone(), started_ms));
-        let (init_scripts, worker_prelude) = devtools_scripts(&archive, options.determinism, started_ms);
-
         let flag = |name: &str, value: Option<&str>| (name.to_owned(), value.map(str::to_owned));
         // Every frame of a tab in the tab's process, cross-site iframes included, so that the page scripts
         // (determinism, storage) reach them as they reach the tab: a replay is a local copy of one site's
@@ -169,61 +189,173 @@ impl Replay {
             args,
             disabled_features: vec!["IsolateOrigins".to_owned(), "site-per-process".to_owned()],
             port: options.cdp_port,
-            viewport: archive.viewport,
+            viewport,
             ..Launch::default()
         };
-        let Chromium { browser, handler, profile, closing, process } = chromium::launch(&launch).await?;
-        let mut tasks = Vec::new();
-        let browser = Arc::new(browser);
-        let endpoint = browser.websocket_address().clone();
-
+        let mut warm = WarmBrowser::from(chromium::launch(&launch).await?, viewport);
         // Listen before enabling, so that no paused request goes unanswered.
-        let paused = browser.event_listener::<EventRequestPaused>().await?;
-        let created = browser.event_listener::<EventTargetCreated>().await?;
+        let paused = warm.browser.event_listener::<EventRequestPaused>().await?;
+        warm.answering = Some(tokio::spawn(answer_requests(warm.browser.clone(), warm.serving.clone(), paused)));
         let pattern = RequestPattern::builder().url_pattern("*").request_stage(RequestStage::Request).build();
-        browser.execute(EnableParams::builder().pattern(pattern).build()).await.context("Fetch.enable")?;
+        warm.browser.execute(EnableParams::builder().pattern(pattern).build()).await.context("Fetch.enable")?;
+        Ok(warm)
+    }
+
+    fn from(chromium: Chromium, viewport: Option<Viewport>) -> WarmBrowser {
+        let Chromium { browser, handler, profile, closing, process } = chromium;
+        let endpoint = browser.websocket_address().clone();
+        WarmBrowser {
+            browser: Arc::new(browser),
+            handler,
+            endpoint,
+            serving: Arc::default(),
+            answering: None,
+            viewport,
+            closing,
+            process,
+            _profile: profile,
+        }
+    }
+
+    /// Whether an episode whose recording shows pages at `viewport` can be served by this browser.
+    pub fn shows(&self, viewport: Option<Viewport>) -> bool {
+        self.viewport == viewport
+    }
+
+    /// Serves `archive` from now, recording into `session`: its replayed clock starts now, in a browser
+    /// context of its own when `own_context` (then [`Replay::end_episode`] gives the browser back for the
+    /// next episode, which shares nothing with this one), else in the browser's default context.
+    pub async fn begin(
+        self,
+        archive: Arc<ReplayArchive>,
+        options: &Options,
+        session: Option<Arc<SessionRecorder>>,
+        own_context: bool,
+    ) -> Result<Replay> {
+        let started_ms = trace_manifest::time_fmt::now_ms();
+        let responder = Arc::new(Responder::new(archive.clone(), started_ms));
+        let (scripts, worker_prelude) = devtools_scripts(&archive, options.determinism, started_ms);
+        let browser = self.browser.clone();
+        let context = match own_context {
+            true => Some(
+                browser
+                    .create_browser_context(CreateBrowserContextParams::default())
+                    .await
+                    .context("cannot create the episode's browser context")?,
+            ),
+            false => None,
+        };
+        *self.serving.write().expect("no panics while locked") = Some(Arc::new(Serving {
+            responder: responder.clone(),
+            session: session.clone(),
+            worker_prelude,
+            allow_network_fallback: options.allow_network_fallback,
+            context: context.clone(),
+        }));
+        let created = browser.event_listener::<EventTargetCreated>().await?;
         if let Some(storage) = &archive.start_storage {
             // A cookie keeps the lifetime it had left when the recording started: one that would have
             // expired since (a month-long login replayed a year later) is not lost.
             let shift_seconds = ((trace_manifest::time_fmt::now_ms() - archive.started_at_ms) / 1000.0).max(0.0);
             let cookies: Vec<CookieParam> = storage.cookies.iter().map(|c| cookie_param(c, shift_seconds)).collect();
             if !cookies.is_empty() {
-                browser.set_cookies(cookies).await.context("cannot restore the recorded cookies")?;
+                // In the default context too, when the episode has its own: a tab an agent opens without
+                // naming a context (`Target.createTarget`, as Puppeteer's `newPage` and browser-use's new
+                // tabs do) opens there, and starts from the recording's cookies as the episode's pages do
+                // (though not from what they have changed since).
+                let contexts = if context.is_some() { vec![context.clone(), None] } else { vec![None] };
+                for browser_context_id in contexts {
+                    let set = SetCookiesParams { cookies: cookies.clone(), browser_context_id };
+                    browser.execute(set).await.context("cannot restore the recorded cookies")?;
+                }
             }
         }
-        let worker_prelude = Arc::new(std::sync::RwLock::new(worker_prelude));
-        tasks.push(tokio::spawn(answer_requests(
-            browser.clone(),
-            responder.clone(),
-            paused,
-            options.allow_network_fallback,
-            worker_prelude.clone(),
-            session.clone(),
-        )));
         let pages = Arc::new(PagePreparation {
-            scripts: std::sync::Mutex::new(init_scripts),
+            scripts,
+            context: context.clone(),
             responder: responder.clone(),
             session: session.clone(),
             watch_live_connections: true,
             prepared: tokio::sync::Mutex::default(),
+            left_the_context: AtomicBool::new(false),
         });
         if let Some(storage) = &archive.start_storage {
             restore_databases(&browser, &pages, storage).await?;
         }
-        tasks.push(tokio::spawn(prepare_new_pages(browser.clone(), pages.clone(), created)));
-        Ok(Replay {
-            browser: Some(browser),
-            session,
-            responder,
-            clock: Some(ClockScripts { determinism: options.determinism, worker_prelude }),
-            pages,
-            handler: Some(handler),
-            tasks,
-            endpoint,
-            closing,
-            process,
-            _profile: profile,
-        })
+        if own_context {
+            // The episode starts as a browser does, with one blank tab, and that tab is the context's: the
+            // browser's own first one, in the default context, is closed.
+            for page in browser.pages().await? {
+                let _ = page.close().await;
+            }
+            // Made by command rather than waited for: [`prepare_new_pages`] prepares it as it comes, and
+            // whoever takes it ([`Replay::pages`]) finds it prepared.
+            let mut tab = CreateTargetParams::new("about:blank");
+            tab.browser_context_id = context.clone();
+            browser.execute(tab).await.context("cannot open the episode's first tab")?;
+        }
+        let tasks = vec![tokio::spawn(prepare_new_pages(browser, pages.clone(), created))];
+        Ok(Replay { warm: self, session, responder, pages, tasks })
+    }
+
+    /// Leaves nothing of an episode in the browser's default context: the recording's cookies it was given,
+    /// and when a page opened there (Playwright's `browser.contexts[0].new_page()` after `connect_over_cdp`
+    /// opens there), its cookies, its HTTP cache, and everything `origins` stored (web storage, databases,
+    /// caches, service workers). Offline, a page loads from nothing but the recording's origins, so those
+    /// are all a page could have stored under.
+    async fn wipe_default_context(&self, pages_opened: bool, origins: impl Iterator<Item = &str>) -> Result<()> {
+        self.browser.execute(ClearCookiesParams::default()).await.context("cannot clear its cookies")?;
+        if !pages_opened {
+            return Ok(());
+        }
+        let page = self.browser.new_page("about:blank").await.context("cannot open a page in the default context")?;
+        let wiped = async {
+            page.execute(ClearBrowserCacheParams::default()).await.context("cannot clear its cache")?;
+            for origin in origins {
+                let clear = ClearDataForOriginParams::new(origin, STORED_BY_ORIGINS);
+                page.execute(clear).await.with_context(|| format!("cannot clear what {origin} stored"))?;
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        let _ = page.close().await;
+        wiped
+    }
+
+    /// Closes the browser and waits for its process.
+    pub async fn close(self) {
+        let WarmBrowser { browser, handler, answering, closing, mut process, .. } = self;
+        if let Some(answering) = answering {
+            answering.abort();
+            let _ = answering.await;
+        }
+        closing.store(true, Ordering::SeqCst);
+        // Requests still being answered hold the browser too, so it is closed by command rather than by
+        // `Browser::close`, which needs it alone; the handler must run until the answer comes.
+        let _ = tokio::time::timeout(Duration::from_secs(10), browser.execute(CloseParams::default())).await;
+        // Then the process is waited for, so that it is not left to be killed.
+        drop(browser);
+        process.exited(Duration::from_secs(10)).await;
+        let _ = tokio::time::timeout(Duration::from_secs(10), handler).await;
+    }
+}
+
+impl Replay {
+    /// Launches Chromium serving `archive` in its default browser context. Fails with the reason if
+    /// Chromium is missing or cannot start, or the DevTools port is taken.
+    pub async fn launch(archive: ReplayArchive, options: &Options) -> Result<Replay> {
+        Replay::launch_recorded(archive, options, None).await
+    }
+
+    /// Launches as [`Replay::launch`] does, recording into `session` everything the browser is asked and
+    /// does (see [`crate::session`]).
+    pub async fn launch_recorded(
+        archive: ReplayArchive,
+        options: &Options,
+        session: Option<Arc<SessionRecorder>>,
+    ) -> Result<Replay> {
+        let warm = WarmBrowser::launch(options, archive.viewport).await?;
+        warm.begin(Arc::new(archive), options, session, false).await
     }
 
     /// Launches Chromium going through the proxy at `proxy_url` for every request (loopback included),
@@ -246,50 +378,39 @@ impl Replay {
             flag("proxy-bypass-list", "<-loopback>"),
             flag("ignore-certificate-errors-spki-list", certificate_fingerprint),
         ];
+        let viewport = responder.archive().viewport;
         let launch = Launch {
             chromium: options.chromium.clone(),
             headless: options.headless,
             args,
             port: options.cdp_port,
-            viewport: responder.archive().viewport,
+            viewport,
             ..Launch::default()
         };
-        let Chromium { browser, handler, profile, closing, process } = chromium::launch(&launch).await?;
-        let browser = Arc::new(browser);
-        let endpoint = browser.websocket_address().clone();
+        let warm = WarmBrowser::from(chromium::launch(&launch).await?, viewport);
+        let browser = warm.browser.clone();
         let created = browser.event_listener::<EventTargetCreated>().await?;
         let pages = Arc::new(PagePreparation {
             // The re-run asks pages whether they have settled; every other page script is the proxy's.
-            scripts: std::sync::Mutex::new(vec![page_scripts::SETTLE.to_owned()]),
+            scripts: vec![page_scripts::SETTLE.to_owned()],
+            context: None,
             responder: responder.clone(),
             session: None,
             watch_live_connections: false,
             prepared: tokio::sync::Mutex::default(),
+            left_the_context: AtomicBool::new(false),
         });
-        let tasks = vec![tokio::spawn(prepare_new_pages(browser.clone(), pages.clone(), created))];
-        Ok(Replay {
-            browser: Some(browser),
-            session: None,
-            responder,
-            // The proxy's page scripts are the proxy's, and their clock with them.
-            clock: None,
-            pages,
-            handler: Some(handler),
-            tasks,
-            endpoint,
-            closing,
-            process,
-            _profile: profile,
-        })
+        let tasks = vec![tokio::spawn(prepare_new_pages(browser, pages.clone(), created))];
+        Ok(Replay { warm, session: None, responder, pages, tasks })
     }
 
     /// The DevTools endpoint agents connect to (Playwright's `connectOverCDP`, browser-use's `cdp_url`).
     pub fn cdp_endpoint(&self) -> &str {
-        &self.endpoint
+        &self.warm.endpoint
     }
 
     pub fn browser(&self) -> &Browser {
-        self.browser.as_ref().expect("the browser lives until close")
+        &self.warm.browser
     }
 
     pub fn responder(&self) -> &Responder {
@@ -313,23 +434,10 @@ impl Replay {
         Ok(pages)
     }
 
-    /// Starts the replayed clock again now, as if the browser had been launched now: for a browser
-    /// launched ahead of its episode (while the one before runs), whose pages must start at the
-    /// recording's time when the episode does, not when the browser did. Every page prepared so far gets
-    /// the page scripts again (a document it loads from now on starts at the recording's time), as do the
-    /// pages and workers to come, and the matcher reads the requests' clocks from now.
-    pub async fn restart_clock(&self) -> Result<()> {
-        let Some(clock) = &self.clock else { return Ok(()) };
-        let started_ms = trace_manifest::time_fmt::now_ms();
-        let (scripts, worker_prelude) = devtools_scripts(self.responder.archive(), clock.determinism, started_ms);
-        *clock.worker_prelude.write().expect("no panics while locked") = worker_prelude;
-        self.responder.restart_clock(started_ms);
-        self.pages.replace_scripts(self.browser(), scripts).await
-    }
-
-    /// Opens a tab at `url`, with the page scripts in place before its first document.
+    /// Opens a tab at `url` in the episode's browser context, with the page scripts in place before its
+    /// first document.
     pub async fn open(&self, url: &str) -> Result<Page> {
-        let page = self.browser().new_page("about:blank").await?;
+        let page = self.pages.new_blank_page(self.browser()).await?;
         self.pages.prepare(&page).await?;
         match page.goto(url).await {
             Ok(_) => {}
@@ -342,25 +450,52 @@ impl Replay {
         Ok(page)
     }
 
+    /// Ends an episode begun in a browser context of its own ([`WarmBrowser::begin`]): every tab closed
+    /// (those an agent opened in the default context too), the context discarded with all it held
+    /// (cookies, storage, databases, caches, service workers, history), as is any context an agent made,
+    /// and the default context wiped of what it may have been given. Returns what was served, and the browser, ready for the next episode,
+    /// unless it could not be made so (a browser an agent closed): it is then closed, and said in the log.
+    pub async fn end_episode(mut self) -> (Stats, Option<WarmBrowser>) {
+        self.stop_tasks().await;
+        *self.warm.serving.write().expect("no panics while locked") = None;
+        let stats = self.responder.stats();
+        let Replay { warm, responder, pages, .. } = self;
+        let ended = async {
+            for page in warm.browser.pages().await? {
+                let _ = page.close().await;
+            }
+            // The episode's context, and any an agent made for itself.
+            let contexts =
+                warm.browser.execute(GetBrowserContextsParams::default()).await.context("cannot list them")?;
+            for context in contexts.result.browser_context_ids {
+                warm.browser.dispose_browser_context(context).await.context("cannot discard a browser context")?;
+            }
+            let pages_opened = pages.left_the_context.load(Ordering::SeqCst);
+            warm.wipe_default_context(pages_opened, responder.recorded_origins()).await
+        };
+        match ended.await {
+            Ok(()) => (stats, Some(warm)),
+            Err(error) => {
+                tracing::warn!("a browser is not kept for the next episode: {error:#}");
+                warm.close().await;
+                (stats, None)
+            }
+        }
+    }
+
     /// Closes the browser and returns what was served.
     pub async fn close(mut self) -> Result<Stats> {
+        self.stop_tasks().await;
+        let stats = self.responder.stats();
+        self.warm.close().await;
+        Ok(stats)
+    }
+
+    async fn stop_tasks(&mut self) {
         for task in self.tasks.drain(..) {
             task.abort();
             let _ = task.await;
         }
-        if let Some(browser) = self.browser.take() {
-            self.closing.store(true, Ordering::SeqCst);
-            // Requests still being answered hold the browser too, so it is closed by command rather than
-            // by `Browser::close`, which needs it alone; the handler must run until the answer comes.
-            let _ = tokio::time::timeout(Duration::from_secs(10), browser.execute(CloseParams::default())).await;
-            // Then the process is waited for, so that it is not left to be killed.
-            drop(browser);
-            self.process.exited(Duration::from_secs(10)).await;
-        }
-        if let Some(handler) = self.handler.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(10), handler).await;
-        }
-        Ok(self.responder.stats())
     }
 }
 
@@ -379,30 +514,22 @@ fn devtools_scripts(archive: &ReplayArchive, determinism: bool, started_ms: f64)
     (scripts, prelude)
 }
 
-/// The prelude of every worker's script ([`devtools_scripts`]), replaced when the clock restarts.
-type WorkerPrelude = Arc<std::sync::RwLock<Option<Arc<String>>>>;
-
-/// What a replay's own page scripts need to start the clock again ([`Replay::restart_clock`]).
-struct ClockScripts {
-    determinism: bool,
-    worker_prelude: WorkerPrelude,
-}
-
-/// Answers each paused request from the bundle, concurrently: a large body must not hold up the rest.
+/// Answers each paused request for the episode being served ([`WarmBrowser`]), concurrently: a large body
+/// must not hold up the rest.
 async fn answer_requests(
     browser: Arc<Browser>,
-    responder: Arc<Responder>,
+    serving: Arc<std::sync::RwLock<Option<Arc<Serving>>>>,
     mut paused: chromiumoxide::listeners::EventStream<EventRequestPaused>,
-    allow_network_fallback: bool,
-    worker_prelude: WorkerPrelude,
-    session: Option<Arc<SessionRecorder>>,
 ) {
     while let Some(event) = paused.next().await {
         let browser = browser.clone();
-        let responder = responder.clone();
-        let worker_prelude = worker_prelude.read().expect("no panics while locked").clone();
-        let session = session.clone();
+        let serving = serving.read().expect("no panics while locked").clone();
         tokio::spawn(async move {
+            let Some(serving) = serving else {
+                // Between episodes no page is open to ask; a request that comes all the same is refused.
+                let _ = browser.execute(FailRequestParams::new(event.request_id.clone(), ErrorReason::Failed)).await;
+                return;
+            };
             if is_storage_page(&event.request.url) {
                 let blank = FulfillRequestParams::builder()
                     .request_id(event.request_id.clone())
@@ -414,14 +541,11 @@ async fn answer_requests(
                 }
                 return;
             }
-            let prelude = worker_prelude.as_deref().map(String::as_str);
-            let observed = session.as_deref().map(|session| Observed::request(session, &event));
+            let observed = serving.session.as_deref().map(|session| Observed::request(session, &event));
             let (id, url) = (event.request_id.clone(), event.request.url.clone());
             // Owned, so that its body is dropped once read rather than held until the answer.
             let event = Arc::unwrap_or_clone(event);
-            if let Err(error) =
-                answer(&browser, &responder, event, allow_network_fallback, prelude, observed.as_ref()).await
-            {
+            if let Err(error) = answer(&browser, &serving, event, observed.as_ref()).await {
                 // A paused request left unanswered would hold its page forever: fail it instead.
                 tracing::warn!("cannot answer {url}: {error:#}");
                 let _ = browser.execute(FailRequestParams::new(id, ErrorReason::Failed)).await;
@@ -432,12 +556,12 @@ async fn answer_requests(
 
 async fn answer(
     browser: &Browser,
-    responder: &Responder,
+    serving: &Serving,
     mut event: EventRequestPaused,
-    fallback: bool,
-    worker_prelude: Option<&str>,
     observed: Option<&Observed<'_>>,
 ) -> Result<()> {
+    let responder = &serving.responder;
+    let worker_prelude = serving.worker_prelude.as_deref().map(String::as_str);
     // The body is read (and kept by the session) and dropped before the request waits for anything.
     let pieces = event.request.post_data_entries.take().unwrap_or_default();
     let (body, kept) = read_body(pieces, observed.map(|observed| observed.session.body_sink()))?;
@@ -461,7 +585,7 @@ async fn answer(
     };
     let state;
     if responder.depends_on_state(&asked) {
-        state = browser_state(browser, request).await;
+        state = browser_state(browser, request, serving.context.clone()).await;
         asked.state = Some(&state);
     }
     match responder.decide(&asked) {
@@ -506,7 +630,7 @@ async fn answer(
         }
         Decision::RecordedFailure { .. } => fail(browser, id, ErrorReason::Failed, observed).await?,
         Decision::Ignored { .. } => fail(browser, id, ErrorReason::BlockedByClient, observed).await?,
-        Decision::Miss if fallback => {
+        Decision::Miss if serving.allow_network_fallback => {
             responder.count_live_attempt(&request.method, &request.url);
             browser.execute(ContinueRequestParams::new(id)).await?;
         }
@@ -601,9 +725,9 @@ fn is_storage_page(url: &str) -> bool {
 /// one finds it whole. A database that cannot be put back is said in the log, and the replay goes on.
 async fn restore_databases(browser: &Browser, pages: &PagePreparation, storage: &StorageSnapshot) -> Result<()> {
     for (origin, databases) in &storage.indexed_db {
-        let page = browser.new_page("about:blank").await?;
+        let page = pages.new_blank_page(browser).await?;
         // Not a page of the replay: no scripts, no session.
-        pages.prepared.lock().await.insert(page.target_id().clone(), Vec::new());
+        pages.prepared.lock().await.insert(page.target_id().clone());
         let restored = async {
             page.goto(format!("{origin}{STORAGE_PAGE_PATH}")).await?;
             let created = page.evaluate(site_storage::restore_expression(databases)).await?;
@@ -630,6 +754,9 @@ async fn prepare_new_pages(
     mut created: chromiumoxide::listeners::EventStream<EventTargetCreated>,
 ) {
     while let Some(event) = created.next().await {
+        if pages.context.is_some() && event.target_info.browser_context_id != pages.context {
+            pages.left_the_context.store(true, Ordering::SeqCst);
+        }
         if event.target_info.r#type == "service_worker" {
             tokio::spawn(release_service_worker(browser.clone(), event.target_info.target_id.clone()));
             continue;
@@ -701,14 +828,20 @@ impl chromiumoxide::Command for SendMessageToTarget {
 /// What every page of the replay gets before its first document, once: the page scripts, the binding
 /// through which `page/live.js` reports WebRTC connections, and a watch on the WebSockets it opens.
 struct PagePreparation {
-    scripts: std::sync::Mutex<Vec<String>>,
+    scripts: Vec<String>,
+    /// The browser context the episode's pages open in: one of its own for an episode of a browser kept
+    /// for the episodes after it ([`Replay::end_episode`]), else the browser's default one (`None`).
+    context: Option<BrowserContextId>,
     responder: Arc<Responder>,
     session: Option<Arc<SessionRecorder>>,
     /// Count the WebSockets and WebRTC connections pages open for real as live attempts (a proxy counts
     /// what reaches it itself).
     watch_live_connections: bool,
-    /// The pages prepared, each with the page scripts it was given.
-    prepared: tokio::sync::Mutex<HashMap<TargetId, Vec<ScriptIdentifier>>>,
+    /// The pages prepared (or being prepared).
+    prepared: tokio::sync::Mutex<HashSet<TargetId>>,
+    /// Whether a page or worker of another browser context than the episode's opened (one an agent opened
+    /// in the default context), which [`Replay::end_episode`] then wipes.
+    left_the_context: AtomicBool,
 }
 
 impl PagePreparation {
@@ -716,59 +849,30 @@ impl PagePreparation {
         // Held until the page is ready, so that a second caller (a tab `open`s and the watch on new
         // targets both see) returns only once it is.
         let mut prepared = self.prepared.lock().await;
-        if prepared.contains_key(page.target_id()) {
+        if !prepared.insert(page.target_id().clone()) {
             return Ok(());
         }
-        prepared.insert(page.target_id().clone(), Vec::new());
         if self.watch_live_connections {
             let sockets = page.event_listener::<EventWebSocketCreated>().await?;
             let reports = page.event_listener::<EventBindingCalled>().await?;
             tokio::spawn(count_live_connections(self.responder.clone(), sockets, reports));
             page.execute(AddBindingParams::new(page_scripts::LIVE_BINDING)).await?;
         }
-        let scripts = self.scripts.lock().expect("no panics while locked").clone();
-        let added = add_scripts(page, scripts).await?;
-        prepared.insert(page.target_id().clone(), added);
+        for script in &self.scripts {
+            page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script.as_str())).await?;
+        }
         if let Some(session) = &self.session {
             session::watch(session.clone(), page.clone()).await?;
         }
         Ok(())
     }
 
-    /// Gives the pages to come `scripts` instead, and every page prepared so far too, in place of those
-    /// it was given (a page since closed is forgotten).
-    async fn replace_scripts(&self, browser: &Browser, scripts: Vec<String>) -> Result<()> {
-        let mut prepared = self.prepared.lock().await;
-        *self.scripts.lock().expect("no panics while locked") = scripts.clone();
-        let mut closed = Vec::new();
-        for (target, added) in prepared.iter_mut() {
-            // A page given no scripts (one that put the recorded databases back) gets none now either.
-            if added.is_empty() {
-                continue;
-            }
-            let Ok(page) = browser.get_page(target.clone()).await else {
-                closed.push(target.clone());
-                continue;
-            };
-            for identifier in added.drain(..) {
-                page.execute(RemoveScriptToEvaluateOnNewDocumentParams::new(identifier)).await?;
-            }
-            *added = add_scripts(&page, scripts.clone()).await?;
-        }
-        for target in closed {
-            prepared.remove(&target);
-        }
-        Ok(())
+    /// A blank tab in the episode's browser context.
+    async fn new_blank_page(&self, browser: &Browser) -> Result<Page> {
+        let mut target = CreateTargetParams::new("about:blank");
+        target.browser_context_id = self.context.clone();
+        Ok(browser.new_page(target).await?)
     }
-}
-
-/// Adds `scripts` to `page`'s new documents, and returns how DevTools names them.
-async fn add_scripts(page: &Page, scripts: Vec<String>) -> Result<Vec<ScriptIdentifier>> {
-    let mut added = Vec::with_capacity(scripts.len());
-    for script in scripts {
-        added.push(page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script)).await?.result.identifier);
-    }
-    Ok(added)
 }
 
 /// Counts what a page reaches for outside `Fetch` as live attempts: each WebSocket it opens for real
@@ -853,8 +957,10 @@ const COOKIE_LOOKUP_LIMIT: Duration = Duration::from_secs(5);
 async fn browser_state(
     browser: &Browser,
     request: &chromiumoxide::cdp::browser_protocol::network::Request,
+    context: Option<BrowserContextId>,
 ) -> RequestState {
-    let lookup = tokio::time::timeout(COOKIE_LOOKUP_LIMIT, browser.execute(GetCookiesParams::default())).await;
+    let cookies = GetCookiesParams { browser_context_id: context };
+    let lookup = tokio::time::timeout(COOKIE_LOOKUP_LIMIT, browser.execute(cookies)).await;
     let cookies = match lookup {
         Ok(Ok(answer)) => answer.result.cookies,
         Ok(Err(error)) => {

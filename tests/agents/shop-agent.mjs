@@ -8,6 +8,7 @@
 //   other-path  does the task, but reaches the search results by their URL instead of typing the search
 //   halfway     logs in, then stops and says it is done
 //   wrong       browses the help and the deals, never logs in
+//   title       reads the start page's title and answers with it (an episode with as little agent as can be)
 //   crash       connects, then exits with code 3
 //   hang        connects, then never ends
 //   silent      does the task but writes no answer
@@ -47,7 +48,9 @@ async function logIn() {
   await Promise.all([page.waitForURL("**/account"), page.click("#login-submit")]);
 }
 
-if (mode === "wrong") {
+if (mode === "title") {
+  done(await page.title());
+} else if (mode === "wrong") {
   await page.goto(at("/help"));
   await page.goto(at("/deals"));
   done("There is nothing to buy");

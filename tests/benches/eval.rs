@@ -3,7 +3,9 @@
 //! 1. **Episode start**: from opening the bundle to its start page loaded in the replayed browser (the
 //!    moment an agent can act), on the demo bundle and on the same bundle grown past 100 MB (300
 //!    screenshots of random pixels, each indexed in its manifest, as a long recording's are). Median of
-//!    [`STARTS`] runs each. Targets: 1 s and 2 s.
+//!    [`STARTS`] runs each, in a browser launched for the episode and in a browser kept from the episode
+//!    before (the reset: the episode before ended, its context discarded, a new one made). Targets: 1 s
+//!    and 2 s.
 //! 2. **Observation**: page loads of the demo's pages in a replay that records the session (as `eval`
 //!    does) against one that does not (as `serve` does), both launched side by side, interleaved page by
 //!    page and alternating which side goes first. Printed: the ratio of the medians and the geometric mean
@@ -11,6 +13,11 @@
 //! 3. **Parallel episodes**: `trace-replay eval` (the release build) of a dataset of [`DATASET_TASKS`]
 //!    tasks with the scripted agent of the tests (`tests/agents/shop-agent.mjs`, Playwright over CDP)
 //!    at `--parallel 1`, then `--parallel 2`: episodes per minute, and their ratio.
+//! 4. **Kept browsers**: the same dataset with an agent that reads the start page's title and answers,
+//!    in browsers kept between episodes (the default) and with `--browser-per-episode`, at `--parallel 1`
+//!    and 2, the two designs alternating over [`EPISODE_ROUNDS`] rounds: seconds per episode (scoring
+//!    included), episodes per minute, and the ratio. Targets: under 0.65 s an episode and at least 3× the
+//!    episodes per minute.
 //!
 //! Run: `cargo xtask dist && cargo bench -p trace-e2e --bench eval` (`TRACE_BENCH_ROUNDS`, 10 by default,
 //! sets the observation rounds; `TRACE_BENCH_BUNDLE=DIR_OR_ZIP` skips recording the demonstration).
@@ -25,6 +32,7 @@ use trace_e2e::bench::{self, copy_dir, demo_bundle, directory_size, geometric_me
 use trace_e2e::browser::{Build, load_event_end};
 use trace_e2e::median;
 use trace_replay::archive::ReplayArchive;
+use trace_replay::browsers::Browsers;
 use trace_replay::serve::{Options, Replay};
 use trace_replay::session::SessionRecorder;
 
@@ -32,6 +40,7 @@ const PAGES: [&str; 6] = ["/", "/login", "/search?q=mug", "/embed", "/help", "/c
 const STARTS: usize = 5;
 const DEFAULT_ROUNDS: usize = 10;
 const DATASET_TASKS: usize = 6;
+const EPISODE_ROUNDS: usize = 2;
 const WAIT: Duration = Duration::from_secs(30);
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -48,20 +57,35 @@ async fn main() -> Result<()> {
     let large = grown(&bundle, &work.join("large"), 100 << 20)?;
     for (name, path, target) in [("demo", &bundle, 1.0), ("100 MB", &large, 2.0)] {
         let size = directory_size(path)?;
-        let mut phases = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        let kept = Browsers::new(options.clone(), true);
+        // The kept browser's first episode launches it.
+        let mut previous = Some(kept_episode_start(path, &kept, None, &work).await?.1);
+        let (mut launched, mut reset) = ([Vec::new(), Vec::new(), Vec::new()], [Vec::new(), Vec::new(), Vec::new()]);
         for _ in 0..STARTS {
-            let [open, launch, page] = episode_start(path, &options, &work).await?;
-            for (phase, seconds) in phases.iter_mut().zip([open, launch, page, open + launch + page]) {
+            for (phase, seconds) in launched.iter_mut().zip(episode_start(path, &options, &work).await?) {
+                phase.push(seconds);
+            }
+            let (seconds, replay) = kept_episode_start(path, &kept, previous.take(), &work).await?;
+            previous = Some(replay);
+            for (phase, seconds) in reset.iter_mut().zip(seconds) {
                 phase.push(seconds);
             }
         }
-        let [open, launch, page, total] = phases.map(|seconds| median(&seconds));
-        println!(
-            "episode start, {name} bundle ({:.1} MB): median {total:.2} s of {STARTS} (target ≤ {target} s){}: \
-             bundle opened {open:.2} s, browser up {launch:.2} s, start page loaded {page:.2} s",
-            size as f64 / 1e6,
-            if total <= target { "" } else { "  MISSED" }
-        );
+        if let Some((replay, _)) = previous {
+            kept.give_back(replay).await?;
+        }
+        kept.close().await;
+        for (design, phases, browser) in [("launched", launched, "browser up"), ("kept", reset, "reset")] {
+            let totals: Vec<f64> = (0..STARTS).map(|run| phases.iter().map(|phase| phase[run]).sum()).collect();
+            let [open, up, page] = phases.map(|seconds| median(&seconds));
+            let total = median(&totals);
+            println!(
+                "episode start, {name} bundle ({:.1} MB), browser {design}: median {total:.2} s of {STARTS} \
+                 (target ≤ {target} s){}: bundle opened {open:.2} s, {browser} {up:.2} s, start page loaded {page:.2} s",
+                size as f64 / 1e6,
+                if total <= target { "" } else { "  MISSED" }
+            );
+        }
     }
 
     // 2. Observation.
@@ -130,8 +154,70 @@ async fn main() -> Result<()> {
         rates.push(per_minute);
     }
     println!("--parallel 2 against --parallel 1: {:.2}×", rates[1] / rates[0]);
+
+    // 4. Kept browsers.
+    let agent = format!("node {} {} title", script.display(), node_modules.display());
+    let designs = [("a browser per episode", Some("--browser-per-episode")), ("kept browsers", None)];
+    for parallel in [1, 2] {
+        let mut seconds = [Vec::new(), Vec::new()];
+        for round in 0..EPISODE_ROUNDS {
+            for which in if round % 2 == 0 { [0, 1] } else { [1, 0] } {
+                let out = work.join(format!("run-kept-{parallel}-{which}"));
+                let _ = std::fs::remove_dir_all(&out);
+                let started = Instant::now();
+                let status = std::process::Command::new(&build.trace_replay)
+                    .arg("eval")
+                    .arg(&dataset)
+                    .args(["--agent", &agent, "--parallel", &parallel.to_string(), "--timeout", "120", "--out"])
+                    .arg(&out)
+                    .args(designs[which].1)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()?;
+                ensure!(status.success(), "trace-replay eval ({}) failed: {status}", designs[which].0);
+                seconds[which].push(started.elapsed().as_secs_f64() / DATASET_TASKS as f64);
+            }
+        }
+        let [fresh, kept] = seconds.map(|each| median(&each));
+        println!(
+            "--parallel {parallel}, an agent that answers at once: {fresh:.2} s an episode ({:.0} per minute) with a \
+             browser per episode, {kept:.2} s ({:.0} per minute, target ≤ 0.65 s) with kept browsers: {:.2}× the \
+             episodes per minute (target ≥ 3×)",
+            60.0 / fresh,
+            60.0 / kept,
+            fresh / kept
+        );
+    }
     Ok(())
 }
+
+/// [`episode_start`] in one of `browsers` kept from the episode `previous` served (ended first, as a run
+/// ends it before the next begins): the bundle opened, the reset (the previous episode ended and this one
+/// begun), the start page loaded; and the replay, to be given back, with its session's folder.
+async fn kept_episode_start(
+    bundle: &Path,
+    browsers: &Browsers,
+    previous: Option<Kept>,
+    work: &Path,
+) -> Result<([f64; 3], Kept)> {
+    let session_dir = tempfile::tempdir_in(work)?;
+    let started = Instant::now();
+    let archive = ReplayArchive::open(bundle)?;
+    let start_url = archive.start_url().to_owned();
+    let session = SessionRecorder::create(&session_dir.path().join("session"))?;
+    let opened = started.elapsed().as_secs_f64();
+    if let Some((previous, _)) = previous {
+        browsers.give_back(previous).await?;
+    }
+    let replay = browsers.episode(archive, session).await?;
+    let reset = started.elapsed().as_secs_f64();
+    replay.open(&start_url).await?;
+    let loaded = started.elapsed().as_secs_f64();
+    Ok(([opened, reset - opened, loaded - reset], (replay, session_dir)))
+}
+
+/// An episode of a kept browser, and its session's folder.
+type Kept = (Replay, tempfile::TempDir);
 
 /// Seconds from opening `bundle` to its start page loaded in a replay that records the session, in three
 /// phases: the bundle opened, the browser up, the start page loaded.

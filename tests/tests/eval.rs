@@ -444,12 +444,15 @@ async fn a_dataset_run_survives_failing_agents_resumes_and_merges_from_shards() 
     assert_eq!(stepless_summary(&merged), stepless_summary(&single));
 }
 
-/// Issue #48: a run opens the next episode's bundle while the agent before it acts, and scores an episode
-/// beside the next one's turn, the next one's browser launched meanwhile. Each episode still has a browser
-/// of its own: a page that keeps what it can (a cookie, local storage, a service worker) and reports what
-/// it finds as it loads, with its clock, finds nothing of the episode before in the next one, whose clock
-/// starts at the recording's time again (it did not before the clock was started again in the turn: it had
-/// run on while the browser waited). The page's second report, once it has kept them, shows the probes
+/// Issue #48: the episodes of a run share a browser, each in a browser context of its own, and nothing of
+/// one reaches the next. The page keeps what it can (a cookie, local storage, a service worker, an IndexedDB
+/// database, a cache) and reports what it finds as it loads, with its clock; the agent
+/// (`tests/agents/keeper-agent.mjs`) opens it three times: the start page the replay opened, a page of the
+/// browser's default context (where Playwright opens `browser.contexts()[0].newPage()`) and one of a context
+/// the agent made. In the second episode, in the same browser, every page finds nothing of the first,
+/// and its clock starts at the recording's time again though the first episode ran 12 s. With
+/// `--browser-per-episode` each episode has a browser of its own, its pages in the default context as
+/// before browsers were kept. The pages' second report, once they have kept everything, shows the probes
 /// work.
 #[test]
 fn the_episodes_of_a_run_share_nothing() {
@@ -457,18 +460,23 @@ fn the_episodes_of_a_run_share_nothing() {
     let Some(build) = trace_e2e::browser::Build::for_tests("the_episodes_of_a_run_share_nothing") else { return };
     let dataset = tempfile::tempdir().unwrap();
     let page = br#"<!doctype html><title>keeper</title><script>
-const report = async (when, extra) => fetch('/report?' + new URLSearchParams({
-  when, cookie: document.cookie, stored: localStorage.getItem('kept') || '',
+const where = location.hash.slice(1) || 'start';
+const report = async (when) => fetch('/report?' + new URLSearchParams({
+  where, when, cookie: document.cookie, stored: localStorage.getItem('kept') || '',
   workers: String((await navigator.serviceWorker.getRegistrations()).length),
-  seconds: String(Math.round((Date.now() - Date.parse('2025-11-22T10:00:00.000Z')) / 1000)), ...extra,
+  databases: String((await indexedDB.databases()).length),
+  caches: String((await caches.keys()).length),
+  seconds: String(Math.round((Date.now() - Date.parse('2025-11-22T10:00:00.000Z')) / 1000)),
 })).catch(() => {});
 (async () => {
-  await report('load', {});
+  await report('load');
   document.cookie = 'kept=1; max-age=3600';
   localStorage.setItem('kept', '1');
+  await new Promise((resolve) => { indexedDB.open('kept').onsuccess = resolve; });
+  await caches.open('kept');
   await navigator.serviceWorker.register('/worker.js');
   await navigator.serviceWorker.ready;
-  await report('kept', {});
+  await report('kept');
   document.title = 'kept';
 })();
 </script>"#;
@@ -496,18 +504,13 @@ const report = async (when, extra) => fetch('/report?' + new URLSearchParams({
         lines.push_str(&format!("{line}\n"));
     }
     std::fs::write(dataset.path().join("tasks.jsonl"), lines).unwrap();
-    let connect = r#"python3 -c "import os, socket, urllib.parse as u; a = u.urlparse(os.environ['TRACE_CDP_URL']); socket.create_connection((a.hostname, a.port)).close()""#;
-    // Each agent takes longer than a page takes to load, so that a clock started before the turn would tell.
-    let agent = format!(r#"{connect}; sleep 15; echo '{{"text":"ok"}}' > "$TRACE_OUT/done.json""#);
-    let out = dataset.path().join("run");
-    let status = Command::new(&build.trace_replay)
-        .args(["eval", dataset.path().to_str().unwrap(), "--agent", &agent, "--out", out.to_str().unwrap()])
-        .args(["--parallel", "1", "--headless"])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    // What each episode's page reported, by when: its query, as the session recorded the request.
-    let reports = |task: &str| -> BTreeMap<String, BTreeMap<String, String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let node_modules = trace_e2e::playwright::install(&root.join("../target/bench-node")).unwrap();
+    let agent = |seconds: u32| {
+        format!("node {} {} {seconds}", root.join("agents/keeper-agent.mjs").display(), node_modules.display())
+    };
+    // What each episode's pages reported, by page and when: its query, as the session recorded the request.
+    let reports = |out: &Path, task: &str| -> BTreeMap<(String, String), BTreeMap<String, String>> {
         let events = std::fs::read_to_string(out.join(task).join("session/events.jsonl")).unwrap();
         events
             .lines()
@@ -517,20 +520,99 @@ const report = async (when, extra) => fetch('/report?' + new URLSearchParams({
             .filter(|url| url.path() == "/report")
             .map(|url| {
                 let query: BTreeMap<String, String> = url.query_pairs().into_owned().collect();
-                (query["when"].clone(), query)
+                ((query["where"].clone(), query["when"].clone()), query)
             })
             .collect()
     };
-    for task in ["first", "second"] {
-        let reported = reports(task);
-        let (load, kept) = (&reported["load"], &reported["kept"]);
-        for (probe, fresh) in [("cookie", ""), ("stored", ""), ("workers", "0")] {
-            assert_eq!(load[probe], fresh, "{task}: the page found {probe} {:?} as it loaded", load[probe]);
+    let browser_of =
+        |out: &Path, task: &str| std::fs::read_to_string(out.join(task).join("agent/browser.txt")).unwrap();
+    let fresh = [("cookie", ""), ("stored", ""), ("workers", "0"), ("databases", "0"), ("caches", "0")];
+    let kept = [("cookie", "kept=1"), ("stored", "1"), ("workers", "1"), ("databases", "1"), ("caches", "1")];
+
+    for (mode, extra, seconds) in
+        [("kept browsers", None, 12), ("a browser per episode", Some("--browser-per-episode"), 0)]
+    {
+        let out = dataset.path().join(format!("run-{seconds}"));
+        let status = Command::new(&build.trace_replay)
+            .args([
+                "eval",
+                dataset.path().to_str().unwrap(),
+                "--agent",
+                &agent(seconds),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .args(["--parallel", "1", "--headless", "--timeout", "120"])
+            .args(extra)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{mode}");
+        let results = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+        for line in results.lines() {
+            let result: EvalResult = serde_json::from_str(line).unwrap();
+            let log = std::fs::read_to_string(out.join(result.task_id.as_str()).join("agent/agent.log"));
+            assert_eq!(result.error, None, "{mode}: {}: {}", result.task_id, log.unwrap_or_default());
         }
-        let seconds: i64 = load["seconds"].parse().unwrap();
-        assert!((0..10).contains(&seconds), "{task}: the page's clock was {seconds} s past the recording's start");
-        let kept_all = (kept["cookie"].as_str(), kept["stored"].as_str(), kept["workers"].as_str());
-        assert_eq!(kept_all, ("kept=1", "1", "1"), "{task}: {kept:?}");
+        // With a browser per episode, the agent's page of the default context is the start page's context.
+        let own_pages: &[&str] = if extra.is_none() { &["start", "default", "own"] } else { &["start", "own"] };
+        for task in ["first", "second"] {
+            let reported = reports(&out, task);
+            for &page in own_pages {
+                let (load, keeping) = (
+                    &reported[&(page.to_owned(), "load".to_owned())],
+                    &reported[&(page.to_owned(), "kept".to_owned())],
+                );
+                for (probe, value) in fresh {
+                    assert_eq!(load[probe], value, "{mode}, {task}: the {page} page found {probe} {:?}", load[probe]);
+                }
+                for (probe, value) in kept {
+                    assert_eq!(keeping[probe], value, "{mode}, {task}: the {page} page kept no {probe}");
+                }
+            }
+            let seconds: i64 = reported[&("start".to_owned(), "load".to_owned())]["seconds"].parse().unwrap();
+            assert!(
+                (0..10).contains(&seconds),
+                "{mode}, {task}: the page's clock was {seconds} s past the recording's start"
+            );
+        }
+        let (first, second) = (browser_of(&out, "first"), browser_of(&out, "second"));
+        assert_eq!(first == second, extra.is_none(), "{mode}: the episodes' browsers were {first} and {second}");
+    }
+}
+
+/// Issue #48: an episode in a browser kept from the one before starts as one in a fresh browser does, with
+/// one blank tab of its own context for the person's first step to take. The demonstration re-run in the
+/// second episode of a run failed every step when the context had no tab (the first episode had taken the
+/// browser's own), though the audit's perturbed runs still "failed as expected".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demonstration_re_runs_whole_in_a_kept_browser() {
+    let Some(recorded) = recorded("the_demonstration_re_runs_whole_in_a_kept_browser").await else { return };
+    let dataset = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dataset.path().join("bundles")).unwrap();
+    std::fs::copy(&recorded.exported.bundle, dataset.path().join("bundles/shop.zip")).unwrap();
+    let mut lines = String::new();
+    for task in ["first", "second"] {
+        let line = json!({
+            "task_id": task, "task_description": demo::DESCRIPTION, "task_type": "action",
+            "website_url": recorded.exported.origin, "num_steps": 0, "duration_seconds": 0.0, "tool_calls": [],
+            "credentials": [], "checkpoints": [], "checkpoints_reasoning": "", "ignored": [],
+            "bundle": "bundles/shop.zip", "redacted": true
+        });
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(dataset.path().join("tasks.jsonl"), lines).unwrap();
+    let out = dataset.path().join("run");
+    let output = Command::new(&recorded.build.trace_replay)
+        .args(["eval", dataset.path().to_str().unwrap(), "--agent", "human", "--out", out.to_str().unwrap()])
+        .args(["--parallel", "1"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    for task in ["first", "second"] {
+        let result: EvalResult = read_json(&out.join(task).join("result.json"));
+        let report: FidelityReport = read_json(&out.join(task).join(RERUN_FILE));
+        assert_eq!((report.steps_failed, result.error.as_deref()), (0, None), "{task}: {report:#?}");
+        assert_eq!(result.success, 1.0, "{task}: {result:#?}");
     }
 }
 
