@@ -288,11 +288,10 @@ impl WarmBrowser {
             for page in browser.pages().await? {
                 let _ = page.close().await;
             }
-            // Made by command rather than waited for: [`prepare_new_pages`] prepares it as it comes, and
-            // whoever takes it ([`Replay::pages`]) finds it prepared.
-            let mut tab = CreateTargetParams::new("about:blank");
-            tab.browser_context_id = context.clone();
-            browser.execute(tab).await.context("cannot open the episode's first tab")?;
+            // Prepared here, once open, as [`Replay::open`] prepares a tab. (Made by command and left to
+            // the watch on new pages, it was prepared while still attaching, and an audit's run in it once
+            // recorded no page at all.)
+            pages.prepare(&pages.new_blank_page(&browser).await?).await?;
         }
         let tasks = vec![tokio::spawn(prepare_new_pages(browser, pages.clone(), created))];
         Ok(Replay { warm: self, session, responder, pages, tasks })

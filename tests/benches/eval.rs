@@ -138,18 +138,7 @@ async fn main() -> Result<()> {
     let mut rates = Vec::new();
     for parallel in [1, 2] {
         let out = work.join(format!("run-parallel-{parallel}"));
-        let _ = std::fs::remove_dir_all(&out);
-        let started = Instant::now();
-        let status = std::process::Command::new(&build.trace_replay)
-            .arg("eval")
-            .arg(&dataset)
-            .args(["--agent", &agent, "--parallel", &parallel.to_string(), "--timeout", "120", "--out"])
-            .arg(&out)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()?;
-        ensure!(status.success(), "trace-replay eval --parallel {parallel} failed: {status}");
-        let per_minute = DATASET_TASKS as f64 / started.elapsed().as_secs_f64() * 60.0;
+        let per_minute = DATASET_TASKS as f64 / timed_eval(&build, &dataset, &agent, parallel, &out, &[])? * 60.0;
         println!("--parallel {parallel}: {per_minute:.1} episodes per minute ({DATASET_TASKS} episodes)");
         rates.push(per_minute);
     }
@@ -157,25 +146,14 @@ async fn main() -> Result<()> {
 
     // 4. Kept browsers.
     let agent = format!("node {} {} title", script.display(), node_modules.display());
-    let designs = [("a browser per episode", Some("--browser-per-episode")), ("kept browsers", None)];
+    let designs: [&[&str]; 2] = [&["--browser-per-episode"], &[]];
     for parallel in [1, 2] {
         let mut seconds = [Vec::new(), Vec::new()];
         for round in 0..EPISODE_ROUNDS {
             for which in if round % 2 == 0 { [0, 1] } else { [1, 0] } {
                 let out = work.join(format!("run-kept-{parallel}-{which}"));
-                let _ = std::fs::remove_dir_all(&out);
-                let started = Instant::now();
-                let status = std::process::Command::new(&build.trace_replay)
-                    .arg("eval")
-                    .arg(&dataset)
-                    .args(["--agent", &agent, "--parallel", &parallel.to_string(), "--timeout", "120", "--out"])
-                    .arg(&out)
-                    .args(designs[which].1)
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .status()?;
-                ensure!(status.success(), "trace-replay eval ({}) failed: {status}", designs[which].0);
-                seconds[which].push(started.elapsed().as_secs_f64() / DATASET_TASKS as f64);
+                let took = timed_eval(&build, &dataset, &agent, parallel, &out, designs[which])?;
+                seconds[which].push(took / DATASET_TASKS as f64);
             }
         }
         let [fresh, kept] = seconds.map(|each| median(&each));
@@ -218,6 +196,24 @@ async fn kept_episode_start(
 
 /// An episode of a kept browser, and its session's folder.
 type Kept = (Replay, tempfile::TempDir);
+
+/// Seconds `trace-replay eval` took on `dataset` with `agent`, `parallel` episodes at once and `extra`
+/// arguments, into `out` (emptied first).
+fn timed_eval(build: &Build, dataset: &Path, agent: &str, parallel: usize, out: &Path, extra: &[&str]) -> Result<f64> {
+    let _ = std::fs::remove_dir_all(out);
+    let started = Instant::now();
+    let status = std::process::Command::new(&build.trace_replay)
+        .arg("eval")
+        .arg(dataset)
+        .args(["--agent", agent, "--parallel", &parallel.to_string(), "--timeout", "120", "--out"])
+        .arg(out)
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()?;
+    ensure!(status.success(), "trace-replay eval --parallel {parallel} {extra:?} failed: {status}");
+    Ok(started.elapsed().as_secs_f64())
+}
 
 /// Seconds from opening `bundle` to its start page loaded in a replay that records the session, in three
 /// phases: the bundle opened, the browser up, the start page loaded.
