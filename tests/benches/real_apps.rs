@@ -33,7 +33,6 @@
 //! Run: `cargo xtask dist && bash .ci/install && cargo bench -p trace-e2e --bench real_apps`. Recordings
 //! and zips are left in `target/bench-real-apps/`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -59,6 +58,7 @@ use trace_e2e::apps::{
     trac_tickets::TracTickets,
     wagtail_pages::WagtailPages,
 };
+use trace_e2e::bench::embedded_har_sizes;
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::playwright::{self, Script};
@@ -427,10 +427,7 @@ struct Sizes {
 
 impl Sizes {
     fn of(flow: &Flow) -> Result<Sizes> {
-        let har = Bundle::open(&flow.embedded)?.read(trace_manifest::bundle::HAR_FILE)?;
-        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gzip.write_all(&har)?;
-        let har_gzip = gzip.finish()?.len() as u64;
+        let (har, har_gzip) = embedded_har_sizes(&flow.embedded)?;
         // Screenshots are packed with the DOM snapshots, where an image's bytes stay as they are and an image
         // seen before costs a few: what they take is the size of the distinct ones.
         let manifest = Bundle::open(&flow.zip)?.manifest()?;
@@ -441,7 +438,7 @@ impl Sizes {
             .map(|file| (file.sha256.as_str(), file.size))
             .collect();
         let screenshots = distinct.values().sum();
-        Ok(Sizes { zip: std::fs::metadata(&flow.zip)?.len(), har: har.len() as u64, har_gzip, screenshots })
+        Ok(Sizes { zip: std::fs::metadata(&flow.zip)?.len(), har, har_gzip, screenshots })
     }
 }
 

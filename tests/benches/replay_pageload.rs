@@ -31,7 +31,8 @@
 //!
 //! What is measured is a page load from navigation start to the end of the load event, as the page's own
 //! Navigation Timing entry tells it (`loadEventEnd`), read from outside the page the same way on every
-//! side, for pages the demonstration visited, at their recorded URLs. Each side keeps one tab and
+//! side, for pages the demonstration visited, at their recorded URLs (for a bundle of another site, every HTML
+//! document it recorded on its website's origin). Each side keeps one tab and
 //! navigates it from page to page, as a user of each tool does. The sides are interleaved from this one
 //! program: each round loads every page on every side, and which side goes first rotates from round to
 //! round. These machines are shared and noisy (other Chromium tests may be running on the two cores), and
@@ -77,8 +78,9 @@ use trace_replay::archive::ReplayArchive;
 use trace_replay::chromium::{self, Chromium, Launch};
 use trace_replay::serve::{Options, Replay};
 
-/// Pages the demonstration visited.
-const PAGES: [&str; 7] = ["/", "/login", "/search?q=mug", "/embed", "/strict", "/help", "/clock"];
+/// Pages the demo's demonstration visited. Another bundle's pages are the HTML documents it recorded on
+/// its website's origin ([`pages_of`]).
+const DEMO_PAGES: [&str; 7] = ["/", "/login", "/search?q=mug", "/embed", "/strict", "/help", "/clock"];
 const DEFAULT_ROUNDS: usize = 15;
 const WARM_UP_ROUNDS: usize = 2;
 /// `trace-replay` over CDP may be this much slower than `routeFromHAR` at most.
@@ -151,18 +153,21 @@ struct PageLoads {
 
 /// Everything the rounds gave.
 struct Samples {
-    /// For each side, per page (in the order of [`PAGES`]).
+    /// The pages loaded, as paths of the website's origin.
+    pages: Vec<String>,
+    /// For each side, per page (in the order of `pages`).
     loads: PerSide<Vec<PageLoads>, 3>,
     /// URL → how many counted loads saw it fail (only Playwright's side reports them).
     failed: BTreeMap<String, u64>,
     /// Connections to the recorded site's port during each side's loads: (side, page, what each sent first).
-    live: Vec<(Side, &'static str, Vec<String>)>,
+    live: Vec<(Side, String, Vec<String>)>,
 }
 
 impl Samples {
-    fn new(pages: usize) -> Samples {
+    fn new(pages: Vec<String>) -> Samples {
         Samples {
-            loads: PerSide(Side::ALL.map(|_| vec![PageLoads::default(); pages])),
+            loads: PerSide(Side::ALL.map(|_| vec![PageLoads::default(); pages.len()])),
+            pages,
             failed: BTreeMap::new(),
             live: Vec::new(),
         }
@@ -205,7 +210,7 @@ impl Ratio {
     /// `side`'s load times over `baseline`'s.
     fn of(samples: &Samples, side: Side, baseline: Side) -> Ratio {
         let per_page: Vec<f64> =
-            (0..PAGES.len()).map(|page| samples.median(side, page) / samples.median(baseline, page)).collect();
+            (0..samples.pages.len()).map(|page| samples.median(side, page) / samples.median(baseline, page)).collect();
         let geometric_mean = geometric_mean(&per_page);
         let of_medians = samples.overall_median(side) / samples.overall_median(baseline);
         Ratio { per_page, of_medians, geometric_mean }
@@ -235,12 +240,14 @@ async fn main() -> Result<()> {
 
     let archive = ReplayArchive::open(&bundle)?;
     let origin = origin(archive.start_url()).context("the bundle's website has no origin")?.to_owned();
-    let urls: Vec<String> = PAGES.iter().map(|path| format!("{origin}{path}")).collect();
+    let pages = pages_of(&archive, &origin);
+    let urls: Vec<String> = pages.iter().map(|path| format!("{origin}{path}")).collect();
     let unrecorded: Vec<&String> = urls
         .iter()
         .filter(|url| !archive.exchanges.iter().any(|e| e.request.method == "GET" && &e.request.url == *url))
         .collect();
     ensure!(unrecorded.is_empty(), "the bundle has no recorded GET of {unrecorded:?}");
+    ensure!(!pages.is_empty(), "the bundle recorded no HTML page on {origin}");
     let sentinel = Sentinel::start(&origin);
 
     // Playwright reads a bundle directory's HAR, whose bodies are files beside it, or the exported zip.
@@ -263,7 +270,7 @@ async fn main() -> Result<()> {
         proxy: proxied_browser.browser.new_page("about:blank").await?,
         playwright,
     };
-    let measured = measure(&mut tabs, &sentinel, &urls, rounds).await;
+    let measured = measure(&mut tabs, &sentinel, &pages, &urls, rounds).await;
     let cdp_stats = replay.stats();
     // Bounded: a close that hangs must not hang the benchmark (chromiumoxide kills the browser when the
     // close is dropped), but it is said, since it is a bug of `trace-replay`.
@@ -303,6 +310,29 @@ fn trace_replay_binary(target: &Path) -> Result<PathBuf> {
         binary.display()
     );
     Ok(binary)
+}
+
+/// The pages to load, as paths of `origin`: the demo's when the bundle recorded them all (it is the demo's
+/// demonstration), else every HTML document the bundle recorded on its website's origin, in the order first
+/// recorded (a bundle of another site, as the scale benchmark's).
+fn pages_of(archive: &ReplayArchive, origin: &str) -> Vec<String> {
+    let recorded_get = |url: &str| archive.exchanges.iter().any(|e| e.request.method == "GET" && e.request.url == url);
+    if DEMO_PAGES.iter().all(|path| recorded_get(&format!("{origin}{path}"))) {
+        return DEMO_PAGES.iter().map(|path| path.to_string()).collect();
+    }
+    let mut pages: Vec<String> = Vec::new();
+    for exchange in &archive.exchanges {
+        let html = exchange.headers.iter().any(|(name, value)| {
+            name.eq_ignore_ascii_case("content-type") && value.to_ascii_lowercase().starts_with("text/html")
+        });
+        let path = exchange.request.url.strip_prefix(origin).filter(|path| path.starts_with('/'));
+        if let Some(path) = path.filter(|_| html && exchange.request.method == "GET" && exchange.status == 200)
+            && !pages.iter().any(|known| known == path)
+        {
+            pages.push(path.to_owned());
+        }
+    }
+    pages
 }
 
 /// Records the demonstration on a fresh demo shop into `out`, stops the shop, and returns the bundle.
@@ -353,8 +383,14 @@ impl Tabs {
 }
 
 /// Loads every page round after round on every side, interleaved.
-async fn measure(tabs: &mut Tabs, sentinel: &Sentinel, urls: &[String], rounds: usize) -> Result<Samples> {
-    let mut samples = Samples::new(urls.len());
+async fn measure(
+    tabs: &mut Tabs,
+    sentinel: &Sentinel,
+    pages: &[String],
+    urls: &[String],
+    rounds: usize,
+) -> Result<Samples> {
+    let mut samples = Samples::new(pages.to_vec());
     for round in 0..WARM_UP_ROUNDS + rounds {
         // Each side goes first in one round of three, second in the next, last in the third.
         let order = rotated(Side::ALL, round);
@@ -367,7 +403,7 @@ async fn measure(tabs: &mut Tabs, sentinel: &Sentinel, urls: &[String], rounds: 
                 samples.add(side, page, load, counted);
                 let connections = connections_before..sentinel.count();
                 if !connections.is_empty() {
-                    samples.live.push((side, PAGES[page], sentinel.seen(connections)));
+                    samples.live.push((side, pages[page].clone(), sentinel.seen(connections)));
                 }
             }
         }
@@ -586,7 +622,7 @@ fn report(samples: &Samples, rounds: usize) {
         print!(" {name:>16}");
     }
     println!();
-    for (page, path) in PAGES.iter().enumerate() {
+    for (page, path) in samples.pages.iter().enumerate() {
         print!("{path:<16}");
         for side in Side::ALL {
             print!(" {:>15.1}", samples.median(side, page));
@@ -628,7 +664,7 @@ fn report(samples: &Samples, rounds: usize) {
 
 /// Pages whose titles were not one and the same on every side: some side did not show the recorded page.
 fn report_titles(samples: &Samples) {
-    for (page, path) in PAGES.iter().enumerate() {
+    for (page, path) in samples.pages.iter().enumerate() {
         let titles = Side::ALL.map(|side| &samples.loads[side][page].titles);
         let first = titles[0];
         if titles.iter().any(|shown| *shown != first) || first.len() != 1 || first.contains("") {
@@ -662,7 +698,7 @@ fn report_failed(failed: &BTreeMap<String, u64>) {
 }
 
 /// The connections to the recorded site's port, by the side that was loading (warm-up rounds included).
-fn report_live(sentinel: &Sentinel, live: &[(Side, &str, Vec<String>)]) {
+fn report_live(sentinel: &Sentinel, live: &[(Side, String, Vec<String>)]) {
     if !sentinel.listening {
         println!("the recorded site's port is in use by something else: connections to it were not counted");
         return;
@@ -671,7 +707,7 @@ fn report_live(sentinel: &Sentinel, live: &[(Side, &str, Vec<String>)]) {
         let mut by_page: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
         for (_, page, seen) in live.iter().filter(|(s, _, _)| *s == side) {
             for first in seen {
-                *by_page.entry(page).or_default().entry(first.as_str()).or_default() += 1;
+                *by_page.entry(page.as_str()).or_default().entry(first.as_str()).or_default() += 1;
             }
         }
         let total: usize = by_page.values().flat_map(BTreeMap::values).sum();

@@ -1,6 +1,6 @@
-//! Viewer benchmark: what opening a recording in `trace-host view` costs, on the demo bundle and on a
-//! synthetic one of 100 MB with 5,000 requests (the demo's zip with 5,000 more HAR entries, each answered by
-//! a 20 KiB body of its own, stored in the zip).
+//! Viewer benchmark: what opening a recording in `trace-host view` costs, on the demo bundle (or the one
+//! `TRACE_BENCH_BUNDLE` names) and on a synthetic one 100 MB larger with 5,000 more requests (its zip with
+//! 5,000 more HAR entries, each answered by a 20 KiB body of its own, stored in the zip).
 //!
 //! For each bundle, [`ROUNDS`] times, interleaved and alternating which goes first:
 //! - **first timeline paint**: from starting `trace-host view BUNDLE` (it opens the zip in place) to the
@@ -23,7 +23,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, ensure};
 use chromiumoxide::Page;
 use serde_json::json;
-use trace_e2e::bench::demo_bundle;
+use trace_e2e::bench::{BUNDLE_ENV, demo_bundle};
 use trace_e2e::browser::Build;
 use trace_e2e::median;
 use trace_replay::chromium::{self, Launch};
@@ -37,14 +37,19 @@ async fn main() -> Result<()> {
     let work = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-view");
     let build = Build::from_workspace()?;
     let bundle = demo_bundle(&build, &work).await?;
-    let demo = zipped(&bundle, &work.join("demo.zip"), 0)?;
-    let large = zipped(&bundle, &work.join("large.zip"), REQUESTS)?;
+    // The zips are made once per recording (its task id names them): a bundle given another time is
+    // another recording.
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(bundle.join("manifest.json"))?)?;
+    let task = manifest["task"]["id"].as_str().context("the manifest has no task id")?;
+    let demo = zipped(&bundle, &work.join(format!("{task}.zip")), 0)?;
+    let large = zipped(&bundle, &work.join(format!("{task}-large.zip")), REQUESTS)?;
     let chromium =
         chromium::launch(&Launch { chromium: Some(build.chromium.clone()), headless: true, ..Launch::default() })
             .await?;
     let page = chromium.browser.new_page("about:blank").await?;
 
-    let bundles = [("demo", &demo), ("100 MB, 5,000 requests", &large)];
+    let name = if std::env::var_os(BUNDLE_ENV).is_some() { "the bundle" } else { "demo" };
+    let bundles = [(name, &demo), ("+5,000 requests, 100 MB", &large)];
     let mut samples: Vec<[Vec<f64>; 4]> = vec![Default::default(), Default::default()];
     for round in 0..ROUNDS {
         for turn in 0..2 {
@@ -76,7 +81,7 @@ async fn main() -> Result<()> {
     }
     let ratio = |i: usize| medians[1][i] / medians[0][i];
     println!(
-        "large / demo: timeline {:.2}x, network page {:.2}x, worst frame {:.2}x, peak RSS {:.2}x",
+        "larger / {name}: timeline {:.2}x, network page {:.2}x, worst frame {:.2}x, peak RSS {:.2}x",
         ratio(0),
         ratio(1),
         ratio(2),

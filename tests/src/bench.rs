@@ -99,6 +99,16 @@ pub fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The HAR of an export made with `--embed-bodies` (every body inline, what Playwright's `recordHar`
+/// embeds), and its size gzipped (the smallest a person could share it): `(HAR bytes, gzipped bytes)`.
+pub fn embedded_har_sizes(embedded_zip: &Path) -> Result<(u64, u64)> {
+    use std::io::Write as _;
+    let har = trace_bundle::archive::Bundle::open(embedded_zip)?.read(trace_manifest::bundle::HAR_FILE)?;
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(&har)?;
+    Ok((har.len() as u64, gzip.finish()?.len() as u64))
+}
+
 /// The bytes of the files under `path`.
 pub fn directory_size(path: &Path) -> Result<u64> {
     let mut total = 0;

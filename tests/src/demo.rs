@@ -419,7 +419,13 @@ pub async fn wait_for_url(page: &Page, path: &str) -> Result<()> {
 
 /// Waits for the host to finish the one task of the data directory, and returns its bundle.
 pub async fn stopped_bundle(data_dir: &Path) -> Result<PathBuf> {
-    let deadline = Instant::now() + WAIT;
+    stopped_bundle_within(data_dir, WAIT).await
+}
+
+/// [`stopped_bundle`], waiting at most `wait`: a recording of a hundred megabytes takes the host longer to
+/// finish than the demonstration's.
+pub async fn stopped_bundle_within(data_dir: &Path, wait: Duration) -> Result<PathBuf> {
+    let deadline = Instant::now() + wait;
     while Instant::now() < deadline {
         let captures = std::fs::read_dir(data_dir.join("captures")).context("the host stored nothing")?;
         if let Some(dir) = captures.flatten().map(|d| d.path()).find(|d| d.join("manifest.json").exists()) {

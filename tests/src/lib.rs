@@ -8,6 +8,8 @@
 //! - [`audit`]: `trace-replay audit` as the tests ask for it, and what a passing audit is.
 //! - [`demo`]: the demonstration of the demo shop that the README's main job records and the end-to-end
 //!   test checks, in Chromium with the extension and the real `trace-host`.
+//! - [`paper_size`]: a generated site of the seed paper's size (3,000 requests, 150 MB) and a person's
+//!   walk through it, for the scale benchmark.
 //! - [`handmade`]: bundles written by hand, for a page no real site has (one that posts huge bodies).
 //! - [`site`]: the TRACE Demo Shop, the local site that tests and the demo record (`trace-demo-site` serves it).
 //! - [`playwright`]: Playwright from npm and the Node scripts of the benchmarks that measure TRACE against it.
@@ -31,6 +33,7 @@ pub mod browser;
 pub mod demo;
 pub mod handmade;
 pub mod judge;
+pub mod paper_size;
 pub mod playwright;
 pub mod s3;
 pub mod sentinel;

@@ -192,7 +192,11 @@ impl Server {
 
     /// Serves the files under `root` as static documentation is hosted, with Python's own HTTP server
     /// (`python -m http.server`); `dir` holds them and is kept with the server.
-    fn static_files(python: impl AsRef<std::ffi::OsStr>, root: &Path, dir: tempfile::TempDir) -> Result<Server> {
+    pub(crate) fn static_files(
+        python: impl AsRef<std::ffi::OsStr>,
+        root: &Path,
+        dir: tempfile::TempDir,
+    ) -> Result<Server> {
         let port = free_port()?;
         Server::start(
             Command::new(python)
