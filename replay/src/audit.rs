@@ -32,7 +32,7 @@ use trace_store::atomic;
 
 use crate::archive::open_bundle;
 use crate::browsers::Browsers;
-use crate::eval::{Agent, Episode, EvalOptions, Perturbation, Reference};
+use crate::eval::{Agent, Episode, EvalOptions, OpenedTask, Perturbation};
 use crate::proposals::Proposer;
 use crate::proxied_rerun::rerun_through_proxy;
 use crate::tasks::TaskSource;
@@ -83,17 +83,22 @@ pub async fn audit_tasks(
 
 /// Audits one task into `out/<task>/`.
 pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -> Result<TaskAudit> {
-    // The reference and a model's evidence are read from one open bundle, closed before the runs start:
-    // each run's episode opens the bundle once for itself.
+    // The bundle is opened once: the reference and a model's evidence are read from it, and it then
+    // serves every run (the one through the proxy too), its bodies read and kept once.
     let mut bundle = open_bundle(&task.bundle, options.episode.limits)?;
-    let reference = Reference::of_bundle(&mut bundle)?;
+    let recording = match options.proposer {
+        Some(_) => Some(Evidence::load_recording(&mut bundle)?),
+        None => None,
+    };
+    let opened = &OpenedTask::of_bundle(bundle)?;
+    let reference = &opened.reference;
     let dir = out.join(task.task_id.as_str());
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let candidates = match &options.proposer {
-        Some(proposer) => proposer.propose(&reference, &Evidence::load_recording(&mut bundle)?).await?,
-        None => reference.checkpoints.clone(),
+    let candidates = match (&options.proposer, &recording) {
+        (Some(proposer), Some(recording)) => proposer.propose(reference, recording).await?,
+        _ => reference.checkpoints.clone(),
     };
-    drop(bundle);
+    drop(recording);
     let mut kinds = vec![AuditRunKind::Demonstration, AuditRunKind::Nothing];
     kinds.extend(audit::perturbations(reference.task.task_type, &reference.calls, &candidates));
     if options.through_proxy {
@@ -115,8 +120,8 @@ pub async fn audit_task(task: &TaskSource, out: &Path, options: &AuditOptions) -
             let options = EvalOptions { agent, webarena_infinity: false, judge: None, ..options.episode.clone() };
             let run_dir = dir.join(run_name(&kind));
             let result = match &kind {
-                AuditRunKind::DemonstrationThroughProxy => rerun_through_proxy(task, &run_dir, &options).await,
-                _ => Episode { task, out: &run_dir, options: &options }.run_in(browsers).await,
+                AuditRunKind::DemonstrationThroughProxy => rerun_through_proxy(opened, &run_dir, &options).await,
+                _ => Episode { task, out: &run_dir, options: &options, opened: Some(opened) }.run_in(browsers).await,
             };
             (kind, run_dir, result)
         }

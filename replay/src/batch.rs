@@ -176,7 +176,7 @@ pub async fn run(source: &str, run: &str, options: &BatchOptions) -> Result<Eval
     let browsers = Browsers::new(options.episode.browser.clone(), !options.episode.browser_per_episode);
     let browsers = &browsers;
     let mut episodes = futures::stream::iter(pending.into_iter().map(|(task, dir)| async move {
-        let episode = Episode { task: &task, out: &run.join(&dir), options: &options.episode };
+        let episode = Episode { task: &task, out: &run.join(&dir), options: &options.episode, opened: None };
         let result = match episode.prepare().await {
             Ok(prepared) => prepared.run(Some(turns), browsers).await,
             Err(error) => Err(error),

@@ -31,8 +31,7 @@ impl Browsers {
     }
 
     /// A browser serving `archive` from now, its session recorded into `session`.
-    pub async fn episode(&self, archive: ReplayArchive, session: Arc<SessionRecorder>) -> Result<Replay> {
-        let archive = Arc::new(archive);
+    pub async fn episode(&self, archive: Arc<ReplayArchive>, session: Arc<SessionRecorder>) -> Result<Replay> {
         if !self.keep {
             let browser = WarmBrowser::launch(&self.options, archive.viewport).await?;
             return browser.begin(archive, &self.options, Some(session), false).await;

@@ -155,6 +155,7 @@ pub struct EvalOptions {
 }
 
 /// What the bundle says the task is and what reaching it looks like.
+#[derive(Clone)]
 pub struct Reference {
     pub task: TaskInfo,
     pub calls: Vec<ToolCall>,
@@ -382,6 +383,31 @@ pub struct Episode<'a> {
     /// The task's output directory (`RUN/<task>`).
     pub out: &'a Path,
     pub options: &'a EvalOptions,
+    /// The task's bundle already open, shared with its other episodes (the audit's runs); `None` opens it
+    /// for this episode alone.
+    pub opened: Option<&'a OpenedTask>,
+}
+
+/// A task's bundle opened and read once, for episodes of the task that run side by side (the audit's): one
+/// archive serves them all, its bodies read and kept in memory once ([`ReplayArchive`]'s cache), where each
+/// episode opening the bundle for itself would read and keep them once per episode. Each episode still
+/// has a responder, a session and a browser context of its own.
+pub struct OpenedTask {
+    pub reference: Reference,
+    pub archive: Arc<ReplayArchive>,
+}
+
+impl OpenedTask {
+    /// Opens `bundle`, reads its [`Reference`] from it, and keeps it open to serve.
+    pub fn open(bundle: &Path, limits: ZipLimits) -> Result<OpenedTask> {
+        OpenedTask::of_bundle(open_bundle(bundle, limits)?)
+    }
+
+    /// [`OpenedTask::open`] from a bundle already open.
+    pub fn of_bundle(mut bundle: Bundle) -> Result<OpenedTask> {
+        let reference = Reference::of_bundle(&mut bundle)?;
+        Ok(OpenedTask { reference, archive: Arc::new(ReplayArchive::from_bundle(bundle)?) })
+    }
 }
 
 impl Episode<'_> {
@@ -400,15 +426,19 @@ impl Episode<'_> {
         self.prepare().await?.run(None, browsers).await
     }
 
-    /// The episode made ready for its turn: the bundle opened and read (its snapshot pack decoded) and the
-    /// output folder made. A run of many episodes prepares the next while the ones before it run
-    /// ([`Prepared::run`]).
+    /// The episode made ready for its turn: the bundle opened and read (its snapshot pack decoded), unless
+    /// the episode was given it open, and the output folder made. A run of many episodes prepares the next
+    /// while the ones before it run ([`Prepared::run`]).
     pub async fn prepare(&self) -> Result<Prepared<'_>> {
-        // One open bundle for the episode: the reference is read from it, then it is served, and the
-        // re-run's captures are read through it ([`run_human`]), so that its snapshot pack is decoded once.
-        let mut bundle = open_bundle(&self.task.bundle, self.options.limits)?;
-        let reference = Reference::of_bundle(&mut bundle)?;
-        let archive = ReplayArchive::from_bundle(bundle)?;
+        // One open bundle serves the episode (its own, or the task's shared one): the reference is read
+        // from it, then it is served, and the re-run's captures are read through it ([`run_human`]), so
+        // that its snapshot pack is decoded once.
+        let OpenedTask { reference, archive } = match self.opened {
+            Some(OpenedTask { reference, archive }) => {
+                OpenedTask { reference: reference.clone(), archive: archive.clone() }
+            }
+            None => OpenedTask::open(&self.task.bundle, self.options.limits)?,
+        };
         let start_url = episode_start(&reference.calls, &reference.task.website)?;
         if self.out.exists() {
             std::fs::remove_dir_all(self.out).with_context(|| format!("cannot clear {}", self.out.display()))?;
@@ -433,7 +463,7 @@ impl Episode<'_> {
 pub struct Prepared<'e> {
     episode: &'e Episode<'e>,
     reference: Reference,
-    archive: ReplayArchive,
+    archive: Arc<ReplayArchive>,
     start_url: String,
     agent_out: PathBuf,
     session: Arc<SessionRecorder>,

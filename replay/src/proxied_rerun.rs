@@ -16,30 +16,26 @@ use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use trace_manifest::eval::{self as files, EvalResult};
 use trace_store::atomic::write_json;
 
-use crate::archive::{ReplayArchive, open_bundle};
-use crate::eval::{EvalOptions, Reference, score_proxied_with};
+use crate::eval::{EvalOptions, OpenedTask, score_proxied_with};
 use crate::page_scripts::REPORT_NOW;
 use crate::proxy::{Proxy, ProxyEpisode, ProxyOptions};
 use crate::run::{RunOptions, run_human};
 use crate::serve::Replay;
-use crate::tasks::TaskSource;
 
 /// The longest a page may take to report what it shows once the re-run is done.
 const REPORT_WAIT: Duration = Duration::from_secs(10);
 
-/// Re-runs the demonstration of `task` through a proxy of its own into `out`, and scores it there; the
-/// result's `error` says which steps failed, if any did. An unusable bundle or browser is an `Err`.
-pub async fn rerun_through_proxy(task: &TaskSource, out: &Path, options: &EvalOptions) -> Result<EvalResult> {
-    let mut bundle = open_bundle(&task.bundle, options.limits)?;
-    let reference = Reference::of_bundle(&mut bundle)?;
-    let archive = ReplayArchive::from_bundle(bundle)?;
+/// Re-runs the demonstration of the task `opened` through a proxy of its own into `out`, and scores it
+/// there; the result's `error` says which steps failed, if any did. An unusable browser is an `Err`.
+pub async fn rerun_through_proxy(opened: &OpenedTask, out: &Path, options: &EvalOptions) -> Result<EvalResult> {
+    let OpenedTask { reference, archive } = opened;
     let task_info = archive.manifest.task.clone();
     if out.exists() {
         std::fs::remove_dir_all(out).with_context(|| format!("cannot clear {}", out.display()))?;
     }
     let episode = ProxyEpisode::create(out, options.episode_budget)?;
     let proxy_options = ProxyOptions { determinism: options.browser.determinism, ..ProxyOptions::default() };
-    let proxy = Proxy::start(archive, &proxy_options, Some(episode.session())).await?;
+    let proxy = Proxy::start(archive.clone(), &proxy_options, Some(episode.session())).await?;
     let replay = Replay::launch_through_proxy(
         &proxy.url(),
         &proxy.authority().spki_fingerprint(),
@@ -82,7 +78,7 @@ pub async fn rerun_through_proxy(task: &TaskSource, out: &Path, options: &EvalOp
         Err(error) => Some(format!("the re-run through the proxy failed: {error:#}")),
     };
     let answer = reference.task.answer.clone();
-    let mut result = score_proxied_with(&reference, out, answer, Some(reference.person_steps()), options.limits)?;
+    let mut result = score_proxied_with(reference, out, answer, Some(reference.person_steps()), options.limits)?;
     result.agent = options.agent.name().to_owned();
     result.error = error;
     write_json(&out.join(files::RESULT_FILE), &result)?;

@@ -136,16 +136,16 @@ impl Proxy {
     /// Listens on `127.0.0.1:port` and answers from `archive`; `session`, when given, records every
     /// request that crosses and its answer.
     pub async fn start(
-        archive: ReplayArchive,
+        archive: impl Into<Arc<ReplayArchive>>,
         options: &ProxyOptions,
         session: Option<Arc<SessionRecorder>>,
     ) -> Result<Proxy> {
+        let archive = archive.into();
         let authority = Authority::load_or_create(options.ca_dir.as_deref(), &secure_hosts(&archive))?;
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}; choose another --proxy-port", options.port))?;
         let address = listener.local_addr()?;
-        let archive = Arc::new(archive);
         let started_ms = trace_manifest::time_fmt::now_ms();
         let responder = Arc::new(Responder::new(archive.clone(), started_ms));
         let shared = Arc::new(Shared {

@@ -187,7 +187,7 @@ async fn kept_episode_start(
     if let Some((previous, _)) = previous {
         browsers.give_back(previous).await?;
     }
-    let replay = browsers.episode(archive, session).await?;
+    let replay = browsers.episode(std::sync::Arc::new(archive), session).await?;
     let reset = started.elapsed().as_secs_f64();
     replay.open(&start_url).await?;
     let loaded = started.elapsed().as_secs_f64();

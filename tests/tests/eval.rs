@@ -5,9 +5,9 @@
 //! agents that crash, hang, never connect, or answer badly. Their outputs in WebArena Verified's layout
 //! are scored by WebArena Verified's own evaluator (installed by `.ci/install`). A dataset run is resumed
 //! and sharded over two processes sharing an S3 bucket (moto's server on loopback), whose merged summary
-//! must be the one-process summary. A judge ([`trace_e2e::judge`]'s scripted one) scores a rubric's text items beside the rules.
-//! Needs
-//! `cargo xtask dist`.
+//! must be the one-process summary. A judge ([`trace_e2e::judge`]'s scripted one) scores a rubric's text
+//! items beside the rules. Episodes run in kept browsers share nothing, and the audit's perturbed runs stop
+//! waiting for what an act should show once the page is at rest. Needs `cargo xtask dist`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,10 +18,11 @@ use trace_e2e::demo::{self, Recorded, recorded_once as recorded};
 use trace_e2e::handmade::Posting;
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::s3::S3Server;
+use trace_manifest::audit::{Audit, AuditRunKind};
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use trace_manifest::eval::{DEMONSTRATION_FILE, EpisodeEnd, EvalResult, EvalSummary, RERUN_FILE, WebsiteSummary};
 use trace_manifest::postprocess::Predicate;
-use trace_manifest::report::FidelityReport;
+use trace_manifest::report::{FidelityReport, StepOutcome};
 use trace_manifest::trajectory::Trajectory;
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {
@@ -614,6 +615,52 @@ async fn the_demonstration_re_runs_whole_in_a_kept_browser() {
         assert_eq!((report.steps_failed, result.error.as_deref()), (0, None), "{task}: {report:#?}");
         assert_eq!(result.success, 1.0, "{task}: {result:#?}");
     }
+}
+
+/// Issue #48: a perturbed run of the audit stops waiting for what an act should show once the page is at
+/// rest. The demonstration without its sign-in's click fails the step that should have reached the account
+/// page as soon as the login page has rested, where it waited out the whole step timeout before. Both
+/// sides: the bundle is still proven (every perturbed run fails, the demonstration passes with every
+/// checkpoint), and in that same run a later step whose act does reach its URL passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_perturbed_run_fails_a_step_once_its_page_is_at_rest() {
+    let Some(recorded) = recorded("a_perturbed_run_fails_a_step_once_its_page_is_at_rest").await else { return };
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(&recorded.build.trace_replay)
+        .args(["audit", "--json", "--parallel", "3", "--chromium"])
+        .arg(&recorded.build.chromium)
+        .arg("--out")
+        .arg(out.path())
+        .arg(&recorded.exported.bundle)
+        .output()
+        .unwrap();
+    let audits: Vec<Audit> = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("no audit ({error}): {}", String::from_utf8_lossy(&output.stderr)));
+    let audit = &audits[0];
+    trace_e2e::audit::assert_proves(audit);
+    let perturbed = audit.runs.iter().filter(|run| {
+        matches!(
+            run.kind,
+            AuditRunKind::StepLeftOut { .. }
+                | AuditRunKind::ValueAltered { .. }
+                | AuditRunKind::CredentialAltered { .. }
+        )
+    });
+    let reports: Vec<(&str, FidelityReport)> = perturbed
+        .map(|run| {
+            (run.name.as_str(), read_json(&out.path().join(audit.task_id.as_str()).join(&run.name).join(RERUN_FILE)))
+        })
+        .collect();
+    let ended_at_rest = |step: &StepOutcome| step.reason.as_deref().is_some_and(|reason| reason.contains("at rest"));
+    let (name, report) = reports
+        .iter()
+        .find(|(_, report)| {
+            report.steps.iter().any(|step| ended_at_rest(step) && step.reason.as_deref().unwrap().contains("/account"))
+        })
+        .unwrap_or_else(|| panic!("no perturbed run failed the step to the account page at rest: {reports:#?}"));
+    let at_rest = report.steps.iter().position(ended_at_rest).unwrap();
+    let later_reached = report.steps[at_rest + 1..].iter().filter(|step| step.passed && step.url_reached.is_some());
+    assert!(later_reached.count() > 0, "{name}: no later step reached its URL: {report:#?}");
 }
 
 /// A process's resident memory at its peak so far (`VmHWM`), in bytes.

@@ -127,12 +127,24 @@ pub(super) struct Runner<'a> {
     fitted: HashMap<usize, Viewport>,
     /// The latest call carried out, and when its act was done: the next waits the person's pause after it.
     previous: Option<(ToolCall, Instant)>,
+    /// The step being judged may act otherwise than the person did (a perturbed run's, at or after its
+    /// [`OffPathWaits::from_step`](super::OffPathWaits::from_step)): its waits for what the act should
+    /// show end once the page is at rest ([`Runner::at_rest_for`]).
+    may_leave_path: bool,
 }
 
 impl<'a> Runner<'a> {
     /// A re-run in `replay` of the recording it serves, with no tab open yet.
     pub(super) fn new(replay: &'a Replay, options: RunOptions) -> Runner<'a> {
-        Runner { replay, tabs: Vec::new(), current: 0, options, fitted: HashMap::new(), previous: None }
+        Runner {
+            replay,
+            tabs: Vec::new(),
+            current: 0,
+            options,
+            fitted: HashMap::new(),
+            previous: None,
+            may_leave_path: false,
+        }
     }
 }
 
@@ -171,6 +183,7 @@ impl Runner<'_> {
         persons: &PersonsInput,
     ) -> StepOutcome {
         let divergences_before = self.replay.stats().divergences.len();
+        self.may_leave_path = self.options.off_path_waits.is_some_and(|waits| index >= waits.from_step);
         let mut outcome = untried(index, call);
         let stepped = self.step(call, credentials, self.options.alter_step == Some(index)).await;
         match stepped {
@@ -185,9 +198,13 @@ impl Runner<'_> {
         {
             match self.wait_for_url(expected).await {
                 Ok(reached) => outcome.url_reached = Some(reached),
-                Err(reached) => {
+                Err(UrlMissed { reached, at_rest }) => {
                     outcome.passed = false;
-                    outcome.reason = Some(format!("reached {reached}, the recording reached {expected}"));
+                    let rest = match at_rest {
+                        Some(rest) => format!(" (the page was at rest for {rest:?})"),
+                        None => String::new(),
+                    };
+                    outcome.reason = Some(format!("reached {reached}, the recording reached {expected}{rest}"));
                     outcome.url_reached = Some(reached);
                 }
             }
@@ -490,6 +507,28 @@ impl Runner<'_> {
         }
     }
 
+    /// For a step that may have left the person's path: `Some` once the current tab has been at rest (its
+    /// document loaded, nothing asked of replay for [`QUIET`], no timer of the act pending, its document
+    /// unchanged for [`DOM_QUIET`]) for the off-path timeout, `resting_since` carried from one look to the
+    /// next. A page at rest that does not show what the person's showed after the act will not: a
+    /// perturbed run that left the path then fails the step without waiting out the whole step timeout,
+    /// which is kept for a page still busy (loading, animating, a machine too loaded to have drawn it
+    /// yet). `None` for every other step, which always waits the whole timeout.
+    async fn at_rest_for(&self, resting_since: &mut Option<Instant>) -> Option<Duration> {
+        let waits = self.options.off_path_waits.filter(|_| self.may_leave_path)?;
+        let state = page_state(self.page().ok()?).await;
+        let quiet = self.replay.responder().quiet_for();
+        let resting = state.is_some_and(|state| {
+            state.loaded && state.timers == 0 && quiet >= QUIET && state.unchanged_for >= DOM_QUIET
+        });
+        if !resting {
+            *resting_since = None;
+            return None;
+        }
+        let since = *resting_since.get_or_insert_with(Instant::now);
+        (since.elapsed() >= waits.timeout).then_some(waits.timeout)
+    }
+
     /// Makes `page` the re-run's next tab, its dialogs answered as the person answered them: they went on,
     /// so an `alert` is closed, a `confirm` or a leave-the-page question is accepted and a `prompt` is
     /// given its default. (A dialog left open holds the page: nothing in it runs, and every DevTools call
@@ -538,9 +577,11 @@ impl Runner<'_> {
     }
 
     /// Waits until the current tab, or a tab the call opened, shows `expected`; returns the URL reached,
-    /// or the current tab's URL if none did.
-    async fn wait_for_url(&mut self, expected: &str) -> std::result::Result<String, String> {
+    /// or the current tab's URL if none did. For a step that may have left the person's path, the wait
+    /// also ends once the current tab has been at rest for the off-path timeout ([`Runner::at_rest_for`]).
+    async fn wait_for_url(&mut self, expected: &str) -> std::result::Result<String, UrlMissed> {
         let deadline = Instant::now() + self.options.step_timeout;
+        let mut resting_since = None;
         loop {
             let pages = self.replay.browser().pages().await.unwrap_or_default();
             for page in pages {
@@ -558,13 +599,14 @@ impl Runner<'_> {
                     return Ok(url);
                 }
             }
-            if Instant::now() > deadline {
+            let at_rest = self.at_rest_for(&mut resting_since).await;
+            if Instant::now() > deadline || at_rest.is_some() {
                 let current = self.page().ok().map(|p| p.url());
                 let reached = match current {
                     Some(url) => url.await.ok().flatten().unwrap_or_default(),
                     None => String::new(),
                 };
-                return Err(reached);
+                return Err(UrlMissed { reached, at_rest });
             }
             tokio::time::sleep(POLL).await;
         }
@@ -576,12 +618,14 @@ impl Runner<'_> {
     async fn compare_text(&mut self, snapshot: &str, settled: Option<&str>) -> Result<TextComparison> {
         let recorded = expected_text(|file| self.recorded_file(file), snapshot, settled)?;
         let deadline = Instant::now() + self.options.step_timeout;
+        let mut resting_since = None;
         loop {
             let page = self.page()?;
             let (_, html) = crate::session::document_html(page).await?;
             let clocks = self.replay.responder().archive().recorded_clocks();
             let comparison = compare_text(&recorded, &page_text(0, "", "", &html), &clocks);
-            if comparison.passes() || Instant::now() >= deadline {
+            if comparison.passes() || Instant::now() >= deadline || self.at_rest_for(&mut resting_since).await.is_some()
+            {
                 return Ok(comparison);
             }
             tokio::time::sleep(POLL).await;
@@ -626,6 +670,14 @@ impl Runner<'_> {
         let now = self.page()?.screenshot(params).await?;
         pixel_difference(&recorded, &now)
     }
+}
+
+/// A URL the step should have reached and did not.
+struct UrlMissed {
+    /// The current tab's URL.
+    reached: String,
+    /// How long the page had been at rest when the wait ended early, if it did.
+    at_rest: Option<Duration>,
 }
 
 /// What [`Runner::settle`] reads of a page at once.

@@ -74,12 +74,18 @@ pub struct RunOptions {
     pub compare_screens: bool,
 }
 
-/// A perturbed run's waits once it has left the person's path: after a step at or after `from_step` has
-/// failed, every later wait the step timeout bounds (the page settling, an element, a URL, a text, a new
-/// tab) takes at most `timeout`. Such a run acts on pages the person never saw, and waiting the whole
-/// step timeout for each element, URL and text they met is what made it cost three times a faithful run
-/// (the audit's "without a step" runs). A failure before `from_step` (a loaded machine) changes nothing,
-/// the failure that leaves the path still waits the whole timeout, and the person's pauses are kept.
+/// A perturbed run's waits once it may have left the person's path:
+/// - from `from_step` on, a wait for what an act should show (the URL it reached, the page's text) ends
+///   once the page has been at rest for `timeout` (loaded, nothing asked of replay, no timer of the act
+///   pending, its document unchanged): a page at rest that does not show it will not, and the failure
+///   that leaves the path no longer waits the whole step timeout. A page still busy keeps it, so that a
+///   loaded machine does not fail a step a faithful run would pass;
+/// - after a step at or after `from_step` has failed, every later wait the step timeout bounds (the page
+///   settling, an element, a URL, a text, a new tab) takes at most `timeout`. Such a run acts on pages the
+///   person never saw, and waiting the whole step timeout for each element, URL and text they met is what
+///   made it cost three times a faithful run (the audit's "without a step" runs).
+///
+/// A failure before `from_step` (a loaded machine) changes nothing, and the person's pauses are kept.
 #[derive(Debug, Clone, Copy)]
 pub struct OffPathWaits {
     /// The first call (an index into the calls run) that may act otherwise than the person did: the
