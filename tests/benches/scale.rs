@@ -15,8 +15,9 @@
 //! - **re-run**: `trace-replay run --human` on the zip, offline, every step judged.
 //!
 //! Replay's page loads against Playwright's `routeFromHAR` and the viewer's first paint have benchmarks of
-//! their own, which measure any bundle: the paper-size zip's path is printed with the commands that run
-//! them on it (`TRACE_BENCH_BUNDLE`).
+//! their own, which measure any bundle: the commands that run them on the paper-size recording are printed
+//! (`TRACE_BENCH_BUNDLE`: the zip for the page loads, the bundle's directory for the viewer, which zips it
+//! itself).
 //!
 //! Run: `cargo xtask dist && bash .ci/install && cargo bench -p trace-e2e --bench scale`. The recordings and
 //! zips are left in `target/bench-scale/`.
@@ -110,9 +111,9 @@ async fn main() -> Result<()> {
     );
     println!("the demo's recording overhead is the overhead bench's (cargo bench -p trace-e2e --bench overhead)");
     println!();
-    println!("page loads against routeFromHAR and the viewer's first paint, on the paper-size zip:");
-    for bench in ["replay_pageload", "view"] {
-        println!("  TRACE_BENCH_BUNDLE={} cargo bench -p trace-e2e --bench {bench}", paper_figures.zip.display());
+    println!("page loads against routeFromHAR (on the zip) and the viewer's first paint (on the bundle), paper size:");
+    for (bench, bundle) in [("replay_pageload", &paper_figures.zip), ("view", &walked.bundle)] {
+        println!("  TRACE_BENCH_BUNDLE={} cargo bench -p trace-e2e --bench {bench}", bundle.display());
     }
     Ok(())
 }

@@ -929,7 +929,14 @@ impl<'e> Builder<'e> {
                 )
             } else {
                 let start = call.last_event_id().unwrap_or(call.first_event_id);
-                let window = CaptureWindow { start, end, end_ts, url: call.call.url_after.as_deref() };
+                let window = CaptureWindow {
+                    first: call.first_event_id,
+                    start,
+                    acted_until: call.call.end_ts.unwrap_or(call.call.ts),
+                    end,
+                    end_ts,
+                    url: call.call.url_after.as_deref(),
+                };
                 let chosen = |kind| {
                     tied_capture(&self.captures, call.result_tab, &call.call.event_ids, kind, &window)
                         .or_else(|| capture_after(&self.captures, call.result_tab, kind, &window))

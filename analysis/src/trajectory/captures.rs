@@ -50,11 +50,17 @@ pub(super) fn tied_capture(
 }
 
 /// When no capture is tied to a call's actions (recordings made before captures were tied, a call with
-/// no action of the person's): which captures can show what a call did: after its last event (`start`, an event id), before the next
-/// call's first event (`end`) and before it began (`end_ts`), and, for a DOM snapshot, of the page the call
-/// left its tab at (`url`), since a capture begun just before a navigation committed shows the old page.
+/// no action of the person's): which captures can show what a call did: after its last event (`start`, an
+/// event id), or taken once its acts were done (`acted_until`) though stored before its last event (a run
+/// of typing is stored when it ends, which can come after the capture of the page it left); before the
+/// next call's first event (`end`) and before it began (`end_ts`); and, for a DOM snapshot, of the page the
+/// call left its tab at (`url`), since a capture begun just before a navigation committed shows the old
+/// page.
 pub(super) struct CaptureWindow<'u> {
+    /// The call's first event.
+    pub(super) first: u64,
     pub(super) start: u64,
+    pub(super) acted_until: f64,
     pub(super) end: u64,
     pub(super) end_ts: f64,
     pub(super) url: Option<&'u str>,
@@ -83,7 +89,7 @@ pub(super) fn capture_after(
         .filter(|c| {
             c.kind == kind
                 && c.tab_id == Some(tab)
-                && c.id > window.start
+                && (c.id > window.start || (c.id > window.first && c.ts > window.acted_until))
                 && c.id < window.end
                 && c.ts < window.end_ts
                 && window.shows_page_of(c)
@@ -133,6 +139,35 @@ mod tests {
         assert_eq!(files(2), (Some(late_shot.clone()), Some(late_dom.clone())));
         assert_eq!(files(3), (Some(late_shot), Some(late_dom)), "done shows the final page");
         assert_ne!(load_shot, load_dom);
+    }
+
+    /// The demo's sign-in on a quick machine: the click into the field, the page captured once typing had
+    /// stopped, and only then the run of typing stored (it is stored when it ends), stamped when it began.
+    #[test]
+    fn a_capture_taken_after_typing_ended_is_the_typings_though_stored_before_it() {
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/login", NavigationCause::Typed);
+        rec.action(TAB, click("#username"));
+        let began = rec.now + 10.0;
+        let (shot, dom) = rec.capture(TAB, "settled");
+        let typed = rec.action(TAB, Action { until_ts: Some(began + 8.0), ..typing("#username", "ann") });
+        rec.events[typed as usize].event.ts = began;
+        rec.action(TAB, click("#password"));
+        let derived = rec.derive();
+        let typed_call = derived.trajectory.tool_calls.iter().find(|c| c.event_ids.contains(&typed)).unwrap();
+        assert_eq!((typed_call.screenshot.clone(), typed_call.dom_snapshot.clone()), (Some(shot), Some(dom)));
+
+        // A capture taken while the typing went on does not show it.
+        let mut rec = Recording::default();
+        rec.navigation(TAB, "/login", NavigationCause::Typed);
+        rec.action(TAB, click("#username"));
+        rec.capture(TAB, "settled");
+        let typed = rec.action(TAB, Action { until_ts: Some(rec.now + 500.0), ..typing("#username", "ann") });
+        rec.events[typed as usize].event.ts = rec.now - 300.0;
+        rec.action(TAB, click("#password"));
+        let derived = rec.derive();
+        let typed_call = derived.trajectory.tool_calls.iter().find(|c| c.event_ids.contains(&typed)).unwrap();
+        assert_eq!(typed_call.screenshot, None);
     }
 
     #[test]
