@@ -392,6 +392,7 @@ pub struct Episode<'a> {
 /// archive serves them all, its bodies read and kept in memory once ([`ReplayArchive`]'s cache), where each
 /// episode opening the bundle for itself would read and keep them once per episode. Each episode still
 /// has a responder, a session and a browser context of its own.
+#[derive(Clone)]
 pub struct OpenedTask {
     pub reference: Reference,
     pub archive: Arc<ReplayArchive>,
@@ -434,9 +435,7 @@ impl Episode<'_> {
         // from it, then it is served, and the re-run's captures are read through it ([`run_human`]), so
         // that its snapshot pack is decoded once.
         let OpenedTask { reference, archive } = match self.opened {
-            Some(OpenedTask { reference, archive }) => {
-                OpenedTask { reference: reference.clone(), archive: archive.clone() }
-            }
+            Some(opened) => opened.clone(),
             None => OpenedTask::open(&self.task.bundle, self.options.limits)?,
         };
         let start_url = episode_start(&reference.calls, &reference.task.website)?;

@@ -58,7 +58,7 @@ use trace_e2e::apps::{
     trac_tickets::TracTickets,
     wagtail_pages::WagtailPages,
 };
-use trace_e2e::bench::embedded_har_sizes;
+use trace_e2e::bench::{embedded_har_sizes, recorded_seconds};
 use trace_e2e::browser::Build;
 use trace_e2e::demo;
 use trace_e2e::playwright::{self, Script};
@@ -401,13 +401,7 @@ fn processed_figures(bundle: &Path, seconds: f64) -> Result<Processed> {
         let kind = checkpoint["predicate"]["kind"].as_str().unwrap_or("?").to_owned();
         *kinds.entry(kind).or_insert(0) += 1;
     }
-    let events = std::fs::read_to_string(bundle.join("events.jsonl"))?;
-    let times: Vec<f64> =
-        events.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()?["ts"].as_f64()).collect();
-    let recorded_seconds = match (times.iter().copied().reduce(f64::min), times.iter().copied().reduce(f64::max)) {
-        (Some(first), Some(last)) => (last - first) / 1000.0,
-        _ => 0.0,
-    };
+    let recorded_seconds = recorded_seconds(bundle)?;
     Ok(Processed {
         valid: audit["valid"] == true,
         problem: audit["problems"][0].as_str().map(str::to_owned),

@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 use trace_bundle::archive::Bundle;
-use trace_e2e::bench::{directory_size, embedded_har_sizes, geometric_mean, peak_memory_of};
+use trace_e2e::bench::{
+    directory_size, embedded_har_sizes, geometric_mean, peak_memory_below, peak_memory_of, recorded_seconds,
+};
 use trace_e2e::browser::Build;
 use trace_e2e::paper_size::{PaperSizeSite, Shape};
 use trace_e2e::site::DemoSite;
@@ -121,13 +123,13 @@ async fn main() -> Result<()> {
 /// Takes a recorded bundle through processing, export and a re-run; `host_peak` is the host's peak memory
 /// while it recorded.
 fn follow(build: &Build, name: &'static str, data: &Path, bundle: &Path, host_peak: u64) -> Result<Figures> {
-    let manifest: Value = serde_json::from_slice(&std::fs::read(bundle.join("manifest.json"))?)?;
-    let task = manifest["task"]["id"].as_str().context("the manifest has no task id")?.to_owned();
     let mut opened = Bundle::open(bundle)?;
+    let manifest = opened.manifest()?;
+    let task = manifest.task.id.as_str().to_owned();
     let har: Value = serde_json::from_slice(&opened.read(trace_manifest::bundle::HAR_FILE)?)?;
     let requests = har["log"]["entries"].as_array().map_or(0, Vec::len);
     let dom_snapshots =
-        opened.manifest()?.files.iter().filter(|file| file.path.starts_with(trace_manifest::bundle::DOM_DIR)).count();
+        manifest.files.iter().filter(|file| file.path.starts_with(trace_manifest::bundle::DOM_DIR)).count();
     let bundle_bytes = directory_size(bundle)?;
 
     eprintln!("{name}: trace-host process");
@@ -180,17 +182,6 @@ fn follow(build: &Build, name: &'static str, data: &Path, bundle: &Path, host_pe
         steps_passed: report.steps_passed,
         steps: report.steps_total,
         zip,
-    })
-}
-
-/// The demonstration's own time: its first event to its last.
-fn recorded_seconds(bundle: &Path) -> Result<f64> {
-    let events = std::fs::read_to_string(bundle.join("events.jsonl"))?;
-    let times: Vec<f64> =
-        events.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()?["ts"].as_f64()).collect();
-    Ok(match (times.iter().copied().reduce(f64::min), times.iter().copied().reduce(f64::max)) {
-        (Some(first), Some(last)) => (last - first) / 1000.0,
-        _ => 0.0,
     })
 }
 
@@ -286,34 +277,31 @@ impl PeakSampler {
                 .filter(|pid| {
                     environment.as_ref().is_none_or(|wanted| read_nul_separated(*pid, "environ").contains(wanted))
                 })
-                .collect()
+                .filter_map(peak_memory_of)
+                .max()
+                .unwrap_or(0)
         })
     }
 
     fn of_process(pid: u32) -> PeakSampler {
-        PeakSampler::watching(move || vec![pid])
+        PeakSampler::watching(move || peak_memory_of(pid).unwrap_or(0))
     }
 
     /// The processes below `root` whose command line holds `marker`.
     fn below(root: u32, marker: &'static str) -> PeakSampler {
         PeakSampler::watching(move || {
-            processes()
-                .filter(|pid| {
-                    read_nul_separated(*pid, "cmdline").iter().any(|part| part.contains(marker)) && descends(*pid, root)
-                })
-                .collect()
+            peak_memory_below(root, marker).ok().and_then(|peaks| peaks.first().copied()).unwrap_or(0)
         })
     }
 
-    fn watching(pids: impl Fn() -> Vec<u32> + Send + 'static) -> PeakSampler {
+    /// Samples `peak_now` (the largest peak of the processes watched, as they are now) until stopped.
+    fn watching(peak_now: impl Fn() -> u64 + Send + 'static) -> PeakSampler {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let thread = std::thread::spawn(move || {
             let mut peak = 0;
             while !stopped.load(Ordering::Relaxed) {
-                for pid in pids() {
-                    peak = peak.max(peak_memory_of(pid).unwrap_or(0));
-                }
+                peak = peak.max(peak_now());
                 std::thread::sleep(Duration::from_millis(100));
             }
             peak
@@ -339,20 +327,4 @@ fn processes() -> impl Iterator<Item = u32> {
 fn read_nul_separated(pid: u32, file: &str) -> Vec<String> {
     let bytes = std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
     bytes.split(|byte| *byte == 0).map(|part| String::from_utf8_lossy(part).into_owned()).collect()
-}
-
-/// Whether `pid` is `root` or below it.
-fn descends(mut pid: u32, root: u32) -> bool {
-    for _ in 0..64 {
-        if pid == root {
-            return true;
-        }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-        let parent = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
-        match parent {
-            Some(parent) if parent != 0 => pid = parent,
-            _ => return false,
-        }
-    }
-    false
 }

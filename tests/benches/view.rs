@@ -39,8 +39,7 @@ async fn main() -> Result<()> {
     let bundle = demo_bundle(&build, &work).await?;
     // The zips are made once per recording (its task id names them): a bundle given another time is
     // another recording.
-    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(bundle.join("manifest.json"))?)?;
-    let task = manifest["task"]["id"].as_str().context("the manifest has no task id")?;
+    let task = trace_bundle::archive::Bundle::open(&bundle)?.manifest()?.task.id.as_str().to_owned();
     let demo = zipped(&bundle, &work.join(format!("{task}.zip")), 0)?;
     let large = zipped(&bundle, &work.join(format!("{task}-large.zip")), REQUESTS)?;
     let chromium =

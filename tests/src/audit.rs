@@ -55,7 +55,9 @@ pub fn audit_with_rerun(build: &Build, bundle: &Path) -> (Audit, FidelityReport)
     (audit, serde_json::from_slice(&report).unwrap())
 }
 
-fn audit_into(build: &Build, bundle: &Path, out: &Path) -> Audit {
+/// [`audit`], its runs' folders written into `out` (each run's `rerun.json`, `session/`), for a test to
+/// read.
+pub fn audit_into(build: &Build, bundle: &Path, out: &Path) -> Audit {
     let output = std::process::Command::new(&build.trace_replay)
         // Two runs at once: tests run two at a time on these two-core machines.
         .args(["audit", "--json", "--parallel", "2", "--chromium"])

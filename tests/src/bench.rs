@@ -109,6 +109,20 @@ pub fn embedded_har_sizes(embedded_zip: &Path) -> Result<(u64, u64)> {
     Ok((har.len() as u64, gzip.finish()?.len() as u64))
 }
 
+/// A recording's own time in seconds, its first event to its last (`events.jsonl` of the bundle directory
+/// `bundle`): what an audit's or a re-run's time is set against.
+pub fn recorded_seconds(bundle: &Path) -> Result<f64> {
+    let events = std::fs::read_to_string(bundle.join("events.jsonl"))?;
+    let times: Vec<f64> = events
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok()?["ts"].as_f64())
+        .collect();
+    Ok(match (times.iter().copied().reduce(f64::min), times.iter().copied().reduce(f64::max)) {
+        (Some(first), Some(last)) => (last - first) / 1000.0,
+        _ => 0.0,
+    })
+}
+
 /// The bytes of the files under `path`.
 pub fn directory_size(path: &Path) -> Result<u64> {
     let mut total = 0;

@@ -380,6 +380,12 @@ pub async fn type_into(page: &Page, selector: &str, text: &str) -> Result<()> {
 pub async fn load_event_end(page: &Page, url: &str, timeout: Duration) -> Result<f64> {
     page.bring_to_front().await?;
     page.goto(url).await?;
+    loaded_in(page, url, timeout).await
+}
+
+/// The time from navigation start to the end of the load event of `url`, the document `page` shows or is
+/// loading, in milliseconds, once that event has ended (at most `timeout`).
+pub async fn loaded_in(page: &Page, url: &str, timeout: Duration) -> Result<f64> {
     // The entry of the document just loaded (not the one before it), once its load event has ended.
     let expression = format!(
         "(() => {{ const entry = performance.getEntriesByType('navigation')[0]; \

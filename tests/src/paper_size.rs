@@ -21,7 +21,7 @@ use chromiumoxide::Page;
 
 use crate::apps::Server;
 use crate::apps::person::{pause, type_keys};
-use crate::browser::{Build, RecordingBrowser, click, wait_for_text};
+use crate::browser::{Build, RecordingBrowser, click, loaded_in, wait_for_text};
 use crate::demo::{start_task, stop_recording, stopped_bundle_within};
 
 pub const DESCRIPTION: &str = "Read the field guide to its last part";
@@ -123,7 +123,7 @@ impl PaperSizeSite {
             wait_for_text(page, "#status", WAIT, |text| text.trim() == "ready")
                 .await
                 .with_context(|| format!("part {part} did not load its data"))?;
-            loads.push(load_time(page).await?);
+            loads.push(loaded_in(page, &self.part_url(part), WAIT).await?);
             pause(700).await;
             if part == FILTERED_PART {
                 click(page, "#filter").await?;
@@ -149,20 +149,6 @@ pub struct Recorded {
     pub bundle: PathBuf,
     /// Each part's load time in milliseconds.
     pub loads: Vec<f64>,
-}
-
-/// The load time of the document `page` shows, once its load event has ended.
-async fn load_time(page: &Page) -> Result<f64> {
-    let expression = "(() => { const entry = performance.getEntriesByType('navigation')[0]; \
-                      return entry ? entry.loadEventEnd : 0; })()";
-    for _ in 0..600 {
-        let load_event_end: f64 = page.evaluate(expression).await?.into_value()?;
-        if load_event_end > 0.0 {
-            return Ok(load_event_end);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    anyhow::bail!("the page's load event never ended")
 }
 
 /// Writes every file of the site under `root`; returns their bytes.

@@ -18,7 +18,7 @@ use trace_e2e::demo::{self, Recorded, recorded_once as recorded};
 use trace_e2e::handmade::Posting;
 use trace_e2e::judge::{Behaviour, ScriptedJudge};
 use trace_e2e::s3::S3Server;
-use trace_manifest::audit::{Audit, AuditRunKind};
+use trace_manifest::audit::AuditRunKind;
 use trace_manifest::dataset::{BrowserUseHistory, TaskLine, WebArenaEntry, WebArenaResult};
 use trace_manifest::eval::{DEMONSTRATION_FILE, EpisodeEnd, EvalResult, EvalSummary, RERUN_FILE, WebsiteSummary};
 use trace_manifest::postprocess::Predicate;
@@ -626,17 +626,7 @@ async fn the_demonstration_re_runs_whole_in_a_kept_browser() {
 async fn a_perturbed_run_fails_a_step_once_its_page_is_at_rest() {
     let Some(recorded) = recorded("a_perturbed_run_fails_a_step_once_its_page_is_at_rest").await else { return };
     let out = tempfile::tempdir().unwrap();
-    let output = Command::new(&recorded.build.trace_replay)
-        .args(["audit", "--json", "--parallel", "3", "--chromium"])
-        .arg(&recorded.build.chromium)
-        .arg("--out")
-        .arg(out.path())
-        .arg(&recorded.exported.bundle)
-        .output()
-        .unwrap();
-    let audits: Vec<Audit> = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|error| panic!("no audit ({error}): {}", String::from_utf8_lossy(&output.stderr)));
-    let audit = &audits[0];
+    let audit = &trace_e2e::audit::audit_into(&recorded.build, &recorded.exported.bundle, out.path());
     trace_e2e::audit::assert_proves(audit);
     let perturbed = audit.runs.iter().filter(|run| {
         matches!(

@@ -494,7 +494,7 @@ impl Runner<'_> {
                 // No tab yet, or one that does not answer (a dialog, a script that never yields): nothing to wait for.
                 None | Some(None) => quiet >= QUIET,
                 Some(Some(state)) => {
-                    state.loaded && state.timers == 0 && quiet >= QUIET && {
+                    state.done_with_the_act(quiet) && {
                         let dom_deadline = *dom_deadline.get_or_insert(now + DOM_WAIT_CAP);
                         state.unchanged_for >= DOM_QUIET || now >= dom_deadline
                     }
@@ -518,9 +518,7 @@ impl Runner<'_> {
         let waits = self.options.off_path_waits.filter(|_| self.may_leave_path)?;
         let state = page_state(self.page().ok()?).await;
         let quiet = self.replay.responder().quiet_for();
-        let resting = state.is_some_and(|state| {
-            state.loaded && state.timers == 0 && quiet >= QUIET && state.unchanged_for >= DOM_QUIET
-        });
+        let resting = state.is_some_and(|state| state.done_with_the_act(quiet) && state.unchanged_for >= DOM_QUIET);
         if !resting {
             *resting_since = None;
             return None;
@@ -688,6 +686,14 @@ struct PageState {
     timers: u64,
     /// How long its documents have gone without a change.
     unchanged_for: Duration,
+}
+
+impl PageState {
+    /// Its document loaded, no timer of the last act pending, and replay asked for nothing for [`QUIET`]
+    /// (`quiet`, the responder's): what settling and being at rest both begin with.
+    fn done_with_the_act(&self, quiet: Duration) -> bool {
+        self.loaded && self.timers == 0 && quiet >= QUIET
+    }
 }
 
 /// `page`'s [`PageState`]; `None` when it does not answer within [`POLL`] × 10.
