@@ -8,6 +8,8 @@
 //! - [`responder`]: the decision for each request (answer, ignored, miss), counted and logged. No browser.
 //! - [`page_scripts`]: determinism and storage restoring, run in pages before their own scripts.
 //! - [`serve`]: the replayed Chromium, answering every target's requests from the bundle.
+//! - [`proxy`]: the bundle served to a browser the agent launched, as an HTTP proxy on loopback;
+//!   [`proxy_episodes`]: one proxy kept for episode after episode, asked for on standard input.
 //! - [`browsers`]: the browsers a run of episodes keeps warm, each episode in a browser context of its own.
 //! - [`session`]: the session of whoever drives a replay, recorded as a person's is, into a bundle.
 //! - [`run`]: the recorded trajectory re-run in the replayed site, and its fidelity report.
@@ -40,6 +42,7 @@ pub mod processes;
 pub mod proposals;
 pub mod proxied_rerun;
 pub mod proxy;
+pub mod proxy_episodes;
 pub mod responder;
 pub mod run;
 pub mod serve;

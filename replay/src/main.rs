@@ -12,9 +12,10 @@ use trace_replay::Error;
 use trace_replay::archive::ReplayArchive;
 use trace_replay::audit::AuditOptions;
 use trace_replay::batch::{BatchOptions, Layout, Shard};
-use trace_replay::eval::{Agent, EvalOptions};
+use trace_replay::eval::{Agent, EvalOptions, Reference};
 use trace_replay::judge::Judge;
 use trace_replay::proxy::ProxyOptions;
+use trace_replay::proxy_episodes::EpisodeOptions;
 use trace_replay::run::RunOptions;
 use trace_replay::serve::Options;
 use trace_replay::session::Budget;
@@ -68,15 +69,15 @@ enum Command {
         /// With --proxy-port: record the episode into this folder, written when the proxy stops: every
         /// request that crossed and its answer (DIR/session/, a bundle, as `eval` records an agent's) and
         /// what was served (DIR/served.json). `trace-replay score` scores it.
-        #[arg(long, value_name = "DIR", requires = "proxy_port")]
+        #[arg(long, value_name = "DIR", requires = "proxy_port", group = "recorded")]
         episode: Option<PathBuf>,
-        /// With --episode: what the episode keeps of the request and response bodies that cross the
+        /// With --episode or --episodes-on-stdin: what each episode keeps of the request and response bodies that cross the
         /// proxy, in bytes; past it a body is kept as its SHA-256 and size alone, and served.json says how
         /// many were.
         #[arg(
             long,
             value_name = "BYTES",
-            requires = "episode",
+            requires = "recorded",
             default_value_t = trace_replay::session::bodies::DEFAULT_BUDGET_BYTES
         )]
         max_episode_bytes: u64,
@@ -84,6 +85,13 @@ enum Command {
         /// pipe to it has closed it or is gone (killed, crashed), and the proxy goes with it.
         #[arg(long, requires = "proxy_port")]
         stop_when_stdin_closes: bool,
+        /// With --proxy-port: serve episode after episode from this one process, as standard input asks,
+        /// a JSON object a line: `{"begin": {"episode": DIR}}` records the next into DIR, `{"end":
+        /// {"answer": TEXT, "steps": N}}` writes and scores it (`{"score": false}`: writes it only); each
+        /// is answered with a line of JSON. Standard input ending writes the episode being recorded and
+        /// stops the proxy.
+        #[arg(long, requires = "proxy_port", group = "recorded", conflicts_with = "stop_when_stdin_closes")]
+        episodes_on_stdin: bool,
     },
     /// List the tasks of a bundle or dataset as `eval` runs them: id, bundle, description and the page each
     /// starts at, checked as `eval` checks them (BrowserGym's tasks are registered from this list).
@@ -353,6 +361,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             episode,
             max_episode_bytes,
             stop_when_stdin_closes,
+            episodes_on_stdin,
         } => {
             let mut archive = ReplayArchive::open_with_limits(&bundle, limits.limits())?;
             if let Some(file) = ignore_list {
@@ -364,6 +373,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "--allow-network-fallback needs the browser replay launches; the proxy answers from the bundle alone"
                 );
                 let options = ProxyOptions { port, ca_dir, determinism: !no_determinism };
+                if episodes_on_stdin {
+                    let reference = Reference::read(&bundle, limits.limits())?;
+                    let episodes = EpisodeOptions { budget: Budget(max_episode_bytes), limits: limits.limits() };
+                    let serving = trace_replay::proxy_episodes::serve_episodes(
+                        &bundle,
+                        archive,
+                        reference,
+                        &options,
+                        episodes,
+                        asked_to_stop(),
+                    );
+                    return tokio::runtime::Runtime::new()?.block_on(serving);
+                }
                 let episode = episode.as_deref().map(|dir| (dir, Budget(max_episode_bytes)));
                 let stop = async move {
                     if !stop_when_stdin_closes {

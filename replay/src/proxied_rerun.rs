@@ -39,7 +39,7 @@ pub async fn rerun_through_proxy(opened: &OpenedTask, out: &Path, options: &Eval
     let replay = Replay::launch_through_proxy(
         &proxy.url(),
         &proxy.authority().spki_fingerprint(),
-        proxy.responder().clone(),
+        proxy.responder(),
         &options.browser,
     )
     .await;

@@ -12,11 +12,15 @@
 //! the recording reached over plain `http` (a `ws://` socket) is a plain tunnel answered the same way; one
 //! to anywhere else is a live attempt, refused.
 //!
-//! State: one proxy is one episode. The browser's cookies travel in its requests, so each request's
-//! state is its own; the recording's start cookies, which the browser does not have, count as sent until
-//! the first response from their host hands them to the browser (`Set-Cookie`), after which the browser's
-//! own word is the state (a page that logs out loses them as it should). Two browsers sharing one proxy
-//! would share its matcher and the one-time handing of the cookies: run one proxy per episode.
+//! State: the proxy serves one episode at a time. The browser's cookies travel in its
+//! requests, so each request's state is its own; the recording's start cookies, which the browser does
+//! not have, count as sent until the first response from their host hands them to the browser
+//! (`Set-Cookie`), after which the browser's own word is the state (a page that logs out loses them as it
+//! should). Two browsers sharing one episode would share its matcher and the one-time handing of the
+//! cookies: one browser context an episode. [`Proxy::next_episode`] begins the next one in the same proxy
+//! (the bundle open, the certificates made, the port bound), with a matcher, a clock and start cookies of
+//! its own; every connection belongs to the episode it was accepted in, and one still open when its
+//! episode ends is closed at its next request, so nothing of one episode is served into the next.
 //!
 //! Load: the proxy holds at most [`MAX_CONNECTIONS`] connections; when every place is taken, a new one
 //! takes the place of the connection that has waited longest without sending a request's head (one
@@ -45,14 +49,15 @@
 //! connections counted (they never reach a proxy), and the recorded answer's status text.
 //!
 //! [`serve_until`] is the command: it serves until asked to stop, and with `--episode DIR` writes the
-//! episode the proxy recorded there when it stops ([`ProxyEpisode`]), for `trace-replay score`.
+//! episode the proxy recorded there when it stops ([`ProxyEpisode`]), for `trace-replay score`; a proxy
+//! that serves episode after episode is [`crate::proxy_episodes`]'s.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use std::io::Write as _;
@@ -146,22 +151,29 @@ impl Proxy {
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}; choose another --proxy-port", options.port))?;
         let address = listener.local_addr()?;
-        let started_ms = trace_manifest::time_fmt::now_ms();
-        let responder = Arc::new(Responder::new(archive.clone(), started_ms));
+        let episode = EpisodeState::begin(&archive, options.determinism, session);
         let shared = Arc::new(Shared {
-            scripts: PageScripts::for_archive(&archive, options.determinism, started_ms, session.is_some()),
-            start_cookies: StartCookies::new(&archive),
-            responder,
+            archive,
+            determinism: options.determinism,
+            episode: Mutex::new(Arc::new(episode)),
             authority,
-            session,
-            exchanges: AtomicU64::new(0),
-            shown_reports: AtomicU64::new(0),
             connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
             silent: std::sync::Mutex::default(),
             bodies_in_memory: Arc::new(Semaphore::new(MAX_BODIES_IN_MEMORY)),
         });
         let accepting = tokio::spawn(accept(listener, shared.clone()));
         Ok(Proxy { address, shared, accepting })
+    }
+
+    /// Ends the episode being served and begins the next, recorded into `session` when given: its own
+    /// matcher, page clock (starting now) and start cookies, served from the bundle already open. A
+    /// connection of the episode that ended is closed at its next request. Returns what the ended one
+    /// was served.
+    pub fn next_episode(&self, session: Option<Arc<SessionRecorder>>) -> Stats {
+        let next = Arc::new(EpisodeState::begin(&self.shared.archive, self.shared.determinism, session));
+        let ended = std::mem::replace(&mut *self.shared.episode.lock().unwrap_or_else(PoisonError::into_inner), next);
+        ended.ended.store(true, Ordering::Relaxed);
+        ended.responder.stats()
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -177,19 +189,21 @@ impl Proxy {
         &self.shared.authority
     }
 
-    /// What answers the proxy's requests: a browser driven through the proxy waits on it.
-    pub fn responder(&self) -> &Arc<Responder> {
-        &self.shared.responder
+    /// What answers the episode's requests: a browser driven through the proxy waits on it.
+    pub fn responder(&self) -> Arc<Responder> {
+        self.shared.episode().responder.clone()
     }
 
+    /// What the episode being served was served so far.
     pub fn stats(&self) -> Stats {
-        self.shared.responder.stats()
+        self.shared.episode().responder.stats()
     }
 
-    /// Stops accepting and returns what was served. Connections still open are dropped with the runtime.
+    /// Stops accepting and returns what the episode being served was served. Connections still open are
+    /// dropped with the runtime.
     pub fn close(self) -> Stats {
         self.accepting.abort();
-        self.shared.responder.stats()
+        self.stats()
     }
 }
 
@@ -207,13 +221,7 @@ pub async fn serve_until(
     let task = archive.manifest.task.clone();
     let episode = episode.map(|(dir, budget)| ProxyEpisode::create(dir, budget)).transpose()?;
     let proxy = Proxy::start(archive, options, episode.as_ref().map(ProxyEpisode::session)).await?;
-    println!("serving {} at {start_url}", bundle.display());
-    println!("proxy: {}", proxy.url());
-    println!("certificate authority: {}", proxy.authority().certificate_path().display());
-    println!("certificate key fingerprint (SPKI, SHA-256): {}", proxy.authority().spki_fingerprint());
-    println!("press Ctrl+C to stop");
-    // Whoever waits for the port reads the lines above whole.
-    std::io::stdout().flush()?;
+    announce(bundle, &start_url, &proxy)?;
     stop.await?;
     let stats = proxy.close();
     if let Some(episode) = episode {
@@ -229,7 +237,21 @@ pub async fn serve_until(
     Ok(())
 }
 
-/// An episode recorded through a proxy (`serve --proxy-port --episode DIR`): the session of every request
+/// Prints where the proxy serves `bundle` and how to trust it, ending with the line a harness waits for
+/// (`press Ctrl+C to stop`).
+pub fn announce(bundle: &Path, start_url: &str, proxy: &Proxy) -> Result<()> {
+    println!("serving {} at {start_url}", bundle.display());
+    println!("proxy: {}", proxy.url());
+    println!("certificate authority: {}", proxy.authority().certificate_path().display());
+    println!("certificate key fingerprint (SPKI, SHA-256): {}", proxy.authority().spki_fingerprint());
+    println!("press Ctrl+C to stop");
+    // Whoever waits for the port reads the lines above whole.
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// An episode recorded through a proxy (`serve --proxy-port --episode DIR`, or each of
+/// `--episodes-on-stdin`'s): the session of every request
 /// that crossed it (`DIR/session/`, a bundle) and what was served (`DIR/served.json`), which
 /// `trace-replay score` scores as `eval` scores its own.
 pub struct ProxyEpisode {
@@ -270,21 +292,47 @@ impl ProxyEpisode {
 }
 
 struct Shared {
-    responder: Arc<Responder>,
-    scripts: PageScripts,
-    start_cookies: StartCookies,
+    archive: Arc<ReplayArchive>,
+    determinism: bool,
+    /// The episode being served; a connection holds the one it was accepted in.
+    episode: Mutex<Arc<EpisodeState>>,
     authority: Authority,
-    session: Option<Arc<SessionRecorder>>,
-    /// Numbers the exchanges the session records.
-    exchanges: AtomicU64,
-    /// How many documents the pages have reported ([`MAX_SHOWN_REPORTS`]).
-    shown_reports: AtomicU64,
     /// A place for each connection served ([`MAX_CONNECTIONS`]).
     connections: Arc<Semaphore>,
     /// The connections that have not sent a request's head yet.
     silent: std::sync::Mutex<Silent>,
     /// A byte for each byte of request body held ([`MAX_BODIES_IN_MEMORY`]).
     bodies_in_memory: Arc<Semaphore>,
+}
+
+/// What one episode is served from and records into: nothing of it outlives the episode.
+struct EpisodeState {
+    responder: Arc<Responder>,
+    scripts: PageScripts,
+    start_cookies: StartCookies,
+    session: Option<Arc<SessionRecorder>>,
+    /// Numbers the exchanges the session records.
+    exchanges: AtomicU64,
+    /// How many documents the pages have reported ([`MAX_SHOWN_REPORTS`]).
+    shown_reports: AtomicU64,
+    /// Set when the next episode began: this one's connections are closed at their next request.
+    ended: AtomicBool,
+}
+
+impl EpisodeState {
+    /// An episode beginning now: its pages' clock starts at the recording's time from now on.
+    fn begin(archive: &Arc<ReplayArchive>, determinism: bool, session: Option<Arc<SessionRecorder>>) -> EpisodeState {
+        let started_ms = trace_manifest::time_fmt::now_ms();
+        EpisodeState {
+            responder: Arc::new(Responder::new(archive.clone(), started_ms)),
+            scripts: PageScripts::for_archive(archive, determinism, started_ms, session.is_some()),
+            start_cookies: StartCookies::new(archive),
+            session,
+            exchanges: AtomicU64::new(0),
+            shown_reports: AtomicU64::new(0),
+            ended: AtomicBool::new(false),
+        }
+    }
 }
 
 /// The connections served that have not sent a request's head yet, by the order they were accepted in,
@@ -296,6 +344,11 @@ struct Silent {
 }
 
 impl Shared {
+    /// The episode being served.
+    fn episode(&self) -> Arc<EpisodeState> {
+        self.episode.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// A connection just accepted: its number, and what tells it to give up its place.
     fn accepted_silent(&self) -> (u64, oneshot::Receiver<()>) {
         let mut silent = self.silent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -348,7 +401,8 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
         let shared = shared.clone();
         tokio::spawn(async move {
             let (id, told_to_give_up) = shared.accepted_silent();
-            let serving = serve_connection(TokioIo::new(stream), shared.clone(), None, Arc::new(place), Some(id));
+            let connection = Connection { episode: shared.episode(), tunnel: None, _place: Arc::new(place) };
+            let serving = serve_connection(TokioIo::new(stream), shared.clone(), connection, Some(id));
             tokio::select! {
                 () = serving => {}
                 // Dropped, which closes it. (The word dropped unsent means it spoke: it is served on.)
@@ -399,15 +453,20 @@ struct Tunnel {
     authority: String,
 }
 
+/// What a connection serves for: the episode it was accepted in, and the tunnel it is (its requests name
+/// only their path).
+#[derive(Clone)]
+struct Connection {
+    episode: Arc<EpisodeState>,
+    tunnel: Option<Tunnel>,
+    /// Its place among those served, held, never read: given up when it and its tunnels have ended.
+    _place: Place,
+}
+
 /// Serves one connection's requests; `silent` is its number among the connections that have not spoken
 /// yet ([`Silent`]), for one accepted from a client.
-async fn serve_connection<S>(
-    io: TokioIo<S>,
-    shared: Arc<Shared>,
-    tunnel: Option<Tunnel>,
-    place: Place,
-    silent: Option<u64>,
-) where
+async fn serve_connection<S>(io: TokioIo<S>, shared: Arc<Shared>, connection: Connection, silent: Option<u64>)
+where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |request| {
@@ -415,9 +474,8 @@ async fn serve_connection<S>(
             shared.spoke(id);
         }
         let shared = shared.clone();
-        let tunnel = tunnel.clone();
-        let place = place.clone();
-        async move { handle(request, shared, tunnel, place).await }
+        let connection = connection.clone();
+        async move { handle(request, shared, connection).await }
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -441,13 +499,16 @@ struct Refused(String);
 async fn handle(
     request: hyper::Request<Incoming>,
     shared: Arc<Shared>,
-    tunnel: Option<Tunnel>,
-    place: Place,
+    connection: Connection,
 ) -> Result<Answer, Refused> {
-    if request.method() == Method::CONNECT {
-        return Ok(connect(request, shared, place));
+    let episode = &connection.episode;
+    if episode.ended.load(Ordering::Relaxed) {
+        return Err(Refused("a connection of an episode that has ended".to_owned()));
     }
-    let asked = match (&tunnel, request.uri().scheme_str()) {
+    if request.method() == Method::CONNECT {
+        return Ok(connect(request, shared, connection));
+    }
+    let asked = match (&connection.tunnel, request.uri().scheme_str()) {
         (_, Some(_)) => request.uri().to_string(),
         (Some(tunnel), None) => format!(
             "{}://{}{}",
@@ -462,7 +523,7 @@ async fn handle(
     // As the browser writes it, and the recording has it: without the scheme's default port.
     let parsed = url::Url::parse(&asked).ok();
     if request.method() == Method::POST && parsed.as_ref().is_some_and(|url| url.path() == page_scripts::REPORT_PATH) {
-        return Ok(take_report(request, &shared).await);
+        return Ok(take_report(request, episode).await);
     }
     let url = parsed.map_or(asked, String::from);
     let method = request.method().as_str().to_owned();
@@ -472,29 +533,29 @@ async fn handle(
         .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
         .collect();
     let is_upgrade = request.headers().contains_key(hyper::header::UPGRADE);
-    if !shared.responder.recording_reached_origin_of(&url) && !made_by_page(&headers) {
+    if !episode.responder.recording_reached_origin_of(&url) && !made_by_page(&headers) {
         // The browser's own traffic (its updater, its account check), which no flag stops entirely: no
         // page asked for it, so it is neither a live attempt of the agent's nor part of its session.
         tracing::debug!("refused the browser's own {method} {url}");
         return Err(Refused(format!("the browser's own request {method} {url}")));
     }
-    let (body, kept, _held) = read_body(request, &shared)
+    let (body, kept, _held) = read_body(request, &shared, episode)
         .await
         .map_err(|error| Refused(format!("cannot read the body of {method} {url}: {error:#}")))?;
-    let exchange = Exchange::start(&shared, &method, &url, &headers, kept);
+    let exchange = Exchange::start(episode, &method, &url, &headers, kept);
     if is_upgrade {
         // The recorded sockets are played inside the page (`page/websocket.js`): one that reaches the
         // network is the page's own, as a socket the DevTools path sees opened is.
-        shared.responder.count_live_attempt(&method, &url);
-        exchange.failed(&shared, "net::ERR_INTERNET_DISCONNECTED");
+        episode.responder.count_live_attempt(&method, &url);
+        exchange.failed(episode, "net::ERR_INTERNET_DISCONNECTED");
         return Err(Refused(format!("a WebSocket the recording does not hold: {url}")));
     }
-    answer(&shared, &exchange, &method, &url, &headers, &body)
+    answer(episode, &exchange, &method, &url, &headers, &body)
 }
 
 /// A page's report (`page/report.js`), read within [`MAX_REPORT_BYTES`] and recorded in the episode's
 /// session: a document as a DOM snapshot of the main frame, a socket report as its frame.
-async fn take_report(request: hyper::Request<Incoming>, shared: &Shared) -> Answer {
+async fn take_report(request: hyper::Request<Incoming>, episode: &EpisodeState) -> Answer {
     #[derive(serde::Deserialize)]
     #[serde(tag = "kind", rename_all = "snake_case")]
     enum Report {
@@ -502,7 +563,7 @@ async fn take_report(request: hyper::Request<Incoming>, shared: &Shared) -> Answ
         Moved { url: String },
         Socket { message: String },
     }
-    let Some(session) = &shared.session else { return plain(StatusCode::NO_CONTENT, "") };
+    let Some(session) = &episode.session else { return plain(StatusCode::NO_CONTENT, "") };
     let read = http_body_util::Limited::new(request.into_body(), MAX_REPORT_BYTES).collect();
     let body = match tokio::time::timeout(BODY_IDLE_TIMEOUT, read).await {
         Ok(Ok(body)) => body.to_bytes(),
@@ -510,7 +571,7 @@ async fn take_report(request: hyper::Request<Incoming>, shared: &Shared) -> Answ
     };
     let recorded = match serde_json::from_slice(&body) {
         Ok(Report::Shown { url, html }) => {
-            if shared.shown_reports.fetch_add(1, Ordering::Relaxed) >= MAX_SHOWN_REPORTS {
+            if episode.shown_reports.fetch_add(1, Ordering::Relaxed) >= MAX_SHOWN_REPORTS {
                 tracing::warn!("a page reported more than {MAX_SHOWN_REPORTS} documents: the rest are not kept");
                 return plain(StatusCode::TOO_MANY_REQUESTS, "no more documents are kept in this episode");
             }
@@ -519,7 +580,7 @@ async fn take_report(request: hyper::Request<Incoming>, shared: &Shared) -> Answ
         }
         Ok(Report::Moved { url }) if url.starts_with("http://") || url.starts_with("https://") => {
             // Counted with the documents: a page that moves without end is refused as one that changes.
-            if shared.shown_reports.fetch_add(1, Ordering::Relaxed) >= MAX_SHOWN_REPORTS {
+            if episode.shown_reports.fetch_add(1, Ordering::Relaxed) >= MAX_SHOWN_REPORTS {
                 return plain(StatusCode::TOO_MANY_REQUESTS, "no more reports are kept in this episode");
             }
             let navigation = Navigation { url, cause: NavigationCause::Script, main_frame: true };
@@ -553,6 +614,7 @@ async fn take_report(request: hyper::Request<Incoming>, shared: &Shared) -> Answ
 async fn read_body(
     request: hyper::Request<Incoming>,
     shared: &Shared,
+    episode: &EpisodeState,
 ) -> Result<(Vec<u8>, Option<Kept>, Option<OwnedSemaphorePermit>)> {
     use hyper::body::Body as _;
     let declared = request
@@ -579,7 +641,7 @@ async fn read_body(
                 .expect("the semaphore is never closed"),
         ),
     };
-    let mut sink = shared.session.as_ref().map(|session| session.body_sink());
+    let mut sink = episode.session.as_ref().map(|session| session.body_sink());
     let mut body = Vec::with_capacity(room.min(1 << 20));
     loop {
         let frame = match tokio::time::timeout(BODY_IDLE_TIMEOUT, incoming.frame()).await {
@@ -602,7 +664,7 @@ async fn read_body(
 
 /// Answers a request from the bundle, as `serve::answer` does for a paused one.
 fn answer(
-    shared: &Shared,
+    episode: &EpisodeState,
     exchange: &Exchange,
     method: &str,
     url: &str,
@@ -622,11 +684,11 @@ fn answer(
         authorization: authorization.as_deref(),
     };
     let state;
-    if shared.responder.depends_on_state(&asked) {
-        state = shared.start_cookies.state(url, headers);
+    if episode.responder.depends_on_state(&asked) {
+        state = episode.start_cookies.state(url, headers);
         asked.state = Some(&state);
     }
-    let responder = &shared.responder;
+    let responder = &episode.responder;
     match responder.decide(&asked) {
         Decision::Answer { index, kind } => {
             let destination = Destination::of(headers);
@@ -646,35 +708,35 @@ fn answer(
                         !name.eq_ignore_ascii_case("content-security-policy")
                             && !name.eq_ignore_ascii_case("content-security-policy-report-only")
                     });
-                    shared.scripts.document_with_scripts(&response.body)
+                    episode.scripts.document_with_scripts(&response.body)
                 }
-                Destination::Worker if is_javascript && response.status == 200 => match &shared.scripts.worker {
+                Destination::Worker if is_javascript && response.status == 200 => match &episode.scripts.worker {
                     Some(prelude) => [prelude.as_bytes(), b"\n", response.body.as_slice()].concat(),
                     None => response.body.to_vec(),
                 },
                 _ => response.body.to_vec(),
             };
-            response_headers.extend(shared.start_cookies.hand_over(url));
-            exchange.answered(shared, response.status, &response.status_text, &response_headers, &body);
+            response_headers.extend(episode.start_cookies.hand_over(url));
+            exchange.answered(episode, response.status, &response.status_text, &response_headers, &body);
             Ok(respond(response.status, &response_headers, body))
         }
         Decision::StreamOver { .. } => {
-            exchange.answered(shared, 204, "", &[], &[]);
+            exchange.answered(episode, 204, "", &[], &[]);
             Ok(respond(204, &[], Vec::new()))
         }
         Decision::RecordedFailure { error, .. } => {
-            exchange.failed(shared, "net::ERR_FAILED");
+            exchange.failed(episode, "net::ERR_FAILED");
             Err(Refused(format!("{method} {url} failed in the recording ({error})")))
         }
         Decision::Ignored { pattern } => {
-            exchange.failed(shared, "net::ERR_BLOCKED_BY_CLIENT");
+            exchange.failed(episode, "net::ERR_BLOCKED_BY_CLIENT");
             Err(Refused(format!("{method} {url} is ignored ({pattern})")))
         }
         Decision::Miss => {
             if !responder.recording_reached_origin_of(url) {
                 responder.count_live_attempt(method, url);
             }
-            exchange.failed(shared, "net::ERR_INTERNET_DISCONNECTED");
+            exchange.failed(episode, "net::ERR_INTERNET_DISCONNECTED");
             Err(Refused(format!("nothing recorded answers {method} {url}")))
         }
     }
@@ -682,14 +744,15 @@ fn answer(
 
 /// Opens a tunnel to an origin the recording reached: TLS with a certificate for its host when it was
 /// reached over `https`, plain otherwise. Anywhere else is a live attempt, refused.
-fn connect(request: hyper::Request<Incoming>, shared: Arc<Shared>, place: Place) -> Answer {
+fn connect(request: hyper::Request<Incoming>, shared: Arc<Shared>, connection: Connection) -> Answer {
     let Some(authority) = request.uri().authority().map(|a| a.as_str().to_owned()) else {
         return plain(StatusCode::BAD_REQUEST, "CONNECT needs a host and port");
     };
     let host = request.uri().host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
     // Plain only where the recording went over plain HTTP (a `ws://` socket's tunnel). A host it never
     // reached gets TLS too: who is asking is told by the request inside (see `made_by_page`).
-    let reached = |scheme: &str| shared.responder.recording_reached_origin_of(&format!("{scheme}://{authority}/"));
+    let responder = &connection.episode.responder;
+    let reached = |scheme: &str| responder.recording_reached_origin_of(&format!("{scheme}://{authority}/"));
     let plain_http = !reached("https") && !reached("wss") && (reached("http") || reached("ws"));
     let scheme = if plain_http { "http" } else { "https" };
     let acceptor = if scheme == "https" {
@@ -704,6 +767,7 @@ fn connect(request: hyper::Request<Incoming>, shared: Arc<Shared>, place: Place)
         None
     };
     let tunnel = Tunnel { scheme, authority };
+    let connection = Connection { tunnel: Some(tunnel.clone()), ..connection };
     tokio::spawn(async move {
         let upgraded = match hyper::upgrade::on(request).await {
             Ok(upgraded) => TokioIo::new(upgraded),
@@ -711,11 +775,11 @@ fn connect(request: hyper::Request<Incoming>, shared: Arc<Shared>, place: Place)
         };
         match acceptor {
             Some(acceptor) => match tokio::time::timeout(HEAD_TIMEOUT, acceptor.accept(upgraded)).await {
-                Ok(Ok(tls)) => serve_connection(TokioIo::new(tls), shared, Some(tunnel), place, None).await,
+                Ok(Ok(tls)) => serve_connection(TokioIo::new(tls), shared, connection, None).await,
                 Ok(Err(error)) => tracing::debug!("TLS with the browser failed for {}: {error}", tunnel.authority),
                 Err(_) => tracing::debug!("no TLS handshake for {} within {HEAD_TIMEOUT:?}", tunnel.authority),
             },
-            None => serve_connection(TokioIo::new(upgraded), shared, Some(tunnel), place, None).await,
+            None => serve_connection(TokioIo::new(upgraded), shared, connection, None).await,
         }
     });
     respond(200, &[], Vec::new())
@@ -934,14 +998,20 @@ struct Exchange {
 }
 
 impl Exchange {
-    fn start(shared: &Shared, method: &str, url: &str, headers: &[(String, String)], body: Option<Kept>) -> Exchange {
-        let number = shared.exchanges.fetch_add(1, Ordering::Relaxed) + 1;
+    fn start(
+        episode: &EpisodeState,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Option<Kept>,
+    ) -> Exchange {
+        let number = episode.exchanges.fetch_add(1, Ordering::Relaxed) + 1;
         let exchange = Exchange {
             request_id: format!("proxy-{number}"),
             url: url.to_owned(),
             navigation: tab_navigation(method, headers),
         };
-        if let Some(session) = &shared.session {
+        if let Some(session) = &episode.session {
             let request = trace_manifest::event::Request {
                 request_id: exchange.request_id.clone(),
                 url: url.to_owned(),
@@ -962,8 +1032,15 @@ impl Exchange {
         exchange
     }
 
-    fn answered(&self, shared: &Shared, status: u16, status_text: &str, headers: &[(String, String)], body: &[u8]) {
-        let Some(session) = &shared.session else { return };
+    fn answered(
+        &self,
+        episode: &EpisodeState,
+        status: u16,
+        status_text: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) {
+        let Some(session) = &episode.session else { return };
         let headers = headers.iter().map(|(name, value)| Header::new(name, value)).collect();
         let answer = session::Answer { request_id: &self.request_id, url: &self.url, status, status_text, headers };
         if let Err(error) = session.answered(&Origin::default(), answer, body) {
@@ -977,8 +1054,8 @@ impl Exchange {
         }
     }
 
-    fn failed(&self, shared: &Shared, error_text: &str) {
-        if let Some(session) = &shared.session {
+    fn failed(&self, episode: &EpisodeState, error_text: &str) {
+        if let Some(session) = &episode.session {
             session.failed(&Origin::default(), &self.request_id, error_text);
         }
     }

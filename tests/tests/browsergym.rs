@@ -54,10 +54,15 @@ fn package_source() -> std::path::PathBuf {
 
 /// Runs one episode of the recorded task with `actions` (Playwright code, then the answer); its report.
 fn episode(python: &Path, recorded: &demo::Recorded, actions: &[String]) -> Value {
+    episode_with(python, recorded, actions, json!({}))
+}
+
+/// [`episode`] with `extra` configuration (`episode.py`'s: `then`, further episodes of the same
+/// environment).
+fn episode_with(python: &Path, recorded: &demo::Recorded, actions: &[String], extra: Value) -> Value {
     let episodes = tempfile::tempdir().unwrap();
-    let output = episode_command(python, recorded, &recorded.exported.bundle, actions, json!({}), episodes.path())
-        .output()
-        .unwrap();
+    let output =
+        episode_command(python, recorded, &recorded.exported.bundle, actions, extra, episodes.path()).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the episode failed: {stderr}");
     let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
@@ -134,6 +139,76 @@ async fn a_browsergym_episode_rewards_the_demonstration_1_and_doing_nothing_0() 
         (report["result"]["steps"].as_u64(), report["result"]["spl"]["navigation"].as_f64()),
         (Some(0), Some(0.0))
     );
+}
+
+/// Issue #48: BrowserGym launched both its browsers, and the package a proxy, at every reset. An
+/// environment now keeps them for its episodes, and each episode starts clean. Three episodes in one
+/// environment that would tell: the demonstration, which also leaves a cookie and a stored item of the
+/// agent's own; then an agent that goes straight to the cart and the account page and answers; then the
+/// demonstration again.
+/// - The browsers are the same processes in all three: kept, not launched again.
+/// - The second and third start with nothing of the first: no cookie of its, the storage the recording
+///   started with and no more, and the page's clock at the recording's start again (a kept clock would
+///   be on by the first episode's whole length).
+/// - The second episode's session is its own: the first's sign-in and cart form are not in it, so the
+///   checkpoints on them are not reached, and it earns 0.
+/// - The third, in a proxy that served the first, earns full marks again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browsergym_environment_keeps_its_browsers_and_proxy_and_each_episode_starts_clean() {
+    let test = "a_browsergym_environment_keeps_its_browsers_and_proxy_and_each_episode_starts_clean";
+    let Some(recorded) = demo::recorded_once(test).await else { return };
+    let Some(python) = python_of_for_tests(test, Environment::BrowserGym) else { return };
+    let origin = &recorded.exported.origin;
+    let mut demonstration = demo::in_playwright(origin, &recorded.exported.password().unwrap());
+    let answer = demonstration.pop().unwrap();
+    let leave_something = "page.evaluate(\"() => { document.cookie = 'left=by-the-first; path=/'; \
+                           localStorage.setItem('left', 'by-the-first') }\")";
+    let first: Vec<String> =
+        demonstration.iter().cloned().chain([leave_something.to_owned(), answer.clone()]).collect();
+    let straight_to_the_cart = vec![
+        format!("page.goto('{origin}/cart')"),
+        format!("page.goto('{origin}/account')"),
+        "send_message_to_user('Done.')".to_owned(),
+    ];
+    let again: Vec<String> = demonstration.iter().cloned().chain([answer]).collect();
+    let report = episode_with(&python, recorded, &first, json!({ "then": [straight_to_the_cart, again] }));
+    let episodes: Vec<&Value> = std::iter::once(&report).chain(report["then"].as_array().unwrap()).collect();
+    assert_eq!(episodes.len(), 3, "{report:#}");
+    let resets: Vec<String> =
+        episodes.iter().map(|e| format!("{:.2} s", e["reset_seconds"].as_f64().unwrap())).collect();
+    // Figures for the note, not targets: the first reset launches, the others are warm.
+    eprintln!("BrowserGym resets in one environment: {}", resets.join(", "));
+
+    assert_eq!(episodes[0]["rewards"].as_array().unwrap().last().unwrap(), 1.0, "{report:#}");
+    let pids = &episodes[0]["browser_pids"];
+    assert_eq!(pids.as_array().unwrap().len(), 2, "the task's browser and the chat's: {report:#}");
+    let recording_started =
+        trace_replay::archive::ReplayArchive::open(&recorded.exported.bundle).unwrap().started_at_ms;
+    for (number, episode) in episodes.iter().enumerate() {
+        assert_eq!(&episode["browser_pids"], pids, "episode {number} ran in the browsers kept: {report:#}");
+        let page = &episode["page_at_reset"];
+        assert!(!page["cookie"].as_str().unwrap().contains("left="), "episode {number}: {page}");
+        assert_eq!(page["stored"], episodes[0]["page_at_reset"]["stored"], "episode {number}: {page}");
+        let clock_on = page["now"].as_f64().unwrap() - recording_started;
+        let since_reset = page["since_reset_ms"].as_f64().unwrap();
+        assert!(
+            (0.0..=since_reset + 1000.0).contains(&clock_on),
+            "episode {number}'s clock is {clock_on:.0} ms past the recording's start, {since_reset:.0} ms after its reset"
+        );
+    }
+
+    let second = &episodes[1]["result"];
+    assert_eq!(episodes[1]["rewards"], json!([0.0, 0.0, 0.0]), "{report:#}");
+    let items = second["checkpoints"]["items"].as_array().unwrap();
+    let forms: Vec<&Value> = items.iter().filter(|checkpoint| checkpoint["role"] == "state_change").collect();
+    assert!(!forms.is_empty(), "the demonstration's sign-in and cart are checkpoints: {second:#}");
+    for checkpoint in forms {
+        assert_eq!(checkpoint["reached"], false, "the first episode's forms are not the second's: {checkpoint:#}");
+    }
+    let third = &episodes[2];
+    assert_eq!(third["rewards"].as_array().unwrap().last().unwrap(), 1.0, "{report:#}");
+    let checkpoints = &third["result"]["checkpoints"];
+    assert_eq!(checkpoints["reached_in_order"], checkpoints["items"].as_array().unwrap().len(), "{report:#}");
 }
 
 /// Issue #45: BrowserGym's episode was not as closed as `trace-replay eval`'s. Its browser lacked the
@@ -350,19 +425,15 @@ async fn the_proxy_dies_with_a_killed_browsergym_and_writes_its_episode() {
     let Some(recorded) = demo::recorded_once(test).await else { return };
     let Some(python) = python_of_for_tests(test, Environment::BrowserGym) else { return };
     let episodes = tempfile::tempdir().unwrap();
-    let output = episode_command(
-        &python,
-        recorded,
-        &recorded.exported.bundle,
-        &[],
-        json!({ "kill_after_reset": true }),
-        episodes.path(),
-    )
-    .output()
-    .unwrap();
+    // The proxy's command line names its bundle: a copy only this test serves.
+    let bundle = episodes.path().join("only-this-test.zip");
+    std::fs::copy(&recorded.exported.bundle, &bundle).unwrap();
+    let output = episode_command(&python, recorded, &bundle, &[], json!({ "kill_after_reset": true }), episodes.path())
+        .output()
+        .unwrap();
     assert!(!output.status.success(), "the harness was killed");
     let serving = || {
-        let needle = episodes.path().to_str().unwrap().as_bytes().to_vec();
+        let needle = bundle.to_str().unwrap().as_bytes().to_vec();
         std::fs::read_dir("/proc")
             .unwrap()
             .filter_map(|entry| {

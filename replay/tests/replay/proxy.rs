@@ -404,22 +404,17 @@ async fn the_authority_vouches_for_the_recorded_hosts_alone_and_not_for_long() {
     assert_eq!(scope["hosts"], json!(["10.0.0.7", "api.shop.example", "shop.test"]));
 }
 
-/// Issue #45: `serve --proxy-port --episode` outlived the Python process that started it (killed, or
-/// stopped with SIGTERM), listening for good and never writing its episode. With
-/// `--stop-when-stdin-closes`, it stops when its standard input ends, as it does when its parent is
-/// gone, and writes the episode; while the input is open, it serves.
-#[test]
-fn the_proxy_stops_and_writes_its_episode_when_its_standard_input_closes() {
-    use std::io::Write as _;
-    let scratch = tempfile::tempdir().unwrap();
-    let bundle = scratch.path().join("bundle");
-    shop_bundle(&bundle);
-    let episode = scratch.path().join("episode");
+/// `trace-replay serve BUNDLE --proxy-port 0 ARGS…` with its standard input and output piped, once it has
+/// said where it listens: the process, the proxy's URL, and the lines it prints after.
+fn piped_proxy(
+    bundle: &std::path::Path,
+    args: &[&std::ffi::OsStr],
+) -> (std::process::Child, String, std::io::Lines<BufReader<std::process::ChildStdout>>) {
     let mut serve = Command::new(env!("CARGO_BIN_EXE_trace-replay"))
         .arg("serve")
-        .arg(&bundle)
-        .args(["--proxy-port", "0", "--stop-when-stdin-closes", "--episode"])
-        .arg(&episode)
+        .arg(bundle)
+        .args(["--proxy-port", "0"])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -436,7 +431,22 @@ fn the_proxy_stops_and_writes_its_episode_when_its_standard_input_closes() {
             break;
         }
     }
-    let proxy = proxy.expect("the proxy's URL");
+    (serve, proxy.expect("the proxy's URL"), lines)
+}
+
+/// Issue #45: `serve --proxy-port --episode` outlived the Python process that started it (killed, or
+/// stopped with SIGTERM), listening for good and never writing its episode. With
+/// `--stop-when-stdin-closes`, it stops when its standard input ends, as it does when its parent is
+/// gone, and writes the episode; while the input is open, it serves.
+#[test]
+fn the_proxy_stops_and_writes_its_episode_when_its_standard_input_closes() {
+    use std::io::Write as _;
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("bundle");
+    shop_bundle(&bundle);
+    let episode = scratch.path().join("episode");
+    let (mut serve, proxy, _lines) =
+        piped_proxy(&bundle, &["--stop-when-stdin-closes".as_ref(), "--episode".as_ref(), episode.as_os_str()]);
     let mut stdin = serve.stdin.take().unwrap();
     stdin.write_all(b"anything written is read and dropped\n").unwrap();
     std::thread::sleep(Duration::from_secs(1));
@@ -453,6 +463,87 @@ fn the_proxy_stops_and_writes_its_episode_when_its_standard_input_closes() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(episode.join("served.json").is_file() && episode.join("session/manifest.json").is_file());
+}
+
+/// Issue #48: one proxy serves episode after episode (`--episodes-on-stdin`), as BrowserGym's package
+/// resets, each from a clean slate: the recording's start cookies are handed to each episode's browser
+/// (had the first episode's handing been kept, the second would be served logged out), each episode's
+/// session holds its own requests alone, each is scored on its own, and a request that is not one is
+/// answered with an error and changes nothing. Standard input ending writes the episode being recorded.
+#[test]
+fn one_proxy_serves_episode_after_episode_each_from_a_clean_slate() {
+    use std::io::Write as _;
+    let scratch = tempfile::tempdir().unwrap();
+    let bundle = scratch.path().join("bundle");
+    shop_bundle(&bundle);
+    let (mut serve, proxy, mut lines) = piped_proxy(&bundle, &["--episodes-on-stdin".as_ref()]);
+    let mut stdin = serve.stdin.take().unwrap();
+    let mut ask = move |asked: Value| -> Value {
+        writeln!(stdin, "{asked}").unwrap();
+        serde_json::from_str(&lines.next().expect("an answer").unwrap()).unwrap()
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // A browser of the episode's own, as each BrowserGym episode has a context of its own: what the
+    // shop's page hands it, and what `/api/me` answers it then.
+    let visit = |marker: &str| {
+        runtime.block_on(async {
+            let client = reqwest::Client::builder()
+                .proxy(reqwest::Proxy::all(&proxy).unwrap())
+                .tls_danger_accept_invalid_certs(true)
+                .build()
+                .unwrap();
+            let page = client.get(SHOP).header("Accept", "text/html").header("Referer", SHOP).send().await.unwrap();
+            let handed: Vec<String> = page
+                .headers()
+                .get_all("set-cookie")
+                .iter()
+                .map(|value| value.to_str().unwrap().split(';').next().unwrap().to_owned())
+                .collect();
+            // As a browser sends what it was handed.
+            let cookie = handed.join("; ");
+            let me = client.get("https://shop.test/api/me").header("Referer", SHOP).header("Cookie", cookie);
+            let me = me.send().await.unwrap().text().await.unwrap();
+            let marked = client.get(format!("https://shop.test/{marker}")).header("Referer", SHOP).send().await;
+            assert!(marked.is_err(), "nothing recorded answers /{marker}");
+            (handed, me)
+        })
+    };
+    let (first, second) = (scratch.path().join("first"), scratch.path().join("second"));
+
+    assert_eq!(ask(json!({ "end": {} })), json!({ "error": "no episode is being recorded: begin one first" }));
+    assert_eq!(ask(json!({ "begin": { "episode": first } })), json!({ "began": first }));
+    let refused = ask(json!({ "begin": { "episode": second } }));
+    assert!(refused["error"].as_str().unwrap().contains("end it first"), "{refused}");
+    let (handed, me) = visit("first-episode-only");
+    assert_eq!(handed, ["session=abc123", "theme=dark"], "the start cookies, handed to the first browser");
+    assert_eq!(me, r#"{"user":"ada"}"#);
+    let ended = ask(json!({ "end": { "answer": "ada", "steps": 2 } }));
+    assert_eq!(ended["ended"]["episode"], json!(first), "{ended}");
+    let result = &ended["ended"]["result"];
+    assert_eq!((result["steps"].as_u64(), result["answer"].as_str()), (Some(2), Some("ada")), "{result:#}");
+    assert_eq!(result["requests"]["missed"], 1, "the first episode's miss is its own: {result:#}");
+    let written: Value = serde_json::from_slice(&std::fs::read(first.join("result.json")).unwrap()).unwrap();
+    assert_eq!(&written, result, "scored as `trace-replay score` writes it");
+
+    let garbled = ask(json!({ "begin": { "folder": second } }));
+    assert!(garbled["error"].as_str().unwrap().starts_with("not a request"), "{garbled}");
+    assert_eq!(ask(json!({ "begin": { "episode": second } })), json!({ "began": second }));
+    let (handed, me) = visit("second-episode-only");
+    assert_eq!(handed, ["session=abc123", "theme=dark"], "handed again: nothing of the first episode's was kept");
+    assert_eq!(me, r#"{"user":"ada"}"#);
+    // The caller goes (`ask` holds its end of the pipe): the episode being recorded is written, and the
+    // proxy stops.
+    drop(ask);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while serve.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "still serving 20 s after its input closed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(second.join("served.json").is_file() && !second.join("result.json").exists(), "written, not scored");
+    let events = |episode: &std::path::Path| std::fs::read_to_string(episode.join("session/events.jsonl")).unwrap();
+    let (first_events, second_events) = (events(&first), events(&second));
+    assert!(first_events.contains("first-episode-only") && !first_events.contains("second-episode-only"));
+    assert!(second_events.contains("second-episode-only") && !second_events.contains("first-episode-only"));
 }
 
 /// Issue #45: at its open-file limit the proxy's accept loop spun, 4 CPU-s per 10 s, writing 435 MB of

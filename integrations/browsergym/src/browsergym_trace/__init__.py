@@ -2,8 +2,10 @@
 
 `register(source)` registers every task of a TRACE bundle (zip or directory) or dataset (a folder with
 `tasks.jsonl`) as the gym environment `browsergym/trace.<task id>`. An episode is served offline by
-`trace-replay serve --proxy-port` to the browser BrowserGym launches, and scored by `trace-replay score`,
-the scorer of `trace-replay eval`: nothing of BrowserGym is patched. `trace_benchmark(source)` (in
+`trace-replay serve --proxy-port` to the browser BrowserGym launches, and scored as `trace-replay score`
+scores, the scorer of `trace-replay eval`. An environment keeps its proxy and its browsers from one episode
+to the next: the one thing changed of BrowserGym is that, while its own environment resets, Playwright's
+`launch` lends the kept browser. `trace_benchmark(source)` (in
 `browsergym_trace.benchmark`, which needs AgentLab) makes the same tasks an AgentLab benchmark.
 """
 

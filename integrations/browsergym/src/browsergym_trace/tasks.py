@@ -9,11 +9,17 @@ is done here is only what BrowserGym's own browser needs from inside: its local 
 requests failed through DevTools' `Fetch`) and a page that is no web page (`chrome://`) replaced by a blank
 one before the agent's observation; the proxy stopped with the process that started it, and an episode
 whose start failed leaves no folder behind.
+
+Resets are warm: an environment keeps one proxy (`trace-replay serve --episodes-on-stdin`, which gives each
+episode a matcher, clock and start cookies of its own and scores it) and the browsers BrowserGym launches,
+for all its episodes. Each episode still gets browser contexts of its own from BrowserGym, which share
+nothing with the last one's: cookies, storage, cache, service workers.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import queue
@@ -40,8 +46,10 @@ from browsergym.core import _get_global_playwright
 from browsergym.core.env import BrowserEnv
 from browsergym.core.task import AbstractBrowserTask
 
-# How long `trace-replay serve` may take to open a bundle and listen, and to write its episode when stopped.
+# How long `trace-replay serve` may take to open a bundle and listen, to write and score an episode, and to
+# stop.
 SERVE_START_SECONDS = 60
+SERVE_ANSWER_SECONDS = 60
 SERVE_STOP_SECONDS = 60
 # The chat roles that end an episode: the agent's answer, and its report that the task cannot be done.
 ENDING_ROLES = ("assistant", "infeasible")
@@ -149,11 +157,14 @@ def register(
     source: str | os.PathLike,
     trace_replay: str | None = None,
     chromium: str | None = None,
+    warm: bool = True,
 ) -> list[str]:
     """Registers every task of `source` (a bundle or a dataset folder) as `browsergym/trace.<task id>` and
     returns the environment ids. `trace_replay` is the `trace-replay` binary (default: `TRACE_REPLAY`, else
     the one on PATH); `chromium` the browser BrowserGym launches (default: `TRACE_CHROMIUM`, else Debian's
-    `/usr/bin/chromium` when present, else Playwright's own)."""
+    `/usr/bin/chromium` when present, else Playwright's own). With `warm` (the default) an environment
+    keeps its proxy and browsers from one episode to the next; without, each episode starts its own, as
+    BrowserGym does alone."""
     trace_replay = _trace_replay(trace_replay)
     if chromium is None:
         chromium = os.environ.get("TRACE_CHROMIUM") or (
@@ -176,16 +187,17 @@ def register(
         gym.registry.pop(env_id, None)
         gym.register(
             id=env_id,
-            entry_point=partial(_make_env, spec=spec, trace_replay=trace_replay, chromium=chromium),
+            entry_point=partial(_make_env, spec=spec, trace_replay=trace_replay, chromium=chromium, warm=warm),
             nondeterministic=False,
         )
         env_ids.append(env_id)
     return env_ids
 
 
-def _make_env(spec: TraceTaskSpec, trace_replay: str, chromium: str | None, **env_kwargs) -> BrowserEnv:
+def _make_env(spec: TraceTaskSpec, trace_replay: str, chromium: str | None, warm: bool, **env_kwargs) -> BrowserEnv:
     """A BrowserEnv whose browser goes through the proxy of its own port, chosen now: BrowserGym launches
-    the browser before the task's `setup`, which starts the proxy there."""
+    the browser before the task's `setup`, which starts the proxy there (at the first reset) or begins its
+    next episode."""
     port = _free_port()
     given = dict(env_kwargs.pop("pw_chromium_kwargs", {}))
     # A browser of the caller's choosing runs through the same script, with the same flags.
@@ -197,13 +209,212 @@ def _make_env(spec: TraceTaskSpec, trace_replay: str, chromium: str | None, **en
     chromium_kwargs |= given
     # The proxy's certificates are its own for each HTTPS host of the recording.
     context_kwargs = {"ignore_https_errors": True} | env_kwargs.pop("pw_context_kwargs", {})
-    task = partial(TraceTask, spec=spec, proxy_port=port, trace_replay=trace_replay)
-    return BrowserEnv(
-        task_entrypoint=task,
+    proxy = _KeptProxy(trace_replay, spec, port, kept=warm)
+    return TraceBrowserEnv(
+        proxy=proxy,
+        warm=warm,
+        task_entrypoint=partial(TraceTask, spec=spec, proxy=proxy),
         pw_chromium_kwargs=chromium_kwargs,
         pw_context_kwargs=context_kwargs,
         **env_kwargs,
     )
+
+
+class TraceBrowserEnv(BrowserEnv):
+    """BrowserGym's environment, its resets warm: the proxy and the browsers are kept from one episode to
+    the next (`_KeptBrowsers`), and both go when the environment is closed. Not `warm`, each reset launches
+    its browsers, as BrowserGym does alone."""
+
+    def __init__(self, *, proxy: _KeptProxy, warm: bool, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._proxy = proxy
+        self._browsers = _KeptBrowsers() if warm else None
+
+    def reset(self, *args, **kwargs):
+        if self._browsers is None:
+            return super().reset(*args, **kwargs)
+        with self._browsers.lent():
+            return super().reset(*args, **kwargs)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._browsers is not None:
+                self._browsers.close()
+            self._proxy.stop()
+
+
+class _KeptBrowsers:
+    """The browsers BrowserGym launches at every reset (the task's and its chat window's), launched at an
+    environment's first reset and lent to the resets after. BrowserGym closes both and launches them again
+    at each reset, with no way to keep them: for the length of a reset, the Playwright `launch` it calls
+    lends the kept browser launched with the same arguments instead (a new one if it has gone). BrowserGym
+    still opens a new browser context for each episode, and closing the lent browser closes those: a
+    context shares no cookies, storage, cache or service workers with another."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, playwright.sync_api.Browser] = {}
+
+    @contextlib.contextmanager
+    def lent(self):
+        chromium = _get_global_playwright().chromium
+        launch = chromium.launch
+
+        def lend(**kwargs) -> _LentBrowser:
+            key = json.dumps(kwargs, sort_keys=True, default=str)
+            browser = self._kept.get(key)
+            if browser is None or not browser.is_connected():
+                browser = self._kept[key] = launch(**kwargs)
+            return _LentBrowser(browser)
+
+        # On this object alone, and only while the reset runs: every other launch is Playwright's own.
+        chromium.launch = lend
+        try:
+            yield
+        finally:
+            del chromium.launch
+
+    def close(self) -> None:
+        browsers, self._kept = list(self._kept.values()), {}
+        for browser in browsers:
+            with contextlib.suppress(playwright.sync_api.Error):
+                browser.close()
+
+
+class _LentBrowser:
+    """A kept browser as one reset's: it is the browser, but closing it closes only the contexts opened
+    through it, and the browser waits for the next reset."""
+
+    def __init__(self, browser: playwright.sync_api.Browser) -> None:
+        self._browser = browser
+        self._contexts: list[playwright.sync_api.BrowserContext] = []
+
+    def new_context(self, **kwargs) -> playwright.sync_api.BrowserContext:
+        context = self._browser.new_context(**kwargs)
+        self._contexts.append(context)
+        return context
+
+    def close(self, **_) -> None:
+        contexts, self._contexts = self._contexts, []
+        for context in contexts:
+            with contextlib.suppress(playwright.sync_api.Error):
+                context.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self._browser, name)
+
+
+class _KeptProxy:
+    """`trace-replay serve BUNDLE --proxy-port P --episodes-on-stdin` of one environment: started at its first
+    reset, it serves each episode, recording it into the folder `begin` names, and writes and scores it
+    when asked (`end`), as `trace-replay score` would. Its standard input is a pipe this process alone
+    holds: when this process ends, however (killed included), the proxy writes the episode it has and
+    stops. One that has gone (crashed) is started again at the next reset; one not `kept` is stopped at
+    the end of each episode, and each reset starts its own."""
+
+    def __init__(self, trace_replay: str, spec: TraceTaskSpec, port: int, kept: bool = True) -> None:
+        self.trace_replay = trace_replay
+        self.spec = spec
+        self.port = port
+        self.kept = kept
+        self.process: subprocess.Popen | None = None
+        self.log: Path | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+
+    def begin(self, episode: Path) -> None:
+        """Records what crosses the proxy from now on into `episode`, starting the proxy if it is not
+        running."""
+        if self.process is None or self.process.poll() is not None:
+            self._start()
+        self._ask({"begin": {"episode": str(episode)}})
+
+    def end(self, answer: str | None = None, steps: int | None = None, score: bool = True) -> dict | None:
+        """Ends the episode: written, and with `score` scored; returns its `result.json`."""
+        ended = self._ask({"end": {"answer": answer, "steps": steps, "score": score}})
+        if not self.kept:
+            self.stop()
+        return ended["ended"].get("result")
+
+    def _ask(self, asked: dict) -> dict:
+        try:
+            self.process.stdin.write(json.dumps(asked) + "\n")
+            self.process.stdin.flush()
+            line = self._lines.get(timeout=SERVE_ANSWER_SECONDS)
+        except (OSError, queue.Empty):
+            line = None
+        if line is None:
+            self.stop()
+            raise RuntimeError(f"trace-replay serve did not answer: {self._log_tail()}")
+        answered = json.loads(line)
+        if "error" in answered:
+            raise RuntimeError(f"trace-replay serve refused {asked}: {answered['error']}")
+        return answered
+
+    def _start(self) -> None:
+        episodes = os.environ.get("TRACE_EPISODES")
+        log, name = tempfile.mkstemp(prefix=f"{env_name(self.spec.task_id)}-proxy-", suffix=".log", dir=episodes)
+        self.log = Path(name)
+        self.process = subprocess.Popen(
+            [
+                self.trace_replay,
+                "serve",
+                str(self.spec.bundle),
+                "--proxy-port",
+                str(self.port),
+                "--episodes-on-stdin",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+        os.close(log)
+        # Its lines are read on a thread of their own, so that a server that says nothing is given up on.
+        self._lines = lines = queue.Queue()
+
+        def read(stdout) -> None:
+            for line in stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=read, args=(self.process.stdout,), daemon=True).start()
+        deadline = time.monotonic() + SERVE_START_SECONDS
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            if line.startswith("press Ctrl+C"):
+                return
+        self.stop()
+        error = f"trace-replay serve did not start: {self._log_tail()}"
+        # Nothing of a proxy that never started is kept: what went wrong is in the error.
+        self.log.unlink(missing_ok=True)
+        raise RuntimeError(error)
+
+    def _log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-2000:] if self.log else ""
+
+    def stop(self) -> None:
+        """Stops the proxy, which writes the episode it records, if any. Its input closed, as when this
+        process ends; SIGTERM if it does not stop, then SIGKILL."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+        try:
+            process.wait(timeout=SERVE_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=SERVE_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 # The scripts Playwright runs as its browser, by (trace-replay, Chromium): made once per process.
@@ -264,25 +475,26 @@ def _free_port() -> int:
 
 
 class TraceTask(AbstractBrowserTask):
-    """One recorded task: its bundle served offline by `trace-replay serve --proxy-port`, the person's task
-    as the goal, scored by `trace-replay score` once the agent answers."""
+    """One recorded task: its bundle served offline by the environment's kept proxy (`trace-replay serve
+    --proxy-port --episodes-on-stdin`), the person's task as the goal, scored as `trace-replay score` scores
+    an episode once the agent answers."""
 
     @classmethod
     def get_task_id(cls) -> str:
         return "trace"
 
-    def __init__(self, seed: int, spec: TraceTaskSpec, proxy_port: int, trace_replay: str) -> None:
+    def __init__(self, seed: int, spec: TraceTaskSpec, proxy: _KeptProxy) -> None:
         super().__init__(seed)
         self.spec = spec
-        self.proxy_port = proxy_port
-        self.trace_replay = trace_replay
+        self.proxy = proxy
         # A person's pace is the recording's; the agent's is its own.
         self.slow_mo = 0
         self.timeout = 10_000
         # The episode's folder, made when the episode starts (`setup`), which BrowserGym calls once its
         # browsers run: a reset that fails before or in it leaves none.
         self.episode: Path | None = None
-        self.server: subprocess.Popen | None = None
+        # Whether the proxy records this episode still: from `setup` until it is scored or torn down.
+        self.recording = False
         self.result: dict | None = None
         # BrowserGym validates the task once after each action the agent takes: its actions, counted as
         # `trace-replay eval` counts an agent's (the answer not among them), for SPL.
@@ -296,12 +508,13 @@ class TraceTask(AbstractBrowserTask):
             Path(episodes).mkdir(parents=True, exist_ok=True)
         self.episode = Path(tempfile.mkdtemp(prefix=f"{env_name(self.spec.task_id)}-", dir=episodes))
         try:
-            self._serve()
+            self.proxy.begin(self.episode / "episode")
+            self.recording = True
             self._refuse_local_files(page.context.browser)
             page.goto(self.spec.start_url)
         except BaseException:
             # Nothing of an episode that never started is kept: what went wrong is in the error.
-            self._stop()
+            self.teardown()
             shutil.rmtree(self.episode, ignore_errors=True)
             self.episode = None
             raise
@@ -311,7 +524,8 @@ class TraceTask(AbstractBrowserTask):
 
     def _refuse_local_files(self, browser: playwright.sync_api.Browser) -> None:
         """Fails every request of the browser's disk (`file:`), in every tab: paused by DevTools' `Fetch` on
-        the browser's own session, which sees all of them, and failed as a blocked one."""
+        the browser's own session, which sees all of them, and failed as a blocked one. The session is the
+        episode's: the kept browser's next episode opens its own."""
         session = browser.new_browser_cdp_session()
 
         def refuse(event: dict) -> None:
@@ -339,78 +553,17 @@ class TraceTask(AbstractBrowserTask):
             except playwright.sync_api.Error:
                 pass  # A page gone or not the replay's: nothing of it to report.
         # The action that answered (or gave up) is not a step, as `done` is not one in `eval`.
-        self.result = self._score(answer, steps=self.actions - 1)
+        self.recording = False
+        self.result = self.proxy.end(answer, steps=self.actions - 1)
         return float(self.result["success"]), True, "", {"trace_result": self.result}
 
     def teardown(self) -> None:
-        self._stop()
-
-    def _serve(self) -> None:
-        log = open(self.episode / "serve.log", "wb")
-        # Its standard input is a pipe this process alone holds: when this process ends, however (killed
-        # included), the pipe closes and the proxy stops, writing its episode.
-        self.server = subprocess.Popen(
-            [
-                self.trace_replay,
-                "serve",
-                str(self.spec.bundle),
-                "--proxy-port",
-                str(self.proxy_port),
-                "--episode",
-                str(self.episode / "episode"),
-                "--stop-when-stdin-closes",
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
-        log.close()
-        # Its lines are read on a thread of their own, so that a server that says nothing is given up on.
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def read(stdout) -> None:
-            for line in stdout:
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=read, args=(self.server.stdout,), daemon=True).start()
-        deadline = time.monotonic() + SERVE_START_SECONDS
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                line = lines.get(timeout=left)
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            if line.startswith("press Ctrl+C"):
-                return
-        self._stop()
-        raise RuntimeError(
-            f"trace-replay serve did not start: {(self.episode / 'serve.log').read_text(errors='replace')[-2000:]}"
-        )
-
-    def _stop(self) -> None:
-        """Stops the proxy, which then writes the episode. SIGTERM, not SIGINT: a Ray worker blocks SIGINT,
-        and the proxy it starts inherits the blocked mask."""
-        server, self.server = self.server, None
-        if server is None or server.poll() is not None:
-            return
-        server.send_signal(signal.SIGTERM)
-        # Its output is drained by the thread `_serve` started.
-        try:
-            server.wait(timeout=SERVE_STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-
-    def _score(self, answer: str | None, steps: int) -> dict:
-        self._stop()
-        command = [self.trace_replay, "score", str(self.spec.bundle), "--episode", str(self.episode / "episode"), "--json"]
-        command += ["--steps", str(steps)]
-        if answer is not None:
-            command += ["--answer", answer]
-        scored = subprocess.run(command, capture_output=True, text=True)
-        if scored.returncode != 0:
-            raise RuntimeError(f"trace-replay score failed: {scored.stderr[-2000:]}")
-        return json.loads(scored.stdout)
+        session, self._local_files_refused = self._local_files_refused, None
+        if session is not None:
+            with contextlib.suppress(playwright.sync_api.Error):
+                session.detach()
+        if self.recording:
+            # Given up before it answered: written as it is, not scored.
+            self.recording = False
+            with contextlib.suppress(RuntimeError):
+                self.proxy.end(score=False)
