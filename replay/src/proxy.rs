@@ -333,6 +333,12 @@ impl EpisodeState {
             ended: AtomicBool::new(false),
         }
     }
+
+    /// The session the episode records into, until it has ended: what a request still in flight then
+    /// does is no part of it (the session is written by then).
+    fn session(&self) -> Option<&Arc<SessionRecorder>> {
+        self.session.as_ref().filter(|_| !self.ended.load(Ordering::Relaxed))
+    }
 }
 
 /// The connections served that have not sent a request's head yet, by the order they were accepted in,
@@ -563,7 +569,7 @@ async fn take_report(request: hyper::Request<Incoming>, episode: &EpisodeState) 
         Moved { url: String },
         Socket { message: String },
     }
-    let Some(session) = &episode.session else { return plain(StatusCode::NO_CONTENT, "") };
+    let Some(session) = episode.session() else { return plain(StatusCode::NO_CONTENT, "") };
     let read = http_body_util::Limited::new(request.into_body(), MAX_REPORT_BYTES).collect();
     let body = match tokio::time::timeout(BODY_IDLE_TIMEOUT, read).await {
         Ok(Ok(body)) => body.to_bytes(),
@@ -641,7 +647,7 @@ async fn read_body(
                 .expect("the semaphore is never closed"),
         ),
     };
-    let mut sink = episode.session.as_ref().map(|session| session.body_sink());
+    let mut sink = episode.session().map(|session| session.body_sink());
     let mut body = Vec::with_capacity(room.min(1 << 20));
     loop {
         let frame = match tokio::time::timeout(BODY_IDLE_TIMEOUT, incoming.frame()).await {
@@ -1011,7 +1017,7 @@ impl Exchange {
             url: url.to_owned(),
             navigation: tab_navigation(method, headers),
         };
-        if let Some(session) = &episode.session {
+        if let Some(session) = episode.session() {
             let request = trace_manifest::event::Request {
                 request_id: exchange.request_id.clone(),
                 url: url.to_owned(),
@@ -1040,7 +1046,7 @@ impl Exchange {
         headers: &[(String, String)],
         body: &[u8],
     ) {
-        let Some(session) = &episode.session else { return };
+        let Some(session) = episode.session() else { return };
         let headers = headers.iter().map(|(name, value)| Header::new(name, value)).collect();
         let answer = session::Answer { request_id: &self.request_id, url: &self.url, status, status_text, headers };
         if let Err(error) = session.answered(&Origin::default(), answer, body) {
@@ -1055,7 +1061,7 @@ impl Exchange {
     }
 
     fn failed(&self, episode: &EpisodeState, error_text: &str) {
-        if let Some(session) = &episode.session {
+        if let Some(session) = episode.session() {
             session.failed(&Origin::default(), &self.request_id, error_text);
         }
     }
