@@ -203,6 +203,55 @@ async fn once_a_step_has_failed_a_perturbed_run_waits_less_for_what_the_person_m
     }
 }
 
+/// Issue #48's rest rule, both sides: a perturbed run's click that should have led to another page fails
+/// once its page has been at rest for the off-path timeout, but a page still busy (a clock redrawn every
+/// 100 ms, as a live page's ticker or animation) keeps the whole step timeout, so that a page a loaded
+/// machine has not finished with is not failed early. (The faithful side, a step that does reach its URL
+/// passing after the rule, is `eval`'s `a_perturbed_run_fails_a_step_once_its_page_is_at_rest`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_perturbed_step_ends_at_rest_on_a_quiet_page_and_waits_its_whole_timeout_on_a_busy_one() {
+    // The person's click led to /next; in this run the button leads nowhere, as a perturbation's can.
+    let quiet = r#"<!doctype html><title>Quiet</title><button id="go">Go</button>"#;
+    let busy = r#"<!doctype html><title>Busy</title><button id="go">Go</button><p id="clock"></p>
+<script>setInterval(() => { document.getElementById("clock").textContent = String(Date.now()); }, 100);</script>"#;
+    let step_timeout = Duration::from_secs(8);
+    let options = RunOptions {
+        step_timeout,
+        off_path_waits: Some(OffPathWaits { from_step: 1, timeout: Duration::from_secs(1) }),
+        ..RunOptions::default()
+    };
+    for (page, html) in [("quiet", quiet), ("busy", busy)] {
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("bundle");
+        let url = format!("http://shop.test/{page}");
+        bundle_of(
+            &dir,
+            &[(url.as_str(), html), ("http://shop.test/next", "<!doctype html><title>Next</title>")],
+            json!([
+                { "name": "navigate", "params": { "url": url }, "tab": 0, "ts": 0.0 },
+                click("#go", Some("http://shop.test/next"))
+            ]),
+        );
+        let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
+        let started = Instant::now();
+        let report = run_human(&replay, &calls_of(&dir), &[], options).await.unwrap();
+        let took = started.elapsed();
+        replay.close().await.unwrap();
+        let text = trace_replay::run::text(&report);
+        let step = &report.steps[1];
+        let reason = step.reason.as_deref().unwrap_or_default();
+        assert!(report.steps[0].passed && !step.passed && reason.contains("/next"), "{page}: {text}");
+        // The whole run: the start page, the person's pause, the click's wait, the last settling.
+        if page == "quiet" {
+            assert!(reason.contains("(the page was at rest for 1s)"), "{page}: {text}");
+            assert!(took < step_timeout, "{page}: the run took {took:?}: {text}");
+        } else {
+            assert!(!reason.contains("at rest"), "{page}: {text}");
+            assert!(took >= step_timeout, "{page}: the run took {took:?}: {text}");
+        }
+    }
+}
+
 /// The processes whose parent is `pid`, and theirs, and so on. A process's children are listed by the
 /// thread that started each (trace-replay starts Chromium from a thread of its own).
 fn descendants(pid: u32) -> Vec<u32> {
