@@ -1282,6 +1282,45 @@ fn network_har(session: &mut Bundle) -> Result<Har> {
 mod tests {
     use super::*;
 
+    /// An agent's DevTools connections go through its port both ways while the episode runs, and end
+    /// with the port: in a browser kept for the next episode, a connection left open (by a process the
+    /// agent left behind) would reach the next agent's pages. Chromium's DevTools port is stood in for by
+    /// a loopback server that echoes.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_agents_connections_end_with_its_episodes_port() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let devtools = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let devtools_port = devtools.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut connection, _)) = devtools.accept().await {
+                tokio::spawn(async move {
+                    let (mut reading, mut writing) = connection.split();
+                    let _ = tokio::io::copy(&mut reading, &mut writing).await;
+                });
+            }
+        });
+        let port = AgentPort::open(&format!("ws://127.0.0.1:{devtools_port}/devtools/browser/id")).await.unwrap();
+        let agents_port = port.port;
+        let mut agent = tokio::net::TcpStream::connect(("127.0.0.1", agents_port)).await.unwrap();
+        agent.write_all(b"Target.getTargets").await.unwrap();
+        let mut answer = [0; 17];
+        agent.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, b"Target.getTargets", "forwarded there and back");
+        assert_eq!(port.connections.load(Ordering::SeqCst), 1);
+
+        port.close();
+        let mut more = [0; 1];
+        let read = tokio::time::timeout(Duration::from_secs(5), agent.read(&mut more)).await;
+        assert!(
+            matches!(read, Ok(Ok(0) | Err(_))),
+            "the agent's connection was still open after its port closed: {read:?}"
+        );
+        assert!(
+            tokio::net::TcpStream::connect(("127.0.0.1", agents_port)).await.is_err(),
+            "the port takes no new connection"
+        );
+    }
+
     #[test]
     fn an_agent_is_named_by_the_script_it_runs() {
         let name = |command: &str| Agent::parse(command).short_name();
