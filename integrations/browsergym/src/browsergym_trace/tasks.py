@@ -368,6 +368,9 @@ class _KeptProxy:
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
+            # One log for all the environment's episodes: its warnings (each request's answer is in the
+            # episode's session), unless TRACE_LOG asks for more; plain text, a file's.
+            env=os.environ | {"TRACE_LOG": os.environ.get("TRACE_LOG", "warn"), "NO_COLOR": "1"},
         )
         os.close(log)
         # Its lines are read on a thread of their own, so that a server that says nothing is given up on.
