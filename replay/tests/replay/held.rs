@@ -7,8 +7,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use trace_manifest::report::FidelityReport;
 use trace_manifest::trajectory::ToolCall;
 use trace_replay::archive::ReplayArchive;
+use trace_replay::responder::Stats;
 use trace_replay::run::{OffPathWaits, RunOptions, run_human};
 use trace_replay::serve::{Options, Replay};
 
@@ -25,6 +27,17 @@ fn bundle_of(dir: &Path, pages: &[(&str, &str)], calls: Value) {
 fn calls_of(dir: &Path) -> Vec<ToolCall> {
     let trajectory: Value = serde_json::from_slice(&std::fs::read(dir.join("trajectory.json")).unwrap()).unwrap();
     serde_json::from_value(trajectory["tool_calls"].clone()).unwrap()
+}
+
+/// The demonstration of the bundle in `dir` re-run with `options` in a replay of its own: the report, how
+/// long the re-run took (the replay's launch and closing left out), and what the replay served.
+async fn timed_run(dir: &Path, options: RunOptions) -> (FidelityReport, Duration, Stats) {
+    let replay = Replay::launch(ReplayArchive::open(dir).unwrap(), &Options::default()).await.unwrap();
+    let started = Instant::now();
+    let report = run_human(&replay, &calls_of(dir), &[], options).await.unwrap();
+    let took = started.elapsed();
+    let stats = replay.close().await.unwrap();
+    (report, took, stats)
 }
 
 fn click(selector: &str, url_after: Option<&str>) -> Value {
@@ -89,11 +102,7 @@ async fn a_step_that_never_ends_fails_on_its_deadline_and_the_run_goes_on() {
         ]),
     );
     let options = RunOptions { step_timeout: Duration::from_millis(500), ..RunOptions::default() };
-    let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
-    let started = Instant::now();
-    let report = run_human(&replay, &calls_of(&dir), &[], options).await.unwrap();
-    let took = started.elapsed();
-    replay.close().await.unwrap();
+    let (report, took, _) = timed_run(&dir, options).await;
     let text = trace_replay::run::text(&report);
     // Every step was tried and has its verdict: the first passed; what the busy page held failed.
     assert_eq!(report.steps_total, 3, "{text}");
@@ -146,11 +155,7 @@ async fn a_request_sent_while_its_click_is_delivered_is_answered_at_once() {
         "cookies": [{ "name": "session", "value": "ann", "domain": "shop.test", "path": "/" }] }] });
     write_bundle(&dir, "held", &har(entries), &storage);
     let options = RunOptions { step_timeout: Duration::from_secs(3), ..RunOptions::default() };
-    let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
-    let started = Instant::now();
-    let report = run_human(&replay, &calls_of(&dir), &[], options).await.unwrap();
-    let took = started.elapsed();
-    let stats = replay.close().await.unwrap();
+    let (report, took, stats) = timed_run(&dir, options).await;
     let text = trace_replay::run::text(&report);
     assert_eq!(report.steps_failed, 0, "{text}");
     assert_eq!(report.steps[1].url_reached.as_deref(), Some("http://shop.test/preview/ann"), "{text}");
@@ -232,11 +237,7 @@ async fn a_perturbed_step_ends_at_rest_on_a_quiet_page_and_waits_its_whole_timeo
                 click("#go", Some("http://shop.test/next"))
             ]),
         );
-        let replay = Replay::launch(ReplayArchive::open(&dir).unwrap(), &Options::default()).await.unwrap();
-        let started = Instant::now();
-        let report = run_human(&replay, &calls_of(&dir), &[], options).await.unwrap();
-        let took = started.elapsed();
-        replay.close().await.unwrap();
+        let (report, took, _) = timed_run(&dir, options).await;
         let text = trace_replay::run::text(&report);
         let step = &report.steps[1];
         let reason = step.reason.as_deref().unwrap_or_default();
