@@ -71,9 +71,9 @@ enum Command {
         /// what was served (DIR/served.json). `trace-replay score` scores it.
         #[arg(long, value_name = "DIR", requires = "proxy_port", group = "recorded")]
         episode: Option<PathBuf>,
-        /// With --episode or --episodes-on-stdin: what each episode keeps of the request and response bodies that cross the
-        /// proxy, in bytes; past it a body is kept as its SHA-256 and size alone, and served.json says how
-        /// many were.
+        /// With --episode or --episodes-on-stdin: what each episode keeps of the request and response
+        /// bodies that cross the proxy, in bytes; past it a body is kept as its SHA-256 and size alone, and
+        /// served.json says how many were.
         #[arg(
             long,
             value_name = "BYTES",

@@ -9,7 +9,7 @@
 //! | asked | answered |
 //! | --- | --- |
 //! | `{"begin": {"episode": DIR}}` | `{"began": DIR}`: what crosses the proxy from now on is DIR's |
-//! | `{"end": {"answer": TEXT, "steps": N}}` | `{"ended": {"episode": DIR, "result": {…}}}`: written and scored (`DIR/result.json`) |
+//! | `{"end": {"answer": TEXT, "steps": N}}` | `{"ended": {"episode": DIR, "result": {…}}}`: written and scored |
 //! | `{"end": {"score": false}}` | `{"ended": {"episode": DIR}}`: written, not scored (an episode given up) |
 //! | anything else | `{"error": TEXT}`: nothing changed |
 //!
