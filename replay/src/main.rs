@@ -374,7 +374,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 );
                 let options = ProxyOptions { port, ca_dir, determinism: !no_determinism };
                 if episodes_on_stdin {
-                    let reference = Reference::read(&bundle, limits.limits())?;
+                    // Read through the bundle the archive has open: no second opening.
+                    let reference = archive.with_bundle(Reference::of_bundle)?;
                     let episodes = EpisodeOptions { budget: Budget(max_episode_bytes), limits: limits.limits() };
                     let serving = trace_replay::proxy_episodes::serve_episodes(
                         &bundle,

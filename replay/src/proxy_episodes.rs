@@ -18,7 +18,7 @@
 //! proxy, as a signal to stop does.
 
 use std::future::Future;
-use std::io::{BufRead as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -31,6 +31,7 @@ use crate::archive::ReplayArchive;
 use crate::eval::{Reference, score_proxied_with};
 use crate::proxy::{Proxy, ProxyEpisode, ProxyOptions, announce};
 use crate::session::Budget;
+use crate::stop::stdin_lines;
 
 /// What the caller asks, a line of standard input.
 #[derive(Debug, Deserialize)]
@@ -161,24 +162,4 @@ impl EpisodeServer {
             .transpose()?;
         Ok(Some((episode, result)))
     }
-}
-
-/// Standard input's lines as they come, read on a thread of its own (a read of a pipe blocks); the
-/// channel ends with standard input. The caller is the harness that started the proxy, so a line is
-/// taken whole, however long.
-fn stdin_lines() -> tokio::sync::mpsc::UnboundedReceiver<std::io::Result<String>> {
-    let (sender, lines) = tokio::sync::mpsc::unbounded_channel();
-    let reading = std::thread::Builder::new().name("stdin".to_owned()).spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            // A line that is not UTF-8 is answered as one that does not parse; a failing read ends it.
-            let failed = line.as_ref().is_err_and(|error| error.kind() != std::io::ErrorKind::InvalidData);
-            if failed || sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    if let Err(error) = reading {
-        tracing::warn!("cannot read standard input ({error}): no episode can be asked for");
-    }
-    lines
 }

@@ -41,19 +41,35 @@ pub async fn asked_to_stop() -> anyhow::Result<()> {
 }
 
 /// Waits until standard input ends (or fails): the process that holds a pipe to it has closed it or is
-/// gone, killed included. Read on a thread of its own, since a read of a pipe blocks; whatever is written
-/// to it is read and dropped.
+/// gone, killed included. Whatever is written to it is read and dropped.
 pub async fn stdin_closed() {
-    let (ended, end) = tokio::sync::oneshot::channel();
+    let mut lines = stdin_lines();
+    while lines.recv().await.is_some() {}
+}
+
+/// Standard input's lines as they come, read on a thread of its own (a read of a pipe blocks); the
+/// channel ends with standard input. A line that is not UTF-8 comes as its error; a failing read ends
+/// it. The caller is the harness that started the process, so a line is taken whole, however long. With
+/// no thread to read on, the channel never ends, as if standard input were never closed.
+pub fn stdin_lines() -> tokio::sync::mpsc::UnboundedReceiver<std::io::Result<String>> {
+    use std::io::BufRead as _;
+    let (sender, lines) = tokio::sync::mpsc::unbounded_channel();
+    let held_open = sender.clone();
     let reading = std::thread::Builder::new().name("stdin".to_owned()).spawn(move || {
-        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-        let _ = ended.send(());
+        for line in std::io::stdin().lock().lines() {
+            let failed = line.as_ref().is_err_and(|error| error.kind() != std::io::ErrorKind::InvalidData);
+            if failed || sender.send(line).is_err() {
+                break;
+            }
+        }
     });
     match reading {
-        Ok(_) => {
-            let _ = end.await;
+        // The reader holds the only sender left: the channel ends when it does.
+        Ok(_) => drop(held_open),
+        Err(error) => {
+            tracing::warn!("cannot read standard input ({error}): it is taken as never closed");
+            std::mem::forget(held_open);
         }
-        // No thread to watch with: never ends, as if it were never closed.
-        Err(_) => std::future::pending().await,
     }
+    lines
 }
